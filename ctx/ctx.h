@@ -1,0 +1,30 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The context: configuration and one instance of each layer. Each layer
+ * keeps its own state behind its own pointer; this struct only ties them.
+ */
+#ifndef TP_CTX_CTX_H
+#define TP_CTX_CTX_H
+
+#include "tpager.h"
+#include "ctl/conf.h"
+
+struct tp_vmm;
+struct tp_pager;
+struct tp_lineage;
+struct tp_policy;
+
+struct tp_ctx {
+	struct tp_conf conf;
+	struct tp_vmm *vmm;
+	struct tp_pager *pager;
+	struct tp_lineage *lineage;
+	struct tp_policy *policy;
+	char last_error[256];
+};
+
+/* Keep @msg as the context's last error (tp_last_error) and log it. */
+__attribute__((format(printf, 3, 4)))
+void tp_ctx_error(struct tp_ctx *ctx, int err, const char *fmt, ...);
+
+#endif /* TP_CTX_CTX_H */

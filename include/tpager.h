@@ -1,0 +1,346 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * tpager: paged GPU memory for deep-learning training.
+ *
+ * Every tensor lives in its own reserved range of device virtual addresses;
+ * physical memory is a pool of fixed-size chunks mapped into, and out of,
+ * those ranges. Pages of a tensor are evicted (regenerated later by
+ * replaying the ops that made them), offloaded to host swap, prefetched
+ * back and split, while the tensor's address never changes.
+ *
+ * Conventions: functions that act return 0 or a negative errno; functions
+ * that construct return a pointer, or NULL with errno set. A call that
+ * fails leaves every tensor as it was. All calls on one context must come
+ * from one thread at a time (the caller's thread runs the ops); the library
+ * runs its own copy and prefetch threads internally.
+ */
+#ifndef TPAGER_H
+#define TPAGER_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#if defined(__GNUC__) && !defined(TP_API)
+#define TP_API __attribute__((visibility("default")))
+#elif !defined(TP_API)
+#define TP_API
+#endif
+
+#define TPAGER_VERSION_MAJOR 0
+#define TPAGER_VERSION_MINOR 1
+
+struct tp_ctx;
+struct tp_tensor;
+
+/* Access modes for tp_tensor_acquire(). */
+#define TP_READ		(1u << 0)
+#define TP_WRITE	(1u << 1)
+#define TP_RW		(TP_READ | TP_WRITE)
+
+/*
+ * Tensor flags (tp_tensor_create). A tensor not produced by an op is
+ * uncomputable whether or not TP_UNCOMPUTABLE is given: it can be offloaded,
+ * never evicted. The pinning flags are DELTA's (§4.3).
+ */
+#define TP_UNCOMPUTABLE		(1u << 0)
+#define TP_EVICT_PINNED		(1u << 1)	/* never evicted: offload only */
+#define TP_OFFLOAD_PINNED	(1u << 2)	/* never offloaded: evict only */
+#define TP_NO_PAGING		(1u << 3)	/* never leaves device memory */
+/* What the tensor is, for traces and reports (no effect on paging). */
+#define TP_KIND_INPUT		(1u << 8)
+#define TP_KIND_PARAM		(1u << 9)
+#define TP_KIND_GRAD		(1u << 10)
+#define TP_KIND_OPTSTATE	(1u << 11)
+#define TP_KIND_ACT		(1u << 12)
+#define TP_KIND_WORKSPACE	(1u << 13)
+
+/* Errors beyond errno: tp_strerror() knows both. */
+#define TP_ERR_BASE		4096
+#define TP_ENOREGEN		(TP_ERR_BASE + 1)	/* lineage cannot regenerate */
+#define TP_EDEPTH		(TP_ERR_BASE + 2)	/* recompute depth bound hit */
+#define TP_EDEVICE		(TP_ERR_BASE + 3)	/* backend/driver failure */
+
+/**
+ * tp_ctx_create() - create a context: backend, chunk pool, pager, policy.
+ * @opts: "key=value,key=value" configuration (see tpager.conf(5)) applied
+ *        after /etc/tpager.conf, $TPAGER_CONF and $TPAGER_OPTS; or NULL.
+ *
+ * Return: the context, or NULL with errno set (EINVAL for a configuration
+ * it did not understand, the message going to the log callback; ENODEV when
+ * the requested backend has no device; ENOMEM).
+ */
+TP_API struct tp_ctx *tp_ctx_create(const char *opts);
+
+/**
+ * tp_ctx_destroy() - wait for all copies, free every tensor and the context.
+ */
+TP_API void tp_ctx_destroy(struct tp_ctx *ctx);
+
+/* --- Tensors ---------------------------------------------------------- */
+
+/**
+ * tp_tensor_create() - reserve a tensor of @bytes; no memory is mapped yet.
+ * @flags: TP_UNCOMPUTABLE, TP_EVICT_PINNED, TP_OFFLOAD_PINNED, TP_KIND_*.
+ *
+ * Return: the tensor or NULL with errno (EINVAL, ENOMEM).
+ */
+TP_API struct tp_tensor *tp_tensor_create(struct tp_ctx *ctx, size_t bytes,
+					  unsigned flags);
+
+/**
+ * tp_tensor_acquire() - make the whole tensor resident and pin it.
+ * @mode: TP_READ, TP_WRITE or both. TP_WRITE alone on pages that were never
+ *        written skips their reload.
+ *
+ * Waits on an in-flight reload, reloads offloaded pages or regenerates
+ * evicted ones, making room through the policy. The compute stream is
+ * ordered after every copy the data depends on; the host is not blocked by
+ * that ordering on a GPU backend.
+ *
+ * Return: the tensor's stable device address, or NULL with errno (ENOMEM
+ * when nothing can leave to make room; the tensor is unchanged).
+ * Acquisitions nest; each needs a tp_tensor_release().
+ */
+TP_API void *tp_tensor_acquire(struct tp_ctx *ctx, struct tp_tensor *t,
+			       unsigned mode);
+
+/**
+ * tp_tensor_acquire_range() - tp_tensor_acquire() on bytes [@off, @off+@len).
+ *
+ * Only the pages covering the range are made resident and pinned; others
+ * keep their state. Return: the address of byte @off, or NULL with errno.
+ * Release with tp_tensor_release_range() on the same range.
+ */
+TP_API void *tp_tensor_acquire_range(struct tp_ctx *ctx, struct tp_tensor *t,
+				     size_t off, size_t len, unsigned mode);
+
+/** tp_tensor_release() - unpin what tp_tensor_acquire() pinned. */
+TP_API int tp_tensor_release(struct tp_ctx *ctx, struct tp_tensor *t);
+
+/** tp_tensor_release_range() - unpin what tp_tensor_acquire_range() pinned. */
+TP_API int tp_tensor_release_range(struct tp_ctx *ctx, struct tp_tensor *t,
+				   size_t off, size_t len);
+
+/**
+ * tp_tensor_write() - copy @len bytes from host memory @src into the tensor.
+ * tp_tensor_read() - copy @len bytes of the tensor into host memory @dst.
+ *
+ * Both make the pages touched resident as acquire does and return when the
+ * copy has completed. Return: 0, -EINVAL for a range outside the tensor,
+ * -ENOMEM, -EIO, or -ENOTSUP on the sim backend (which holds no data).
+ */
+TP_API int tp_tensor_write(struct tp_ctx *ctx, struct tp_tensor *t, size_t off,
+			   const void *src, size_t len);
+TP_API int tp_tensor_read(struct tp_ctx *ctx, struct tp_tensor *t, size_t off,
+			  void *dst, size_t len);
+
+/**
+ * tp_tensor_offload() - copy the tensor's resident pages to host swap
+ * asynchronously; each chunk returns to the pool when its copy completes.
+ *
+ * Return: 0; -EBUSY if pinned; -ENOSPC when host swap is full (the tensor
+ * stays resident); -EPERM for TP_OFFLOAD_PINNED or TP_NO_PAGING.
+ */
+TP_API int tp_tensor_offload(struct tp_ctx *ctx, struct tp_tensor *t);
+
+/**
+ * tp_tensor_evict() - drop the tensor's resident pages; lineage regenerates
+ * them on the next acquire.
+ *
+ * Return: 0; -EPERM if it cannot be regenerated (uncomputable,
+ * TP_EVICT_PINNED); -EBUSY if pinned.
+ */
+TP_API int tp_tensor_evict(struct tp_ctx *ctx, struct tp_tensor *t);
+
+/**
+ * tp_tensor_prefetch() - start bringing the tensor back; returns at once.
+ * A later acquire waits on the copy already in flight instead of issuing it
+ * again. Return: 0, or -ENOMEM when no free chunk can take it (nothing is
+ * evicted to make room for a prefetch).
+ */
+TP_API int tp_tensor_prefetch(struct tp_ctx *ctx, struct tp_tensor *t);
+
+/**
+ * tp_tensor_free() - drop the caller's reference. Memory goes back once no
+ * copy is still reading it; lineage may keep the record (fake deletion)
+ * while a live tensor still needs it to be regenerated.
+ * Return: 0, or -EBUSY if still acquired.
+ */
+TP_API int tp_tensor_free(struct tp_ctx *ctx, struct tp_tensor *t);
+
+/** tp_tensor_size() - the size in bytes given at creation. */
+TP_API size_t tp_tensor_size(const struct tp_tensor *t);
+
+/** tp_tensor_flags() - the tensor's flags. */
+TP_API unsigned tp_tensor_flags(const struct tp_tensor *t);
+
+/**
+ * tp_tensor_lookup() - the live tensor whose range contains @addr, or NULL.
+ * Safe from any thread (RCU); the result is only valid while the caller
+ * knows the tensor is not being freed.
+ */
+TP_API struct tp_tensor *tp_tensor_lookup(struct tp_ctx *ctx, const void *addr);
+
+/** tp_sync() - wait until every copy and op issued so far has completed. */
+TP_API int tp_sync(struct tp_ctx *ctx);
+
+/* --- Iterations (the prefetcher learns from the last one) -------------- */
+
+TP_API int tp_iteration_begin(struct tp_ctx *ctx);
+TP_API int tp_iteration_end(struct tp_ctx *ctx);
+
+/* --- Ops and lineage -------------------------------------------------- */
+
+struct tp_op_launch;
+
+/*
+ * An op type: registered once, referenced by every record of a run.
+ * @launch runs the op. On a GPU backend it enqueues on l->stream and
+ * returns; on the host backend it computes on the caller's thread. It must
+ * be deterministic: a recompute replays it and must produce the same bits.
+ */
+struct tp_op_type {
+	const char *name;
+	int (*launch)(const struct tp_op_launch *l);
+	/* Cost the sim backend charges (and the policy's prior before the
+	 * first measurement), in ns; NULL means 1 µs. */
+	uint64_t (*cost_ns)(const void *params, size_t params_len,
+			    const size_t *in_bytes, unsigned n_in);
+	unsigned flags;
+	/* With TP_OP_INPLACE: output inplace_out takes input inplace_in's pages. */
+	int inplace_out;
+	int inplace_in;
+	/* With TP_OP_SPLITTABLE: the outermost dimension's extent in bytes per
+	 * row of each tensor is given by the op at run time (see tp_op_launch). */
+	int split_dim;
+};
+
+#define TP_OP_INPLACE		(1u << 0)
+#define TP_OP_SPLITTABLE	(1u << 1)
+#define TP_OP_NONDETERMINISTIC	(1u << 2)	/* never recomputed */
+
+/* What a launch function receives. Addresses are device addresses. */
+struct tp_op_launch {
+	struct tp_ctx *ctx;
+	const struct tp_op_type *type;
+	const void *params;
+	size_t params_len;
+	void *const *in;
+	const size_t *in_bytes;
+	unsigned n_in;
+	void *const *out;
+	const size_t *out_bytes;
+	unsigned n_out;
+	void *stream;		/* CUstream on cuda; NULL on host and sim */
+	int recompute;		/* 1 when replayed by lineage */
+};
+
+/**
+ * tp_op_run() - run an op through the pager and record its lineage.
+ * @inputs: existing tensors, acquired for reading (regenerated or reloaded
+ *          as needed).
+ * @outputs: filled with new computable tensors of @out_bytes each (or, for
+ *           an in-place op, the input whose pages the output took).
+ *
+ * Return: 0 or -errno; on failure no output exists and inputs are as before.
+ */
+TP_API int tp_op_run(struct tp_ctx *ctx, const struct tp_op_type *type,
+		     const void *params, size_t params_len,
+		     struct tp_tensor *const *inputs, unsigned n_in,
+		     struct tp_tensor **outputs, const size_t *out_bytes,
+		     unsigned n_out);
+
+/* --- Statistics --------------------------------------------------------- */
+
+struct tp_stats {
+	/* device memory */
+	uint64_t phys_bytes;		/* mapped chunks now, in bytes */
+	uint64_t phys_peak;
+	uint64_t budget_bytes;
+	uint64_t chunk_size;
+	uint64_t chunks_mapped;
+	uint64_t chunks_peak;
+	uint64_t ranges_reserved;
+	uint64_t tensors_live;
+	/* host swap */
+	uint64_t host_bytes;
+	uint64_t host_peak;
+	uint64_t host_budget;
+	/* actions */
+	uint64_t offloads;
+	uint64_t reloads;
+	uint64_t evictions;
+	uint64_t recomputes;
+	uint64_t recompute_ns;
+	uint64_t prefetch_issued;
+	uint64_t prefetch_hits;		/* resident when acquired */
+	uint64_t prefetch_late;		/* still in flight when acquired */
+	uint64_t prefetch_wasted;	/* left again unused */
+	uint64_t bytes_d2h;
+	uint64_t bytes_h2d;
+	uint64_t copy_d2h_ns;		/* time copies were in flight */
+	uint64_t copy_h2d_ns;
+	uint64_t stall_ns;		/* caller/compute waited on memory */
+	uint64_t compute_ns;		/* time of ops run (first runs) */
+	/* range cache and driver */
+	uint64_t range_cache_hits;
+	uint64_t range_cache_misses;
+	uint64_t driver_calls;
+	uint64_t driver_ns;
+	/* policy */
+	uint64_t policy_decisions;
+	uint64_t policy_ns;
+	/* contiguous mode: free bytes in the pool / bytes held, in ppm */
+	uint64_t fragmentation_ppm;
+};
+
+/** tp_stats_get() - a snapshot of the context's counters. */
+TP_API int tp_stats_get(struct tp_ctx *ctx, struct tp_stats *st);
+
+/** tp_strerror() - text for a negative (or positive) errno or TP_E* code. */
+TP_API const char *tp_strerror(int err);
+
+/** tp_last_error() - the last backend error message kept on the context. */
+TP_API const char *tp_last_error(struct tp_ctx *ctx);
+
+/* --- Configuration ------------------------------------------------------ */
+
+/**
+ * tp_ctl_get() - the value of configuration or statistics key @key, as text.
+ * Return: 0, -ENOENT for an unknown key, -ENOSPC if @len is too small.
+ */
+TP_API int tp_ctl_get(struct tp_ctx *ctx, const char *key, char *buf,
+		      size_t len);
+
+/**
+ * tp_ctl_set() - change a run-time key. Return: 0, -ENOENT unknown key,
+ * -EINVAL malformed or out of range, -EPERM read-only or start-only key.
+ */
+TP_API int tp_ctl_set(struct tp_ctx *ctx, const char *key, const char *value);
+
+enum tp_log_level {
+	TP_LOG_ERROR,
+	TP_LOG_WARN,
+	TP_LOG_INFO,
+	TP_LOG_DEBUG,
+};
+
+typedef void (*tp_log_fn)(enum tp_log_level level, const char *msg,
+			  void *priv);
+
+/**
+ * tp_set_log() - route the library's messages to @fn (NULL: stderr for
+ * errors and warnings). Process-wide, so that tp_ctx_create() failures are
+ * reported too.
+ */
+TP_API void tp_set_log(tp_log_fn fn, void *priv);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* TPAGER_H */

@@ -1,0 +1,304 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * vmm: reserved virtual ranges backed by a pool of remappable physical
+ * chunks, three streams ordered by events, and host swap buffers, on one of
+ * three backends (cuda, host, sim). The pager is its only caller.
+ *
+ * Addresses are uintptr_t device virtual addresses. On the host backend
+ * they are also valid CPU pointers; on cuda they are device pointers; on sim
+ * they are numbers that must never be dereferenced.
+ *
+ * Nothing here is thread-safe unless a member says so: the pager serialises
+ * calls. Completion of copies happens on backend threads (host) or the
+ * device (cuda) and is observed only through events.
+ */
+#ifndef TP_VMM_VMM_H
+#define TP_VMM_VMM_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "ctl/conf.h"
+
+struct tp_vmm;
+struct tp_event;
+
+enum tp_stream {
+	TP_STREAM_COMPUTE,
+	TP_STREAM_D2H,
+	TP_STREAM_H2D,
+	TP_NR_STREAMS,
+};
+
+/* Access rights for set_access. */
+#define TP_PROT_NONE	0u
+#define TP_PROT_RW	3u
+
+/* A physical chunk: one backend handle of vmm->chunk_size bytes. */
+struct tp_chunk {
+	uint64_t handle;	/* backend's: CUmemGenericAllocationHandle, memfd offset, id */
+	uint32_t index;		/* position in the pool, 0..nr_chunks-1 */
+	uint32_t flags;		/* pool-private */
+	struct tp_chunk *next;	/* pool free list link */
+};
+
+/* Kinds of backend call counted in the statistics and fault injection. */
+enum tp_vmm_call {
+	TP_CALL_RESERVE,
+	TP_CALL_RELEASE,
+	TP_CALL_CHUNK_CREATE,
+	TP_CALL_CHUNK_DESTROY,
+	TP_CALL_MAP,
+	TP_CALL_SET_ACCESS,
+	TP_CALL_UNMAP,
+	TP_CALL_COPY,
+	TP_CALL_EVENT,
+	TP_CALL_HOST_ALLOC,
+	TP_NR_CALLS,
+};
+
+/*
+ * The backend vtable. Each implementation (backend_cuda.c, backend_host.c,
+ * backend_sim.c) exports one const instance. The generic layer (vmm.c)
+ * counts, times and fault-injects every call; backends never call each
+ * other. All members return 0 or -errno unless stated otherwise.
+ */
+struct tp_vmm_ops {
+	const char *name;
+
+	/*
+	 * Open the device. Set vmm->granularity (the chunk size the backend
+	 * needs: device granularity on cuda, vmm.chunk_size elsewhere) and
+	 * vmm->device_bytes (total device memory; what 100% means).
+	 * Return -ENODEV when the backend cannot run here (no driver, no
+	 * device); nothing is left allocated then.
+	 */
+	int (*open)(struct tp_vmm *vmm, const struct tp_conf *conf);
+	/* Release everything open() and later calls created. Never fails. */
+	void (*close)(struct tp_vmm *vmm);
+
+	/*
+	 * Reserve @len bytes (a multiple of granularity) of virtual address
+	 * space with no physical memory behind it; touching it faults.
+	 */
+	int (*reserve)(struct tp_vmm *vmm, size_t len, uintptr_t *va);
+	/* Give back a reservation; it must be fully unmapped. */
+	int (*release)(struct tp_vmm *vmm, uintptr_t va, size_t len);
+
+	/* Create the physical memory of chunk @c (sets c->handle). */
+	int (*chunk_create)(struct tp_vmm *vmm, struct tp_chunk *c);
+	/* Destroy it; it must not be mapped anywhere. */
+	void (*chunk_destroy)(struct tp_vmm *vmm, struct tp_chunk *c);
+
+	/*
+	 * Map @n chunks at @va, @va + granularity, ... (a run of contiguous
+	 * pages of one reservation). Access is not granted until set_access.
+	 * On failure nothing of the run stays mapped.
+	 */
+	int (*map)(struct tp_vmm *vmm, uintptr_t va,
+		   struct tp_chunk *const *chunks, size_t n);
+	/* Grant @prot on [@va, @va+@len) of mapped pages, in one call. */
+	int (*set_access)(struct tp_vmm *vmm, uintptr_t va, size_t len,
+			  unsigned prot);
+	/*
+	 * Unmap [@va, @va+@len); the range stays reserved and faults again.
+	 * The caller guarantees no in-flight work touches it (see
+	 * tp_vmm_unmap_after for the deferred form).
+	 */
+	int (*unmap)(struct tp_vmm *vmm, uintptr_t va, size_t len);
+
+	/*
+	 * Copy asynchronously on stream @s: device [@va, @va+@len) to host
+	 * buffer @host (d2h) or back (h2d). Ordered after earlier work on @s
+	 * and after events @s was made to wait on.
+	 */
+	int (*copy_d2h)(struct tp_vmm *vmm, void *host, uintptr_t va,
+			size_t len, enum tp_stream s);
+	int (*copy_h2d)(struct tp_vmm *vmm, uintptr_t va, const void *host,
+			size_t len, enum tp_stream s);
+
+	/* Events: a point in a stream's work. */
+	int (*event_create)(struct tp_vmm *vmm, struct tp_event **ev);
+	void (*event_destroy)(struct tp_vmm *vmm, struct tp_event *ev);
+	/* Capture everything enqueued on @s so far. */
+	int (*event_record)(struct tp_vmm *vmm, struct tp_event *ev,
+			    enum tp_stream s);
+	/* Work enqueued on @s later starts after @ev completes. Host not blocked. */
+	int (*stream_wait)(struct tp_vmm *vmm, enum tp_stream s,
+			   struct tp_event *ev);
+	/* 0 when complete, -EAGAIN when still pending, other -errno on error.
+	 * Thread-safe. */
+	int (*event_query)(struct tp_vmm *vmm, struct tp_event *ev);
+	/* Block the calling thread until @ev completes. Thread-safe. */
+	int (*event_sync)(struct tp_vmm *vmm, struct tp_event *ev);
+	/* Block until everything enqueued on @s has completed. */
+	int (*stream_sync)(struct tp_vmm *vmm, enum tp_stream s);
+
+	/* Host swap buffers (pinned on cuda); NULL on failure. On sim a
+	 * unique token that must not be dereferenced. */
+	void *(*host_alloc)(struct tp_vmm *vmm, size_t len);
+	void (*host_free)(struct tp_vmm *vmm, void *p, size_t len);
+
+	/*
+	 * Run @fn(@arg) as work on stream @s (an op's launch on the host
+	 * backend runs at once on the caller's thread after waiting for @s;
+	 * sim advances @s by @cost_ns; cuda enqueues nothing: the launch
+	 * function enqueues its own kernels on the stream handle).
+	 * Optional; NULL means run @fn directly.
+	 */
+	int (*launch)(struct tp_vmm *vmm, enum tp_stream s, uint64_t cost_ns,
+		      int (*fn)(void *arg), void *arg);
+	/* The native stream handle for launch functions (CUstream), or NULL. */
+	void *(*stream_handle)(struct tp_vmm *vmm, enum tp_stream s);
+
+	/*
+	 * Monotonic time in ns for staleness and costs: host time on host
+	 * and cuda, the virtual clock of the caller on sim (deterministic).
+	 */
+	uint64_t (*now_ns)(struct tp_vmm *vmm);
+};
+
+extern const struct tp_vmm_ops tp_vmm_cuda_ops;
+extern const struct tp_vmm_ops tp_vmm_host_ops;
+extern const struct tp_vmm_ops tp_vmm_sim_ops;
+
+/* Per-kind counters of backend calls. */
+struct tp_vmm_call_stats {
+	uint64_t calls;
+	uint64_t ns;		/* host wall time spent in the call */
+	uint64_t units;		/* chunks mapped/unmapped, bytes copied */
+};
+
+struct tp_vmm_stats {
+	struct tp_vmm_call_stats call[TP_NR_CALLS];
+	uint64_t chunks_mapped;		/* now */
+	uint64_t chunks_peak;
+	uint64_t chunks_created;
+	uint64_t ranges_reserved;	/* now */
+	uint64_t deferred_unmaps;	/* pending now */
+};
+
+/*
+ * One open backend and its chunk pool. Fields other than those documented
+ * as public are private to vmm/.
+ */
+struct tp_vmm {
+	const struct tp_vmm_ops *ops;
+	void *priv;			/* backend state */
+	size_t granularity;		/* chunk size, bytes */
+	uint64_t device_bytes;		/* total device memory */
+	size_t nr_chunks;		/* pool budget, in chunks */
+	struct tp_vmm_stats stats;
+	struct tp_chunk_pool *pool;
+	struct tp_deferred *deferred;	/* unmaps waiting on events */
+#ifdef TP_FAULT_INJECTION
+	long fail_at;			/* the Nth counted call fails; 0: off */
+	long calls_counted;
+	int fail_errno;
+#endif
+};
+
+/* --- The generic layer (vmm.c): what the pager calls. --------------- */
+
+/*
+ * Open the backend named by conf->vmm_backend (auto: cuda when a device is
+ * usable, else host). The pool is not created yet (its budget may be a
+ * percent of device memory). Return NULL with errno set on failure.
+ */
+struct tp_vmm *tp_vmm_open(const struct tp_conf *conf);
+void tp_vmm_close(struct tp_vmm *vmm);
+
+/*
+ * Create the chunk pool with a budget of @budget_bytes (rounded down to
+ * whole chunks, at least one). Handles are created lazily up to the budget
+ * and recycled. Return 0, -EINVAL for a zero budget.
+ */
+int tp_vmm_pool_create(struct tp_vmm *vmm, uint64_t budget_bytes);
+
+/*
+ * Take @n free chunks into @out. Beyond the budget: -ENOMEM and the pool is
+ * unchanged (no partial take). First reaps completed deferred unmaps.
+ */
+int tp_vmm_chunks_take(struct tp_vmm *vmm, struct tp_chunk **out, size_t n);
+/* Return chunks that are not mapped anywhere. */
+void tp_vmm_chunks_put(struct tp_vmm *vmm, struct tp_chunk *const *c, size_t n);
+/* Free chunks now (not counting those waiting on deferred unmaps). */
+size_t tp_vmm_chunks_free(const struct tp_vmm *vmm);
+/* Chunks that will come back once pending deferred unmaps complete. */
+size_t tp_vmm_chunks_pending(const struct tp_vmm *vmm);
+
+int tp_vmm_reserve(struct tp_vmm *vmm, size_t len, uintptr_t *va);
+int tp_vmm_release(struct tp_vmm *vmm, uintptr_t va, size_t len);
+
+/*
+ * Map @n chunks at @va and grant read/write, batching the run into one
+ * map and one set_access call. On failure nothing stays mapped.
+ */
+int tp_vmm_map(struct tp_vmm *vmm, uintptr_t va, struct tp_chunk *const *c,
+	       size_t n);
+/* Unmap at once; the caller knows nothing in flight touches the pages. */
+int tp_vmm_unmap(struct tp_vmm *vmm, uintptr_t va, size_t len);
+
+/*
+ * Unmap [@va, @va + @n chunks) and return @chunks to the pool once @ev has
+ * completed (NULL: at once). Never synchronises the device; pending
+ * unmaps are reaped by tp_vmm_reap() and by chunk takes. @ev is owned by
+ * the caller and must stay alive until the unmap is reaped: the vmm takes
+ * a reference through tp_vmm_event_get().
+ */
+int tp_vmm_unmap_after(struct tp_vmm *vmm, uintptr_t va,
+		       struct tp_chunk *const *chunks, size_t n,
+		       struct tp_event *ev);
+/* Complete every deferred unmap whose event has completed; returns count. */
+size_t tp_vmm_reap(struct tp_vmm *vmm);
+/* Wait for the oldest pending deferred unmap (used when the pool is empty
+ * but chunks are on their way back). -ENOENT when none is pending. */
+int tp_vmm_reap_wait(struct tp_vmm *vmm);
+
+/* Copies and events: counted wrappers over the ops. */
+int tp_vmm_copy_d2h(struct tp_vmm *vmm, void *host, uintptr_t va, size_t len,
+		    enum tp_stream s);
+int tp_vmm_copy_h2d(struct tp_vmm *vmm, uintptr_t va, const void *host,
+		    size_t len, enum tp_stream s);
+
+/* Events are reference-counted: get/put; create returns one reference. */
+struct tp_event *tp_vmm_event_create(struct tp_vmm *vmm);
+struct tp_event *tp_vmm_event_get(struct tp_event *ev);
+void tp_vmm_event_put(struct tp_vmm *vmm, struct tp_event *ev);
+int tp_vmm_event_record(struct tp_vmm *vmm, struct tp_event *ev,
+			enum tp_stream s);
+int tp_vmm_stream_wait(struct tp_vmm *vmm, enum tp_stream s,
+		       struct tp_event *ev);
+int tp_vmm_event_query(struct tp_vmm *vmm, struct tp_event *ev);
+int tp_vmm_event_sync(struct tp_vmm *vmm, struct tp_event *ev);
+int tp_vmm_stream_sync(struct tp_vmm *vmm, enum tp_stream s);
+/* Wait for all streams and reap every deferred unmap. */
+int tp_vmm_sync_all(struct tp_vmm *vmm);
+
+void *tp_vmm_host_alloc(struct tp_vmm *vmm, size_t len);
+void tp_vmm_host_free(struct tp_vmm *vmm, void *p, size_t len);
+
+int tp_vmm_launch(struct tp_vmm *vmm, enum tp_stream s, uint64_t cost_ns,
+		  int (*fn)(void *arg), void *arg);
+void *tp_vmm_stream_handle(struct tp_vmm *vmm, enum tp_stream s);
+uint64_t tp_vmm_now_ns(struct tp_vmm *vmm);
+
+/* True when the backend holds real data (host, cuda); false on sim. */
+bool tp_vmm_has_data(const struct tp_vmm *vmm);
+
+/* Round @bytes up to whole chunks. */
+static inline size_t tp_vmm_chunks_for(const struct tp_vmm *vmm, size_t bytes)
+{
+	return (bytes + vmm->granularity - 1) / vmm->granularity;
+}
+
+#ifdef TP_FAULT_INJECTION
+/*
+ * Test-only: make the @nth counted backend call from now fail with
+ * -@err (EIO if 0); @nth = 0 turns it off. Every call counts.
+ */
+void tp_vmm_fail_at(struct tp_vmm *vmm, long nth, int err);
+#endif
+
+#endif /* TP_VMM_VMM_H */

@@ -1,0 +1,99 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The pager's internal API: what lineage/, policy/, ctx/ and the public
+ * wrappers call. Public tp_tensor_* functions are thin wrappers over these.
+ */
+#ifndef TP_PAGER_PAGER_H
+#define TP_PAGER_PAGER_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "tpager.h"
+#include "pager/hooks.h"
+#include "pager/tensor.h"
+
+struct tp_ctx;
+struct tp_pager;
+
+/* Internal acquire modes, beyond TP_READ and TP_WRITE. */
+/* Fail with -ESTALE instead of regenerating EVICTED pages (lineage's work
+ * stack regenerates them itself, without recursion). */
+#define TP_ACQ_NO_REGEN		(1u << 8)
+/* Do not make room by evicting or offloading (prefetch). */
+#define TP_ACQ_NO_RECLAIM	(1u << 9)
+
+/* Create the pager of @ctx: pool budget from pager.budget, host swap from
+ * pager.host_budget. NULL with errno on failure. */
+struct tp_pager *tp_pager_create(struct tp_ctx *ctx);
+/* Wait for every copy, free every tensor and cached range. */
+void tp_pager_destroy(struct tp_pager *pg);
+
+/* Install the callbacks (NULL restores the default). */
+void tp_pager_set_victim_ops(struct tp_pager *pg, const struct tp_victim_ops *ops);
+void tp_pager_set_regen_ops(struct tp_pager *pg, const struct tp_regen_ops *ops);
+
+/* A new tensor with one reference (the caller's). NULL with errno. */
+struct tp_tensor *tp_pager_tensor_new(struct tp_pager *pg, size_t bytes,
+				      unsigned flags);
+
+/*
+ * Make bytes [@off, @off+@len) resident and pin them. @mode: TP_READ,
+ * TP_WRITE (pages that are not resident and are only written are backed
+ * by fresh chunks without reload or regeneration), TP_ACQ_*.
+ * On success *@addr is the device address of byte @off.
+ * Return 0, -ENOMEM (nothing could leave; state unchanged), -ESTALE
+ * (TP_ACQ_NO_REGEN and a page is EVICTED), -EIO, TP_E*.
+ */
+int tp_pager_acquire(struct tp_pager *pg, struct tp_tensor *t, size_t off,
+		     size_t len, unsigned mode, void **addr);
+int tp_pager_release(struct tp_pager *pg, struct tp_tensor *t, size_t off,
+		     size_t len);
+
+int tp_pager_offload(struct tp_pager *pg, struct tp_tensor *t);
+int tp_pager_evict(struct tp_pager *pg, struct tp_tensor *t);
+int tp_pager_prefetch(struct tp_pager *pg, struct tp_tensor *t);
+
+/* True when any page of @t is EVICTED / not resident. */
+bool tp_pager_has_evicted(const struct tp_tensor *t);
+bool tp_pager_is_resident(const struct tp_tensor *t);
+
+/*
+ * References: the user holds one until tp_tensor_free(); lineage takes its
+ * own for records that still need a tensor (fake deletion). The last put
+ * releases memory and the struct (after an RCU grace period for lookups).
+ */
+void tp_pager_tensor_get(struct tp_tensor *t);
+void tp_pager_tensor_put(struct tp_pager *pg, struct tp_tensor *t);
+/* The user's tp_tensor_free(): drops memory at once if lineage does not
+ * need the contents, and the user's reference. */
+int tp_pager_tensor_free(struct tp_pager *pg, struct tp_tensor *t);
+
+/*
+ * Exchange the identities of @a and @b: their virtual ranges, pages and
+ * page states (and the address lookup). Used by recomputable in-place
+ * ops: the output takes the input's pages at the input's address, the
+ * input's old version moves to the other range. Both must be unpinned.
+ */
+int tp_pager_swap_identity(struct tp_pager *pg, struct tp_tensor *a,
+			   struct tp_tensor *b);
+/* Mark every page of @t EVICTED (contents dropped, chunks returned). Used
+ * for an in-place input's old version; unlike evict, needs no regen check. */
+int tp_pager_drop_contents(struct tp_pager *pg, struct tp_tensor *t);
+
+/* Device memory accounting for the policy and the watermarks. */
+uint64_t tp_pager_budget_bytes(const struct tp_pager *pg);
+uint64_t tp_pager_used_bytes(const struct tp_pager *pg);
+
+/* Global access counter, advanced by each acquire (policy staleness). */
+uint64_t tp_pager_access_seq(const struct tp_pager *pg);
+
+/* Fill the pager's and vmm's part of @st. */
+void tp_pager_stats(struct tp_pager *pg, struct tp_stats *st);
+
+/* Counted events reported to stats by the layers above. */
+void tp_pager_note_recompute(struct tp_pager *pg, uint64_t ns);
+void tp_pager_note_compute(struct tp_pager *pg, uint64_t ns);
+
+#endif /* TP_PAGER_PAGER_H */

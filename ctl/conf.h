@@ -89,38 +89,130 @@ struct tp_conf_key {
 extern const struct tp_conf_key tp_conf_keys[];
 extern const size_t tp_conf_nkeys;
 
-/* The row for @key, or NULL. */
+/** tp_conf_find() - the row for @key, or NULL. */
 const struct tp_conf_key *tp_conf_find(const char *key);
 
-/* Fill @c with the built-in defaults. */
+/** tp_conf_defaults() - fill @c with the built-in defaults of keys.def. */
 void tp_conf_defaults(struct tp_conf *c);
 
-/*
- * Parse @value for @key into @c. @source names where it came from (a file
- * name, "TPAGER_OPTS", "tp_ctx_create", "tp_ctl_set") and @line its line
- * (0: none), for the error message sent to the log. On error @c is
- * unchanged. Return: 0, -ENOENT unknown key, -EINVAL bad value.
+/**
+ * tp_conf_set() - parse @value for @key into @c.
+ * @source: where it came from (a file name, "TPAGER_OPTS", "tp_ctx_create",
+ *          "tp_ctl_set"), named in the message sent to the log on error.
+ * @line:   its line in @source, or 0.
+ *
+ * Return: 0; -ENOENT unknown key (the message suggests the nearest one);
+ * -EPERM a read-only stats.* key; -EINVAL bad value. On error @c is
+ * unchanged.
  */
 int tp_conf_set(struct tp_conf *c, const char *key, const char *value,
 		const char *source, unsigned line);
 
-/* Apply a "key=value,key=value" string; stops at the first error. */
+/**
+ * tp_conf_apply_opts() - apply a "key=value,key=value" string.
+ *
+ * Every item is applied and every error logged. Return: 0 or the first
+ * error of tp_conf_set(), -EINVAL for an item without '=', -ENOMEM.
+ */
 int tp_conf_apply_opts(struct tp_conf *c, const char *opts, const char *source);
 
-/*
- * Fill @c from every source in order: defaults, /etc/tpager.conf,
- * $TPAGER_CONF, $TPAGER_OPTS, then @opts. Return 0 or the first error.
+/**
+ * tp_conf_parse_text() - apply the text of a configuration file.
+ * @text, @len: the file's bytes (need not be NUL-terminated).
+ * @source:     the file name for messages.
+ * @nerr:       if not NULL, set to the number of lines in error.
+ *
+ * "key = value" per line; blank lines and lines starting with # or ; are
+ * skipped. Every line is applied and every error logged.
+ * Return: 0 or the first error (-EINVAL, -ENOENT, -EPERM, -ENOMEM).
+ */
+int tp_conf_parse_text(struct tp_conf *c, const char *text, size_t len,
+		       const char *source, unsigned *nerr);
+
+/**
+ * tp_conf_read_file() - read a whole configuration file (at most 1 MiB).
+ * Return: 0 with *@text malloc'd (not NUL-terminated) and *@len set, or
+ * -errno (-EFBIG when too large).
+ */
+int tp_conf_read_file(const char *path, char **text, size_t *len);
+
+/**
+ * tp_conf_load_file() - apply the file at @path to @c.
+ * @optional: a missing file is not an error (the system file).
+ *
+ * Return: 0, -EINVAL when the file could not be read or holds errors (each
+ * logged with its line), -ENOMEM.
+ */
+int tp_conf_load_file(struct tp_conf *c, const char *path, bool optional,
+		      unsigned *nerr);
+
+/**
+ * tp_conf_system_path() - the system file: $TPAGER_SYSCONF if set, else
+ * $(sysconfdir)/tpager.conf.
+ */
+const char *tp_conf_system_path(void);
+
+/**
+ * tp_conf_load() - fill @c from every source in order: defaults, the
+ * system file, $TPAGER_CONF, $TPAGER_OPTS, then @opts.
+ *
+ * Every source is read and every error logged, then tp_conf_check() runs
+ * and log.level is applied. Return: 0 or -EINVAL (-ENOMEM).
  */
 int tp_conf_load(struct tp_conf *c, const char *opts);
 
-/* Format the value of @k in @c as text. Return 0 or -ENOSPC. */
+/**
+ * tp_conf_check() - constraints between keys (low under high watermark,
+ * chunk size a power of two). Return: 0 or -EINVAL, each fault logged
+ * with @source.
+ */
+int tp_conf_check(const struct tp_conf *c, const char *source);
+
+/** tp_conf_unknown() - log "unknown key" for @key with a suggestion. */
+void tp_conf_unknown(const char *key, const char *source, unsigned line);
+
+/**
+ * tp_conf_suggest() - the known key (configuration or stats.*) nearest to
+ * @key by edit distance, or NULL when none is near enough to be meant.
+ */
+const char *tp_conf_suggest(const char *key);
+
+/**
+ * tp_conf_parse_value() - parse @value as key @k's type into @field.
+ * Return: 0, or -EINVAL with @field unchanged.
+ */
+int tp_conf_parse_value(const struct tp_conf_key *k, const char *value,
+			void *field);
+
+/**
+ * tp_conf_format() - the value of @k in @c as text that parses back to
+ * the same value. Return: 0 or -ENOSPC.
+ */
 int tp_conf_format(const struct tp_conf *c, const struct tp_conf_key *k,
 		   char *buf, size_t len);
 
-/* Parse a size with an optional K/M/G/T suffix (binary units). */
+/** tp_conf_expect() - what @k accepts, in words, for messages. */
+int tp_conf_expect(const struct tp_conf_key *k, char *buf, size_t len);
+
+/** tp_conf_type_name() - "bool", "size", "size|percent", "enum", ... */
+const char *tp_conf_type_name(enum tp_conf_type type);
+
+/**
+ * tp_conf_quote() - @s made safe for a one-line message: control bytes
+ * and backslashes as \xNN, cut after 80 bytes.
+ */
+void tp_conf_quote(const char *s, char *buf, size_t len);
+
+/** tp_parse_size() - a size with an optional K/M/G/T suffix (binary). */
 int tp_parse_size(const char *s, uint64_t *out);
 
-/* Resolve a size-or-percent against the device's memory. */
+/** tp_format_size() - @v with the largest suffix that divides it exactly. */
+int tp_format_size(uint64_t v, char *buf, size_t len);
+
+/** tp_format_double() - @v in the C locale, shortest text that reads back. */
+int tp_format_double(double v, char *buf, size_t len);
+
+/** tp_psize_bytes() - resolve a size-or-percent against device memory. */
 uint64_t tp_psize_bytes(const struct tp_psize *p, uint64_t device_bytes);
 
 #endif /* TP_CTL_CONF_H */

@@ -1,0 +1,154 @@
+// SPDX-License-Identifier: MIT
+/*
+ * CPU 2-D convolution as im2col + GEMM, one image at a time: the column
+ * matrix of one image is c*r*s x oh*ow floats, small enough to reuse for
+ * every image of the batch. The weight gradient accumulates over images in
+ * batch order (beta = 1), so its summation order is fixed.
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <stdbool.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "kernels/kernel.h"
+
+struct conv_geom {
+	uint32_t oh, ow;
+	size_t crs, ohw, x_img, y_img;
+};
+
+static void conv_geom(const struct tp_conv2d_params *p, struct conv_geom *g)
+{
+	g->oh = tp_out_dim(p->h, p->r, p->stride_h, p->pad_h);
+	g->ow = tp_out_dim(p->w, p->s, p->stride_w, p->pad_w);
+	g->crs = (size_t)p->c * p->r * p->s;
+	g->ohw = (size_t)g->oh * g->ow;
+	g->x_img = (size_t)p->c * p->h * p->w;
+	g->y_img = (size_t)p->k * g->ohw;
+}
+
+static void im2col(const struct tp_conv2d_params *p,
+		   const struct conv_geom *g, const float *x, float *col)
+{
+	uint32_t ci, kr, ks, oy, ox;
+
+	for (ci = 0; ci < p->c; ci++)
+		for (kr = 0; kr < p->r; kr++)
+			for (ks = 0; ks < p->s; ks++) {
+				size_t row = ((size_t)ci * p->r + kr) * p->s + ks;
+				float *dst = col + row * g->ohw;
+
+				for (oy = 0; oy < g->oh; oy++) {
+					long iy = (long)oy * p->stride_h - p->pad_h + kr;
+
+					for (ox = 0; ox < g->ow; ox++) {
+						long ix = (long)ox * p->stride_w -
+							  p->pad_w + ks;
+						bool in = iy >= 0 && iy < p->h &&
+							  ix >= 0 && ix < p->w;
+
+						*dst++ = in ? x[((size_t)ci * p->h + iy) *
+								p->w + ix] : 0.0f;
+					}
+				}
+			}
+}
+
+static void col2im(const struct tp_conv2d_params *p,
+		   const struct conv_geom *g, const float *col, float *dx)
+{
+	uint32_t ci, kr, ks, oy, ox;
+
+	memset(dx, 0, g->x_img * sizeof(*dx));
+	for (ci = 0; ci < p->c; ci++)
+		for (kr = 0; kr < p->r; kr++)
+			for (ks = 0; ks < p->s; ks++) {
+				size_t row = ((size_t)ci * p->r + kr) * p->s + ks;
+				const float *src = col + row * g->ohw;
+
+				for (oy = 0; oy < g->oh; oy++) {
+					long iy = (long)oy * p->stride_h - p->pad_h + kr;
+
+					for (ox = 0; ox < g->ow; ox++, src++) {
+						long ix = (long)ox * p->stride_w -
+							  p->pad_w + ks;
+
+						if (iy >= 0 && iy < p->h &&
+						    ix >= 0 && ix < p->w)
+							dx[((size_t)ci * p->h + iy) *
+							   p->w + ix] += *src;
+					}
+				}
+			}
+}
+
+int tp_cpu_conv2d(const struct tp_op_launch *l)
+{
+	const struct tp_conv2d_params *p = TP_PARAMS(l, tp_conv2d_params);
+	const float *x = TP_IN(l, 0), *w = TP_IN(l, 1);
+	float *y = TP_OUT(l, 0), *col;
+	struct conv_geom g;
+	uint32_t i, k;
+	size_t j;
+
+	conv_geom(p, &g);
+	col = malloc(g.crs * g.ohw * sizeof(*col));
+	if (!col)
+		return -ENOMEM;
+	for (i = 0; i < p->n; i++) {
+		float *yi = y + i * g.y_img;
+
+		im2col(p, &g, x + i * g.x_img, col);
+		tp_cpu_sgemm(0, 0, p->k, g.ohw, g.crs, 1.0f, w, col, 0.0f, yi);
+		if (!p->bias)
+			continue;
+		for (k = 0; k < p->k; k++)
+			for (j = 0; j < g.ohw; j++)
+				yi[k * g.ohw + j] += TP_IN(l, 2)[k];
+	}
+	free(col);
+	return 0;
+}
+
+int tp_cpu_conv2d_bwd(const struct tp_op_launch *l)
+{
+	const struct tp_conv2d_params *p = TP_PARAMS(l, tp_conv2d_params);
+	const float *dy = TP_IN(l, 0), *x = TP_IN(l, 1), *w = TP_IN(l, 2);
+	float *dx = TP_OUT(l, 0), *dw = TP_OUT(l, 1), *col, *dcol;
+	struct conv_geom g;
+	uint32_t i, k;
+	size_t j;
+
+	conv_geom(p, &g);
+	col = malloc(2 * g.crs * g.ohw * sizeof(*col));
+	if (!col)
+		return -ENOMEM;
+	dcol = col + g.crs * g.ohw;
+	for (i = 0; i < p->n; i++) {
+		const float *dyi = dy + i * g.y_img;
+
+		im2col(p, &g, x + i * g.x_img, col);
+		/* dW (+)= dy_i col_i^T; dcol = W^T dy_i */
+		tp_cpu_sgemm(0, 1, p->k, g.crs, g.ohw, 1.0f, dyi, col,
+			     i ? 1.0f : 0.0f, dw);
+		tp_cpu_sgemm(1, 0, g.crs, g.ohw, p->k, 1.0f, w, dyi, 0.0f,
+			     dcol);
+		col2im(p, &g, dcol, dx + i * g.x_img);
+	}
+	if (p->bias) {
+		float *db = TP_OUT(l, 2);
+
+		for (k = 0; k < p->k; k++) {
+			double s = 0;
+
+			for (i = 0; i < p->n; i++)
+				for (j = 0; j < g.ohw; j++)
+					s += dy[i * g.y_img + k * g.ohw + j];
+			db[k] = (float)s;
+		}
+	}
+	free(col);
+	return 0;
+}

@@ -1,0 +1,82 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Inside the op registry: the descriptor behind each struct tp_op_type and
+ * the implementations it dispatches to. Only kernels/ includes this.
+ */
+#ifndef TP_KERNELS_KERNEL_H
+#define TP_KERNELS_KERNEL_H
+
+#include <stddef.h>
+
+#include "kernels/ops.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define TP_KERNEL_MAX_IO 8
+
+/*
+ * One registered op. @type is what callers hold; the launch function in it
+ * finds this descriptor again with container_of.
+ */
+struct tp_kernel {
+	struct tp_op_type type;
+	size_t params_len;
+	/*
+	 * Validate @p and give the byte size of every input and output.
+	 * Return 0 or -EINVAL.
+	 */
+	int (*shape)(const void *p, size_t *in, unsigned *n_in, size_t *out,
+		     unsigned *n_out);
+	/* Floating-point operations of one run, for cost_ns. */
+	double (*flops)(const void *p);
+	/* The implementations; @cuda is NULL where there is none. */
+	int (*cpu)(const struct tp_op_launch *l);
+	int (*cuda)(const struct tp_op_launch *l);
+};
+
+#define tp_kernel_of(t) \
+	((const struct tp_kernel *)((const char *)(t) - \
+				    offsetof(struct tp_kernel, type)))
+
+/* Cost model of one op from its FLOPs and bytes moved (registry.c). */
+uint64_t tp_kernel_cost(const struct tp_kernel *k, const void *params,
+			size_t params_len, const size_t *in_bytes,
+			unsigned n_in);
+
+#define TP_IN(l, i)	((const float *)(l)->in[i])
+#define TP_OUT(l, i)	((float *)(l)->out[i])
+#define TP_PARAMS(l, T)	((const struct T *)(l)->params)
+
+/* CPU implementations (kernels/cpu_*.c). */
+#define TP_CPU_OPS(X) \
+	X(linear) X(linear_bwd) X(gemm) X(gemm_bwd) \
+	X(conv2d) X(conv2d_bwd) X(batchnorm) X(batchnorm_bwd) \
+	X(relu) X(relu_bwd) X(gelu) X(gelu_bwd) \
+	X(maxpool) X(maxpool_bwd) X(avgpool) X(avgpool_bwd) \
+	X(global_avgpool) X(global_avgpool_bwd) \
+	X(softmax) X(softmax_bwd) X(layernorm) X(layernorm_bwd) \
+	X(cross_entropy) X(cross_entropy_bwd) \
+	X(embedding) X(embedding_bwd) X(add) X(add_bwd) \
+	X(scale) X(scale_bwd) X(sgd) X(adam)
+
+#define TP_DECLARE_CPU(name) int tp_cpu_##name(const struct tp_op_launch *l);
+TP_CPU_OPS(TP_DECLARE_CPU)
+#undef TP_DECLARE_CPU
+
+#ifdef TP_HAVE_CUDA
+#define TP_DECLARE_CUDA(name) int tp_cuda_##name(const struct tp_op_launch *l);
+TP_CPU_OPS(TP_DECLARE_CUDA)
+#undef TP_DECLARE_CUDA
+#endif
+
+/* CPU GEMM on row-major matrices: C = alpha op(A) op(B) + beta C. */
+void tp_cpu_sgemm(int trans_a, int trans_b, int m, int n, int k, float alpha,
+		  const float *a, const float *b, float beta, float *c);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* TP_KERNELS_KERNEL_H */

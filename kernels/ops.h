@@ -1,0 +1,196 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The op registry: forward and backward ops of a training step, each a
+ * struct tp_op_type that tp_op_run() can run and lineage can replay, with
+ * a CPU reference implementation and, in a CUDA build, a CUDA one.
+ *
+ * All tensors are float32, dense, row-major (NCHW for images), except
+ * labels and token indices, which are int32. Every parameter struct below
+ * is made of 4-byte fields only, so it has no padding and two records of
+ * the same op with the same shapes compare equal byte for byte.
+ *
+ * Inputs and outputs, in order, per op ("?" marks a tensor present only
+ * when the params say so):
+ *
+ *   linear          in: x[n,in] W[out,in] b[out]?    out: y[n,out]
+ *   linear_bwd      in: dy[n,out] x W                out: dx dW db?
+ *   gemm            in: A[b,m,k]|[b,k,m]^T B[b,k,n]|[b,n,k]^T
+ *                   out: C[b,m,n] = alpha op(A) op(B)
+ *   gemm_bwd        in: dC A B                       out: dA dB
+ *   conv2d          in: x[n,c,h,w] W[k,c,r,s] b[k]?  out: y[n,k,oh,ow]
+ *   conv2d_bwd      in: dy x W                       out: dx dW db?
+ *   batchnorm       in: x[n,c,hw] gamma[c] beta[c]   out: y mean[c] invstd[c]
+ *   batchnorm_bwd   in: dy x gamma mean invstd       out: dx dgamma dbeta
+ *   relu, gelu      in: x                            out: y
+ *   relu_bwd, gelu_bwd in: dy x                      out: dx
+ *   maxpool         in: x[n,c,h,w]                   out: y[n,c,oh,ow]
+ *   maxpool_bwd     in: dy x y                       out: dx
+ *   avgpool         in: x                            out: y
+ *   avgpool_bwd     in: dy                           out: dx
+ *   global_avgpool  in: x[n,c,hw]                    out: y[n,c]
+ *   global_avgpool_bwd in: dy[n,c]                   out: dx[n,c,hw]
+ *   softmax         in: x[rows,cols]                 out: y
+ *   softmax_bwd     in: dy y                         out: dx
+ *   layernorm       in: x[rows,cols] gamma[cols] beta[cols]
+ *                   out: y mean[rows] invstd[rows]
+ *   layernorm_bwd   in: dy x gamma mean invstd       out: dx dgamma dbeta
+ *   cross_entropy   in: logits[n,classes] labels[n] (int32)
+ *                   out: loss[1] (mean over n) prob[n,classes]
+ *   cross_entropy_bwd in: dloss[1] prob labels       out: dlogits
+ *   embedding       in: table[vocab,dim] idx[n] (int32)  out: y[n,dim]
+ *   embedding_bwd   in: dy[n,dim] idx                out: dtable[vocab,dim]
+ *   add             in: a b                          out: y = a + b
+ *   add_bwd         in: dy                           out: da db
+ *   scale           in: x                            out: y = alpha x
+ *   scale_bwd       in: dy                           out: dx = alpha dy
+ *   sgd  (in place) in: p g vel                      out: p vel'
+ *   adam (in place) in: p g m v                      out: p m' v'
+ *
+ * Batch-norm and layer-norm use the biased variance and save
+ * invstd = 1/sqrt(var + eps). Labels and indices out of range make the CPU
+ * op fail with -EINVAL before anything is written; on CUDA (which cannot
+ * report from a kernel) they give a zero row and no gradient.
+ */
+#ifndef TP_KERNELS_OPS_H
+#define TP_KERNELS_OPS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "tpager.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+struct tp_linear_params {
+	uint32_t n, in, out;
+	uint32_t bias;			/* 1: b is an input, db an output */
+};
+
+struct tp_gemm_params {
+	uint32_t batch;			/* >= 1; matrices strided by their size */
+	uint32_t m, n, k;
+	uint32_t trans_a, trans_b;
+	float alpha;
+};
+
+struct tp_conv2d_params {
+	uint32_t n, c, h, w;		/* input */
+	uint32_t k, r, s;		/* k filters of c x r x s */
+	uint32_t stride_h, stride_w, pad_h, pad_w;
+	uint32_t bias;
+};
+
+struct tp_batchnorm_params {
+	uint32_t n, c, hw;
+	float eps;
+};
+
+/* relu, gelu, add, scale: @alpha is used by scale only. */
+struct tp_eltwise_params {
+	uint32_t count;
+	float alpha;
+};
+
+/* maxpool, avgpool (the average counts padding: divides by r*s). */
+struct tp_pool_params {
+	uint32_t n, c, h, w;
+	uint32_t r, s;
+	uint32_t stride_h, stride_w, pad_h, pad_w;
+};
+
+struct tp_gap_params {
+	uint32_t n, c, hw;
+};
+
+struct tp_softmax_params {
+	uint32_t rows, cols;
+};
+
+struct tp_layernorm_params {
+	uint32_t rows, cols;
+	float eps;
+};
+
+struct tp_xent_params {
+	uint32_t n, classes;
+};
+
+struct tp_embedding_params {
+	uint32_t n, vocab, dim;
+};
+
+/* v = momentum v + (g + wd p); p -= lr v  (the PyTorch formulation). */
+struct tp_sgd_params {
+	uint32_t count;
+	float lr, momentum, weight_decay;
+};
+
+/* Adam (Kingma & Ba, Algorithm 1) with L2 weight decay added to g;
+ * @step is t >= 1 for the bias corrections. */
+struct tp_adam_params {
+	uint32_t count;
+	float lr, beta1, beta2, eps, weight_decay;
+	uint32_t step;
+};
+
+/* Output spatial size of a window of @r with @stride and @pad over @h. */
+static inline uint32_t tp_out_dim(uint32_t h, uint32_t r, uint32_t stride,
+				  uint32_t pad)
+{
+	if (!stride || h + 2 * pad < r)
+		return 0;
+	return (h + 2 * pad - r) / stride + 1;
+}
+
+/**
+ * tp_kernels_find() - the registered op type called @name.
+ *
+ * Return: the op type (static storage), or NULL with errno = ENOENT.
+ */
+const struct tp_op_type *tp_kernels_find(const char *name);
+
+/** tp_kernels_count() - number of registered op types. */
+unsigned tp_kernels_count(void);
+
+/** tp_kernels_at() - the @i'th registered op type, or NULL past the end. */
+const struct tp_op_type *tp_kernels_at(unsigned i);
+
+/**
+ * tp_kernels_shape() - the tensors an op expects for @params.
+ * @type:      a registered op type
+ * @in_bytes:  filled with the byte size of each input (room for 8)
+ * @n_in:      filled with the number of inputs
+ * @out_bytes: filled with the byte size of each output (room for 8)
+ * @n_out:     filled with the number of outputs
+ *
+ * Return: 0; -EINVAL for a @params_len or shape the op does not accept
+ * (zero extents, a window larger than the padded input, ...).
+ */
+int tp_kernels_shape(const struct tp_op_type *type, const void *params,
+		     size_t params_len, size_t *in_bytes, unsigned *n_in,
+		     size_t *out_bytes, unsigned *n_out);
+
+/**
+ * tp_kernels_launch_cpu() - run @l on the CPU whatever the backend.
+ * tp_kernels_launch_cuda() - enqueue @l on (cudaStream_t)l->stream.
+ *
+ * Both check the launch against tp_kernels_shape() first. The CUDA one
+ * returns -ENODEV in a build without CUDA or with no usable device, and
+ * -ENOTSUP for an op it lacks. Return: 0 or -errno.
+ */
+int tp_kernels_launch_cpu(const struct tp_op_launch *l);
+int tp_kernels_launch_cuda(const struct tp_op_launch *l);
+
+/**
+ * tp_kernels_cuda_available() - whether CUDA ops can run here.
+ * Return: 0; -ENODEV with no CUDA build, no driver or no device.
+ */
+int tp_kernels_cuda_available(void);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* TP_KERNELS_OPS_H */

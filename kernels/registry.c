@@ -1,0 +1,674 @@
+// SPDX-License-Identifier: MIT
+/*
+ * The op registry: one descriptor per op (its shapes, FLOPs and
+ * implementations) and the launch function every op type shares, which
+ * checks the launch against the shapes and runs the CPU or the CUDA code.
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <string.h>
+
+#include "ctx/ctx.h"
+#include "kernels/kernel.h"
+#include "vmm/vmm.h"
+
+#define F 4	/* sizeof(float) == sizeof(int32_t) */
+
+/* --- shapes ----------------------------------------------------------- */
+
+static int set_io(size_t *in, unsigned *n_in, size_t *out, unsigned *n_out,
+		  unsigned ni, const size_t *iv, unsigned no, const size_t *ov)
+{
+	unsigned i;
+
+	for (i = 0; i < ni; i++) {
+		if (!iv[i])
+			return -EINVAL;
+		in[i] = iv[i];
+	}
+	for (i = 0; i < no; i++) {
+		if (!ov[i])
+			return -EINVAL;
+		out[i] = ov[i];
+	}
+	*n_in = ni;
+	*n_out = no;
+	return 0;
+}
+
+#define IO(ni, no, ...) do { \
+	const size_t v_[] = { __VA_ARGS__ }; \
+	return set_io(in, n_in, out, n_out, ni, v_, no, v_ + (ni)); \
+} while (0)
+
+#define SHAPE_FN(name) \
+	static int shape_##name(const void *p_, size_t *in, unsigned *n_in, \
+				size_t *out, unsigned *n_out)
+
+SHAPE_FN(linear)
+{
+	const struct tp_linear_params *p = p_;
+	size_t x = (size_t)p->n * p->in * F, w = (size_t)p->out * p->in * F;
+	size_t y = (size_t)p->n * p->out * F, b = (size_t)p->out * F;
+
+	if (p->bias > 1)
+		return -EINVAL;
+	if (p->bias)
+		IO(3, 1, x, w, b, y);
+	IO(2, 1, x, w, y);
+}
+
+SHAPE_FN(linear_bwd)
+{
+	const struct tp_linear_params *p = p_;
+	size_t x = (size_t)p->n * p->in * F, w = (size_t)p->out * p->in * F;
+	size_t y = (size_t)p->n * p->out * F, b = (size_t)p->out * F;
+
+	if (p->bias > 1)
+		return -EINVAL;
+	if (p->bias)
+		IO(3, 3, y, x, w, x, w, b);
+	IO(3, 2, y, x, w, x, w);
+}
+
+static int gemm_sizes(const struct tp_gemm_params *p, size_t *a, size_t *b,
+		      size_t *c)
+{
+	if (!p->batch || p->trans_a > 1 || p->trans_b > 1)
+		return -EINVAL;
+	*a = (size_t)p->batch * p->m * p->k * F;
+	*b = (size_t)p->batch * p->k * p->n * F;
+	*c = (size_t)p->batch * p->m * p->n * F;
+	return 0;
+}
+
+SHAPE_FN(gemm)
+{
+	size_t a, b, c;
+
+	if (gemm_sizes(p_, &a, &b, &c))
+		return -EINVAL;
+	IO(2, 1, a, b, c);
+}
+
+SHAPE_FN(gemm_bwd)
+{
+	size_t a, b, c;
+
+	if (gemm_sizes(p_, &a, &b, &c))
+		return -EINVAL;
+	IO(3, 2, c, a, b, a, b);
+}
+
+static int conv_sizes(const struct tp_conv2d_params *p, size_t *x, size_t *w,
+		      size_t *b, size_t *y)
+{
+	uint32_t oh = tp_out_dim(p->h, p->r, p->stride_h, p->pad_h);
+	uint32_t ow = tp_out_dim(p->w, p->s, p->stride_w, p->pad_w);
+
+	if (p->bias > 1 || !oh || !ow)
+		return -EINVAL;
+	*x = (size_t)p->n * p->c * p->h * p->w * F;
+	*w = (size_t)p->k * p->c * p->r * p->s * F;
+	*b = (size_t)p->k * F;
+	*y = (size_t)p->n * p->k * oh * ow * F;
+	return 0;
+}
+
+SHAPE_FN(conv2d)
+{
+	const struct tp_conv2d_params *p = p_;
+	size_t x, w, b, y;
+
+	if (conv_sizes(p, &x, &w, &b, &y))
+		return -EINVAL;
+	if (p->bias)
+		IO(3, 1, x, w, b, y);
+	IO(2, 1, x, w, y);
+}
+
+SHAPE_FN(conv2d_bwd)
+{
+	const struct tp_conv2d_params *p = p_;
+	size_t x, w, b, y;
+
+	if (conv_sizes(p, &x, &w, &b, &y))
+		return -EINVAL;
+	if (p->bias)
+		IO(3, 3, y, x, w, x, w, b);
+	IO(3, 2, y, x, w, x, w);
+}
+
+SHAPE_FN(batchnorm)
+{
+	const struct tp_batchnorm_params *p = p_;
+	size_t x = (size_t)p->n * p->c * p->hw * F, c = (size_t)p->c * F;
+
+	if (!(p->eps > 0))
+		return -EINVAL;
+	IO(3, 3, x, c, c, x, c, c);
+}
+
+SHAPE_FN(batchnorm_bwd)
+{
+	const struct tp_batchnorm_params *p = p_;
+	size_t x = (size_t)p->n * p->c * p->hw * F, c = (size_t)p->c * F;
+
+	if (!(p->eps > 0))
+		return -EINVAL;
+	IO(5, 3, x, x, c, c, c, x, c, c);
+}
+
+SHAPE_FN(eltwise)
+{
+	const struct tp_eltwise_params *p = p_;
+	size_t x = (size_t)p->count * F;
+
+	IO(1, 1, x, x);
+}
+
+SHAPE_FN(eltwise_bwd)
+{
+	const struct tp_eltwise_params *p = p_;
+	size_t x = (size_t)p->count * F;
+
+	IO(2, 1, x, x, x);
+}
+
+SHAPE_FN(add)
+{
+	const struct tp_eltwise_params *p = p_;
+	size_t x = (size_t)p->count * F;
+
+	IO(2, 1, x, x, x);
+}
+
+SHAPE_FN(add_bwd)
+{
+	const struct tp_eltwise_params *p = p_;
+	size_t x = (size_t)p->count * F;
+
+	IO(1, 2, x, x, x);
+}
+
+static int pool_sizes(const struct tp_pool_params *p, size_t *x, size_t *y)
+{
+	uint32_t oh = tp_out_dim(p->h, p->r, p->stride_h, p->pad_h);
+	uint32_t ow = tp_out_dim(p->w, p->s, p->stride_w, p->pad_w);
+
+	/* A window made only of padding would have no maximum. */
+	if (!oh || !ow || p->pad_h >= p->r || p->pad_w >= p->s)
+		return -EINVAL;
+	*x = (size_t)p->n * p->c * p->h * p->w * F;
+	*y = (size_t)p->n * p->c * oh * ow * F;
+	return 0;
+}
+
+SHAPE_FN(pool)
+{
+	size_t x, y;
+
+	if (pool_sizes(p_, &x, &y))
+		return -EINVAL;
+	IO(1, 1, x, y);
+}
+
+SHAPE_FN(maxpool_bwd)
+{
+	size_t x, y;
+
+	if (pool_sizes(p_, &x, &y))
+		return -EINVAL;
+	IO(3, 1, y, x, y, x);
+}
+
+SHAPE_FN(avgpool_bwd)
+{
+	size_t x, y;
+
+	if (pool_sizes(p_, &x, &y))
+		return -EINVAL;
+	IO(1, 1, y, x);
+}
+
+SHAPE_FN(global_avgpool)
+{
+	const struct tp_gap_params *p = p_;
+	size_t x = (size_t)p->n * p->c * p->hw * F, y = (size_t)p->n * p->c * F;
+
+	IO(1, 1, x, y);
+}
+
+SHAPE_FN(global_avgpool_bwd)
+{
+	const struct tp_gap_params *p = p_;
+	size_t x = (size_t)p->n * p->c * p->hw * F, y = (size_t)p->n * p->c * F;
+
+	IO(1, 1, y, x);
+}
+
+SHAPE_FN(softmax)
+{
+	const struct tp_softmax_params *p = p_;
+	size_t x = (size_t)p->rows * p->cols * F;
+
+	IO(1, 1, x, x);
+}
+
+SHAPE_FN(softmax_bwd)
+{
+	const struct tp_softmax_params *p = p_;
+	size_t x = (size_t)p->rows * p->cols * F;
+
+	IO(2, 1, x, x, x);
+}
+
+SHAPE_FN(layernorm)
+{
+	const struct tp_layernorm_params *p = p_;
+	size_t x = (size_t)p->rows * p->cols * F;
+	size_t c = (size_t)p->cols * F, r = (size_t)p->rows * F;
+
+	if (!(p->eps > 0))
+		return -EINVAL;
+	IO(3, 3, x, c, c, x, r, r);
+}
+
+SHAPE_FN(layernorm_bwd)
+{
+	const struct tp_layernorm_params *p = p_;
+	size_t x = (size_t)p->rows * p->cols * F;
+	size_t c = (size_t)p->cols * F, r = (size_t)p->rows * F;
+
+	if (!(p->eps > 0))
+		return -EINVAL;
+	IO(5, 3, x, x, c, r, r, x, c, c);
+}
+
+SHAPE_FN(cross_entropy)
+{
+	const struct tp_xent_params *p = p_;
+	size_t x = (size_t)p->n * p->classes * F, l = (size_t)p->n * F;
+
+	IO(2, 2, x, l, F, x);
+}
+
+SHAPE_FN(cross_entropy_bwd)
+{
+	const struct tp_xent_params *p = p_;
+	size_t x = (size_t)p->n * p->classes * F, l = (size_t)p->n * F;
+
+	IO(3, 1, F, x, l, x);
+}
+
+SHAPE_FN(embedding)
+{
+	const struct tp_embedding_params *p = p_;
+	size_t t = (size_t)p->vocab * p->dim * F, i = (size_t)p->n * F;
+	size_t y = (size_t)p->n * p->dim * F;
+
+	IO(2, 1, t, i, y);
+}
+
+SHAPE_FN(embedding_bwd)
+{
+	const struct tp_embedding_params *p = p_;
+	size_t t = (size_t)p->vocab * p->dim * F, i = (size_t)p->n * F;
+	size_t y = (size_t)p->n * p->dim * F;
+
+	IO(2, 1, y, i, t);
+}
+
+SHAPE_FN(sgd)
+{
+	const struct tp_sgd_params *p = p_;
+	size_t x = (size_t)p->count * F;
+
+	IO(3, 2, x, x, x, x, x);
+}
+
+SHAPE_FN(adam)
+{
+	const struct tp_adam_params *p = p_;
+	size_t x = (size_t)p->count * F;
+
+	if (!p->step || !(p->beta1 >= 0 && p->beta1 < 1) ||
+	    !(p->beta2 >= 0 && p->beta2 < 1))
+		return -EINVAL;
+	IO(4, 3, x, x, x, x, x, x, x);
+}
+
+/* --- FLOPs ------------------------------------------------------------ */
+
+#define FLOPS_FN(name) static double flops_##name(const void *p_)
+
+FLOPS_FN(linear)
+{
+	const struct tp_linear_params *p = p_;
+
+	return 2.0 * p->n * p->in * p->out;
+}
+
+FLOPS_FN(linear_bwd)
+{
+	return 2.0 * flops_linear(p_);
+}
+
+FLOPS_FN(gemm)
+{
+	const struct tp_gemm_params *p = p_;
+
+	return 2.0 * p->batch * p->m * p->n * p->k;
+}
+
+FLOPS_FN(gemm_bwd)
+{
+	return 2.0 * flops_gemm(p_);
+}
+
+FLOPS_FN(conv2d)
+{
+	const struct tp_conv2d_params *p = p_;
+	double oh = tp_out_dim(p->h, p->r, p->stride_h, p->pad_h);
+	double ow = tp_out_dim(p->w, p->s, p->stride_w, p->pad_w);
+
+	return 2.0 * p->n * p->k * oh * ow * p->c * p->r * p->s;
+}
+
+FLOPS_FN(conv2d_bwd)
+{
+	return 2.0 * flops_conv2d(p_);
+}
+
+FLOPS_FN(batchnorm)
+{
+	const struct tp_batchnorm_params *p = p_;
+
+	return 8.0 * p->n * p->c * p->hw;
+}
+
+FLOPS_FN(eltwise)
+{
+	const struct tp_eltwise_params *p = p_;
+
+	return 4.0 * p->count;
+}
+
+FLOPS_FN(pool)
+{
+	const struct tp_pool_params *p = p_;
+	double oh = tp_out_dim(p->h, p->r, p->stride_h, p->pad_h);
+	double ow = tp_out_dim(p->w, p->s, p->stride_w, p->pad_w);
+
+	return (double)p->n * p->c * oh * ow * p->r * p->s;
+}
+
+FLOPS_FN(gap)
+{
+	const struct tp_gap_params *p = p_;
+
+	return (double)p->n * p->c * p->hw;
+}
+
+FLOPS_FN(softmax)
+{
+	const struct tp_softmax_params *p = p_;
+
+	return 8.0 * p->rows * p->cols;
+}
+
+FLOPS_FN(layernorm)
+{
+	const struct tp_layernorm_params *p = p_;
+
+	return 8.0 * p->rows * p->cols;
+}
+
+FLOPS_FN(xent)
+{
+	const struct tp_xent_params *p = p_;
+
+	return 8.0 * p->n * p->classes;
+}
+
+FLOPS_FN(embedding)
+{
+	const struct tp_embedding_params *p = p_;
+
+	return (double)p->n * p->dim;
+}
+
+FLOPS_FN(sgd)
+{
+	const struct tp_sgd_params *p = p_;
+
+	return 5.0 * p->count;
+}
+
+FLOPS_FN(adam)
+{
+	const struct tp_adam_params *p = p_;
+
+	return 14.0 * p->count;
+}
+
+/* --- cost ------------------------------------------------------------- */
+
+/*
+ * The prior the policy uses before an op has been measured, and what the
+ * sim backend charges: a roofline of a mid-range training GPU (20 TFLOP/s
+ * of fp32 at the efficiency cuDNN reaches, 1 TB/s) plus a launch's
+ * fixed cost; DELTA Table V puts a small batch-norm at 4-6 us.
+ */
+#define TP_KERNEL_FLOPS_PER_NS	20000.0
+#define TP_KERNEL_BYTES_PER_NS	1000.0
+#define TP_KERNEL_LAUNCH_NS	3000.0
+
+uint64_t tp_kernel_cost(const struct tp_kernel *k, const void *params,
+			size_t params_len, const size_t *in_bytes,
+			unsigned n_in)
+{
+	size_t in[TP_KERNEL_MAX_IO], out[TP_KERNEL_MAX_IO];
+	unsigned ni, no, i;
+	double bytes = 0, t_flop, t_mem;
+
+	if (!params || params_len != k->params_len ||
+	    k->shape(params, in, &ni, out, &no))
+		return (uint64_t)TP_KERNEL_LAUNCH_NS;
+	for (i = 0; i < ni; i++)
+		bytes += (double)(i < n_in && in_bytes ? in_bytes[i] : in[i]);
+	for (i = 0; i < no; i++)
+		bytes += (double)out[i];
+	t_flop = k->flops(params) / TP_KERNEL_FLOPS_PER_NS;
+	t_mem = bytes / TP_KERNEL_BYTES_PER_NS;
+	return (uint64_t)(TP_KERNEL_LAUNCH_NS + (t_flop > t_mem ? t_flop : t_mem));
+}
+
+/* --- dispatch --------------------------------------------------------- */
+
+static int check_launch(const struct tp_kernel *k,
+			const struct tp_op_launch *l)
+{
+	size_t in[TP_KERNEL_MAX_IO], out[TP_KERNEL_MAX_IO];
+	unsigned ni, no, i;
+	int rc;
+
+	if (!l->params || l->params_len != k->params_len)
+		return -EINVAL;
+	rc = k->shape(l->params, in, &ni, out, &no);
+	if (rc)
+		return rc;
+	if (l->n_in != ni || l->n_out != no || !l->in || !l->out)
+		return -EINVAL;
+	/* A tensor may be larger than the op needs, never smaller. */
+	for (i = 0; i < ni; i++)
+		if (!l->in[i] || (l->in_bytes && l->in_bytes[i] < in[i]))
+			return -EINVAL;
+	for (i = 0; i < no; i++)
+		if (!l->out[i] || (l->out_bytes && l->out_bytes[i] < out[i]))
+			return -EINVAL;
+	return 0;
+}
+
+int tp_kernels_launch_cpu(const struct tp_op_launch *l)
+{
+	const struct tp_kernel *k;
+	int rc;
+
+	if (!l || !l->type)
+		return -EINVAL;
+	k = tp_kernel_of(l->type);
+	rc = check_launch(k, l);
+	return rc ? rc : k->cpu(l);
+}
+
+int tp_kernels_launch_cuda(const struct tp_op_launch *l)
+{
+	const struct tp_kernel *k;
+	int rc;
+
+	if (!l || !l->type)
+		return -EINVAL;
+	k = tp_kernel_of(l->type);
+	rc = check_launch(k, l);
+	if (rc)
+		return rc;
+	rc = tp_kernels_cuda_available();
+	if (rc)
+		return rc;
+	return k->cuda ? k->cuda(l) : -ENOTSUP;
+}
+
+/*
+ * The device the data is on: a stream handle or a context on the cuda
+ * backend mean device memory; anything else (host backend, a bare call
+ * from a test) is CPU memory.
+ */
+static int launch(const struct tp_op_launch *l)
+{
+	const struct tp_vmm *vmm = l && l->ctx ? l->ctx->vmm : NULL;
+
+	if (l && (l->stream ||
+		  (vmm && vmm->ops && !strcmp(vmm->ops->name, "cuda"))))
+		return tp_kernels_launch_cuda(l);
+	return tp_kernels_launch_cpu(l);
+}
+
+/* --- the table -------------------------------------------------------- */
+
+#ifdef TP_HAVE_CUDA
+#define CUDA_FN(name) tp_cuda_##name
+#else
+#define CUDA_FN(name) NULL
+#endif
+
+#define COST_FN(name) \
+	static uint64_t cost_##name(const void *p, size_t len, \
+				    const size_t *in, unsigned n_in);
+
+#define KERNEL(op, ptype, shp, flp, fl, io, ii) \
+	[K_##op] = { \
+		.type = { .name = #op, .launch = launch, \
+			  .cost_ns = cost_##op, .flags = fl, \
+			  .inplace_out = io, .inplace_in = ii, \
+			  .split_dim = -1 }, \
+		.params_len = sizeof(struct ptype), \
+		.shape = shape_##shp, .flops = flops_##flp, \
+		.cpu = tp_cpu_##op, .cuda = CUDA_FN(op), \
+	},
+
+#define K_ENUM(name) K_##name,
+enum { TP_CPU_OPS(K_ENUM) K_COUNT };
+TP_CPU_OPS(COST_FN)
+
+static const struct tp_kernel kernels[K_COUNT] = {
+	KERNEL(linear, tp_linear_params, linear, linear, 0, 0, 0)
+	KERNEL(linear_bwd, tp_linear_params, linear_bwd, linear_bwd, 0, 0, 0)
+	KERNEL(gemm, tp_gemm_params, gemm, gemm, 0, 0, 0)
+	KERNEL(gemm_bwd, tp_gemm_params, gemm_bwd, gemm_bwd, 0, 0, 0)
+	KERNEL(conv2d, tp_conv2d_params, conv2d, conv2d, 0, 0, 0)
+	KERNEL(conv2d_bwd, tp_conv2d_params, conv2d_bwd, conv2d_bwd, 0, 0, 0)
+	KERNEL(batchnorm, tp_batchnorm_params, batchnorm, batchnorm, 0, 0, 0)
+	KERNEL(batchnorm_bwd, tp_batchnorm_params, batchnorm_bwd, batchnorm,
+	       0, 0, 0)
+	KERNEL(relu, tp_eltwise_params, eltwise, eltwise, 0, 0, 0)
+	KERNEL(relu_bwd, tp_eltwise_params, eltwise_bwd, eltwise, 0, 0, 0)
+	KERNEL(gelu, tp_eltwise_params, eltwise, eltwise, 0, 0, 0)
+	KERNEL(gelu_bwd, tp_eltwise_params, eltwise_bwd, eltwise, 0, 0, 0)
+	KERNEL(maxpool, tp_pool_params, pool, pool, 0, 0, 0)
+	KERNEL(maxpool_bwd, tp_pool_params, maxpool_bwd, pool, 0, 0, 0)
+	KERNEL(avgpool, tp_pool_params, pool, pool, 0, 0, 0)
+	KERNEL(avgpool_bwd, tp_pool_params, avgpool_bwd, pool, 0, 0, 0)
+	KERNEL(global_avgpool, tp_gap_params, global_avgpool, gap, 0, 0, 0)
+	KERNEL(global_avgpool_bwd, tp_gap_params, global_avgpool_bwd, gap,
+	       0, 0, 0)
+	KERNEL(softmax, tp_softmax_params, softmax, softmax, 0, 0, 0)
+	KERNEL(softmax_bwd, tp_softmax_params, softmax_bwd, softmax, 0, 0, 0)
+	KERNEL(layernorm, tp_layernorm_params, layernorm, layernorm, 0, 0, 0)
+	KERNEL(layernorm_bwd, tp_layernorm_params, layernorm_bwd, layernorm,
+	       0, 0, 0)
+	KERNEL(cross_entropy, tp_xent_params, cross_entropy, xent, 0, 0, 0)
+	KERNEL(cross_entropy_bwd, tp_xent_params, cross_entropy_bwd, xent,
+	       0, 0, 0)
+	KERNEL(embedding, tp_embedding_params, embedding, embedding, 0, 0, 0)
+	KERNEL(embedding_bwd, tp_embedding_params, embedding_bwd, embedding,
+	       0, 0, 0)
+	KERNEL(add, tp_eltwise_params, add, eltwise, 0, 0, 0)
+	KERNEL(add_bwd, tp_eltwise_params, add_bwd, eltwise, 0, 0, 0)
+	KERNEL(scale, tp_eltwise_params, eltwise, eltwise, 0, 0, 0)
+	KERNEL(scale_bwd, tp_eltwise_params, eltwise, eltwise, 0, 0, 0)
+	/* The optimizers update the parameter at its own address. */
+	KERNEL(sgd, tp_sgd_params, sgd, sgd, TP_OP_INPLACE, 0, 0)
+	KERNEL(adam, tp_adam_params, adam, adam, TP_OP_INPLACE, 0, 0)
+};
+
+#define COST_BODY(name) \
+	static uint64_t cost_##name(const void *p, size_t len, \
+				    const size_t *in, unsigned n_in) \
+	{ \
+		return tp_kernel_cost(&kernels[K_##name], p, len, in, n_in); \
+	}
+TP_CPU_OPS(COST_BODY)
+
+const struct tp_op_type *tp_kernels_find(const char *name)
+{
+	unsigned i;
+
+	for (i = 0; name && i < K_COUNT; i++)
+		if (!strcmp(kernels[i].type.name, name))
+			return &kernels[i].type;
+	errno = ENOENT;
+	return NULL;
+}
+
+unsigned tp_kernels_count(void)
+{
+	return K_COUNT;
+}
+
+const struct tp_op_type *tp_kernels_at(unsigned i)
+{
+	return i < K_COUNT ? &kernels[i].type : NULL;
+}
+
+int tp_kernels_shape(const struct tp_op_type *type, const void *params,
+		     size_t params_len, size_t *in_bytes, unsigned *n_in,
+		     size_t *out_bytes, unsigned *n_out)
+{
+	const struct tp_kernel *k;
+
+	if (!type || type->launch != launch || !params)
+		return -EINVAL;
+	k = tp_kernel_of(type);
+	if (params_len != k->params_len)
+		return -EINVAL;
+	return k->shape(params, in_bytes, n_in, out_bytes, n_out);
+}
+
+#ifndef TP_HAVE_CUDA
+int tp_kernels_cuda_available(void)
+{
+	return -ENODEV;
+}
+#endif

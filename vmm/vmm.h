@@ -192,11 +192,13 @@ struct tp_vmm {
 	struct tp_vmm_stats stats;
 	struct tp_chunk_pool *pool;
 	struct tp_deferred *deferred;	/* unmaps waiting on events */
-#ifdef TP_FAULT_INJECTION
+	/*
+	 * Fault injection (tp_vmm_fail_at). Present in every build, so the
+	 * layout does not depend on whether a file saw config.h first.
+	 */
 	long fail_at;			/* the Nth counted call fails; 0: off */
 	long calls_counted;
 	int fail_errno;
-#endif
 };
 
 /* --- The generic layer (vmm.c): what the pager calls. --------------- */

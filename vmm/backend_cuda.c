@@ -1,0 +1,484 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The cuda backend: the CUDA driver's virtual memory management.
+ *
+ * A reservation is cuMemAddressReserve, a chunk one cuMemCreate handle of
+ * the device's granularity, mapping cuMemMap (one per chunk: a mapping
+ * covers exactly one handle) followed by one cuMemSetAccess over the run.
+ * Streams are three non-blocking CUstreams; events are CUevents without
+ * timing. Host swap buffers are pinned with cuMemHostAlloc.
+ *
+ * The driver is never linked: libcuda.so.1 is opened at run time and every
+ * entry point looked up by the versioned name cuda.h maps it to (e.g.
+ * cuMemGetInfo -> cuMemGetInfo_v2), so that one build runs here and on a
+ * machine without a driver, where open() returns -ENODEV.
+ */
+#include "config.h"
+
+#include <dlfcn.h>
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cuda.h>
+
+#include "ctx/log.h"
+#include "vmm/calls.h"
+#include "vmm/event.h"
+#include "vmm/vmm.h"
+
+#define CU_STR(x)	#x
+#define CU_XSTR(x)	CU_STR(x)
+
+/* Every driver entry point used, by its cuda.h name. */
+#define CU_ENTRY_POINTS(X)			\
+	X(cuInit)				\
+	X(cuGetErrorString)			\
+	X(cuDeviceGetCount)			\
+	X(cuDeviceGet)				\
+	X(cuDevicePrimaryCtxRetain)		\
+	X(cuDevicePrimaryCtxRelease)		\
+	X(cuCtxSetCurrent)			\
+	X(cuMemGetInfo)				\
+	X(cuMemGetAllocationGranularity)	\
+	X(cuMemAddressReserve)			\
+	X(cuMemAddressFree)			\
+	X(cuMemCreate)				\
+	X(cuMemRelease)				\
+	X(cuMemMap)				\
+	X(cuMemSetAccess)			\
+	X(cuMemUnmap)				\
+	X(cuMemHostAlloc)			\
+	X(cuMemFreeHost)			\
+	X(cuMemcpyDtoHAsync)			\
+	X(cuMemcpyHtoDAsync)			\
+	X(cuStreamCreate)			\
+	X(cuStreamDestroy)			\
+	X(cuStreamSynchronize)			\
+	X(cuStreamWaitEvent)			\
+	X(cuEventCreate)			\
+	X(cuEventRecord)			\
+	X(cuEventQuery)				\
+	X(cuEventSynchronize)			\
+	X(cuEventDestroy)
+
+struct cuda_backend {
+	void *lib;
+#define CU_MEMBER(f) __typeof__(f) *p_##f;
+	CU_ENTRY_POINTS(CU_MEMBER)
+#undef CU_MEMBER
+	CUdevice dev;
+	CUcontext ctx;
+	bool ctx_retained;
+	CUmemAllocationProp prop;
+	CUmemAccessDesc access_rw, access_none;
+	CUstream streams[TP_NR_STREAMS];
+};
+
+struct cuda_event {
+	struct tp_event base;
+	CUevent ev;
+};
+
+static struct cuda_backend *cb(struct tp_vmm *vmm)
+{
+	return vmm->priv;
+}
+
+/* Translate @r into -errno, logging what failed. */
+static int cu_err(struct cuda_backend *c, CUresult r, const char *what)
+{
+	const char *msg = NULL;
+
+	if (r == CUDA_SUCCESS)
+		return 0;
+	if (c->p_cuGetErrorString)
+		c->p_cuGetErrorString(r, &msg);
+	tp_log(TP_LOG_ERROR, "vmm: cuda: %s failed: %s (%d)", what,
+	       msg ? msg : "unknown error", (int)r);
+	switch (r) {
+	case CUDA_ERROR_OUT_OF_MEMORY:
+		return -ENOMEM;
+	case CUDA_ERROR_INVALID_VALUE:
+	case CUDA_ERROR_INVALID_HANDLE:
+		return -EINVAL;
+	case CUDA_ERROR_NOT_SUPPORTED:
+		return -EOPNOTSUPP;
+	case CUDA_ERROR_NO_DEVICE:
+	case CUDA_ERROR_INVALID_DEVICE:
+	case CUDA_ERROR_NOT_INITIALIZED:
+		return -ENODEV;
+	default:
+		return -EIO;
+	}
+}
+
+#define CU(c, call) cu_err((c), (c)->p_##call, #call)
+
+/* Queries and syncs may come from library threads: make the context theirs. */
+static void cu_bind(struct cuda_backend *c)
+{
+	c->p_cuCtxSetCurrent(c->ctx);
+}
+
+static int cu_resolve(struct cuda_backend *c)
+{
+#define CU_LOOKUP(f)							\
+	c->p_##f = (__typeof__(f) *)dlsym(c->lib, CU_XSTR(f));		\
+	if (!c->p_##f) {						\
+		tp_log(TP_LOG_WARN, "vmm: cuda: libcuda.so.1 lacks %s",	\
+		       CU_XSTR(f));					\
+		return -ENODEV;						\
+	}
+	CU_ENTRY_POINTS(CU_LOOKUP)
+#undef CU_LOOKUP
+	return 0;
+}
+
+static void cuda_teardown(struct cuda_backend *c)
+{
+	int s;
+
+	for (s = 0; s < TP_NR_STREAMS; s++)
+		if (c->streams[s])
+			c->p_cuStreamDestroy(c->streams[s]);
+	if (c->ctx_retained)
+		c->p_cuDevicePrimaryCtxRelease(c->dev);
+	if (c->lib)
+		dlclose(c->lib);
+	free(c);
+}
+
+static int cuda_open(struct tp_vmm *vmm, const struct tp_conf *conf)
+{
+	struct cuda_backend *c;
+	size_t gran = 0, mem_free = 0, mem_total = 0;
+	int count = 0, s, ret;
+	CUresult r;
+
+	c = calloc(1, sizeof(*c));
+	if (!c)
+		return -ENOMEM;
+	c->lib = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
+	if (!c->lib) {
+		tp_log(TP_LOG_INFO, "vmm: cuda: cannot load libcuda.so.1 (%s): no NVIDIA driver",
+		       dlerror());
+		ret = -ENODEV;
+		goto err;
+	}
+	ret = cu_resolve(c);
+	if (ret)
+		goto err;
+	r = c->p_cuInit(0);
+	if (r == CUDA_SUCCESS)
+		r = c->p_cuDeviceGetCount(&count);
+	if (r != CUDA_SUCCESS || count <= conf->vmm_device) {
+		tp_log(TP_LOG_INFO, "vmm: cuda: no device %lld (driver reports %d, error %d)",
+		       (long long)conf->vmm_device, count, (int)r);
+		ret = -ENODEV;
+		goto err;
+	}
+	ret = CU(c, cuDeviceGet(&c->dev, (int)conf->vmm_device));
+	if (ret)
+		goto err;
+	ret = CU(c, cuDevicePrimaryCtxRetain(&c->ctx, c->dev));
+	if (ret)
+		goto err;
+	c->ctx_retained = true;
+	ret = CU(c, cuCtxSetCurrent(c->ctx));
+	if (ret)
+		goto err;
+
+	c->prop.type = CU_MEM_ALLOCATION_TYPE_PINNED;
+	c->prop.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+	c->prop.location.id = c->dev;
+	ret = CU(c, cuMemGetAllocationGranularity(&gran, &c->prop,
+						  CU_MEM_ALLOC_GRANULARITY_MINIMUM));
+	if (ret)
+		goto err;
+	if (!gran) {
+		/* Virtual memory management is not supported here. */
+		tp_log(TP_LOG_WARN, "vmm: cuda: device %d reports no VMM granularity",
+		       (int)c->dev);
+		ret = -ENODEV;
+		goto err;
+	}
+	ret = CU(c, cuMemGetInfo(&mem_free, &mem_total));
+	if (ret)
+		goto err;
+	c->access_rw.location = c->prop.location;
+	c->access_rw.flags = CU_MEM_ACCESS_FLAGS_PROT_READWRITE;
+	c->access_none.location = c->prop.location;
+	c->access_none.flags = CU_MEM_ACCESS_FLAGS_PROT_NONE;
+
+	for (s = 0; s < TP_NR_STREAMS; s++) {
+		ret = CU(c, cuStreamCreate(&c->streams[s], CU_STREAM_NON_BLOCKING));
+		if (ret)
+			goto err;
+	}
+	vmm->priv = c;
+	vmm->granularity = gran;
+	vmm->device_bytes = mem_total;
+	return 0;
+
+err:
+	cuda_teardown(c);
+	return ret;
+}
+
+static void cuda_close(struct tp_vmm *vmm)
+{
+	struct cuda_backend *c = cb(vmm);
+	int s;
+
+	cu_bind(c);
+	for (s = 0; s < TP_NR_STREAMS; s++)
+		c->p_cuStreamSynchronize(c->streams[s]);
+	cuda_teardown(c);
+	vmm->priv = NULL;
+}
+
+static int cuda_reserve(struct tp_vmm *vmm, size_t len, uintptr_t *va)
+{
+	struct cuda_backend *c = cb(vmm);
+	CUdeviceptr p = 0;
+	int ret;
+
+	ret = CU(c, cuMemAddressReserve(&p, len, vmm->granularity, 0, 0));
+	if (!ret)
+		*va = (uintptr_t)p;
+	return ret;
+}
+
+static int cuda_release(struct tp_vmm *vmm, uintptr_t va, size_t len)
+{
+	struct cuda_backend *c = cb(vmm);
+
+	return CU(c, cuMemAddressFree((CUdeviceptr)va, len));
+}
+
+static int cuda_chunk_create(struct tp_vmm *vmm, struct tp_chunk *c)
+{
+	struct cuda_backend *cu = cb(vmm);
+	CUmemGenericAllocationHandle h = 0;
+	int ret;
+
+	ret = CU(cu, cuMemCreate(&h, vmm->granularity, &cu->prop, 0));
+	if (!ret)
+		c->handle = (uint64_t)h;
+	return ret;
+}
+
+static void cuda_chunk_destroy(struct tp_vmm *vmm, struct tp_chunk *c)
+{
+	struct cuda_backend *cu = cb(vmm);
+
+	CU(cu, cuMemRelease((CUmemGenericAllocationHandle)c->handle));
+}
+
+/* Unmap @n chunks one by one: a cuMemUnmap must not split a mapping. */
+static int unmap_chunks(struct cuda_backend *c, uintptr_t va, size_t n,
+			size_t gran)
+{
+	int ret = 0, r;
+	size_t i;
+
+	for (i = 0; i < n; i++) {
+		r = CU(c, cuMemUnmap((CUdeviceptr)(va + i * gran), gran));
+		if (r && !ret)
+			ret = r;
+	}
+	return ret;
+}
+
+static int cuda_map(struct tp_vmm *vmm, uintptr_t va,
+		    struct tp_chunk *const *chunks, size_t n)
+{
+	struct cuda_backend *c = cb(vmm);
+	size_t gran = vmm->granularity, i;
+	int ret;
+
+	for (i = 0; i < n; i++) {
+		ret = CU(c, cuMemMap((CUdeviceptr)(va + i * gran), gran, 0,
+				     (CUmemGenericAllocationHandle)chunks[i]->handle,
+				     0));
+		if (ret) {
+			unmap_chunks(c, va, i, gran);
+			return ret;
+		}
+	}
+	return 0;
+}
+
+static int cuda_set_access(struct tp_vmm *vmm, uintptr_t va, size_t len,
+			   unsigned prot)
+{
+	struct cuda_backend *c = cb(vmm);
+	const CUmemAccessDesc *d = prot == TP_PROT_RW ? &c->access_rw :
+							&c->access_none;
+
+	return CU(c, cuMemSetAccess((CUdeviceptr)va, len, d, 1));
+}
+
+static int cuda_unmap(struct tp_vmm *vmm, uintptr_t va, size_t len)
+{
+	return unmap_chunks(cb(vmm), va, len / vmm->granularity,
+			    vmm->granularity);
+}
+
+static int cuda_copy_d2h(struct tp_vmm *vmm, void *host, uintptr_t va,
+			 size_t len, enum tp_stream s)
+{
+	struct cuda_backend *c = cb(vmm);
+
+	return CU(c, cuMemcpyDtoHAsync(host, (CUdeviceptr)va, len,
+				       c->streams[s]));
+}
+
+static int cuda_copy_h2d(struct tp_vmm *vmm, uintptr_t va, const void *host,
+			 size_t len, enum tp_stream s)
+{
+	struct cuda_backend *c = cb(vmm);
+
+	return CU(c, cuMemcpyHtoDAsync((CUdeviceptr)va, host, len,
+				       c->streams[s]));
+}
+
+static int cuda_event_create(struct tp_vmm *vmm, struct tp_event **ev)
+{
+	struct cuda_backend *c = cb(vmm);
+	struct cuda_event *ce = calloc(1, sizeof(*ce));
+	int ret;
+
+	if (!ce)
+		return -ENOMEM;
+	ret = CU(c, cuEventCreate(&ce->ev, CU_EVENT_DISABLE_TIMING));
+	if (ret) {
+		free(ce);
+		return ret;
+	}
+	*ev = &ce->base;
+	return 0;
+}
+
+static void cuda_event_destroy(struct tp_vmm *vmm, struct tp_event *ev)
+{
+	struct cuda_event *ce = container_of(ev, struct cuda_event, base);
+	struct cuda_backend *c = cb(vmm);
+
+	cu_bind(c);
+	CU(c, cuEventDestroy(ce->ev));
+	free(ce);
+}
+
+static int cuda_event_record(struct tp_vmm *vmm, struct tp_event *ev,
+			     enum tp_stream s)
+{
+	struct cuda_event *ce = container_of(ev, struct cuda_event, base);
+	struct cuda_backend *c = cb(vmm);
+
+	return CU(c, cuEventRecord(ce->ev, c->streams[s]));
+}
+
+static int cuda_stream_wait(struct tp_vmm *vmm, enum tp_stream s,
+			    struct tp_event *ev)
+{
+	struct cuda_event *ce = container_of(ev, struct cuda_event, base);
+	struct cuda_backend *c = cb(vmm);
+
+	return CU(c, cuStreamWaitEvent(c->streams[s], ce->ev, 0));
+}
+
+static int cuda_event_query(struct tp_vmm *vmm, struct tp_event *ev)
+{
+	struct cuda_event *ce = container_of(ev, struct cuda_event, base);
+	struct cuda_backend *c = cb(vmm);
+	CUresult r;
+
+	cu_bind(c);
+	r = c->p_cuEventQuery(ce->ev);
+	if (r == CUDA_ERROR_NOT_READY)
+		return -EAGAIN;
+	return cu_err(c, r, "cuEventQuery");
+}
+
+static int cuda_event_sync(struct tp_vmm *vmm, struct tp_event *ev)
+{
+	struct cuda_event *ce = container_of(ev, struct cuda_event, base);
+	struct cuda_backend *c = cb(vmm);
+
+	cu_bind(c);
+	return CU(c, cuEventSynchronize(ce->ev));
+}
+
+static int cuda_stream_sync(struct tp_vmm *vmm, enum tp_stream s)
+{
+	struct cuda_backend *c = cb(vmm);
+
+	return CU(c, cuStreamSynchronize(c->streams[s]));
+}
+
+static void *cuda_host_alloc(struct tp_vmm *vmm, size_t len)
+{
+	struct cuda_backend *c = cb(vmm);
+	void *p = NULL;
+	int ret;
+
+	ret = CU(c, cuMemHostAlloc(&p, len, CU_MEMHOSTALLOC_PORTABLE));
+	if (ret) {
+		errno = -ret;
+		return NULL;
+	}
+	return p;
+}
+
+static void cuda_host_free(struct tp_vmm *vmm, void *p, size_t len)
+{
+	struct cuda_backend *c = cb(vmm);
+
+	CU(c, cuMemFreeHost(p));
+}
+
+/* Launch functions enqueue their own kernels on the stream handle. */
+static int cuda_launch(struct tp_vmm *vmm, enum tp_stream s, uint64_t cost_ns,
+		       int (*fn)(void *arg), void *arg)
+{
+	return fn ? fn(arg) : 0;
+}
+
+static void *cuda_stream_handle(struct tp_vmm *vmm, enum tp_stream s)
+{
+	return cb(vmm)->streams[s];
+}
+
+static uint64_t cuda_now_ns(struct tp_vmm *vmm)
+{
+	return tp_vmm_mono_ns();
+}
+
+const struct tp_vmm_ops tp_vmm_cuda_ops = {
+	.name = "cuda",
+	.open = cuda_open,
+	.close = cuda_close,
+	.reserve = cuda_reserve,
+	.release = cuda_release,
+	.chunk_create = cuda_chunk_create,
+	.chunk_destroy = cuda_chunk_destroy,
+	.map = cuda_map,
+	.set_access = cuda_set_access,
+	.unmap = cuda_unmap,
+	.copy_d2h = cuda_copy_d2h,
+	.copy_h2d = cuda_copy_h2d,
+	.event_create = cuda_event_create,
+	.event_destroy = cuda_event_destroy,
+	.event_record = cuda_event_record,
+	.stream_wait = cuda_stream_wait,
+	.event_query = cuda_event_query,
+	.event_sync = cuda_event_sync,
+	.stream_sync = cuda_stream_sync,
+	.host_alloc = cuda_host_alloc,
+	.host_free = cuda_host_free,
+	.launch = cuda_launch,
+	.stream_handle = cuda_stream_handle,
+	.now_ns = cuda_now_ns,
+};

@@ -1,0 +1,685 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The host backend: the vmm's semantics on Linux virtual memory.
+ *
+ * A reservation is an anonymous PROT_NONE, MAP_NORESERVE mapping; physical
+ * memory is one memfd, a chunk an offset in it; mapping puts the chunk's
+ * pages at the reservation's address with MAP_FIXED|MAP_SHARED, so the
+ * same bytes can appear at any page of any range (real remapping), and
+ * unmapping puts the PROT_NONE reservation back so a touch faults.
+ *
+ * Each copy stream has a worker thread that plays its copy engine: a FIFO
+ * of copies, each started once the events it waits on have completed.
+ * The compute stream's work runs on the caller's thread. An event is a
+ * vector of per-stream sequence numbers: it has completed when every
+ * stream has completed that much of its work. Stream completion is
+ * monotonic, so a set of waits collapses to one maximum per stream.
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "ctx/log.h"
+#include "vmm/backend_host.h"
+#include "vmm/calls.h"
+#include "vmm/event.h"
+#include "vmm/vmm.h"
+
+#define HOST_DEFAULT_DEVICE_BYTES	(4ULL << 30)
+/* Copies at least this long are split among an engine's threads. */
+#define HOST_SPLIT_MIN			(1u << 20)
+
+/* Sequence numbers of work each stream must have completed. */
+struct host_need {
+	uint64_t seq[TP_NR_STREAMS];
+};
+
+struct host_event {
+	struct tp_event base;
+	struct host_need need;
+};
+
+struct host_copy {
+	struct host_copy *next;
+	void *dst;
+	const void *src;
+	size_t len;
+	uint64_t seq;
+	struct host_need wait;
+};
+
+struct host_backend;
+
+/* A helper thread of an engine copies one slice of a split copy. */
+struct host_helper {
+	struct host_backend *h;
+	struct host_stream *st;
+	pthread_t thread;
+	char *dst;
+	const char *src;
+	size_t len;
+	uint64_t gen;			/* job handed out */
+};
+
+struct host_stream {
+	struct host_backend *h;
+	enum tp_stream id;
+	pthread_t thread;
+	bool started;
+	bool gated;
+	struct host_copy *head, **tail;
+	uint64_t enqueued, completed;
+	struct host_need wait;		/* applies to the next work */
+	struct host_helper *helpers;	/* copy_threads - 1 of them */
+	unsigned nr_helpers;
+	uint64_t job_gen;		/* last split job handed out */
+	unsigned job_left;		/* helpers still copying */
+};
+
+struct host_backend {
+	int memfd;
+	off_t memfd_size;
+	size_t page;
+	pthread_mutex_t lock;
+	pthread_cond_t cond;		/* any progress: broadcast */
+	bool stopping;
+	struct host_stream streams[TP_NR_STREAMS];
+};
+
+static struct host_backend *hb(struct tp_vmm *vmm)
+{
+	return vmm->priv;
+}
+
+static bool need_met(const struct host_backend *h, const struct host_need *n)
+{
+	int s;
+
+	for (s = 0; s < TP_NR_STREAMS; s++)
+		if (h->streams[s].completed < n->seq[s])
+			return false;
+	return true;
+}
+
+static void need_merge(struct host_need *dst, const struct host_need *src)
+{
+	int s;
+
+	for (s = 0; s < TP_NR_STREAMS; s++)
+		if (src->seq[s] > dst->seq[s])
+			dst->seq[s] = src->seq[s];
+}
+
+/* --- copy engines ----------------------------------------------------- */
+
+static void *helper_main(void *arg)
+{
+	struct host_helper *hp = arg;
+	struct host_backend *h = hp->h;
+	struct host_stream *st = hp->st;
+	uint64_t seen = 0;
+
+	pthread_mutex_lock(&h->lock);
+	for (;;) {
+		while (!h->stopping && hp->gen == seen)
+			pthread_cond_wait(&h->cond, &h->lock);
+		if (hp->gen == seen)
+			break;
+		seen = hp->gen;
+		pthread_mutex_unlock(&h->lock);
+		memcpy(hp->dst, hp->src, hp->len);
+		pthread_mutex_lock(&h->lock);
+		st->job_left--;
+		pthread_cond_broadcast(&h->cond);
+	}
+	pthread_mutex_unlock(&h->lock);
+	return NULL;
+}
+
+/*
+ * Copy @c, sharing it with the stream's helper threads when it is long.
+ * Called and returns with h->lock held.
+ */
+static void engine_copy(struct host_stream *st, const struct host_copy *c)
+{
+	struct host_backend *h = st->h;
+	unsigned parts = st->nr_helpers + 1, i;
+	size_t slice;
+
+	if (!st->nr_helpers || c->len < HOST_SPLIT_MIN) {
+		pthread_mutex_unlock(&h->lock);
+		memcpy(c->dst, c->src, c->len);
+		pthread_mutex_lock(&h->lock);
+		return;
+	}
+	/* Slices of whole cache lines; the engine copies the last one. */
+	slice = (c->len / parts + 63) & ~(size_t)63;
+	st->job_gen++;
+	st->job_left = 0;
+	for (i = 0; i < st->nr_helpers; i++) {
+		struct host_helper *hp = &st->helpers[i];
+		size_t off = slice * i;
+
+		if (off >= c->len)
+			break;
+		hp->dst = (char *)c->dst + off;
+		hp->src = (const char *)c->src + off;
+		hp->len = c->len - off < slice ? c->len - off : slice;
+		hp->gen = st->job_gen;
+		st->job_left++;
+	}
+	pthread_cond_broadcast(&h->cond);
+	pthread_mutex_unlock(&h->lock);
+	if (slice * i < c->len)
+		memcpy((char *)c->dst + slice * i,
+		       (const char *)c->src + slice * i, c->len - slice * i);
+	pthread_mutex_lock(&h->lock);
+	while (st->job_left)
+		pthread_cond_wait(&h->cond, &h->lock);
+}
+
+static void *engine_main(void *arg)
+{
+	struct host_stream *st = arg;
+	struct host_backend *h = st->h;
+
+	pthread_mutex_lock(&h->lock);
+	for (;;) {
+		struct host_copy *c = st->head;
+
+		if (!c && h->stopping)
+			break;
+		if (!c || st->gated || !need_met(h, &c->wait)) {
+			pthread_cond_wait(&h->cond, &h->lock);
+			continue;
+		}
+		engine_copy(st, c);
+		/* Dequeue only now: the copy was in flight until here. */
+		st->head = c->next;
+		if (!st->head)
+			st->tail = &st->head;
+		st->completed = c->seq;
+		free(c);
+		pthread_cond_broadcast(&h->cond);
+	}
+	pthread_mutex_unlock(&h->lock);
+	return NULL;
+}
+
+/* Wait until @n is met. Called with h->lock held. */
+static void wait_need(struct host_backend *h, const struct host_need *n)
+{
+	while (!need_met(h, n))
+		pthread_cond_wait(&h->cond, &h->lock);
+}
+
+/*
+ * Compute-stream work runs on the caller's thread: wait for what the
+ * stream was told to wait on, then count the work as done.
+ */
+static void compute_begin(struct host_backend *h)
+{
+	struct host_stream *st = &h->streams[TP_STREAM_COMPUTE];
+
+	pthread_mutex_lock(&h->lock);
+	wait_need(h, &st->wait);
+	memset(&st->wait, 0, sizeof(st->wait));
+	pthread_mutex_unlock(&h->lock);
+}
+
+static void compute_end(struct host_backend *h)
+{
+	struct host_stream *st = &h->streams[TP_STREAM_COMPUTE];
+
+	pthread_mutex_lock(&h->lock);
+	st->completed = ++st->enqueued;
+	pthread_cond_broadcast(&h->cond);
+	pthread_mutex_unlock(&h->lock);
+}
+
+static int enqueue_copy(struct tp_vmm *vmm, void *dst, const void *src,
+			size_t len, enum tp_stream s)
+{
+	struct host_backend *h = hb(vmm);
+	struct host_stream *st = &h->streams[s];
+	struct host_copy *c;
+
+	if (s == TP_STREAM_COMPUTE) {
+		compute_begin(h);
+		memcpy(dst, src, len);
+		compute_end(h);
+		return 0;
+	}
+	c = malloc(sizeof(*c));
+	if (!c)
+		return -ENOMEM;
+	c->next = NULL;
+	c->dst = dst;
+	c->src = src;
+	c->len = len;
+	pthread_mutex_lock(&h->lock);
+	c->seq = ++st->enqueued;
+	c->wait = st->wait;
+	*st->tail = c;
+	st->tail = &c->next;
+	pthread_cond_broadcast(&h->cond);
+	pthread_mutex_unlock(&h->lock);
+	return 0;
+}
+
+static int host_copy_d2h(struct tp_vmm *vmm, void *host, uintptr_t va,
+			 size_t len, enum tp_stream s)
+{
+	return enqueue_copy(vmm, host, (const void *)va, len, s);
+}
+
+static int host_copy_h2d(struct tp_vmm *vmm, uintptr_t va, const void *host,
+			 size_t len, enum tp_stream s)
+{
+	return enqueue_copy(vmm, (void *)va, host, len, s);
+}
+
+/* --- events ------------------------------------------------------------ */
+
+static int host_event_create(struct tp_vmm *vmm, struct tp_event **ev)
+{
+	struct host_event *he = calloc(1, sizeof(*he));
+
+	if (!he)
+		return -ENOMEM;
+	*ev = &he->base;
+	return 0;
+}
+
+static void host_event_destroy(struct tp_vmm *vmm, struct tp_event *ev)
+{
+	free(container_of(ev, struct host_event, base));
+}
+
+static int host_event_record(struct tp_vmm *vmm, struct tp_event *ev,
+			     enum tp_stream s)
+{
+	struct host_event *he = container_of(ev, struct host_event, base);
+	struct host_backend *h = hb(vmm);
+	struct host_stream *st = &h->streams[s];
+
+	pthread_mutex_lock(&h->lock);
+	/* Everything enqueued so far, and what later work would wait on. */
+	he->need = st->wait;
+	he->need.seq[s] = st->enqueued;
+	pthread_mutex_unlock(&h->lock);
+	return 0;
+}
+
+static int host_stream_wait(struct tp_vmm *vmm, enum tp_stream s,
+			    struct tp_event *ev)
+{
+	struct host_event *he = container_of(ev, struct host_event, base);
+	struct host_backend *h = hb(vmm);
+
+	pthread_mutex_lock(&h->lock);
+	need_merge(&h->streams[s].wait, &he->need);
+	pthread_mutex_unlock(&h->lock);
+	return 0;
+}
+
+static int host_event_query(struct tp_vmm *vmm, struct tp_event *ev)
+{
+	struct host_event *he = container_of(ev, struct host_event, base);
+	struct host_backend *h = hb(vmm);
+	bool done;
+
+	pthread_mutex_lock(&h->lock);
+	done = need_met(h, &he->need);
+	pthread_mutex_unlock(&h->lock);
+	return done ? 0 : -EAGAIN;
+}
+
+static int host_event_sync(struct tp_vmm *vmm, struct tp_event *ev)
+{
+	struct host_event *he = container_of(ev, struct host_event, base);
+	struct host_backend *h = hb(vmm);
+
+	pthread_mutex_lock(&h->lock);
+	wait_need(h, &he->need);
+	pthread_mutex_unlock(&h->lock);
+	return 0;
+}
+
+static int host_stream_sync(struct tp_vmm *vmm, enum tp_stream s)
+{
+	struct host_backend *h = hb(vmm);
+	struct host_stream *st = &h->streams[s];
+	struct host_need n;
+
+	pthread_mutex_lock(&h->lock);
+	n = st->wait;
+	n.seq[s] = st->enqueued;
+	wait_need(h, &n);
+	pthread_mutex_unlock(&h->lock);
+	return 0;
+}
+
+static int host_launch(struct tp_vmm *vmm, enum tp_stream s, uint64_t cost_ns,
+		       int (*fn)(void *arg), void *arg)
+{
+	struct host_backend *h = hb(vmm);
+	int ret = 0;
+
+	if (s != TP_STREAM_COMPUTE) {
+		/* Work on a copy stream: wait for that stream to drain first. */
+		host_stream_sync(vmm, s);
+		return fn ? fn(arg) : 0;
+	}
+	compute_begin(h);
+	if (fn)
+		ret = fn(arg);
+	compute_end(h);
+	return ret;
+}
+
+int tp_vmm_host_gate(struct tp_vmm *vmm, enum tp_stream s, bool closed)
+{
+	struct host_backend *h;
+
+	if (vmm->ops != &tp_vmm_host_ops || s == TP_STREAM_COMPUTE ||
+	    (unsigned)s >= TP_NR_STREAMS)
+		return -EINVAL;
+	h = hb(vmm);
+	pthread_mutex_lock(&h->lock);
+	h->streams[s].gated = closed;
+	pthread_cond_broadcast(&h->cond);
+	pthread_mutex_unlock(&h->lock);
+	return 0;
+}
+
+/* --- address space and chunks ------------------------------------------ */
+
+static int host_reserve(struct tp_vmm *vmm, size_t len, uintptr_t *va)
+{
+	size_t gran = vmm->granularity;
+	uintptr_t base, start;
+	void *p;
+
+	/* Over-reserve to align the range to the chunk size, as cuda does. */
+	p = mmap(NULL, len + gran, PROT_NONE,
+		 MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+	if (p == MAP_FAILED)
+		return -errno;
+	base = (uintptr_t)p;
+	start = (base + gran - 1) & ~(uintptr_t)(gran - 1);
+	if (start > base)
+		munmap(p, start - base);
+	if (start + len < base + len + gran)
+		munmap((void *)(start + len), base + len + gran - (start + len));
+	*va = start;
+	return 0;
+}
+
+static int host_release(struct tp_vmm *vmm, uintptr_t va, size_t len)
+{
+	return munmap((void *)va, len) ? -errno : 0;
+}
+
+static int host_chunk_create(struct tp_vmm *vmm, struct tp_chunk *c)
+{
+	struct host_backend *h = hb(vmm);
+	off_t off = (off_t)c->index * (off_t)vmm->granularity;
+	off_t end = off + (off_t)vmm->granularity;
+
+	/* The pool creates chunks in index order: the memfd grows to fit. */
+	if (end > h->memfd_size) {
+		if (ftruncate(h->memfd, end))
+			return -errno;
+		h->memfd_size = end;
+	}
+	c->handle = (uint64_t)off;
+	return 0;
+}
+
+static void host_chunk_destroy(struct tp_vmm *vmm, struct tp_chunk *c)
+{
+	struct host_backend *h = hb(vmm);
+
+	/* Give the memory back now; the offset is reused on re-creation. */
+	fallocate(h->memfd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE,
+		  (off_t)c->handle, (off_t)vmm->granularity);
+}
+
+/* Put the faulting reservation back over [@va, @va + @len). */
+static int restore_reserved(uintptr_t va, size_t len)
+{
+	void *p = mmap((void *)va, len, PROT_NONE,
+		       MAP_FIXED | MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE,
+		       -1, 0);
+
+	return p == MAP_FAILED ? -errno : 0;
+}
+
+static int host_map(struct tp_vmm *vmm, uintptr_t va,
+		    struct tp_chunk *const *chunks, size_t n)
+{
+	struct host_backend *h = hb(vmm);
+	size_t gran = vmm->granularity, i = 0, run;
+	int ret;
+
+	while (i < n) {
+		void *p;
+
+		/* Chunks adjacent in the memfd go in one mmap. */
+		for (run = 1; i + run < n; run++)
+			if (chunks[i + run]->handle !=
+			    chunks[i]->handle + run * gran)
+				break;
+		p = mmap((void *)(va + i * gran), run * gran, PROT_NONE,
+			 MAP_FIXED | MAP_SHARED, h->memfd,
+			 (off_t)chunks[i]->handle);
+		if (p == MAP_FAILED) {
+			ret = -errno;
+			if (i)
+				restore_reserved(va, i * gran);
+			return ret;
+		}
+		i += run;
+	}
+	return 0;
+}
+
+static int host_set_access(struct tp_vmm *vmm, uintptr_t va, size_t len,
+			   unsigned prot)
+{
+	int p = prot == TP_PROT_RW ? PROT_READ | PROT_WRITE : PROT_NONE;
+
+	return mprotect((void *)va, len, p) ? -errno : 0;
+}
+
+static int host_unmap(struct tp_vmm *vmm, uintptr_t va, size_t len)
+{
+	return restore_reserved(va, len);
+}
+
+/* --- host buffers, time ---------------------------------------------- */
+
+static void *host_host_alloc(struct tp_vmm *vmm, size_t len)
+{
+	void *p;
+	int ret;
+
+	ret = posix_memalign(&p, hb(vmm)->page, len);
+	if (ret) {
+		errno = ret;
+		return NULL;
+	}
+	return p;
+}
+
+static void host_host_free(struct tp_vmm *vmm, void *p, size_t len)
+{
+	free(p);
+}
+
+static uint64_t host_now_ns(struct tp_vmm *vmm)
+{
+	return tp_vmm_mono_ns();
+}
+
+/* --- open and close ---------------------------------------------------- */
+
+static int open_memfd(void)
+{
+#ifdef HAVE_MEMFD_CREATE
+	return memfd_create("tpager-chunks", MFD_CLOEXEC);
+#else
+	return (int)syscall(SYS_memfd_create, "tpager-chunks", 1u /* CLOEXEC */);
+#endif
+}
+
+static void stop_engines(struct host_backend *h)
+{
+	int s;
+	unsigned i;
+
+	pthread_mutex_lock(&h->lock);
+	h->stopping = true;
+	for (s = 0; s < TP_NR_STREAMS; s++)
+		h->streams[s].gated = false;
+	pthread_cond_broadcast(&h->cond);
+	pthread_mutex_unlock(&h->lock);
+	for (s = 0; s < TP_NR_STREAMS; s++) {
+		struct host_stream *st = &h->streams[s];
+
+		if (st->started)
+			pthread_join(st->thread, NULL);
+		for (i = 0; i < st->nr_helpers; i++)
+			pthread_join(st->helpers[i].thread, NULL);
+		free(st->helpers);
+	}
+}
+
+static int start_engine(struct host_backend *h, struct host_stream *st,
+			unsigned nr_helpers)
+{
+	unsigned i;
+	int ret;
+
+	st->helpers = calloc(nr_helpers ? nr_helpers : 1, sizeof(*st->helpers));
+	if (!st->helpers)
+		return -ENOMEM;
+	for (i = 0; i < nr_helpers; i++) {
+		st->helpers[i].h = h;
+		st->helpers[i].st = st;
+		ret = pthread_create(&st->helpers[i].thread, NULL, helper_main,
+				     &st->helpers[i]);
+		if (ret)
+			return -ret;
+		st->nr_helpers++;
+	}
+	ret = pthread_create(&st->thread, NULL, engine_main, st);
+	if (ret)
+		return -ret;
+	st->started = true;
+	return 0;
+}
+
+static int host_open(struct tp_vmm *vmm, const struct tp_conf *conf)
+{
+	struct host_backend *h;
+	long page = sysconf(_SC_PAGESIZE);
+	unsigned helpers;
+	int s, ret;
+
+	if (page <= 0 || conf->vmm_chunk_size % (uint64_t)page) {
+		tp_log(TP_LOG_ERROR, "vmm: host: vmm.chunk_size %llu is not a multiple of the page size %ld",
+		       (unsigned long long)conf->vmm_chunk_size, page);
+		return -EINVAL;
+	}
+	h = calloc(1, sizeof(*h));
+	if (!h)
+		return -ENOMEM;
+	h->page = (size_t)page;
+	pthread_mutex_init(&h->lock, NULL);
+	pthread_cond_init(&h->cond, NULL);
+	h->memfd = open_memfd();
+	if (h->memfd < 0) {
+		ret = -errno;
+		tp_log(TP_LOG_ERROR, "vmm: host: memfd_create failed");
+		goto err_free;
+	}
+	vmm->priv = h;
+	vmm->granularity = conf->vmm_chunk_size;
+	vmm->device_bytes = conf->vmm_device_memory ? conf->vmm_device_memory :
+			    HOST_DEFAULT_DEVICE_BYTES;
+
+	helpers = conf->vmm_host_copy_threads > 1 ?
+		  (unsigned)conf->vmm_host_copy_threads - 1 : 0;
+	for (s = 0; s < TP_NR_STREAMS; s++) {
+		struct host_stream *st = &h->streams[s];
+
+		st->h = h;
+		st->id = (enum tp_stream)s;
+		st->tail = &st->head;
+		if (s == TP_STREAM_COMPUTE)
+			continue;
+		ret = start_engine(h, st, helpers);
+		if (ret)
+			goto err_stop;
+	}
+	return 0;
+
+err_stop:
+	stop_engines(h);
+	close(h->memfd);
+err_free:
+	pthread_cond_destroy(&h->cond);
+	pthread_mutex_destroy(&h->lock);
+	free(h);
+	vmm->priv = NULL;
+	return ret;
+}
+
+static void host_close(struct tp_vmm *vmm)
+{
+	struct host_backend *h = hb(vmm);
+
+	/* Engines finish their queues before they stop. */
+	stop_engines(h);
+	close(h->memfd);
+	pthread_cond_destroy(&h->cond);
+	pthread_mutex_destroy(&h->lock);
+	free(h);
+	vmm->priv = NULL;
+}
+
+const struct tp_vmm_ops tp_vmm_host_ops = {
+	.name = "host",
+	.open = host_open,
+	.close = host_close,
+	.reserve = host_reserve,
+	.release = host_release,
+	.chunk_create = host_chunk_create,
+	.chunk_destroy = host_chunk_destroy,
+	.map = host_map,
+	.set_access = host_set_access,
+	.unmap = host_unmap,
+	.copy_d2h = host_copy_d2h,
+	.copy_h2d = host_copy_h2d,
+	.event_create = host_event_create,
+	.event_destroy = host_event_destroy,
+	.event_record = host_event_record,
+	.stream_wait = host_stream_wait,
+	.event_query = host_event_query,
+	.event_sync = host_event_sync,
+	.stream_sync = host_stream_sync,
+	.host_alloc = host_host_alloc,
+	.host_free = host_host_free,
+	.launch = host_launch,
+	.stream_handle = NULL,
+	.now_ns = host_now_ns,
+};

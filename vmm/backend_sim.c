@@ -1,0 +1,308 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The sim backend: no memory at all, only time. Each stream has a virtual
+ * clock, and so does the host (the caller). Driver calls (map, set access,
+ * unmap) are charged to the host clock per chunk from the vmm.sim.* keys;
+ * a copy or a launch on a stream starts when both the stream and the host
+ * have got there and lasts its cost; events carry the time of the stream
+ * they were recorded on. Everything is integer nanoseconds and depends on
+ * nothing but the calls made, so a run is exactly reproducible.
+ *
+ * Addresses are numbers from a counter (aligned to the chunk size, never
+ * dereferenced) and host buffers are unique tokens.
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <math.h>
+#include <pthread.h>
+#include <stdlib.h>
+
+#include "vmm/backend_sim.h"
+#include "vmm/event.h"
+#include "vmm/vmm.h"
+
+#define SIM_DEFAULT_DEVICE_BYTES	(80ULL << 30)
+/* Where the fake address space and the host tokens start. */
+#define SIM_VA_BASE			(1ULL << 44)
+#define SIM_HOST_BASE			(1ULL << 40)
+#define SIM_HOST_ALIGN			4096u
+
+struct sim_event {
+	struct tp_event base;
+	uint64_t time;			/* stream clock when recorded */
+};
+
+struct sim_backend {
+	/* Queries and syncs may come from other threads. */
+	pthread_mutex_t lock;
+	uint64_t host;			/* the caller's clock */
+	uint64_t stream[TP_NR_STREAMS];
+	uintptr_t next_va;
+	uintptr_t next_host;
+	uint64_t map_ns, set_access_ns, unmap_ns, copy_latency_ns;
+	double bytes_per_ns;		/* GB/s == bytes/ns */
+};
+
+static struct sim_backend *sb(struct tp_vmm *vmm)
+{
+	return vmm->priv;
+}
+
+static uint64_t max_u64(uint64_t a, uint64_t b)
+{
+	return a > b ? a : b;
+}
+
+static void charge_host(struct tp_vmm *vmm, uint64_t ns)
+{
+	struct sim_backend *s = sb(vmm);
+
+	pthread_mutex_lock(&s->lock);
+	s->host += ns;
+	pthread_mutex_unlock(&s->lock);
+}
+
+/* Run @cost on stream @st: it starts once stream and host are there. */
+static void run_on(struct sim_backend *s, enum tp_stream st, uint64_t cost)
+{
+	pthread_mutex_lock(&s->lock);
+	s->stream[st] = max_u64(s->stream[st], s->host) + cost;
+	pthread_mutex_unlock(&s->lock);
+}
+
+static int sim_reserve(struct tp_vmm *vmm, size_t len, uintptr_t *va)
+{
+	struct sim_backend *s = sb(vmm);
+
+	*va = s->next_va;
+	/* A free chunk between ranges, so an overrun is never another range. */
+	s->next_va += len + vmm->granularity;
+	return 0;
+}
+
+static int sim_release(struct tp_vmm *vmm, uintptr_t va, size_t len)
+{
+	return 0;
+}
+
+static int sim_chunk_create(struct tp_vmm *vmm, struct tp_chunk *c)
+{
+	c->handle = c->index;
+	return 0;
+}
+
+static void sim_chunk_destroy(struct tp_vmm *vmm, struct tp_chunk *c)
+{
+}
+
+static int sim_map(struct tp_vmm *vmm, uintptr_t va,
+		   struct tp_chunk *const *chunks, size_t n)
+{
+	charge_host(vmm, n * sb(vmm)->map_ns);
+	return 0;
+}
+
+static int sim_set_access(struct tp_vmm *vmm, uintptr_t va, size_t len,
+			  unsigned prot)
+{
+	charge_host(vmm, len / vmm->granularity * sb(vmm)->set_access_ns);
+	return 0;
+}
+
+static int sim_unmap(struct tp_vmm *vmm, uintptr_t va, size_t len)
+{
+	charge_host(vmm, len / vmm->granularity * sb(vmm)->unmap_ns);
+	return 0;
+}
+
+uint64_t tp_vmm_sim_copy_ns(struct tp_vmm *vmm, size_t len)
+{
+	struct sim_backend *s = sb(vmm);
+
+	return s->copy_latency_ns + (uint64_t)llround((double)len / s->bytes_per_ns);
+}
+
+static int sim_copy_d2h(struct tp_vmm *vmm, void *host, uintptr_t va,
+			size_t len, enum tp_stream st)
+{
+	run_on(sb(vmm), st, tp_vmm_sim_copy_ns(vmm, len));
+	return 0;
+}
+
+static int sim_copy_h2d(struct tp_vmm *vmm, uintptr_t va, const void *host,
+			size_t len, enum tp_stream st)
+{
+	run_on(sb(vmm), st, tp_vmm_sim_copy_ns(vmm, len));
+	return 0;
+}
+
+static int sim_event_create(struct tp_vmm *vmm, struct tp_event **ev)
+{
+	struct sim_event *se = calloc(1, sizeof(*se));
+
+	if (!se)
+		return -ENOMEM;
+	*ev = &se->base;
+	return 0;
+}
+
+static void sim_event_destroy(struct tp_vmm *vmm, struct tp_event *ev)
+{
+	free(container_of(ev, struct sim_event, base));
+}
+
+static int sim_event_record(struct tp_vmm *vmm, struct tp_event *ev,
+			    enum tp_stream st)
+{
+	struct sim_event *se = container_of(ev, struct sim_event, base);
+	struct sim_backend *s = sb(vmm);
+
+	pthread_mutex_lock(&s->lock);
+	se->time = s->stream[st];
+	pthread_mutex_unlock(&s->lock);
+	return 0;
+}
+
+static int sim_stream_wait(struct tp_vmm *vmm, enum tp_stream st,
+			   struct tp_event *ev)
+{
+	struct sim_event *se = container_of(ev, struct sim_event, base);
+	struct sim_backend *s = sb(vmm);
+
+	pthread_mutex_lock(&s->lock);
+	s->stream[st] = max_u64(s->stream[st], se->time);
+	pthread_mutex_unlock(&s->lock);
+	return 0;
+}
+
+static int sim_event_query(struct tp_vmm *vmm, struct tp_event *ev)
+{
+	struct sim_event *se = container_of(ev, struct sim_event, base);
+	struct sim_backend *s = sb(vmm);
+	bool done;
+
+	pthread_mutex_lock(&s->lock);
+	done = se->time <= s->host;
+	pthread_mutex_unlock(&s->lock);
+	return done ? 0 : -EAGAIN;
+}
+
+static int sim_event_sync(struct tp_vmm *vmm, struct tp_event *ev)
+{
+	struct sim_event *se = container_of(ev, struct sim_event, base);
+	struct sim_backend *s = sb(vmm);
+
+	pthread_mutex_lock(&s->lock);
+	s->host = max_u64(s->host, se->time);
+	pthread_mutex_unlock(&s->lock);
+	return 0;
+}
+
+static int sim_stream_sync(struct tp_vmm *vmm, enum tp_stream st)
+{
+	struct sim_backend *s = sb(vmm);
+
+	pthread_mutex_lock(&s->lock);
+	s->host = max_u64(s->host, s->stream[st]);
+	pthread_mutex_unlock(&s->lock);
+	return 0;
+}
+
+static void *sim_host_alloc(struct tp_vmm *vmm, size_t len)
+{
+	struct sim_backend *s = sb(vmm);
+	uintptr_t p = s->next_host;
+
+	s->next_host += (len + SIM_HOST_ALIGN - 1) & ~(uintptr_t)(SIM_HOST_ALIGN - 1);
+	return (void *)p;
+}
+
+static void sim_host_free(struct tp_vmm *vmm, void *p, size_t len)
+{
+}
+
+/*
+ * There is no data to compute on: the work is its cost. @fn is not called
+ * (it would be handed addresses that must not be dereferenced).
+ */
+static int sim_launch(struct tp_vmm *vmm, enum tp_stream st, uint64_t cost_ns,
+		      int (*fn)(void *arg), void *arg)
+{
+	run_on(sb(vmm), st, cost_ns);
+	return 0;
+}
+
+static uint64_t sim_now_ns(struct tp_vmm *vmm)
+{
+	struct sim_backend *s = sb(vmm);
+	uint64_t t;
+
+	pthread_mutex_lock(&s->lock);
+	t = s->host;
+	pthread_mutex_unlock(&s->lock);
+	return t;
+}
+
+static int sim_open(struct tp_vmm *vmm, const struct tp_conf *conf)
+{
+	struct sim_backend *s = calloc(1, sizeof(*s));
+
+	if (!s)
+		return -ENOMEM;
+	pthread_mutex_init(&s->lock, NULL);
+	vmm->granularity = conf->vmm_chunk_size;
+	vmm->device_bytes = conf->vmm_device_memory ? conf->vmm_device_memory :
+			    SIM_DEFAULT_DEVICE_BYTES;
+	s->next_va = (SIM_VA_BASE + vmm->granularity - 1) /
+		     vmm->granularity * vmm->granularity;
+	s->next_host = SIM_HOST_BASE;
+	s->map_ns = (uint64_t)conf->vmm_sim_map_ns;
+	s->set_access_ns = (uint64_t)conf->vmm_sim_set_access_ns;
+	s->unmap_ns = (uint64_t)conf->vmm_sim_unmap_ns;
+	s->copy_latency_ns = (uint64_t)conf->vmm_sim_copy_latency_ns;
+	s->bytes_per_ns = conf->vmm_sim_bandwidth;
+	if (s->bytes_per_ns <= 0) {
+		pthread_mutex_destroy(&s->lock);
+		free(s);
+		return -EINVAL;
+	}
+	vmm->priv = s;
+	return 0;
+}
+
+static void sim_close(struct tp_vmm *vmm)
+{
+	struct sim_backend *s = sb(vmm);
+
+	pthread_mutex_destroy(&s->lock);
+	free(s);
+	vmm->priv = NULL;
+}
+
+const struct tp_vmm_ops tp_vmm_sim_ops = {
+	.name = "sim",
+	.open = sim_open,
+	.close = sim_close,
+	.reserve = sim_reserve,
+	.release = sim_release,
+	.chunk_create = sim_chunk_create,
+	.chunk_destroy = sim_chunk_destroy,
+	.map = sim_map,
+	.set_access = sim_set_access,
+	.unmap = sim_unmap,
+	.copy_d2h = sim_copy_d2h,
+	.copy_h2d = sim_copy_h2d,
+	.event_create = sim_event_create,
+	.event_destroy = sim_event_destroy,
+	.event_record = sim_event_record,
+	.stream_wait = sim_stream_wait,
+	.event_query = sim_event_query,
+	.event_sync = sim_event_sync,
+	.stream_sync = sim_stream_sync,
+	.host_alloc = sim_host_alloc,
+	.host_free = sim_host_free,
+	.launch = sim_launch,
+	.stream_handle = NULL,
+	.now_ns = sim_now_ns,
+};

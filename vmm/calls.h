@@ -1,0 +1,37 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Counted backend calls shared by the files of vmm/ (vmm.c, chunk_pool.c,
+ * deferred.c): each one goes through the fault-injection check, is timed
+ * and counted by kind. Cleanup paths use the forms that cannot be made to
+ * fail, so that undoing a failed step never fails in turn.
+ */
+#ifndef TP_VMM_CALLS_H
+#define TP_VMM_CALLS_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "vmm/vmm.h"
+
+/**
+ * tp_vmm_call_begin() - start a counted call of kind @k.
+ * @inject: whether the fault-injection hook may fail this call.
+ * Return: 0 with *@t0 set, or the injected -errno (the call must not be
+ * made, and is not counted).
+ */
+int tp_vmm_call_begin(struct tp_vmm *vmm, enum tp_vmm_call k, bool inject,
+		      uint64_t *t0);
+/** tp_vmm_call_end() - count a call of kind @k begun at @t0. */
+void tp_vmm_call_end(struct tp_vmm *vmm, enum tp_vmm_call k, uint64_t t0,
+		     uint64_t units);
+
+/* Counted wrappers of single backend members. */
+int tp_vmm_do_chunk_create(struct tp_vmm *vmm, struct tp_chunk *c);
+void tp_vmm_do_chunk_destroy(struct tp_vmm *vmm, struct tp_chunk *c);
+int tp_vmm_do_unmap(struct tp_vmm *vmm, uintptr_t va, size_t len,
+		    bool inject);
+
+/** tp_vmm_mono_ns() - CLOCK_MONOTONIC in ns. */
+uint64_t tp_vmm_mono_ns(void);
+
+#endif /* TP_VMM_CALLS_H */

@@ -1,0 +1,57 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The physical chunk pool: a fixed budget of chunks whose backend handles
+ * are created lazily, up to the budget, and then recycled for the life of
+ * the vmm. Nothing on the hot path asks the driver for new memory once a
+ * handle exists.
+ */
+#ifndef TP_VMM_CHUNK_POOL_H
+#define TP_VMM_CHUNK_POOL_H
+
+#include <stddef.h>
+
+#include "vmm/vmm.h"
+
+/* tp_chunk.flags */
+#define TP_CHUNK_CREATED	(1u << 0)	/* backend handle exists */
+#define TP_CHUNK_FREE		(1u << 1)	/* on the free list */
+
+struct tp_chunk_pool {
+	struct tp_chunk *chunks;	/* nr of them, index order */
+	size_t nr;			/* budget */
+	size_t created;			/* handles made: chunks[0..created) */
+	size_t nfree;			/* created and on the free list */
+	struct tp_chunk *free_list;
+};
+
+/**
+ * tp_chunk_pool_new() - a pool of @nr chunks, no handle created yet.
+ * Return: the pool, or NULL with errno set (ENOMEM).
+ */
+struct tp_chunk_pool *tp_chunk_pool_new(size_t nr);
+
+/**
+ * tp_chunk_pool_free() - destroy every created handle and the pool.
+ * Chunks still taken are reported and destroyed too: the caller has
+ * unmapped everything by then.
+ */
+void tp_chunk_pool_free(struct tp_vmm *vmm, struct tp_chunk_pool *pool);
+
+/**
+ * tp_chunk_pool_take() - move @n chunks into @out, recycled ones first,
+ * then new handles up to the budget.
+ * Return: 0; -ENOMEM when fewer than @n are available (nothing taken);
+ * the backend's error when a handle cannot be created (nothing taken,
+ * handles made so far stay in the pool for later).
+ */
+int tp_chunk_pool_take(struct tp_vmm *vmm, struct tp_chunk_pool *pool,
+		       struct tp_chunk **out, size_t n);
+
+/** tp_chunk_pool_put() - return @n taken chunks to the free list. */
+void tp_chunk_pool_put(struct tp_chunk_pool *pool, struct tp_chunk *const *c,
+		       size_t n);
+
+/** tp_chunk_pool_available() - chunks a take could get now. */
+size_t tp_chunk_pool_available(const struct tp_chunk_pool *pool);
+
+#endif /* TP_VMM_CHUNK_POOL_H */

@@ -1,0 +1,148 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Deferred unmaps, reaped by polling their events.
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ctx/log.h"
+#include "vmm/calls.h"
+#include "vmm/chunk_pool.h"
+#include "vmm/deferred.h"
+
+struct tp_deferred *tp_deferred_new(void)
+{
+	struct tp_deferred *d = calloc(1, sizeof(*d));
+
+	if (!d)
+		return NULL;
+	d->tail = &d->head;
+	return d;
+}
+
+int tp_deferred_add(struct tp_vmm *vmm, struct tp_deferred *d, uintptr_t va,
+		    struct tp_chunk *const *chunks, size_t n,
+		    struct tp_event *ev)
+{
+	struct tp_deferred_unmap *u;
+
+	u = malloc(sizeof(*u) + n * sizeof(u->chunks[0]));
+	if (!u)
+		return -ENOMEM;
+	u->next = NULL;
+	u->va = va;
+	u->n = n;
+	u->ev = tp_vmm_event_get(ev);
+	memcpy(u->chunks, chunks, n * sizeof(u->chunks[0]));
+	*d->tail = u;
+	d->tail = &u->next;
+	d->nr++;
+	d->chunks += n;
+	vmm->stats.deferred_unmaps = d->nr;
+	return 0;
+}
+
+/*
+ * Complete @u, the entry *@link points to: unmap, return the chunks, drop
+ * the event. The unmap cannot be made to fail by fault injection (it is
+ * the cleanup of work that already succeeded); a real backend failure
+ * keeps the entry for a later reap.
+ */
+static int complete(struct tp_vmm *vmm, struct tp_deferred *d,
+		    struct tp_deferred_unmap **link)
+{
+	struct tp_deferred_unmap *u = *link;
+	int ret;
+
+	ret = tp_vmm_do_unmap(vmm, u->va, u->n * vmm->granularity, false);
+	if (ret) {
+		tp_log(TP_LOG_ERROR, "vmm: deferred unmap of %zu chunks failed: %d",
+		       u->n, ret);
+		return ret;
+	}
+	vmm->stats.chunks_mapped -= u->n;
+	tp_chunk_pool_put(vmm->pool, u->chunks, u->n);
+	*link = u->next;
+	if (d->tail == &u->next)
+		d->tail = link;
+	d->nr--;
+	d->chunks -= u->n;
+	vmm->stats.deferred_unmaps = d->nr;
+	tp_vmm_event_put(vmm, u->ev);
+	free(u);
+	return 0;
+}
+
+size_t tp_deferred_reap(struct tp_vmm *vmm, struct tp_deferred *d)
+{
+	struct tp_deferred_unmap **link = &d->head;
+	size_t done = 0;
+
+	while (*link) {
+		if (tp_vmm_event_query(vmm, (*link)->ev) == 0 &&
+		    complete(vmm, d, link) == 0) {
+			done++;
+			continue;
+		}
+		link = &(*link)->next;
+	}
+	return done;
+}
+
+int tp_deferred_wait_oldest(struct tp_vmm *vmm, struct tp_deferred *d)
+{
+	int ret;
+
+	if (!d->head)
+		return -ENOENT;
+	ret = tp_vmm_event_sync(vmm, d->head->ev);
+	if (ret)
+		return ret;
+	tp_deferred_reap(vmm, d);
+	return 0;
+}
+
+int tp_deferred_flush_range(struct tp_vmm *vmm, struct tp_deferred *d,
+			    uintptr_t va, size_t len)
+{
+	struct tp_deferred_unmap **link = &d->head;
+	int ret;
+
+	while (*link) {
+		struct tp_deferred_unmap *u = *link;
+		uintptr_t end = u->va + u->n * vmm->granularity;
+
+		if (end <= va || u->va >= va + len) {
+			link = &u->next;
+			continue;
+		}
+		ret = tp_vmm_event_sync(vmm, u->ev);
+		if (ret)
+			return ret;
+		ret = complete(vmm, d, link);
+		if (ret)
+			return ret;
+	}
+	return 0;
+}
+
+void tp_deferred_free(struct tp_vmm *vmm, struct tp_deferred *d)
+{
+	if (!d)
+		return;
+	while (d->head) {
+		struct tp_deferred_unmap *u = d->head;
+
+		tp_vmm_event_sync(vmm, u->ev);
+		if (complete(vmm, d, &d->head)) {
+			/* The backend's close tears the mappings down. */
+			d->head = u->next;
+			tp_vmm_event_put(vmm, u->ev);
+			free(u);
+		}
+	}
+	free(d);
+}

@@ -1,0 +1,551 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The generic vmm layer: backend selection, the counted and timed wrapper
+ * around every backend call, fault injection, and the glue between the
+ * chunk pool, mapping and deferred unmaps.
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "ctx/log.h"
+#include "vmm/calls.h"
+#include "vmm/chunk_pool.h"
+#include "vmm/deferred.h"
+#include "vmm/event.h"
+#include "vmm/vmm.h"
+
+uint64_t tp_vmm_mono_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+/* Statistics may be updated from library threads (event queries). */
+static void stat_add(uint64_t *p, uint64_t v)
+{
+	__atomic_fetch_add(p, v, __ATOMIC_RELAXED);
+}
+
+int tp_vmm_call_begin(struct tp_vmm *vmm, enum tp_vmm_call k, bool inject,
+		      uint64_t *t0)
+{
+#ifdef TP_FAULT_INJECTION
+	if (inject && __atomic_load_n(&vmm->fail_at, __ATOMIC_RELAXED) > 0) {
+		long n = __atomic_add_fetch(&vmm->calls_counted, 1,
+					    __ATOMIC_RELAXED);
+
+		if (n == vmm->fail_at) {
+			vmm->fail_at = 0;
+			tp_log(TP_LOG_DEBUG, "vmm: injected failure of call %ld (kind %d)",
+			       n, (int)k);
+			return -vmm->fail_errno;
+		}
+	}
+#endif
+	*t0 = tp_vmm_mono_ns();
+	return 0;
+}
+
+void tp_vmm_call_end(struct tp_vmm *vmm, enum tp_vmm_call k, uint64_t t0,
+		     uint64_t units)
+{
+	struct tp_vmm_call_stats *cs = &vmm->stats.call[k];
+
+	stat_add(&cs->calls, 1);
+	stat_add(&cs->ns, tp_vmm_mono_ns() - t0);
+	stat_add(&cs->units, units);
+}
+
+#ifdef TP_FAULT_INJECTION
+void tp_vmm_fail_at(struct tp_vmm *vmm, long nth, int err)
+{
+	vmm->calls_counted = 0;
+	vmm->fail_errno = err > 0 ? err : (err < 0 ? -err : EIO);
+	__atomic_store_n(&vmm->fail_at, nth > 0 ? nth : 0, __ATOMIC_RELAXED);
+}
+#endif
+
+/* --- open and close ------------------------------------------------- */
+
+static int try_open(struct tp_vmm *vmm, const struct tp_vmm_ops *ops,
+		    const struct tp_conf *conf)
+{
+	int ret;
+
+	vmm->ops = ops;
+	ret = ops->open(vmm, conf);
+	if (ret)
+		vmm->ops = NULL;
+	return ret;
+}
+
+struct tp_vmm *tp_vmm_open(const struct tp_conf *conf)
+{
+	struct tp_vmm *vmm;
+	int ret;
+
+	vmm = calloc(1, sizeof(*vmm));
+	if (!vmm)
+		return NULL;
+	vmm->deferred = tp_deferred_new();
+	if (!vmm->deferred) {
+		ret = -ENOMEM;
+		goto err_free;
+	}
+	switch (conf->vmm_backend) {
+	case TP_VMM_AUTO:
+		ret = try_open(vmm, &tp_vmm_cuda_ops, conf);
+		if (ret == -ENODEV) {
+			tp_log(TP_LOG_INFO, "vmm: no usable GPU, using the host backend");
+			ret = try_open(vmm, &tp_vmm_host_ops, conf);
+		}
+		break;
+	case TP_VMM_CUDA:
+		ret = try_open(vmm, &tp_vmm_cuda_ops, conf);
+		break;
+	case TP_VMM_HOST:
+		ret = try_open(vmm, &tp_vmm_host_ops, conf);
+		break;
+	case TP_VMM_SIM:
+		ret = try_open(vmm, &tp_vmm_sim_ops, conf);
+		break;
+	default:
+		ret = -EINVAL;
+		break;
+	}
+	if (ret)
+		goto err_deferred;
+	if (!vmm->granularity || !vmm->device_bytes) {
+		tp_log(TP_LOG_ERROR, "vmm: backend %s opened without a granularity",
+		       vmm->ops->name);
+		vmm->ops->close(vmm);
+		ret = -EINVAL;
+		goto err_deferred;
+	}
+	tp_log(TP_LOG_INFO, "vmm: backend %s, chunk %zu bytes, device %llu bytes",
+	       vmm->ops->name, vmm->granularity,
+	       (unsigned long long)vmm->device_bytes);
+	return vmm;
+
+err_deferred:
+	free(vmm->deferred);
+err_free:
+	free(vmm);
+	errno = -ret;
+	return NULL;
+}
+
+void tp_vmm_close(struct tp_vmm *vmm)
+{
+	if (!vmm)
+		return;
+#ifdef TP_FAULT_INJECTION
+	vmm->fail_at = 0;
+#endif
+	tp_deferred_free(vmm, vmm->deferred);
+	vmm->deferred = NULL;
+	tp_chunk_pool_free(vmm, vmm->pool);
+	vmm->pool = NULL;
+	vmm->ops->close(vmm);
+	free(vmm);
+}
+
+/* --- the pool -------------------------------------------------------- */
+
+int tp_vmm_pool_create(struct tp_vmm *vmm, uint64_t budget_bytes)
+{
+	uint64_t nr = budget_bytes / vmm->granularity;
+
+	if (!budget_bytes)
+		return -EINVAL;
+	if (vmm->pool)
+		return -EEXIST;
+	if (!nr)
+		nr = 1;
+	if (nr > UINT32_MAX)
+		return -EINVAL;
+	vmm->pool = tp_chunk_pool_new((size_t)nr);
+	if (!vmm->pool)
+		return -errno;
+	vmm->nr_chunks = (size_t)nr;
+	return 0;
+}
+
+int tp_vmm_do_chunk_create(struct tp_vmm *vmm, struct tp_chunk *c)
+{
+	uint64_t t0;
+	int ret;
+
+	ret = tp_vmm_call_begin(vmm, TP_CALL_CHUNK_CREATE, true, &t0);
+	if (ret)
+		return ret;
+	ret = vmm->ops->chunk_create(vmm, c);
+	tp_vmm_call_end(vmm, TP_CALL_CHUNK_CREATE, t0, 1);
+	return ret;
+}
+
+void tp_vmm_do_chunk_destroy(struct tp_vmm *vmm, struct tp_chunk *c)
+{
+	uint64_t t0;
+
+	tp_vmm_call_begin(vmm, TP_CALL_CHUNK_DESTROY, false, &t0);
+	vmm->ops->chunk_destroy(vmm, c);
+	tp_vmm_call_end(vmm, TP_CALL_CHUNK_DESTROY, t0, 1);
+}
+
+int tp_vmm_chunks_take(struct tp_vmm *vmm, struct tp_chunk **out, size_t n)
+{
+	if (!vmm->pool)
+		return -EINVAL;
+	if (!n)
+		return 0;
+	if (vmm->deferred->head)
+		tp_deferred_reap(vmm, vmm->deferred);
+	return tp_chunk_pool_take(vmm, vmm->pool, out, n);
+}
+
+void tp_vmm_chunks_put(struct tp_vmm *vmm, struct tp_chunk *const *c, size_t n)
+{
+	tp_chunk_pool_put(vmm->pool, c, n);
+}
+
+size_t tp_vmm_chunks_free(const struct tp_vmm *vmm)
+{
+	return vmm->pool ? tp_chunk_pool_available(vmm->pool) : 0;
+}
+
+size_t tp_vmm_chunks_pending(const struct tp_vmm *vmm)
+{
+	return vmm->deferred->chunks;
+}
+
+/* --- ranges and mappings --------------------------------------------- */
+
+static bool aligned(const struct tp_vmm *vmm, uintptr_t x)
+{
+	return x % vmm->granularity == 0;
+}
+
+int tp_vmm_reserve(struct tp_vmm *vmm, size_t len, uintptr_t *va)
+{
+	uint64_t t0;
+	int ret;
+
+	if (!len || !aligned(vmm, len))
+		return -EINVAL;
+	ret = tp_vmm_call_begin(vmm, TP_CALL_RESERVE, true, &t0);
+	if (ret)
+		return ret;
+	ret = vmm->ops->reserve(vmm, len, va);
+	tp_vmm_call_end(vmm, TP_CALL_RESERVE, t0, len);
+	if (!ret)
+		vmm->stats.ranges_reserved++;
+	return ret;
+}
+
+int tp_vmm_release(struct tp_vmm *vmm, uintptr_t va, size_t len)
+{
+	uint64_t t0;
+	int ret;
+
+	if (!len || !aligned(vmm, va) || !aligned(vmm, len))
+		return -EINVAL;
+	/* Pages still waiting on a deferred unmap are mapped: finish them. */
+	ret = tp_deferred_flush_range(vmm, vmm->deferred, va, len);
+	if (ret)
+		return ret;
+	ret = tp_vmm_call_begin(vmm, TP_CALL_RELEASE, true, &t0);
+	if (ret)
+		return ret;
+	ret = vmm->ops->release(vmm, va, len);
+	tp_vmm_call_end(vmm, TP_CALL_RELEASE, t0, len);
+	if (!ret)
+		vmm->stats.ranges_reserved--;
+	return ret;
+}
+
+int tp_vmm_do_unmap(struct tp_vmm *vmm, uintptr_t va, size_t len, bool inject)
+{
+	uint64_t t0;
+	int ret;
+
+	ret = tp_vmm_call_begin(vmm, TP_CALL_UNMAP, inject, &t0);
+	if (ret)
+		return ret;
+	ret = vmm->ops->unmap(vmm, va, len);
+	tp_vmm_call_end(vmm, TP_CALL_UNMAP, t0, len / vmm->granularity);
+	return ret;
+}
+
+int tp_vmm_map(struct tp_vmm *vmm, uintptr_t va, struct tp_chunk *const *c,
+	       size_t n)
+{
+	size_t len = n * vmm->granularity;
+	uint64_t t0;
+	int ret;
+
+	if (!n || !aligned(vmm, va))
+		return -EINVAL;
+	ret = tp_deferred_flush_range(vmm, vmm->deferred, va, len);
+	if (ret)
+		return ret;
+	ret = tp_vmm_call_begin(vmm, TP_CALL_MAP, true, &t0);
+	if (ret)
+		return ret;
+	ret = vmm->ops->map(vmm, va, c, n);
+	tp_vmm_call_end(vmm, TP_CALL_MAP, t0, n);
+	if (ret)
+		return ret;
+
+	ret = tp_vmm_call_begin(vmm, TP_CALL_SET_ACCESS, true, &t0);
+	if (!ret) {
+		ret = vmm->ops->set_access(vmm, va, len, TP_PROT_RW);
+		tp_vmm_call_end(vmm, TP_CALL_SET_ACCESS, t0, n);
+	}
+	if (ret)
+		goto err_unmap;
+
+	vmm->stats.chunks_mapped += n;
+	if (vmm->stats.chunks_mapped > vmm->stats.chunks_peak)
+		vmm->stats.chunks_peak = vmm->stats.chunks_mapped;
+	return 0;
+
+err_unmap:
+	tp_vmm_do_unmap(vmm, va, len, false);
+	return ret;
+}
+
+int tp_vmm_unmap(struct tp_vmm *vmm, uintptr_t va, size_t len)
+{
+	int ret;
+
+	if (!len || !aligned(vmm, va) || !aligned(vmm, len))
+		return -EINVAL;
+	ret = tp_vmm_do_unmap(vmm, va, len, true);
+	if (!ret)
+		vmm->stats.chunks_mapped -= len / vmm->granularity;
+	return ret;
+}
+
+int tp_vmm_unmap_after(struct tp_vmm *vmm, uintptr_t va,
+		       struct tp_chunk *const *chunks, size_t n,
+		       struct tp_event *ev)
+{
+	int ret;
+
+	if (!n || !aligned(vmm, va))
+		return -EINVAL;
+	/* Completed already: no reason to queue it. */
+	if (!ev || vmm->ops->event_query(vmm, ev) == 0) {
+		ret = tp_vmm_unmap(vmm, va, n * vmm->granularity);
+		if (!ret)
+			tp_chunk_pool_put(vmm->pool, chunks, n);
+		return ret;
+	}
+	return tp_deferred_add(vmm, vmm->deferred, va, chunks, n, ev);
+}
+
+size_t tp_vmm_reap(struct tp_vmm *vmm)
+{
+	return tp_deferred_reap(vmm, vmm->deferred);
+}
+
+int tp_vmm_reap_wait(struct tp_vmm *vmm)
+{
+	return tp_deferred_wait_oldest(vmm, vmm->deferred);
+}
+
+/* --- copies ---------------------------------------------------------- */
+
+int tp_vmm_copy_d2h(struct tp_vmm *vmm, void *host, uintptr_t va, size_t len,
+		    enum tp_stream s)
+{
+	uint64_t t0;
+	int ret;
+
+	if ((unsigned)s >= TP_NR_STREAMS || !host)
+		return -EINVAL;
+	if (!len)
+		return 0;
+	ret = tp_vmm_call_begin(vmm, TP_CALL_COPY, true, &t0);
+	if (ret)
+		return ret;
+	ret = vmm->ops->copy_d2h(vmm, host, va, len, s);
+	tp_vmm_call_end(vmm, TP_CALL_COPY, t0, ret ? 0 : len);
+	return ret;
+}
+
+int tp_vmm_copy_h2d(struct tp_vmm *vmm, uintptr_t va, const void *host,
+		    size_t len, enum tp_stream s)
+{
+	uint64_t t0;
+	int ret;
+
+	if ((unsigned)s >= TP_NR_STREAMS || !host)
+		return -EINVAL;
+	if (!len)
+		return 0;
+	ret = tp_vmm_call_begin(vmm, TP_CALL_COPY, true, &t0);
+	if (ret)
+		return ret;
+	ret = vmm->ops->copy_h2d(vmm, va, host, len, s);
+	tp_vmm_call_end(vmm, TP_CALL_COPY, t0, ret ? 0 : len);
+	return ret;
+}
+
+/* --- events ---------------------------------------------------------- */
+
+struct tp_event *tp_vmm_event_create(struct tp_vmm *vmm)
+{
+	struct tp_event *ev = NULL;
+	uint64_t t0;
+	int ret;
+
+	ret = tp_vmm_call_begin(vmm, TP_CALL_EVENT, true, &t0);
+	if (!ret) {
+		ret = vmm->ops->event_create(vmm, &ev);
+		tp_vmm_call_end(vmm, TP_CALL_EVENT, t0, 0);
+	}
+	if (ret) {
+		errno = -ret;
+		return NULL;
+	}
+	atomic_init(&ev->refs, 1);
+	return ev;
+}
+
+struct tp_event *tp_vmm_event_get(struct tp_event *ev)
+{
+	atomic_fetch_add_explicit(&ev->refs, 1, memory_order_relaxed);
+	return ev;
+}
+
+void tp_vmm_event_put(struct tp_vmm *vmm, struct tp_event *ev)
+{
+	if (!ev)
+		return;
+	if (atomic_fetch_sub_explicit(&ev->refs, 1, memory_order_acq_rel) == 1)
+		vmm->ops->event_destroy(vmm, ev);
+}
+
+/* One counted event call; @inject as for every call that can fail. */
+#define EVENT_CALL(vmm, expr)						\
+	({								\
+		uint64_t __t0;						\
+		int __ret = tp_vmm_call_begin((vmm), TP_CALL_EVENT, true, &__t0); \
+		if (!__ret) {						\
+			__ret = (expr);					\
+			tp_vmm_call_end((vmm), TP_CALL_EVENT, __t0, 0);	\
+		}							\
+		__ret;							\
+	})
+
+int tp_vmm_event_record(struct tp_vmm *vmm, struct tp_event *ev,
+			enum tp_stream s)
+{
+	if ((unsigned)s >= TP_NR_STREAMS || !ev)
+		return -EINVAL;
+	return EVENT_CALL(vmm, vmm->ops->event_record(vmm, ev, s));
+}
+
+int tp_vmm_stream_wait(struct tp_vmm *vmm, enum tp_stream s,
+		       struct tp_event *ev)
+{
+	if ((unsigned)s >= TP_NR_STREAMS || !ev)
+		return -EINVAL;
+	return EVENT_CALL(vmm, vmm->ops->stream_wait(vmm, s, ev));
+}
+
+int tp_vmm_event_query(struct tp_vmm *vmm, struct tp_event *ev)
+{
+	return EVENT_CALL(vmm, vmm->ops->event_query(vmm, ev));
+}
+
+int tp_vmm_event_sync(struct tp_vmm *vmm, struct tp_event *ev)
+{
+	return EVENT_CALL(vmm, vmm->ops->event_sync(vmm, ev));
+}
+
+int tp_vmm_stream_sync(struct tp_vmm *vmm, enum tp_stream s)
+{
+	if ((unsigned)s >= TP_NR_STREAMS)
+		return -EINVAL;
+	return EVENT_CALL(vmm, vmm->ops->stream_sync(vmm, s));
+}
+
+int tp_vmm_sync_all(struct tp_vmm *vmm)
+{
+	int s, ret;
+
+	for (s = 0; s < TP_NR_STREAMS; s++) {
+		ret = tp_vmm_stream_sync(vmm, (enum tp_stream)s);
+		if (ret)
+			return ret;
+	}
+	while ((ret = tp_vmm_reap_wait(vmm)) == 0)
+		;
+	return ret == -ENOENT ? 0 : ret;
+}
+
+/* --- host buffers, launches, time ------------------------------------ */
+
+void *tp_vmm_host_alloc(struct tp_vmm *vmm, size_t len)
+{
+	uint64_t t0;
+	void *p;
+	int ret;
+
+	if (!len) {
+		errno = EINVAL;
+		return NULL;
+	}
+	ret = tp_vmm_call_begin(vmm, TP_CALL_HOST_ALLOC, true, &t0);
+	if (ret) {
+		errno = -ret;
+		return NULL;
+	}
+	p = vmm->ops->host_alloc(vmm, len);
+	tp_vmm_call_end(vmm, TP_CALL_HOST_ALLOC, t0, p ? len : 0);
+	if (!p && !errno)
+		errno = ENOMEM;
+	return p;
+}
+
+void tp_vmm_host_free(struct tp_vmm *vmm, void *p, size_t len)
+{
+	if (p)
+		vmm->ops->host_free(vmm, p, len);
+}
+
+int tp_vmm_launch(struct tp_vmm *vmm, enum tp_stream s, uint64_t cost_ns,
+		  int (*fn)(void *arg), void *arg)
+{
+	if ((unsigned)s >= TP_NR_STREAMS)
+		return -EINVAL;
+	if (!vmm->ops->launch)
+		return fn ? fn(arg) : 0;
+	return vmm->ops->launch(vmm, s, cost_ns, fn, arg);
+}
+
+void *tp_vmm_stream_handle(struct tp_vmm *vmm, enum tp_stream s)
+{
+	if ((unsigned)s >= TP_NR_STREAMS || !vmm->ops->stream_handle)
+		return NULL;
+	return vmm->ops->stream_handle(vmm, s);
+}
+
+uint64_t tp_vmm_now_ns(struct tp_vmm *vmm)
+{
+	return vmm->ops->now_ns(vmm);
+}
+
+bool tp_vmm_has_data(const struct tp_vmm *vmm)
+{
+	return vmm->ops != &tp_vmm_sim_ops;
+}

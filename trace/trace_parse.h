@@ -1,0 +1,25 @@
+/* SPDX-License-Identifier: MIT */
+/* What the trace parsers share: the format version and error filling. */
+#ifndef TP_TRACE_TRACE_PARSE_H
+#define TP_TRACE_TRACE_PARSE_H
+
+#include <stdarg.h>
+
+#include "trace/trace.h"
+
+/* The version of tpager-trace(5) this code reads and writes. */
+#define TP_TRACE_TEXT_VERSION 1
+
+/**
+ * tp_trace_verror() - fill @err (may be NULL) with @file, @line and the
+ * formatted reason. The file name is truncated to fit, the reason too.
+ */
+void tp_trace_verror(struct tp_trace_error *err, const char *file,
+		     unsigned long line, const char *fmt, va_list ap)
+	__attribute__((format(printf, 4, 0)));
+
+/** tp_trace_set_error() - tp_trace_verror() with a plain reason. */
+void tp_trace_set_error(struct tp_trace_error *err, const char *file,
+			unsigned long line, const char *reason);
+
+#endif /* TP_TRACE_TRACE_PARSE_H */

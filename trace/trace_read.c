@@ -1,0 +1,504 @@
+// SPDX-License-Identifier: MIT
+/*
+ * The tpager-trace(5) parser. Strict: anything it does not understand is
+ * an error naming the line and the reason, never a guess; it never reads
+ * past @len, so it can take any bytes (fuzzed by tests/fuzz/trace-fuzz).
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "trace/symtab.h"
+#include "trace/trace.h"
+#include "trace/trace_parse.h"
+
+#define MAX_TOKENS (4 + TP_TRACE_MAX_ARGS + TP_TRACE_MAX_OUTS)
+
+struct tok {
+	const char *s;
+	size_t len;
+};
+
+struct text_parser {
+	struct tp_trace *t;
+	struct tp_symtab ids;		/* file id (8 raw bytes) -> tensor */
+	struct tp_trace_error *err;
+	const char *file;
+	unsigned long line;
+	struct tok tok[MAX_TOKENS + 1];
+	unsigned n_tok;
+};
+
+static int fail(struct text_parser *p, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+
+static int fail(struct text_parser *p, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	tp_trace_verror(p->err, p->file, p->line, fmt, ap);
+	va_end(ap);
+	return -EINVAL;
+}
+
+static bool tok_is(const struct tok *k, const char *s)
+{
+	return k->len == strlen(s) && !memcmp(k->s, s, k->len);
+}
+
+/* Split a line into tokens; '#' starts a comment. */
+static int tokenize(struct text_parser *p, const char *s, size_t len)
+{
+	size_t i = 0;
+
+	p->n_tok = 0;
+	while (i < len) {
+		size_t b;
+
+		if (s[i] == ' ' || s[i] == '\t' || s[i] == '\r') {
+			i++;
+			continue;
+		}
+		if (s[i] == '#')
+			break;
+		b = i;
+		while (i < len && s[i] != ' ' && s[i] != '\t' &&
+		       s[i] != '\r' && s[i] != '#') {
+			if ((unsigned char)s[i] < 0x20 || s[i] == 0x7f)
+				return fail(p, "control character 0x%02x",
+					    (unsigned char)s[i]);
+			i++;
+		}
+		if (p->n_tok == MAX_TOKENS)
+			return fail(p, "too many fields (more than %d)",
+				    MAX_TOKENS);
+		p->tok[p->n_tok].s = s + b;
+		p->tok[p->n_tok].len = i - b;
+		p->n_tok++;
+	}
+	return 0;
+}
+
+/* A decimal number; @what names it in the error. */
+static int parse_u64(struct text_parser *p, const char *s, size_t len,
+		     const char *what, uint64_t *v)
+{
+	uint64_t x = 0;
+
+	if (!len)
+		return fail(p, "missing %s", what);
+	for (size_t i = 0; i < len; i++) {
+		unsigned d = (unsigned char)s[i] - '0';
+
+		if (d > 9)
+			return fail(p, "bad %s '%.*s': not a decimal number",
+				    what, (int)(len > 40 ? 40 : len), s);
+		if (x > (UINT64_MAX - d) / 10)
+			return fail(p, "%s '%.*s' out of range", what,
+				    (int)(len > 40 ? 40 : len), s);
+		x = x * 10 + d;
+	}
+	*v = x;
+	return 0;
+}
+
+static int parse_flags(struct text_parser *p, const char *s, size_t len,
+		       unsigned *flags)
+{
+	static const struct {
+		const char *name;
+		unsigned bit;
+	} names[] = {
+		{ "input", TP_TRACE_INPUT },
+		{ "param", TP_TRACE_PARAM },
+		{ "grad", TP_TRACE_GRAD },
+		{ "optstate", TP_TRACE_OPTSTATE },
+		{ "activation", TP_TRACE_ACTIVATION },
+		{ "computable", TP_TRACE_COMPUTABLE },
+	};
+	size_t i = 0;
+
+	*flags = 0;
+	if (len == 1 && s[0] == '-')
+		return 0;
+	while (i <= len) {
+		size_t b = i, n;
+		unsigned k;
+
+		while (i < len && s[i] != ',')
+			i++;
+		n = i - b;
+		for (k = 0; k < sizeof(names) / sizeof(names[0]); k++)
+			if (strlen(names[k].name) == n &&
+			    !memcmp(names[k].name, s + b, n))
+				break;
+		if (k == sizeof(names) / sizeof(names[0]))
+			return fail(p, "unknown flag '%.*s'",
+				    (int)(n > 40 ? 40 : n), s + b);
+		if (*flags & names[k].bit)
+			return fail(p, "flag '%s' given twice", names[k].name);
+		*flags |= names[k].bit;
+		i++;
+	}
+	return 0;
+}
+
+/* A reference to a defined tensor that must still be live. */
+static int parse_ref(struct text_parser *p, const char *s, size_t len,
+		     uint32_t *id)
+{
+	uint64_t v;
+	uint32_t x;
+	int rc = parse_u64(p, s, len, "tensor id", &v);
+
+	if (rc)
+		return rc;
+	x = tp_symtab_get(&p->ids, (const char *)&v, sizeof(v));
+	if (x == UINT32_MAX)
+		return fail(p, "tensor %llu is not defined",
+			    (unsigned long long)v);
+	switch (p->t->tensors[x].state) {
+	case TP_TRACE_FREED:
+		return fail(p, "tensor %llu was freed", (unsigned long long)v);
+	case TP_TRACE_OVERWRITTEN:
+		return fail(p, "tensor %llu was overwritten in place",
+			    (unsigned long long)v);
+	}
+	*id = x;
+	return 0;
+}
+
+/* A new tensor id; *@v is its file number, to bind once it exists. */
+static int parse_new_id(struct text_parser *p, const char *s, size_t len,
+			uint64_t *v)
+{
+	int rc = parse_u64(p, s, len, "tensor id", v);
+
+	if (rc)
+		return rc;
+	if (tp_symtab_get(&p->ids, (const char *)v, sizeof(*v)) != UINT32_MAX)
+		return fail(p, "tensor %llu is already defined",
+			    (unsigned long long)*v);
+	return 0;
+}
+
+static int bind_id(struct text_parser *p, uint64_t v, uint32_t id)
+{
+	if (tp_symtab_put(&p->ids, (const char *)&v, sizeof(v), id))
+		return -ENOMEM;
+	return 0;
+}
+
+static int builder_error(struct text_parser *p, int rc)
+{
+	if (rc == -ENOMEM)
+		return rc;
+	if (rc == -E2BIG)
+		return fail(p, "trace too large");
+	return fail(p, "inconsistent record (%s)", strerror(-rc));
+}
+
+/* tensor ID SIZE FLAGS [view=ID] */
+static int rec_tensor(struct text_parser *p)
+{
+	uint32_t view_of = TP_TRACE_NONE, id;
+	uint64_t v, size;
+	unsigned flags;
+	int rc;
+
+	if (p->n_tok < 4 || p->n_tok > 5)
+		return fail(p, "tensor: expected 'tensor ID SIZE FLAGS [view=ID]'");
+	if ((rc = parse_new_id(p, p->tok[1].s, p->tok[1].len, &v)) ||
+	    (rc = parse_u64(p, p->tok[2].s, p->tok[2].len, "size", &size)) ||
+	    (rc = parse_flags(p, p->tok[3].s, p->tok[3].len, &flags)))
+		return rc;
+	if (p->n_tok == 5) {
+		const struct tok *k = &p->tok[4];
+
+		if (k->len < 5 || memcmp(k->s, "view=", 5))
+			return fail(p, "tensor: expected view=ID, not '%.*s'",
+				    (int)(k->len > 40 ? 40 : k->len), k->s);
+		rc = parse_ref(p, k->s + 5, k->len - 5, &view_of);
+		if (rc)
+			return rc;
+	}
+	rc = tp_trace_add_tensor(p->t, size, flags, view_of, &id);
+	if (rc)
+		return builder_error(p, rc);
+	return bind_id(p, v, id);
+}
+
+/* One output: ID:SIZE:FLAGS[:view=K|:inplace=K] */
+static int parse_out(struct text_parser *p, const struct tok *k,
+		     unsigned n_args, uint64_t *v,
+		     struct tp_trace_out_spec *o)
+{
+	const char *f[4];
+	size_t fl[4], n = 0, b = 0;
+	uint64_t alias;
+	unsigned flags;
+	int rc;
+
+	for (size_t i = 0; i <= k->len; i++) {
+		if (i < k->len && k->s[i] != ':')
+			continue;
+		if (n == 4)
+			return fail(p, "output: too many ':' fields");
+		f[n] = k->s + b;
+		fl[n++] = i - b;
+		b = i + 1;
+	}
+	if (n < 3)
+		return fail(p, "output: expected ID:SIZE:FLAGS[:view=K|:inplace=K]");
+	if ((rc = parse_new_id(p, f[0], fl[0], v)) ||
+	    (rc = parse_u64(p, f[1], fl[1], "size", &o->size)) ||
+	    (rc = parse_flags(p, f[2], fl[2], &flags)))
+		return rc;
+	o->flags = (uint16_t)flags;
+	o->kind = TP_TRACE_OUT_FRESH;
+	o->alias = 0;
+	if (n == 3)
+		return 0;
+	if (fl[3] > 5 && !memcmp(f[3], "view=", 5)) {
+		o->kind = TP_TRACE_OUT_VIEW;
+		rc = parse_u64(p, f[3] + 5, fl[3] - 5, "view index", &alias);
+	} else if (fl[3] > 8 && !memcmp(f[3], "inplace=", 8)) {
+		o->kind = TP_TRACE_OUT_INPLACE;
+		rc = parse_u64(p, f[3] + 8, fl[3] - 8, "in-place index",
+			       &alias);
+	} else {
+		return fail(p, "output: expected view=K or inplace=K, not '%.*s'",
+			    (int)(fl[3] > 40 ? 40 : fl[3]), f[3]);
+	}
+	if (rc)
+		return rc;
+	if (alias >= n_args)
+		return fail(p, "output: input index %llu out of range (op has %u inputs)",
+			    (unsigned long long)alias, n_args);
+	o->alias = (uint8_t)alias;
+	return 0;
+}
+
+/* op NAME COST IN... => OUT... */
+static int rec_op(struct text_parser *p)
+{
+	uint32_t args[TP_TRACE_MAX_ARGS];
+	struct tp_trace_out_spec outs[TP_TRACE_MAX_OUTS];
+	uint64_t ids[TP_TRACE_MAX_OUTS], cost;
+	unsigned n_args = 0, n_outs = 0, i;
+	uint32_t first;
+	int rc;
+
+	if (p->n_tok < 4)
+		return fail(p, "op: expected 'op NAME COST IN... => OUT...'");
+	if (p->tok[1].len > TP_TRACE_MAX_NAME)
+		return fail(p, "op: name longer than %d bytes", TP_TRACE_MAX_NAME);
+	rc = parse_u64(p, p->tok[2].s, p->tok[2].len, "cost", &cost);
+	if (rc)
+		return rc;
+	for (i = 3; i < p->n_tok && !tok_is(&p->tok[i], "=>"); i++) {
+		if (n_args == TP_TRACE_MAX_ARGS)
+			return fail(p, "op: more than %d inputs",
+				    TP_TRACE_MAX_ARGS);
+		rc = parse_ref(p, p->tok[i].s, p->tok[i].len, &args[n_args++]);
+		if (rc)
+			return rc;
+	}
+	if (i == p->n_tok)
+		return fail(p, "op: missing '=>'");
+	for (i++; i < p->n_tok; i++) {
+		if (n_outs == TP_TRACE_MAX_OUTS)
+			return fail(p, "op: more than %d outputs",
+				    TP_TRACE_MAX_OUTS);
+		rc = parse_out(p, &p->tok[i], n_args, &ids[n_outs],
+			       &outs[n_outs]);
+		if (rc)
+			return rc;
+		for (unsigned j = 0; j < n_outs; j++)
+			if (ids[j] == ids[n_outs])
+				return fail(p, "op: output %llu given twice",
+					    (unsigned long long)ids[j]);
+		if (outs[n_outs].kind == TP_TRACE_OUT_INPLACE)
+			for (unsigned j = 0; j < n_outs; j++)
+				if (outs[j].kind == TP_TRACE_OUT_INPLACE &&
+				    args[outs[j].alias] ==
+				    args[outs[n_outs].alias])
+					return fail(p, "op: one input overwritten twice");
+		n_outs++;
+	}
+	rc = tp_trace_add_op(p->t, p->tok[1].s, p->tok[1].len, cost, args,
+			     n_args, outs, n_outs, &first);
+	if (rc)
+		return builder_error(p, rc);
+	for (unsigned j = 0; j < n_outs; j++) {
+		rc = bind_id(p, ids[j], first + j);
+		if (rc)
+			return rc;
+	}
+	return 0;
+}
+
+static int rec_free(struct text_parser *p)
+{
+	uint32_t id;
+	int rc;
+
+	if (p->n_tok != 2)
+		return fail(p, "free: expected 'free ID'");
+	rc = parse_ref(p, p->tok[1].s, p->tok[1].len, &id);
+	if (rc)
+		return rc;
+	rc = tp_trace_add_free(p->t, id);
+	return rc ? builder_error(p, rc) : 0;
+}
+
+static int rec_iter(struct text_parser *p)
+{
+	uint64_t n;
+	int rc;
+
+	if (p->n_tok != 2)
+		return fail(p, "iter: expected 'iter N'");
+	rc = parse_u64(p, p->tok[1].s, p->tok[1].len, "iteration", &n);
+	if (rc)
+		return rc;
+	if (n != p->t->iterations)
+		return fail(p, "iter: expected iteration %u, not %llu",
+			    p->t->iterations, (unsigned long long)n);
+	rc = tp_trace_add_mark(p->t, TP_TRACE_EV_ITER);
+	return rc ? builder_error(p, rc) : 0;
+}
+
+static int rec_measure(struct text_parser *p)
+{
+	enum tp_trace_event_kind kind;
+	int rc;
+
+	if (p->n_tok != 2)
+		return fail(p, "measure: expected 'measure begin|end'");
+	if (tok_is(&p->tok[1], "begin")) {
+		if (p->t->measured)
+			return fail(p, "measure begin: a measured region was already opened");
+		kind = TP_TRACE_EV_MEASURE_BEGIN;
+	} else if (tok_is(&p->tok[1], "end")) {
+		if (!p->t->measure_open)
+			return fail(p, "measure end: no measured region is open");
+		kind = TP_TRACE_EV_MEASURE_END;
+	} else {
+		return fail(p, "measure: expected 'begin' or 'end'");
+	}
+	rc = tp_trace_add_mark(p->t, kind);
+	return rc ? builder_error(p, rc) : 0;
+}
+
+static int rec_backward(struct text_parser *p)
+{
+	int rc;
+
+	if (p->n_tok != 1)
+		return fail(p, "backward: takes no fields");
+	rc = tp_trace_add_mark(p->t, TP_TRACE_EV_BACKWARD);
+	return rc ? builder_error(p, rc) : 0;
+}
+
+static int parse_header(struct text_parser *p)
+{
+	uint64_t v;
+	int rc;
+
+	if (p->n_tok < 1 || !tok_is(&p->tok[0], "tpager-trace"))
+		return fail(p, "not a tpager-trace file: the first line must be 'tpager-trace %d'",
+			    TP_TRACE_TEXT_VERSION);
+	if (p->n_tok != 2)
+		return fail(p, "header: expected 'tpager-trace VERSION'");
+	rc = parse_u64(p, p->tok[1].s, p->tok[1].len, "version", &v);
+	if (rc)
+		return rc;
+	if (v != TP_TRACE_TEXT_VERSION)
+		return fail(p, "unsupported version %llu (this reader knows %d)",
+			    (unsigned long long)v, TP_TRACE_TEXT_VERSION);
+	return 0;
+}
+
+static int parse_line(struct text_parser *p)
+{
+	const struct tok *k = &p->tok[0];
+
+	p->t->records++;
+	if (tok_is(k, "tensor"))
+		return rec_tensor(p);
+	if (tok_is(k, "op"))
+		return rec_op(p);
+	if (tok_is(k, "free"))
+		return rec_free(p);
+	if (tok_is(k, "iter"))
+		return rec_iter(p);
+	if (tok_is(k, "backward"))
+		return rec_backward(p);
+	if (tok_is(k, "measure"))
+		return rec_measure(p);
+	return fail(p, "unknown record '%.*s'", (int)(k->len > 40 ? 40 : k->len),
+		    k->s);
+}
+
+int tp_trace_parse(const char *buf, size_t len, const char *file,
+		   struct tp_trace **out, struct tp_trace_error *err)
+{
+	struct text_parser p = { .err = err, .file = file };
+	bool header = false;
+	size_t pos = 0;
+	int rc;
+
+	p.t = tp_trace_new();
+	if (!p.t)
+		return -ENOMEM;
+	rc = tp_symtab_init(&p.ids);
+	if (rc)
+		goto out;
+	while (pos < len) {
+		const char *s = buf + pos;
+		const char *nl = memchr(s, '\n', len - pos);
+		size_t n = nl ? (size_t)(nl - s) : len - pos;
+
+		pos += n + (nl ? 1 : 0);
+		p.line++;
+		if (memchr(s, '\0', n)) {
+			rc = fail(&p, "NUL byte in line");
+			goto out;
+		}
+		rc = tokenize(&p, s, n);
+		if (rc)
+			goto out;
+		if (!header) {
+			rc = parse_header(&p);
+			if (rc)
+				goto out;
+			header = true;
+			continue;
+		}
+		if (!p.n_tok)
+			continue;
+		rc = parse_line(&p);
+		if (rc)
+			goto out;
+	}
+	if (!header) {
+		p.line = 0;
+		rc = fail(&p, "empty file: no 'tpager-trace %d' header",
+			  TP_TRACE_TEXT_VERSION);
+	}
+out:
+	tp_symtab_fini(&p.ids);
+	if (rc == -ENOMEM)
+		tp_trace_set_error(err, file, p.line, "out of memory");
+	if (rc) {
+		tp_trace_free(p.t);
+		return rc;
+	}
+	*out = p.t;
+	return 0;
+}

@@ -57,13 +57,18 @@ void tp_conf_unknown(const char *key, const char *source, unsigned line)
 	char where[512], qkey[128];
 	const char *near = tp_conf_suggest(key);
 
-	format_where(where, sizeof(where), source, line);
+	/* No source: the caller's own message already says where. */
+	if (source)
+		format_where(where, sizeof(where) - 2, source, line);
+	else
+		where[0] = 0;
+	strcat(where, source ? ": " : "");
 	tp_conf_quote(key, qkey, sizeof(qkey));
 	if (near)
-		tp_log(TP_LOG_ERROR, "%s: unknown key '%s' (did you mean '%s'?)",
+		tp_log(TP_LOG_ERROR, "%sunknown key '%s' (did you mean '%s'?)",
 		       where, qkey, near);
 	else
-		tp_log(TP_LOG_ERROR, "%s: unknown key '%s' (tpagerctl -a lists every key)",
+		tp_log(TP_LOG_ERROR, "%sunknown key '%s' (tpagerctl -a lists every key)",
 		       where, qkey);
 }
 

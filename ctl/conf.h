@@ -168,7 +168,10 @@ int tp_conf_load(struct tp_conf *c, const char *opts);
  */
 int tp_conf_check(const struct tp_conf *c, const char *source);
 
-/** tp_conf_unknown() - log "unknown key" for @key with a suggestion. */
+/**
+ * tp_conf_unknown() - log "unknown key" for @key with a suggestion,
+ * prefixed by @source and @line unless @source is NULL.
+ */
 void tp_conf_unknown(const char *key, const char *source, unsigned line);
 
 /**

@@ -1,0 +1,85 @@
+/* SPDX-License-Identifier: MIT */
+/* Evict or offload: DELTA's decision function and the fixed baselines. */
+#include "config.h"
+
+#include <math.h>
+
+#include "ctl/conf.h"
+#include "policy/director.h"
+#include "tpager.h"
+
+/* One direction of a copy, less what compute hides (TSPLIT eq. 3 term). */
+static double exposed(double m, double b, double hide)
+{
+	double t = m / b - hide;
+
+	return t > 0 ? t : 0;
+}
+
+double tp_director_f(int kind, const struct tp_director_in *in)
+{
+	if (isinf(in->c_r) || in->m <= 0)
+		return INFINITY;
+	if (kind == TP_DIRECTOR_DELTA_OVERLAP) {
+		/*
+		 * TSPLIT eq. 3: swap costs max(m/B - hidden, 0) each way. The
+		 * copy out is waited on by the allocation that asked for room,
+		 * so nothing hides it; the copy back overlaps the compute before
+		 * the next use. Remap per chunk is charged to both actions.
+		 */
+		double c_s = exposed(in->m, in->b, 0) +
+			     exposed(in->m, in->b, in->hide_ns);
+		double den = c_s + in->remap_ns;
+
+		if (den <= 0)
+			return INFINITY;
+		return (in->c_r + in->remap_ns) / den;
+	}
+	/* DELTA eq. 4-6: F = h_r/h_o = (c_r/(m*s)) / (1/(b*s)) = c_r*b/m */
+	return in->c_r * in->b / in->m;
+}
+
+bool tp_director_decide(int kind, const struct tp_director_in *in,
+			enum tp_leave *how)
+{
+	bool can_evict = in->computable && !(in->flags & TP_EVICT_PINNED);
+	bool can_offload = !(in->flags & TP_OFFLOAD_PINNED) && !in->no_offload;
+	enum tp_leave want;
+
+	/* DELTA Alg. 3: the pinning flags first, then uncomputable. */
+	if (in->flags & TP_EVICT_PINNED)
+		want = TP_LEAVE_OFFLOAD;
+	else if (in->flags & TP_OFFLOAD_PINNED)
+		want = TP_LEAVE_EVICT;
+	else if (!in->computable)
+		want = TP_LEAVE_OFFLOAD;
+	else if (kind == TP_DIRECTOR_EVICT)
+		want = TP_LEAVE_EVICT;
+	else if (kind == TP_DIRECTOR_OFFLOAD)
+		want = TP_LEAVE_OFFLOAD;
+	else	/* DELTA Alg. 3 line 7: evict iff s_d <= 1 */
+		want = tp_director_f(kind, in) <= 1 ? TP_LEAVE_EVICT :
+						      TP_LEAVE_OFFLOAD;
+
+	/* The evict-only baseline (DTR) never uses host swap. */
+	if (kind == TP_DIRECTOR_EVICT && !(in->flags & TP_EVICT_PINNED))
+		can_offload = false;
+
+	if (want == TP_LEAVE_OFFLOAD && !can_offload)
+		want = TP_LEAVE_EVICT;		/* swap full: evict instead */
+	else if (want == TP_LEAVE_EVICT && !can_evict)
+		want = TP_LEAVE_OFFLOAD;
+	if ((want == TP_LEAVE_EVICT && !can_evict) ||
+	    (want == TP_LEAVE_OFFLOAD && !can_offload))
+		return false;
+	*how = want;
+	return true;
+}
+
+bool tp_director_recompute_back(const struct tp_director_in *in)
+{
+	if (!in->computable || isinf(in->c_r))
+		return false;
+	/* DELTA §5.5: recompute when it costs less than the reload. */
+	return in->c_r < exposed(in->m, in->b, in->hide_ns);
+}

@@ -1,0 +1,56 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The director: how a chosen tensor leaves (DELTA Alg. 3), and the
+ * reload-or-recompute choice for one that comes back (DELTA §5.5).
+ */
+#ifndef TP_POLICY_DIRECTOR_H
+#define TP_POLICY_DIRECTOR_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "pager/hooks.h"
+#include "pager/tensor.h"
+
+/* What the director needs to know about one tensor, in ns and bytes. */
+struct tp_director_in {
+	unsigned flags;		/* TP_EVICT_PINNED, TP_OFFLOAD_PINNED */
+	bool computable;	/* lineage can regenerate it */
+	double m;		/* bytes it frees */
+	double c_r;		/* recompute cost, ns (INFINITY: cannot) */
+	double b;		/* link bandwidth, bytes per ns */
+	double remap_ns;	/* remap cost of its chunks, both actions */
+	double hide_ns;		/* compute time a reload can overlap
+				 * before the next use (delta-overlap) */
+	bool no_offload;	/* host swap full */
+};
+
+/**
+ * tp_director_decide() - DELTA Alg. 3 with tpager's fallbacks:
+ * TP_EVICT_PINNED offloads, TP_OFFLOAD_PINNED evicts, an uncomputable
+ * tensor offloads; otherwise director @kind decides (delta: F = c_r*b/m,
+ * evict iff F <= 1; delta-overlap: the same with the swap cost reduced to
+ * what compute cannot hide, TSPLIT eq. 3; evict / offload: fixed). When
+ * the wanted action is impossible (swap full, cannot regenerate) the other
+ * one is taken if allowed, except for the evict-only baseline, which never
+ * offloads.
+ *
+ * Return: true with *@how set, or false when @in cannot leave now.
+ */
+bool tp_director_decide(int kind, const struct tp_director_in *in,
+			enum tp_leave *how);
+
+/**
+ * tp_director_f() - the decision value F of @kind for @in: c_r*b/m
+ * (DELTA eq. 4-6), or the overlap-aware ratio of delta-overlap.
+ */
+double tp_director_f(int kind, const struct tp_director_in *in);
+
+/**
+ * tp_director_recompute_back() - DELTA §5.5: whether an offloaded tensor
+ * is cheaper to recompute than to reload (m/b plus remap, minus what the
+ * copy can hide) and can be recomputed.
+ */
+bool tp_director_recompute_back(const struct tp_director_in *in);
+
+#endif /* TP_POLICY_DIRECTOR_H */

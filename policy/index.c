@@ -1,0 +1,270 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * A kinetic tournament over the candidates' lines (see index.h).
+ *
+ * Why it is exact: a node is "consistent" when its winner has the largest
+ * value at idx->now among the winners of its children, and its certificate
+ * fail time is when the loser's line overtakes the winner's (never, if the
+ * loser is not steeper). Both lines are linear, so the winner stays ahead
+ * until exactly that time. Invariant: every node is consistent at idx->now
+ * and every fail time is > idx->now. Advancing to a later now revisits
+ * exactly the nodes whose subtree holds a fail time <= now (min_fail),
+ * children first, which restores the invariant; a leaf update revisits its
+ * path. So the root holds the maximum at now. Between two lines the order
+ * changes at most once, so the work is amortised O(log^2 n) per operation
+ * (kinetic tournament bound) and nothing happens for filters whose lines
+ * are parallel (lru, greedy, msps).
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "policy/index.h"
+
+struct leaf {
+	struct tp_tensor *t;
+	struct tp_pol_key key;
+};
+
+struct node {
+	int32_t win;		/* slot of the winner, -1: empty subtree */
+	double fail;		/* when this node's certificate fails */
+	double min_fail;	/* smallest fail time in the subtree */
+};
+
+struct tp_pol_index {
+	size_t n, cap;		/* slots used / allocated (power of two) */
+	struct leaf *leaf;
+	struct node *node;	/* 2*cap: 1..cap-1 internal, cap.. leaves */
+	uint64_t now;
+	bool tree;		/* tournament maintained */
+};
+
+#define INITIAL_CAP 64
+
+struct tp_pol_index *tp_pol_index_create(void)
+{
+	struct tp_pol_index *idx = calloc(1, sizeof(*idx));
+
+	if (!idx)
+		return NULL;
+	idx->cap = INITIAL_CAP;
+	idx->leaf = calloc(idx->cap, sizeof(*idx->leaf));
+	idx->node = malloc(2 * idx->cap * sizeof(*idx->node));
+	if (!idx->leaf || !idx->node) {
+		free(idx->leaf);
+		free(idx->node);
+		free(idx);
+		errno = ENOMEM;
+		return NULL;
+	}
+	idx->tree = true;
+	tp_pol_index_rebuild(idx);
+	return idx;
+}
+
+void tp_pol_index_destroy(struct tp_pol_index *idx)
+{
+	if (!idx)
+		return;
+	free(idx->leaf);
+	free(idx->node);
+	free(idx);
+}
+
+static double value_at(const struct tp_pol_index *idx, int32_t s)
+{
+	return tp_filter_value(&idx->leaf[s].key, idx->now);
+}
+
+/* Recompute internal node @v from its children at idx->now. */
+static void recompute(struct tp_pol_index *idx, size_t v)
+{
+	struct node *nd = &idx->node[v];
+	const struct node *l = &idx->node[2 * v], *r = &idx->node[2 * v + 1];
+	int32_t w, o;
+	double vw, vo, kw, ko;
+
+	nd->fail = INFINITY;
+	if (l->win < 0 || r->win < 0) {
+		nd->win = l->win < 0 ? r->win : l->win;
+		goto out;
+	}
+	w = l->win;
+	o = r->win;
+	vw = value_at(idx, w);
+	vo = value_at(idx, o);
+	kw = idx->leaf[w].key.k;
+	ko = idx->leaf[o].key.k;
+	/* Ties go to the steeper line: it is ahead from now on. */
+	if (vo > vw || (vo == vw && ko > kw)) {
+		int32_t ts = w;
+		double tv = vw, tk = kw;
+
+		w = o; vw = vo; kw = ko;
+		o = ts; vo = tv; ko = tk;
+	}
+	nd->win = w;
+	if (ko > kw) {
+		/* The loser gains ko - kw per ns and is vw - vo behind. */
+		double d = (vw - vo) / (ko - kw);
+
+		if (!(d >= 1))		/* rounding, or NaN from inf keys */
+			d = isnan(d) ? INFINITY : 1;
+		nd->fail = (double)idx->now + d;
+	}
+out:
+	nd->min_fail = fmin(nd->fail, fmin(l->min_fail, r->min_fail));
+}
+
+static void set_leaf_node(struct tp_pol_index *idx, size_t slot)
+{
+	struct node *nd = &idx->node[idx->cap + slot];
+
+	nd->win = slot < idx->n ? (int32_t)slot : -1;
+	nd->fail = INFINITY;
+	nd->min_fail = INFINITY;
+}
+
+static void fix_path(struct tp_pol_index *idx, size_t slot)
+{
+	size_t v = (idx->cap + slot) >> 1;
+
+	if (!idx->tree)
+		return;
+	set_leaf_node(idx, slot);
+	for (; v; v >>= 1)
+		recompute(idx, v);
+}
+
+void tp_pol_index_rebuild(struct tp_pol_index *idx)
+{
+	if (!idx->tree)
+		return;
+	for (size_t s = 0; s < idx->cap; s++)
+		set_leaf_node(idx, s);
+	for (size_t v = idx->cap - 1; v; v--)
+		recompute(idx, v);
+}
+
+void tp_pol_index_set_tree(struct tp_pol_index *idx, bool on)
+{
+	if (idx->tree == on)
+		return;
+	idx->tree = on;
+	tp_pol_index_rebuild(idx);
+}
+
+static int grow(struct tp_pol_index *idx)
+{
+	size_t cap = idx->cap * 2;
+	struct leaf *leaf = realloc(idx->leaf, cap * sizeof(*leaf));
+	struct node *node;
+
+	if (!leaf)
+		return -ENOMEM;
+	idx->leaf = leaf;
+	memset(leaf + idx->cap, 0, idx->cap * sizeof(*leaf));
+	node = malloc(2 * cap * sizeof(*node));
+	if (!node)
+		return -ENOMEM;	/* the larger leaf array is harmless */
+	free(idx->node);
+	idx->node = node;
+	idx->cap = cap;
+	tp_pol_index_rebuild(idx);
+	return 0;
+}
+
+bool tp_pol_index_has(const struct tp_pol_index *idx,
+		      const struct tp_tensor *t)
+{
+	int64_t s = t->pol.idx;
+
+	return s >= 0 && (size_t)s < idx->n && idx->leaf[s].t == t;
+}
+
+int tp_pol_index_add(struct tp_pol_index *idx, struct tp_tensor *t,
+		     const struct tp_pol_key *key)
+{
+	size_t s;
+
+	if (tp_pol_index_has(idx, t)) {
+		tp_pol_index_set_key(idx, (size_t)t->pol.idx, key);
+		return 0;
+	}
+	if (idx->n == idx->cap && grow(idx))
+		return -ENOMEM;
+	s = idx->n++;
+	idx->leaf[s].t = t;
+	idx->leaf[s].key = *key;
+	t->pol.idx = (int64_t)s;
+	fix_path(idx, s);
+	return 0;
+}
+
+bool tp_pol_index_del(struct tp_pol_index *idx, struct tp_tensor *t)
+{
+	size_t s, last;
+
+	if (!tp_pol_index_has(idx, t))
+		return false;
+	s = (size_t)t->pol.idx;
+	last = --idx->n;
+	if (s != last) {
+		idx->leaf[s] = idx->leaf[last];
+		idx->leaf[s].t->pol.idx = (int64_t)s;
+		fix_path(idx, s);
+	}
+	idx->leaf[last].t = NULL;
+	fix_path(idx, last);
+	t->pol.idx = -1;
+	return true;
+}
+
+void tp_pol_index_set_key(struct tp_pol_index *idx, size_t i,
+			  const struct tp_pol_key *key)
+{
+	idx->leaf[i].key = *key;
+	fix_path(idx, i);
+}
+
+/* Replay the nodes under @v whose certificates failed by idx->now. */
+static void advance(struct tp_pol_index *idx, size_t v)
+{
+	if (v >= idx->cap || !(idx->node[v].min_fail <= (double)idx->now))
+		return;
+	advance(idx, 2 * v);
+	advance(idx, 2 * v + 1);
+	recompute(idx, v);
+}
+
+struct tp_tensor *tp_pol_index_top(struct tp_pol_index *idx, uint64_t now)
+{
+	if (!idx->n)
+		return NULL;
+	if (now > idx->now)
+		idx->now = now;
+	if (!idx->tree)
+		tp_pol_index_set_tree(idx, true);
+	advance(idx, 1);
+	return idx->leaf[idx->node[1].win].t;
+}
+
+size_t tp_pol_index_count(const struct tp_pol_index *idx)
+{
+	return idx->n;
+}
+
+struct tp_tensor *tp_pol_index_at(const struct tp_pol_index *idx, size_t i)
+{
+	return i < idx->n ? idx->leaf[i].t : NULL;
+}
+
+const struct tp_pol_key *tp_pol_index_key(const struct tp_pol_index *idx,
+					  size_t i)
+{
+	return &idx->leaf[i].key;
+}

@@ -1,0 +1,281 @@
+/* SPDX-License-Identifier: MIT */
+/* The policy object: configuration, costs, and the pager's notifications. */
+#include "config.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdlib.h>
+
+#include "policy/policy_priv.h"
+#include "vmm/vmm.h"
+
+/* The op cost prior when lineage has not said (tpager.h: 1 µs). */
+#define TP_POLICY_PRIOR_COST_NS 1000.0
+
+struct tp_policy *tp_policy_create(struct tp_ctx *ctx)
+{
+	struct tp_policy *pol;
+
+	if (!ctx) {
+		errno = EINVAL;
+		return NULL;
+	}
+	pol = calloc(1, sizeof(*pol));
+	if (!pol)
+		goto err;
+	pol->ctx = ctx;
+	pol->conf = &ctx->conf;
+	pol->idx = tp_pol_index_create();
+	if (!pol->idx)
+		goto err_free;
+	pol->pf = tp_prefetch_create();
+	if (!pol->pf)
+		goto err_index;
+	tp_bw_init(&pol->bw);
+	pol->rng = 0x9E3779B97F4A7C15ull;
+	pol->filter = pol->conf->policy_filter;
+	pol->search = pol->conf->policy_search;
+	tp_pol_index_set_tree(pol->idx, pol->search == TP_SEARCH_EXACT);
+	tp_policy_victim_init(pol);
+	return pol;
+
+err_index:
+	tp_pol_index_destroy(pol->idx);
+err_free:
+	free(pol);
+err:
+	errno = ENOMEM;
+	return NULL;
+}
+
+void tp_policy_destroy(struct tp_policy *pol)
+{
+	if (!pol)
+		return;
+	tp_policy_victim_fini(pol);
+	tp_prefetch_destroy(pol->pf);
+	tp_bw_destroy(&pol->bw);
+	tp_pol_index_destroy(pol->idx);
+	free(pol);
+}
+
+const struct tp_victim_ops *tp_policy_victim_ops(struct tp_policy *pol)
+{
+	return &pol->vops;
+}
+
+void tp_policy_set_cost_ops(struct tp_policy *pol,
+			    const struct tp_cost_ops *ops)
+{
+	pol->has_cost = ops != NULL;
+	if (ops)
+		pol->cost = *ops;
+	/* Keys built with the old costs are checked when they win. */
+}
+
+void tp_policy_set_clock(struct tp_policy *pol,
+			 uint64_t (*now_ns)(void *priv), void *priv)
+{
+	pol->now_fn = now_ns;
+	pol->now_priv = priv;
+}
+
+uint64_t tp_policy_now(struct tp_policy *pol)
+{
+	if (pol->now_fn)
+		return pol->now_fn(pol->now_priv);
+	return pol->access_clock;
+}
+
+bool tp_policy_computable(struct tp_policy *pol, const struct tp_tensor *t)
+{
+	if (t->flags & TP_UNCOMPUTABLE)
+		return false;
+	if (pol->has_cost && pol->cost.computable)
+		return pol->cost.computable(pol->cost.priv, t);
+	return t->computable;
+}
+
+double tp_policy_cost(struct tp_policy *pol, const struct tp_tensor *t)
+{
+	if (!tp_policy_computable(pol, t))
+		return INFINITY;
+	if (pol->has_cost && pol->cost.recompute_ns)
+		return pol->cost.recompute_ns(pol->cost.priv, t);
+	return TP_POLICY_PRIOR_COST_NS;
+}
+
+/*
+ * Remap cost of one chunk (unmap now, map and set access when it comes
+ * back): policy.remap_ns, else measured by the vmm, else the configured
+ * sim costs (A100 figures by default). The sim backend's calls take no
+ * host time, so its configured costs are what it charges.
+ */
+static double remap_ns_per_chunk(struct tp_policy *pol)
+{
+	const struct tp_conf *c = pol->conf;
+	const struct tp_vmm *vmm = pol->ctx->vmm;
+
+	if (c->policy_remap_ns >= 0)
+		return (double)c->policy_remap_ns;
+	if (vmm && c->vmm_backend != TP_VMM_SIM &&
+	    vmm->stats.call[TP_CALL_MAP].units) {
+		const struct tp_vmm_call_stats *s = vmm->stats.call;
+
+		return (double)(s[TP_CALL_MAP].ns + s[TP_CALL_SET_ACCESS].ns +
+				s[TP_CALL_UNMAP].ns) /
+		       (double)s[TP_CALL_MAP].units;
+	}
+	return (double)(c->vmm_sim_map_ns + c->vmm_sim_set_access_ns +
+			c->vmm_sim_unmap_ns);
+}
+
+static uint64_t chunk_bytes(struct tp_policy *pol)
+{
+	if (pol->ctx->vmm && pol->ctx->vmm->granularity)
+		return pol->ctx->vmm->granularity;
+	return pol->conf->vmm_chunk_size;
+}
+
+void tp_policy_director_in(struct tp_policy *pol, const struct tp_tensor *t,
+			   uint64_t now, bool no_offload,
+			   struct tp_director_in *in)
+{
+	in->flags = t->flags;
+	in->computable = tp_policy_computable(pol, t);
+	in->m = tp_filter_mem(t);
+	in->c_r = in->computable ? tp_policy_cost(pol, t) : INFINITY;
+	in->b = tp_bw_get(&pol->bw, pol->conf);
+	in->remap_ns = remap_ns_per_chunk(pol) * (double)t->resident_pages;
+	in->no_offload = no_offload;
+	in->hide_ns = 0;
+	if (pol->conf->policy_director == TP_DIRECTOR_DELTA_OVERLAP) {
+		uint64_t gap = tp_prefetch_next_use_ns(pol->pf, t, now);
+
+		/* TSPLIT eq. 3: sum over ops of (1 - Oc_u) * T_u, with the
+		 * link's mean occupancy over the last iteration as Oc. */
+		in->hide_ns = gap == UINT64_MAX ? INFINITY :
+			      (1 - tp_bw_occupancy(&pol->bw)) * (double)gap;
+	}
+}
+
+void tp_policy_cost_changed(struct tp_policy *pol, struct tp_tensor *t)
+{
+	if (pol->vops.touch && tp_pol_index_has(pol->idx, t))
+		pol->vops.touch(pol, t);
+}
+
+void tp_policy_copy_done(struct tp_policy *pol, uint64_t bytes, uint64_t ns)
+{
+	tp_bw_sample(&pol->bw, bytes, ns);
+}
+
+uint64_t tp_policy_release_bytes(struct tp_policy *pol, uint64_t used,
+				 uint64_t budget)
+{
+	return tp_watermark_release(&pol->wm, pol->conf->pager_high_watermark,
+				    pol->conf->pager_low_watermark, used,
+				    budget);
+}
+
+void tp_policy_iteration_begin(struct tp_policy *pol)
+{
+	uint64_t now = tp_policy_now(pol);
+
+	tp_bw_iteration_begin(&pol->bw, now);
+	tp_prefetch_iteration_begin(pol->pf, now);
+}
+
+void tp_policy_iteration_end(struct tp_policy *pol)
+{
+	uint64_t now = tp_policy_now(pol);
+
+	tp_bw_iteration_end(&pol->bw, now);
+	tp_prefetch_iteration_end(pol->pf, now);
+}
+
+void tp_policy_on_acquire(struct tp_policy *pol, struct tp_tensor *t)
+{
+	if (t->last_access_ns > pol->access_clock)
+		pol->access_clock = t->last_access_ns;
+	/* -ENOMEM only loses a prediction. */
+	(void)tp_prefetch_on_acquire(pol->pf, t, tp_policy_now(pol));
+}
+
+/* A reload is worth it unless recomputing is cheaper (DELTA §5.5). */
+static bool want_reload(void *priv, struct tp_tensor *t)
+{
+	struct tp_policy *pol = priv;
+	struct tp_director_in in;
+	uint64_t now = tp_policy_now(pol);
+	uint64_t gap = tp_prefetch_next_use_ns(pol->pf, t, now);
+
+	tp_policy_director_in(pol, t, now, false, &in);
+	/* m(t) of the pages to bring back, not of those still resident */
+	in.m = (double)t->bytes - in.m;
+	in.hide_ns = gap == UINT64_MAX ? INFINITY :
+		     (1 - tp_bw_occupancy(&pol->bw)) * (double)gap;
+	return !tp_director_recompute_back(&in);
+}
+
+size_t tp_policy_prefetch_pick(struct tp_policy *pol, struct tp_tensor **out,
+			       size_t max, uint64_t free_bytes, uint64_t used,
+			       uint64_t budget)
+{
+	const struct tp_conf *c = pol->conf;
+	double high = (double)budget * c->pager_high_watermark / 100;
+	uint64_t allowance;
+
+	if (!c->policy_prefetch || (double)used >= high)
+		return 0;
+	/* Prefetching past the high watermark would start a release that
+	 * takes the stalest tensors: those just prefetched. */
+	allowance = (uint64_t)(high - (double)used);
+	if (allowance > free_bytes)
+		allowance = free_bytes;
+	return tp_prefetch_pick(pol->pf, out, max,
+				(unsigned)c->policy_prefetch_depth, allowance,
+				chunk_bytes(pol), want_reload, pol);
+}
+
+void tp_policy_prefetch_done(struct tp_policy *pol, struct tp_tensor *t,
+			     bool ok)
+{
+	tp_prefetch_done(pol->pf, t, ok);
+}
+
+bool tp_policy_recompute_back(struct tp_policy *pol,
+			      const struct tp_tensor *t)
+{
+	struct tp_director_in in;
+
+	tp_policy_director_in(pol, t, tp_policy_now(pol), false, &in);
+	in.m = (double)t->bytes - in.m;
+	in.hide_ns = 0;	/* the acquire waits for the whole copy */
+	return tp_director_recompute_back(&in);
+}
+
+void tp_policy_forget(struct tp_policy *pol, struct tp_tensor *t)
+{
+	if (pol->vops.del)
+		pol->vops.del(pol, t);
+	tp_prefetch_forget(pol->pf, t);
+}
+
+void tp_policy_stats(struct tp_policy *pol, struct tp_stats *st)
+{
+	struct tp_prefetch_stats ps;
+
+	tp_prefetch_get_stats(pol->pf, &ps);
+	st->prefetch_issued = ps.issued;
+	st->prefetch_hits = ps.hits;
+	st->prefetch_late = ps.late;
+	st->prefetch_wasted = ps.wasted;
+	st->policy_decisions = pol->decisions;
+	st->policy_ns = pol->decision_ns;
+}
+
+void tp_policy_seed(struct tp_policy *pol, uint64_t seed)
+{
+	pol->rng = seed ? seed : 1;
+}

@@ -1,0 +1,133 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The policy of one context: what leaves device memory, how, when release
+ * starts, and what comes back ahead of use. The pager reaches it only
+ * through the struct tp_victim_ops it is given and the notifications
+ * below, all made by the context's wiring (ctx/).
+ *
+ * Configuration is read from ctx->conf at each use, so tp_ctl_set() of
+ * policy.* and pager.*_watermark takes effect at the next decision.
+ *
+ * Threads: everything is called from the thread that holds the pager
+ * (the caller's), except tp_policy_copy_done() and
+ * tp_policy_prefetch_done(), which copy-completion threads may call.
+ */
+#ifndef TP_POLICY_POLICY_H
+#define TP_POLICY_POLICY_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "pager/hooks.h"
+#include "pager/tensor.h"
+
+struct tp_ctx;
+struct tp_policy;
+struct tp_stats;
+
+/*
+ * What lineage tells the policy about recompute. Without it every tensor
+ * that t->computable marks (and not TP_UNCOMPUTABLE) costs the op prior of
+ * 1 µs, and every other one cannot be regenerated (c_r = INFINITY).
+ */
+struct tp_cost_ops {
+	/* c_r(t), ns: regenerating @t now, including the evicted ancestors
+	 * that must be regenerated first (DTR's e*(t)); INFINITY when it
+	 * cannot be regenerated. */
+	double (*recompute_ns)(void *priv, const struct tp_tensor *t);
+	/* Whether lineage can regenerate @t at all. */
+	bool (*computable)(void *priv, const struct tp_tensor *t);
+	void *priv;
+};
+
+/**
+ * tp_policy_create() - the policy of @ctx, reading ctx->conf (and ctx->vmm
+ * for measured remap costs and the chunk size, when there is one).
+ * Return: the policy, or NULL with errno (ENOMEM).
+ */
+struct tp_policy *tp_policy_create(struct tp_ctx *ctx);
+void tp_policy_destroy(struct tp_policy *pol);
+
+/**
+ * tp_policy_victim_ops() - the callbacks to give tp_pager_set_victim_ops().
+ * Valid until tp_policy_destroy().
+ */
+const struct tp_victim_ops *tp_policy_victim_ops(struct tp_policy *pol);
+
+/* Install lineage's cost callbacks (NULL: the fallback above). */
+void tp_policy_set_cost_ops(struct tp_policy *pol,
+			    const struct tp_cost_ops *ops);
+
+/**
+ * tp_policy_set_clock() - the clock staleness is measured on: host time on
+ * host and cuda, virtual time on sim (tp_vmm_now_ns). Without one, "now"
+ * is the latest t->last_access_ns the policy has seen.
+ */
+void tp_policy_set_clock(struct tp_policy *pol,
+			 uint64_t (*now_ns)(void *priv), void *priv);
+
+/**
+ * tp_policy_cost_changed() - @t's c_r went down (an evicted ancestor came
+ * back). Keys are checked against the current cost when they win, which
+ * covers increases; decreases must be told so @t is not passed over.
+ */
+void tp_policy_cost_changed(struct tp_policy *pol, struct tp_tensor *t);
+
+/** tp_policy_copy_done() - a host copy of @bytes completed in @ns. */
+void tp_policy_copy_done(struct tp_policy *pol, uint64_t bytes, uint64_t ns);
+
+/**
+ * tp_policy_release_bytes() - bytes the pager should release proactively
+ * now (choose() victims until that much has left), given @used of
+ * @budget: from pager.high_watermark down to pager.low_watermark.
+ */
+uint64_t tp_policy_release_bytes(struct tp_policy *pol, uint64_t used,
+				 uint64_t budget);
+
+/* tp_iteration_begin()/tp_iteration_end() of the context. */
+void tp_policy_iteration_begin(struct tp_policy *pol);
+void tp_policy_iteration_end(struct tp_policy *pol);
+
+/**
+ * tp_policy_on_acquire() - @t is being acquired (every acquire, candidate
+ * or not, before it waits on anything): recorded for the prefetcher and
+ * counted as a prefetch hit or late.
+ */
+void tp_policy_on_acquire(struct tp_policy *pol, struct tp_tensor *t);
+
+/**
+ * tp_policy_prefetch_pick() - offloaded tensors to reload now, soonest
+ * predicted use first, into @out (room for @max). At most
+ * policy.prefetch.depth in flight; only into @free_bytes of free chunks
+ * and without taking use above pager.high_watermark of @budget. Tensors
+ * cheaper to recompute than to reload are left to be recomputed at use
+ * (DELTA §5.5). Each one returned must be answered with
+ * tp_policy_prefetch_done().
+ * Return: how many were written (0 when policy.prefetch is off).
+ */
+size_t tp_policy_prefetch_pick(struct tp_policy *pol, struct tp_tensor **out,
+			       size_t max, uint64_t free_bytes, uint64_t used,
+			       uint64_t budget);
+
+/* The reload of a picked tensor completed (@ok) or was not issued. */
+void tp_policy_prefetch_done(struct tp_policy *pol, struct tp_tensor *t,
+			     bool ok);
+
+/**
+ * tp_policy_recompute_back() - for an acquire of an offloaded @t: true
+ * when recomputing it is cheaper than reloading it (DELTA §5.5).
+ */
+bool tp_policy_recompute_back(struct tp_policy *pol,
+			      const struct tp_tensor *t);
+
+/* @t is being freed (its struct goes): drop every reference to it. */
+void tp_policy_forget(struct tp_policy *pol, struct tp_tensor *t);
+
+/* Fill the policy's fields of @st (policy_*, prefetch_*). */
+void tp_policy_stats(struct tp_policy *pol, struct tp_stats *st);
+
+/* Test hook: the seed of the sampling generator (policy.search=sample). */
+void tp_policy_seed(struct tp_policy *pol, uint64_t seed);
+
+#endif /* TP_POLICY_POLICY_H */

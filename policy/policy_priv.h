@@ -1,0 +1,64 @@
+/* SPDX-License-Identifier: MIT */
+/* The policy's state, shared by policy.c and victim.c. */
+#ifndef TP_POLICY_PRIV_H
+#define TP_POLICY_PRIV_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "ctx/ctx.h"
+#include "policy/bandwidth.h"
+#include "policy/director.h"
+#include "policy/filter.h"
+#include "policy/index.h"
+#include "policy/policy.h"
+#include "policy/prefetch.h"
+#include "policy/watermark.h"
+
+/* A candidate set aside during one choose() (it cannot leave now). */
+struct tp_pol_skip {
+	struct tp_tensor *t;
+	struct tp_pol_key key;
+};
+
+struct tp_policy {
+	struct tp_ctx *ctx;
+	const struct tp_conf *conf;
+	struct tp_victim_ops vops;
+	struct tp_cost_ops cost;
+	bool has_cost;
+	uint64_t (*now_fn)(void *priv);
+	void *now_priv;
+	uint64_t access_clock;		/* latest last_access_ns seen */
+
+	struct tp_pol_index *idx;
+	int filter;			/* the filter the keys were built for */
+	int search;			/* the search the index is kept for */
+	double mem_sum;			/* sum of m over candidates */
+	uint64_t rng;
+	struct tp_pol_skip *skip;
+	size_t skip_cap;
+
+	struct tp_bandwidth bw;
+	struct tp_watermark wm;
+	struct tp_prefetch *pf;
+
+	uint64_t decisions, decision_ns;
+	uint64_t chose_evict, chose_offload;
+};
+
+uint64_t tp_policy_now(struct tp_policy *pol);
+/* c_r(t) through the cost ops or the fallback. */
+double tp_policy_cost(struct tp_policy *pol, const struct tp_tensor *t);
+bool tp_policy_computable(struct tp_policy *pol, const struct tp_tensor *t);
+/* Fill the director's input for @t. */
+void tp_policy_director_in(struct tp_policy *pol, const struct tp_tensor *t,
+			   uint64_t now, bool no_offload,
+			   struct tp_director_in *in);
+/* Victim callbacks (victim.c). */
+void tp_policy_victim_init(struct tp_policy *pol);
+void tp_policy_victim_fini(struct tp_policy *pol);
+/* Re-key every candidate if policy.filter changed, follow policy.search. */
+void tp_policy_sync_conf(struct tp_policy *pol);
+
+#endif /* TP_POLICY_PRIV_H */

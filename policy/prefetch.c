@@ -1,0 +1,442 @@
+/* SPDX-License-Identifier: MIT */
+/* Recording one iteration's acquisitions and replaying them as prefetches. */
+#include "config.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "policy/prefetch.h"
+
+#define PF_USED		(1u << 0)	/* table slot holds an entry */
+#define PF_INFLIGHT	(1u << 1)	/* prefetch issued, not completed */
+#define PF_UNUSED	(1u << 2)	/* prefetched, not acquired since */
+
+/* What is known of one tensor, by id. */
+struct pf_ent {
+	uint64_t id;
+	struct tp_tensor *t;
+	uint32_t gen;		/* iteration first/last belong to */
+	int32_t first;		/* step of first acquisition (its name) */
+	int32_t last;		/* step of latest acquisition */
+	uint32_t flags;
+};
+
+struct step {
+	int32_t name;		/* first step of the tensor acquired */
+	uint64_t at;		/* ns since the iteration began */
+};
+
+struct tp_prefetch {
+	pthread_mutex_t lock;	/* done() comes from completion threads */
+	struct pf_ent *tab;	/* open addressing, linear probing */
+	size_t tab_cap, tab_n;
+	uint32_t gen;
+	bool active;
+	uint64_t t0;
+	struct step *cur;
+	size_t cur_n, cur_cap;
+	struct tp_tensor **cur_first;	/* by step: tensor first seen there */
+	size_t first_cap;
+	struct step *prev;
+	size_t prev_n, prev_cap;
+	int32_t *prev_next;	/* next step using the same tensor, -1 */
+	size_t next_cap;
+	uint64_t prev_len_ns;
+	unsigned in_flight;
+	struct tp_prefetch_stats st;
+};
+
+static size_t hash_id(uint64_t id, size_t cap)
+{
+	return (size_t)((id * 0x9E3779B97F4A7C15ull) >> 17) & (cap - 1);
+}
+
+static struct pf_ent *lookup(struct tp_prefetch *pf, uint64_t id)
+{
+	size_t i = hash_id(id, pf->tab_cap);
+
+	while (pf->tab[i].flags & PF_USED) {
+		if (pf->tab[i].id == id)
+			return &pf->tab[i];
+		i = (i + 1) & (pf->tab_cap - 1);
+	}
+	return NULL;
+}
+
+static int rehash(struct tp_prefetch *pf, size_t cap)
+{
+	struct pf_ent *old = pf->tab, *tab = calloc(cap, sizeof(*tab));
+	size_t old_cap = pf->tab_cap;
+
+	if (!tab)
+		return -ENOMEM;
+	pf->tab = tab;
+	pf->tab_cap = cap;
+	for (size_t j = 0; j < old_cap; j++) {
+		size_t i;
+
+		if (!(old[j].flags & PF_USED))
+			continue;
+		i = hash_id(old[j].id, cap);
+		while (tab[i].flags & PF_USED)
+			i = (i + 1) & (cap - 1);
+		tab[i] = old[j];
+	}
+	free(old);
+	return 0;
+}
+
+static struct pf_ent *insert(struct tp_prefetch *pf, struct tp_tensor *t)
+{
+	struct pf_ent *e = lookup(pf, t->id);
+	size_t i;
+
+	if (e)
+		return e;
+	if ((pf->tab_n + 1) * 2 > pf->tab_cap &&
+	    rehash(pf, pf->tab_cap * 2))
+		return NULL;
+	i = hash_id(t->id, pf->tab_cap);
+	while (pf->tab[i].flags & PF_USED)
+		i = (i + 1) & (pf->tab_cap - 1);
+	e = &pf->tab[i];
+	*e = (struct pf_ent){ .id = t->id, .t = t, .gen = pf->gen - 1,
+			      .first = -1, .last = -1, .flags = PF_USED };
+	pf->tab_n++;
+	return e;
+}
+
+/* Backward-shift deletion keeps probe chains intact without tombstones. */
+static void erase(struct tp_prefetch *pf, struct pf_ent *e)
+{
+	size_t mask = pf->tab_cap - 1, i = (size_t)(e - pf->tab), j = i;
+
+	for (;;) {
+		size_t h;
+
+		j = (j + 1) & mask;
+		if (!(pf->tab[j].flags & PF_USED))
+			break;
+		h = hash_id(pf->tab[j].id, pf->tab_cap);
+		/* Move j into the hole at i unless its home lies in (i, j]. */
+		if (i <= j ? (h <= i || h > j) : (h <= i && h > j)) {
+			pf->tab[i] = pf->tab[j];
+			i = j;
+		}
+	}
+	pf->tab[i].flags = 0;
+	pf->tab_n--;
+}
+
+struct tp_prefetch *tp_prefetch_create(void)
+{
+	struct tp_prefetch *pf = calloc(1, sizeof(*pf));
+
+	if (!pf)
+		return NULL;
+	pf->tab_cap = 256;
+	pf->tab = calloc(pf->tab_cap, sizeof(*pf->tab));
+	if (!pf->tab) {
+		free(pf);
+		errno = ENOMEM;
+		return NULL;
+	}
+	pf->gen = 1;
+	pthread_mutex_init(&pf->lock, NULL);
+	return pf;
+}
+
+void tp_prefetch_destroy(struct tp_prefetch *pf)
+{
+	if (!pf)
+		return;
+	pthread_mutex_destroy(&pf->lock);
+	free(pf->tab);
+	free(pf->cur);
+	free(pf->cur_first);
+	free(pf->prev);
+	free(pf->prev_next);
+	free(pf);
+}
+
+void tp_prefetch_iteration_begin(struct tp_prefetch *pf, uint64_t now)
+{
+	if (pf->active)
+		tp_prefetch_iteration_end(pf, now);
+	pthread_mutex_lock(&pf->lock);
+	pf->gen++;
+	pf->cur_n = 0;
+	pf->t0 = now;
+	pf->active = true;
+	pthread_mutex_unlock(&pf->lock);
+}
+
+void tp_prefetch_iteration_end(struct tp_prefetch *pf, uint64_t now)
+{
+	size_t n = pf->cur_n, cap;
+	int32_t *seen;
+	struct step *s;
+
+	pthread_mutex_lock(&pf->lock);
+	if (!pf->active)
+		goto out;
+	pf->active = false;
+	if (n > pf->next_cap) {
+		int32_t *next = realloc(pf->prev_next, n * sizeof(*next));
+
+		if (!next)
+			goto out;	/* keep the old prediction */
+		pf->prev_next = next;
+		pf->next_cap = n;
+	}
+	seen = malloc((n ? n : 1) * sizeof(*seen));
+	if (!seen)
+		goto out;
+	/* The recorded iteration becomes the prediction: swap buffers. */
+	s = pf->prev;
+	pf->prev = pf->cur;
+	pf->cur = s;
+	cap = pf->prev_cap;
+	pf->prev_cap = pf->cur_cap;
+	pf->cur_cap = cap;
+	pf->cur_n = 0;
+	pf->prev_n = n;
+	pf->prev_len_ns = now > pf->t0 ? now - pf->t0 : 0;
+	for (size_t i = 0; i < n; i++)
+		seen[i] = -1;
+	for (size_t i = n; i-- > 0;) {
+		int32_t name = pf->prev[i].name;
+
+		pf->prev_next[i] = seen[name];
+		seen[name] = (int32_t)i;
+	}
+	free(seen);
+	/* Forget tensors not seen this iteration that owe nothing. */
+	for (size_t i = 0; i < pf->tab_cap; i++) {
+		struct pf_ent *e = &pf->tab[i];
+
+		if ((e->flags & PF_USED) && e->gen != pf->gen &&
+		    !(e->flags & (PF_INFLIGHT | PF_UNUSED))) {
+			erase(pf, e);
+			i--;	/* a later entry may have shifted into i */
+		}
+	}
+out:
+	pthread_mutex_unlock(&pf->lock);
+}
+
+/* Room for step @k in the current recording (steps and first-seen). */
+static int reserve_step(struct tp_prefetch *pf, size_t k)
+{
+	if (k >= INT32_MAX)
+		return -ENOMEM;
+	if (k >= pf->cur_cap) {
+		size_t cap = pf->cur_cap ? pf->cur_cap * 2 : 1024;
+		struct step *cur = realloc(pf->cur, cap * sizeof(*cur));
+
+		if (!cur)
+			return -ENOMEM;
+		pf->cur = cur;
+		pf->cur_cap = cap;
+	}
+	if (k >= pf->first_cap) {
+		size_t cap = pf->first_cap ? pf->first_cap * 2 : 1024;
+		struct tp_tensor **first;
+
+		first = realloc(pf->cur_first, cap * sizeof(*first));
+		if (!first)
+			return -ENOMEM;
+		pf->cur_first = first;
+		pf->first_cap = cap;
+	}
+	return 0;
+}
+
+int tp_prefetch_on_acquire(struct tp_prefetch *pf, struct tp_tensor *t,
+			   uint64_t now)
+{
+	struct pf_ent *e;
+	size_t k;
+	int rc = 0;
+
+	pthread_mutex_lock(&pf->lock);
+	e = insert(pf, t);
+	if (!e) {
+		rc = -ENOMEM;
+		goto out;
+	}
+	e->t = t;
+	if (e->flags & PF_UNUSED) {
+		if (e->flags & PF_INFLIGHT)
+			pf->st.late++;
+		else
+			pf->st.hits++;
+		e->flags &= ~PF_UNUSED;
+	}
+	if (!pf->active)
+		goto out;
+	k = pf->cur_n;
+	if (reserve_step(pf, k)) {
+		rc = -ENOMEM;
+		goto out;
+	}
+	if (e->gen != pf->gen) {
+		e->gen = pf->gen;
+		e->first = (int32_t)k;
+	}
+	pf->cur_first[k] = e->first == (int32_t)k ? t : NULL;
+	e->last = (int32_t)k;
+	pf->cur[k].name = e->first;
+	pf->cur[k].at = now > pf->t0 ? now - pf->t0 : 0;
+	pf->cur_n++;
+	pf->st.recorded++;
+	if (k < pf->prev_n && pf->prev[k].name == e->first)
+		pf->st.predicted++;
+out:
+	pthread_mutex_unlock(&pf->lock);
+	return rc;
+}
+
+size_t tp_prefetch_pick(struct tp_prefetch *pf, struct tp_tensor **out,
+			size_t max, unsigned depth, uint64_t allowance,
+			uint64_t chunk,
+			bool (*want)(void *priv, struct tp_tensor *t),
+			void *priv)
+{
+	size_t n = 0, k, end;
+
+	pthread_mutex_lock(&pf->lock);
+	if (!pf->active || pf->in_flight >= depth)
+		goto out;
+	if (max > depth - pf->in_flight)
+		max = depth - pf->in_flight;
+	k = pf->cur_n;
+	end = k + TP_PREFETCH_HORIZON < pf->prev_n ?
+	      k + TP_PREFETCH_HORIZON : pf->prev_n;
+	for (size_t j = k; j < end && n < max; j++) {
+		int32_t name = pf->prev[j].name;
+		struct tp_tensor *t;
+		struct pf_ent *e;
+		uint64_t need;
+
+		/* Named by a step still to come: not created yet. */
+		if ((size_t)name >= k)
+			continue;
+		t = pf->cur_first[name];
+		if (!t || t->pins || t->resident_pages >= t->nr_pages)
+			continue;
+		e = lookup(pf, t->id);
+		if (!e || (e->flags & PF_INFLIGHT))
+			continue;
+		if (want && !want(priv, t))
+			continue;
+		need = (uint64_t)(t->nr_pages - t->resident_pages) * chunk;
+		if (need > allowance)
+			break;
+		allowance -= need;
+		e->flags |= PF_INFLIGHT | PF_UNUSED;
+		pf->in_flight++;
+		pf->st.issued++;
+		out[n++] = t;
+	}
+out:
+	pthread_mutex_unlock(&pf->lock);
+	return n;
+}
+
+void tp_prefetch_done(struct tp_prefetch *pf, struct tp_tensor *t, bool ok)
+{
+	struct pf_ent *e;
+
+	pthread_mutex_lock(&pf->lock);
+	e = lookup(pf, t->id);
+	if (e && (e->flags & PF_INFLIGHT)) {
+		e->flags &= ~PF_INFLIGHT;
+		pf->in_flight--;
+		if (!ok) {
+			e->flags &= ~PF_UNUSED;
+			pf->st.issued--;
+		}
+	}
+	pthread_mutex_unlock(&pf->lock);
+}
+
+void tp_prefetch_left(struct tp_prefetch *pf, struct tp_tensor *t)
+{
+	struct pf_ent *e;
+
+	pthread_mutex_lock(&pf->lock);
+	e = lookup(pf, t->id);
+	if (e && (e->flags & PF_UNUSED)) {
+		e->flags &= ~PF_UNUSED;
+		pf->st.wasted++;
+	}
+	pthread_mutex_unlock(&pf->lock);
+}
+
+void tp_prefetch_forget(struct tp_prefetch *pf, struct tp_tensor *t)
+{
+	struct pf_ent *e;
+
+	pthread_mutex_lock(&pf->lock);
+	e = lookup(pf, t->id);
+	if (e) {
+		if (e->gen == pf->gen && e->first >= 0 &&
+		    (size_t)e->first < pf->cur_n &&
+		    pf->cur_first[e->first] == t)
+			pf->cur_first[e->first] = NULL;
+		if (e->flags & PF_INFLIGHT)
+			pf->in_flight--;
+		if (e->flags & PF_UNUSED)
+			pf->st.wasted++;
+		erase(pf, e);
+	}
+	pthread_mutex_unlock(&pf->lock);
+}
+
+uint64_t tp_prefetch_next_use_ns(struct tp_prefetch *pf,
+				 const struct tp_tensor *t, uint64_t now)
+{
+	uint64_t rel, ns = 0;
+	struct pf_ent *e;
+	int32_t next;
+
+	pthread_mutex_lock(&pf->lock);
+	e = lookup(pf, t->id);
+	if (!pf->active || !e || e->gen != pf->gen || e->last < 0 ||
+	    (size_t)e->last >= pf->prev_n ||
+	    pf->prev[e->last].name != e->first)
+		goto out;	/* not aligned with the last iteration */
+	next = pf->prev_next[e->last];
+	if (next < 0) {
+		ns = UINT64_MAX;
+		goto out;
+	}
+	rel = now > pf->t0 ? now - pf->t0 : 0;
+	ns = pf->prev[next].at > rel ? pf->prev[next].at - rel : 0;
+out:
+	pthread_mutex_unlock(&pf->lock);
+	return ns;
+}
+
+bool tp_prefetch_in_flight(struct tp_prefetch *pf, const struct tp_tensor *t)
+{
+	struct pf_ent *e;
+	bool r;
+
+	pthread_mutex_lock(&pf->lock);
+	e = lookup(pf, t->id);
+	r = e && (e->flags & PF_INFLIGHT);
+	pthread_mutex_unlock(&pf->lock);
+	return r;
+}
+
+void tp_prefetch_get_stats(struct tp_prefetch *pf,
+			   struct tp_prefetch_stats *st)
+{
+	pthread_mutex_lock(&pf->lock);
+	*st = pf->st;
+	pthread_mutex_unlock(&pf->lock);
+}

@@ -1,0 +1,95 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The prefetcher (DELTA Alg. 4 driven by the last iteration's order).
+ *
+ * Between tp_iteration_begin and tp_iteration_end every acquisition is
+ * recorded by position. Tensors are new every iteration (activations), so
+ * a tensor is named by the step of its first acquisition in its iteration:
+ * step j of the last iteration that used "the tensor first seen at step c"
+ * predicts that this iteration's tensor first seen at step c is used at
+ * about step j again. From the current step the next recorded steps give
+ * the tensors to bring back, in order of use.
+ */
+#ifndef TP_POLICY_PREFETCH_H
+#define TP_POLICY_PREFETCH_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "pager/tensor.h"
+
+struct tp_prefetch;
+
+/* How far ahead of the current step predictions are looked for. */
+#define TP_PREFETCH_HORIZON 256
+
+struct tp_prefetch_stats {
+	uint64_t issued;	/* prefetches handed to the pager */
+	uint64_t hits;		/* resident when acquired */
+	uint64_t late;		/* still in flight when acquired */
+	uint64_t wasted;	/* left again before being acquired */
+	uint64_t predicted;	/* acquisitions the last iteration predicted */
+	uint64_t recorded;	/* acquisitions recorded in iterations */
+};
+
+struct tp_prefetch *tp_prefetch_create(void);
+void tp_prefetch_destroy(struct tp_prefetch *pf);
+
+/* Iteration marks. A begin without an end ends the open iteration. */
+void tp_prefetch_iteration_begin(struct tp_prefetch *pf, uint64_t now);
+void tp_prefetch_iteration_end(struct tp_prefetch *pf, uint64_t now);
+
+/**
+ * tp_prefetch_on_acquire() - @t is being acquired at @now: record it and
+ * count a hit or a late prefetch. Return 0 or -ENOMEM (nothing recorded).
+ */
+int tp_prefetch_on_acquire(struct tp_prefetch *pf, struct tp_tensor *t,
+			   uint64_t now);
+
+/**
+ * tp_prefetch_pick() - tensors to bring back now, soonest use first.
+ * @out, @max: room for the answer.
+ * @depth: most prefetches in flight (policy.prefetch.depth).
+ * @allowance: bytes of free chunks the prefetches may take.
+ * @chunk: chunk size, to count the bytes a tensor's missing pages take.
+ * @want: whether a non-resident tensor is worth reloading (not cheaper to
+ *        recompute); NULL accepts all.
+ *
+ * Each tensor returned is counted in flight until tp_prefetch_done().
+ * Scanning stops at the first tensor that does not fit, so a later use
+ * never takes chunks a sooner one needs.
+ */
+size_t tp_prefetch_pick(struct tp_prefetch *pf, struct tp_tensor **out,
+			size_t max, unsigned depth, uint64_t allowance,
+			uint64_t chunk,
+			bool (*want)(void *priv, struct tp_tensor *t),
+			void *priv);
+
+/**
+ * tp_prefetch_done() - a prefetch of @t completed (@ok) or was never
+ * issued (!@ok: it no longer counts as issued). Thread-safe.
+ */
+void tp_prefetch_done(struct tp_prefetch *pf, struct tp_tensor *t, bool ok);
+
+/* @t left device memory: if it was prefetched and not used, it is wasted. */
+void tp_prefetch_left(struct tp_prefetch *pf, struct tp_tensor *t);
+
+/* @t is being freed: drop every reference to it. */
+void tp_prefetch_forget(struct tp_prefetch *pf, struct tp_tensor *t);
+
+/**
+ * tp_prefetch_next_use_ns() - time from @now until @t's next use, as the
+ * last iteration predicts it; 0 when unknown, UINT64_MAX when the last
+ * iteration did not use it again.
+ */
+uint64_t tp_prefetch_next_use_ns(struct tp_prefetch *pf,
+				 const struct tp_tensor *t, uint64_t now);
+
+/* Whether a prefetch of @t is in flight. */
+bool tp_prefetch_in_flight(struct tp_prefetch *pf, const struct tp_tensor *t);
+
+void tp_prefetch_get_stats(struct tp_prefetch *pf,
+			   struct tp_prefetch_stats *st);
+
+#endif /* TP_POLICY_PREFETCH_H */

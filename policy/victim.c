@@ -1,0 +1,284 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The victim callbacks the pager calls: candidates in and out, and
+ * choose(), which takes the filter's best candidate (exact index or DTR's
+ * sampling) and asks the director how it leaves.
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdlib.h>
+#include <time.h>
+
+#include "ctx/log.h"
+#include "policy/policy_priv.h"
+
+/* DTR's sampling: ignore tensors under 1% of the mean candidate size. */
+#define TP_SAMPLE_SMALL_FRACTION 0.01
+
+/* A tensor that could never leave is not a candidate at all. */
+static bool never_leaves(const struct tp_tensor *t)
+{
+	return (t->flags & TP_NO_PAGING) ||
+	       ((t->flags & TP_EVICT_PINNED) && (t->flags & TP_OFFLOAD_PINNED));
+}
+
+static void make_key(struct tp_policy *pol, const struct tp_tensor *t,
+		     struct tp_pol_key *key)
+{
+	double c = tp_filter_uses_cost(pol->filter) ? tp_policy_cost(pol, t) : 0;
+
+	tp_filter_key(pol->filter, t, c, key);
+}
+
+static void note_access(struct tp_policy *pol, const struct tp_tensor *t)
+{
+	if (t->last_access_ns > pol->access_clock)
+		pol->access_clock = t->last_access_ns;
+}
+
+static void victim_add(void *priv, struct tp_tensor *t)
+{
+	struct tp_policy *pol = priv;
+	struct tp_pol_key key;
+	bool had;
+
+	note_access(pol, t);
+	if (never_leaves(t))
+		return;
+	had = tp_pol_index_has(pol->idx, t);
+	if (had)
+		pol->mem_sum -= tp_pol_index_key(pol->idx, (size_t)t->pol.idx)->m;
+	make_key(pol, t, &key);
+	if (tp_pol_index_add(pol->idx, t, &key)) {
+		/* Not a candidate: it stays resident, which is safe. */
+		tp_log(TP_LOG_WARN, "policy: no memory to index a candidate");
+		return;
+	}
+	pol->mem_sum += key.m;
+}
+
+static void victim_del(void *priv, struct tp_tensor *t)
+{
+	struct tp_policy *pol = priv;
+
+	if (!tp_pol_index_has(pol->idx, t))
+		return;
+	pol->mem_sum -= tp_pol_index_key(pol->idx, (size_t)t->pol.idx)->m;
+	tp_pol_index_del(pol->idx, t);
+	if (!tp_pol_index_count(pol->idx))
+		pol->mem_sum = 0;	/* no drift from rounding */
+}
+
+static void victim_touch(void *priv, struct tp_tensor *t)
+{
+	struct tp_policy *pol = priv;
+
+	note_access(pol, t);
+	if (tp_pol_index_has(pol->idx, t))
+		victim_add(priv, t);
+}
+
+void tp_policy_sync_conf(struct tp_policy *pol)
+{
+	int filter = pol->conf->policy_filter;
+	int search = pol->conf->policy_search;
+
+	if (filter != pol->filter) {
+		size_t n = tp_pol_index_count(pol->idx);
+
+		pol->filter = filter;
+		pol->mem_sum = 0;
+		for (size_t i = 0; i < n; i++) {
+			struct tp_pol_key key;
+
+			make_key(pol, tp_pol_index_at(pol->idx, i), &key);
+			/* Set keys with the tree off: one O(n) rebuild. */
+			tp_pol_index_set_tree(pol->idx, false);
+			tp_pol_index_set_key(pol->idx, i, &key);
+			pol->mem_sum += key.m;
+		}
+		pol->search = -1;
+	}
+	if (search != pol->search) {
+		pol->search = search;
+		tp_pol_index_set_tree(pol->idx, search == TP_SEARCH_EXACT);
+	}
+}
+
+static uint64_t next_rand(struct tp_policy *pol)
+{
+	/* xorshift64*: fast, and reproducible from tp_policy_seed() */
+	pol->rng ^= pol->rng >> 12;
+	pol->rng ^= pol->rng << 25;
+	pol->rng ^= pol->rng >> 27;
+	return pol->rng * 0x2545F4914F6CDD1Dull;
+}
+
+static bool beats(const struct tp_pol_key *a, double va,
+		  const struct tp_pol_key *b, double vb)
+{
+	return va > vb || (va == vb && a->k > b->k);
+}
+
+/*
+ * DTR's search approximation: the best of ceil(sqrt(N)) random
+ * candidates, each keyed afresh (costs read now), skipping tensors under
+ * 1% of the mean size unless every sample is that small.
+ */
+static struct tp_tensor *sample(struct tp_policy *pol, uint64_t now)
+{
+	size_t n = tp_pol_index_count(pol->idx);
+	size_t k = (size_t)ceil(sqrt((double)n));
+	double small = TP_SAMPLE_SMALL_FRACTION * pol->mem_sum / (double)n;
+	struct tp_pol_key best_key = { 0 }, any_key = { 0 };
+	double best_v = -INFINITY, any_v = -INFINITY;
+	struct tp_tensor *best = NULL, *any = NULL;
+
+	if (!n)
+		return NULL;
+	for (size_t i = 0; i < k; i++) {
+		size_t s = (size_t)(next_rand(pol) % n);
+		struct tp_tensor *t = tp_pol_index_at(pol->idx, s);
+		struct tp_pol_key key;
+		double v;
+
+		make_key(pol, t, &key);
+		tp_pol_index_set_key(pol->idx, s, &key);
+		v = tp_filter_value(&key, now);
+		if (!any || beats(&key, v, &any_key, any_v)) {
+			any = t;
+			any_key = key;
+			any_v = v;
+		}
+		if (key.m < small)
+			continue;
+		if (!best || beats(&key, v, &best_key, best_v)) {
+			best = t;
+			best_key = key;
+			best_v = v;
+		}
+	}
+	return best ? best : any;
+}
+
+/*
+ * The exact winner. Keys of cost-based filters hold the c_r they were
+ * built with; when the winner's cost has changed it is re-keyed and the
+ * search repeats. Costs that only rose since keying make keys upper
+ * bounds, so a winner whose cost is current is the true maximum; costs
+ * that fall are told through tp_policy_cost_changed().
+ */
+static struct tp_tensor *exact(struct tp_policy *pol, uint64_t now)
+{
+	size_t rekeys = tp_pol_index_count(pol->idx);
+	struct tp_tensor *t;
+
+	for (;;) {
+		struct tp_pol_key key;
+		size_t s;
+
+		t = tp_pol_index_top(pol->idx, now);
+		if (!t || !tp_filter_uses_cost(pol->filter) || !rekeys--)
+			return t;
+		s = (size_t)t->pol.idx;
+		make_key(pol, t, &key);
+		if (key.c == tp_pol_index_key(pol->idx, s)->c)
+			return t;
+		pol->mem_sum += key.m - tp_pol_index_key(pol->idx, s)->m;
+		tp_pol_index_set_key(pol->idx, s, &key);
+	}
+}
+
+static int set_aside(struct tp_policy *pol, size_t n, struct tp_tensor *t)
+{
+	if (n == pol->skip_cap) {
+		size_t cap = pol->skip_cap ? pol->skip_cap * 2 : 16;
+		struct tp_pol_skip *s = realloc(pol->skip, cap * sizeof(*s));
+
+		if (!s)
+			return -1;
+		pol->skip = s;
+		pol->skip_cap = cap;
+	}
+	pol->skip[n].t = t;
+	pol->skip[n].key = *tp_pol_index_key(pol->idx, (size_t)t->pol.idx);
+	victim_del(pol, t);
+	return 0;
+}
+
+static uint64_t mono_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+static int victim_choose(void *priv, size_t need_bytes, bool no_offload,
+			 struct tp_tensor **victim, enum tp_leave *how)
+{
+	struct tp_policy *pol = priv;
+	uint64_t t0 = mono_ns(), now;
+	struct tp_tensor *t;
+	size_t nskip = 0;
+	int rc = -ENOENT;
+
+	tp_policy_sync_conf(pol);
+	now = tp_policy_now(pol);
+	for (;;) {
+		struct tp_director_in in;
+
+		t = pol->search == TP_SEARCH_SAMPLE ? sample(pol, now) :
+						      exact(pol, now);
+		if (!t)
+			break;
+		tp_policy_director_in(pol, t, now, no_offload, &in);
+		if (tp_director_decide(pol->conf->policy_director, &in, how)) {
+			rc = 0;
+			break;
+		}
+		/* Cannot leave now (swap full, evict-only and uncomputable):
+		 * the next candidate. */
+		if (set_aside(pol, nskip, t))
+			break;
+		nskip++;
+	}
+	for (size_t i = 0; i < nskip; i++) {
+		struct tp_pol_skip *s = &pol->skip[i];
+
+		if (!tp_pol_index_add(pol->idx, s->t, &s->key))
+			pol->mem_sum += s->key.m;
+	}
+	if (!rc) {
+		*victim = t;
+		tp_prefetch_left(pol->pf, t);
+		if (*how == TP_LEAVE_EVICT)
+			pol->chose_evict++;
+		else
+			pol->chose_offload++;
+	}
+	pol->decisions++;
+	pol->decision_ns += mono_ns() - t0;
+	(void)need_bytes;
+	return rc;
+}
+
+void tp_policy_victim_init(struct tp_policy *pol)
+{
+	pol->vops = (struct tp_victim_ops){
+		.add = victim_add,
+		.del = victim_del,
+		.touch = victim_touch,
+		.choose = victim_choose,
+		.priv = pol,
+	};
+}
+
+void tp_policy_victim_fini(struct tp_policy *pol)
+{
+	free(pol->skip);
+	pol->skip = NULL;
+	pol->skip_cap = 0;
+}

@@ -21,6 +21,12 @@ struct tp_ctx {
 	struct tp_lineage *lineage;
 	struct tp_policy *policy;
 	char last_error[256];
+	/* tp_iteration_begin/end: counted here, forwarded to @iter_hook
+	 * (installed by the policy) with @end false/true. */
+	int (*iter_hook)(void *priv, bool end);
+	void *iter_priv;
+	uint64_t iterations;		/* completed */
+	bool in_iteration;
 };
 
 /* Keep @msg as the context's last error (tp_last_error) and log it. */

@@ -89,6 +89,9 @@ uint64_t tp_pager_used_bytes(const struct tp_pager *pg);
 /* Global access counter, advanced by each acquire (policy staleness). */
 uint64_t tp_pager_access_seq(const struct tp_pager *pg);
 
+/* Observe every copy that completed (after tp_vmm_sync_all: all). */
+void tp_pager_sync(struct tp_pager *pg);
+
 /* Fill the pager's and vmm's part of @st. */
 void tp_pager_stats(struct tp_pager *pg, struct tp_stats *st);
 

@@ -11,11 +11,17 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include <urcu/list.h>
+
+struct tp_page;
+struct tp_lnodes;
+struct tp_slab;
+
 struct tp_tensor {
 	/* --- shared --------------------------------------------------- */
 	uintptr_t va;			/* stable device address */
 	size_t bytes;			/* size given at creation */
-	size_t nr_pages;		/* chunks covering bytes */
+	size_t nr_pages;		/* chunks covering bytes (1 in a slab) */
 	unsigned flags;			/* TP_* flags */
 	uint64_t id;			/* unique, increasing */
 	uint64_t last_access_ns;	/* tp_vmm_now_ns() at last acquire */
@@ -37,11 +43,20 @@ struct tp_tensor {
 	} lin;
 
 	/* --- the pager's ---------------------------------------------- */
-	/* pages, states, references, hash node, slab and cache links are
-	 * defined by pager/ below this line. */
-#ifdef TP_PAGER_TENSOR_PRIVATE
-	TP_PAGER_TENSOR_PRIVATE
-#endif
+	struct tp_page *pages;		/* nr_pages of them; NULL in a slab */
+	struct tp_lnodes *lk;		/* address lookup nodes; RCU-freed */
+	struct tp_slab *slab;		/* slab holding it, or NULL */
+	unsigned slab_slot;
+	size_t evicted_pages;		/* pages EVICTED now */
+	size_t inflight_pages;		/* pages OFFLOADING or RELOADING */
+	unsigned refs;			/* user's + lineage's references */
+	bool dead;			/* the user freed it */
+	bool candidate;			/* offered to the victim ops */
+	bool prefetched;		/* reloaded by prefetch, not yet used */
+	bool on_inflight;		/* linked on the pager's in-flight list */
+	struct cds_list_head link;	/* the pager's list of tensors */
+	struct cds_list_head inflight;	/* copies to poll */
+	struct cds_list_head lru;	/* the default victim ops' order */
 };
 
 #endif /* TP_PAGER_TENSOR_H */

@@ -1,0 +1,344 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Acquire and release: make a byte range of a tensor resident (waiting on
+ * a prefetch in flight, reloading from host swap, regenerating through
+ * lineage, backing never-written pages) and pin it.
+ */
+#include <errno.h>
+#include <stdlib.h>
+
+#include "config.h"
+#include "ctx/log.h"
+#include "pager/pager_int.h"
+
+/* Whether page @p needs a chunk for an access that @discard-s contents. */
+static bool needs_chunk(const struct tp_page *p, bool discard)
+{
+	switch (p->state) {
+	case TP_PAGE_UNBACKED:
+	case TP_PAGE_OFFLOADED:
+		return true;
+	case TP_PAGE_EVICTED:
+		return discard;
+	default:
+		return false;
+	}
+}
+
+/* Undo the maps of a failed back_pages: the runs [first, last] in @mapped. */
+static void unback(struct tp_pager *pg, struct tp_tensor *t, size_t first,
+		   size_t last, const bool *mapped, struct tp_chunk **chunks,
+		   size_t n)
+{
+	for (size_t i = first; i <= last; i++)
+		if (mapped[i - first])
+			tp_vmm_unmap(pg->vmm, t->va + i * pg->chunk, pg->chunk);
+	tp_vmm_chunks_put(pg->vmm, chunks, n);
+}
+
+int tp_pager_back_pages(struct tp_pager *pg, struct tp_tensor *t,
+			size_t first, size_t last, bool discard, bool prefetch)
+{
+	size_t span = last - first + 1, n = 0, k, copies = 0;
+	struct tp_chunk **chunks;
+	struct tp_event *ev = NULL;
+	bool *mapped;
+	int ret;
+
+	for (size_t i = first; i <= last; i++)
+		if (prefetch ? t->pages[i].state == TP_PAGE_OFFLOADED :
+			       needs_chunk(&t->pages[i], discard))
+			n++;
+	if (!n)
+		return 0;
+	chunks = calloc(n, sizeof(*chunks));
+	mapped = calloc(span, sizeof(*mapped));
+	if (!chunks || !mapped) {
+		ret = -ENOMEM;
+		goto out_free;
+	}
+	ret = tp_vmm_chunks_take(pg->vmm, chunks, n);
+	if (ret)
+		goto out_free;
+
+	/* Map runs of contiguous pages in one call each. */
+	k = 0;
+	for (size_t i = first; i <= last;) {
+		size_t start = i, m = 0;
+
+		while (i <= last &&
+		       (prefetch ? t->pages[i].state == TP_PAGE_OFFLOADED :
+				   needs_chunk(&t->pages[i], discard))) {
+			m++;
+			i++;
+		}
+		if (!m) {
+			i++;
+			continue;
+		}
+		ret = tp_vmm_map(pg->vmm, t->va + start * pg->chunk,
+				 chunks + k, m);
+		if (ret)
+			goto err_unback;
+		for (size_t j = start; j < start + m; j++)
+			mapped[j - first] = true;
+		k += m;
+	}
+
+	/* Copy offloaded contents back on the h2d stream. */
+	for (size_t i = first; i <= last; i++) {
+		struct tp_page *p = &t->pages[i];
+
+		if (p->state != TP_PAGE_OFFLOADED || discard)
+			continue;
+		ret = tp_vmm_copy_h2d(pg->vmm, t->va + i * pg->chunk, p->swap,
+				      tp_page_len(pg, t, i), TP_STREAM_H2D);
+		if (ret)
+			goto err_sync;
+		copies++;
+	}
+	if (copies) {
+		ev = tp_vmm_event_create(pg->vmm);
+		if (!ev) {
+			ret = -errno;
+			goto err_sync;
+		}
+		ret = tp_vmm_event_record(pg->vmm, ev, TP_STREAM_H2D);
+		if (ret)
+			goto err_sync;
+		if (!prefetch) {
+			ret = tp_vmm_stream_wait(pg->vmm, TP_STREAM_COMPUTE, ev);
+			if (ret)
+				goto err_sync;
+			if (pg->host_waits) {
+				uint64_t t0 = tp_vmm_now_ns(pg->vmm);
+
+				ret = tp_vmm_event_sync(pg->vmm, ev);
+				if (ret)
+					goto err_sync;
+				pg->c.stall_ns += tp_vmm_now_ns(pg->vmm) - t0;
+			}
+		}
+	}
+
+	/* Commit: nothing below fails. */
+	k = 0;
+	for (size_t i = first; i <= last; i++) {
+		struct tp_page *p = &t->pages[i];
+
+		if (!mapped[i - first])
+			continue;
+		p->chunk = chunks[k++];
+		if (p->state == TP_PAGE_OFFLOADED) {
+			tp_page_set(t, p, TP_PAGE_RELOADING);
+			if (!discard) {
+				pg->c.bytes_h2d += tp_page_len(pg, t, i);
+				if (prefetch) {
+					p->ev = tp_vmm_event_get(ev);
+					continue;
+				}
+				if (pg->host_waits)
+					tp_swap_put(pg, &p->swap, 1);
+				else
+					tp_swap_put_after(pg, p->swap, ev);
+			} else {
+				tp_swap_put(pg, &p->swap, 1);
+			}
+			p->swap = NULL;
+		}
+		tp_page_set(t, p, TP_PAGE_RESIDENT);
+	}
+	tp_pager_held_add(pg, n);
+	if (copies)
+		pg->c.reloads++;
+	if (prefetch && copies)
+		tp_pager_inflight_add(pg, t);
+	ret = 0;
+	goto out_free;
+
+err_sync:
+	/* Copies may be in flight into the new chunks: let them finish. */
+	tp_vmm_stream_sync(pg->vmm, TP_STREAM_H2D);
+err_unback:
+	unback(pg, t, first, last, mapped, chunks, n);
+out_free:
+	if (ev)
+		tp_vmm_event_put(pg->vmm, ev);
+	free(mapped);
+	free(chunks);
+	return ret;
+}
+
+static void pin_range(struct tp_tensor *t, size_t first, size_t last, int d)
+{
+	for (size_t i = first; i <= last; i++)
+		t->pages[i].pins += d;
+	t->pins += d;
+}
+
+/* A prefetched range is now used: count the hit, order compute after it. */
+static int use_reloading(struct tp_pager *pg, struct tp_tensor *t,
+			 size_t first, size_t last)
+{
+	struct tp_event *waited = NULL;
+	bool late = false;
+	int ret;
+
+	for (size_t i = first; i <= last; i++) {
+		struct tp_page *p = &t->pages[i];
+
+		if (p->state != TP_PAGE_RELOADING)
+			continue;
+		if (p->ev != waited) {
+			late |= tp_vmm_event_query(pg->vmm, p->ev) != 0;
+			if (pg->host_waits) {
+				uint64_t t0 = tp_vmm_now_ns(pg->vmm);
+
+				ret = tp_vmm_event_sync(pg->vmm, p->ev);
+				pg->c.stall_ns += tp_vmm_now_ns(pg->vmm) - t0;
+			} else {
+				ret = tp_vmm_stream_wait(pg->vmm,
+							 TP_STREAM_COMPUTE,
+							 p->ev);
+			}
+			if (ret)
+				return ret;
+			waited = p->ev;
+		}
+		/* Compute is ordered after the copy: the page is usable. */
+		tp_swap_put_after(pg, p->swap, p->ev);
+		p->swap = NULL;
+		tp_vmm_event_put(pg->vmm, p->ev);
+		p->ev = NULL;
+		tp_page_set(t, p, TP_PAGE_RESIDENT);
+	}
+	if (waited && t->prefetched) {
+		if (late)
+			pg->c.prefetch_late++;
+		else
+			pg->c.prefetch_hits++;
+	}
+	if (!t->inflight_pages && t->on_inflight) {
+		t->on_inflight = false;
+		cds_list_del(&t->inflight);
+	}
+	return 0;
+}
+
+static int acquire_slab(struct tp_pager *pg, struct tp_tensor *t, size_t off,
+			void **addr)
+{
+	t->pins++;
+	t->last_access_ns = tp_vmm_now_ns(pg->vmm);
+	t->access_seq = ++pg->access_seq;
+	*addr = (void *)(t->va + off);
+	return 0;
+}
+
+int tp_pager_acquire(struct tp_pager *pg, struct tp_tensor *t, size_t off,
+		     size_t len, unsigned mode, void **addr)
+{
+	bool discard = !(mode & TP_READ);
+	size_t first, last, need = 0;
+	int ret;
+
+	if (!len || off > t->bytes || len > t->bytes - off || t->refs == 0)
+		return -EINVAL;
+	tp_pager_poll(pg);
+	if (t->slab)
+		return acquire_slab(pg, t, off, addr);
+	first = off / pg->chunk;
+	last = (off + len - 1) / pg->chunk;
+
+	/* Offloads in flight are completed first: their chunk is leaving. */
+	for (size_t i = first; i <= last; i++) {
+		if (t->pages[i].state == TP_PAGE_OFFLOADING) {
+			uint64_t t0 = tp_vmm_now_ns(pg->vmm);
+
+			ret = tp_pager_settle(pg, t, i, i);
+			pg->c.stall_ns += tp_vmm_now_ns(pg->vmm) - t0;
+			if (ret)
+				return ret;
+		}
+	}
+
+	/* Pinned from here: neither a victim nor moved by what we call. */
+	pin_range(t, first, last, 1);
+	tp_pager_cand_update(pg, t);
+
+	if (!discard && t->evicted_pages) {
+		bool evicted = false;
+
+		for (size_t i = first; i <= last && !evicted; i++)
+			evicted = t->pages[i].state == TP_PAGE_EVICTED;
+		if (evicted) {
+			if (mode & TP_ACQ_NO_REGEN) {
+				ret = -ESTALE;
+				goto err_unpin;
+			}
+			ret = pg->regen.regenerate(pg->regen.priv, t);
+			if (ret)
+				goto err_unpin;
+			for (size_t i = first; i <= last; i++)
+				if (t->pages[i].state == TP_PAGE_EVICTED) {
+					ret = -TP_ENOREGEN;
+					goto err_unpin;
+				}
+		}
+	}
+
+	for (size_t i = first; i <= last; i++)
+		if (needs_chunk(&t->pages[i], discard))
+			need++;
+	if (need) {
+		if (mode & TP_ACQ_NO_RECLAIM) {
+			tp_vmm_reap(pg->vmm);
+			ret = tp_vmm_chunks_free(pg->vmm) >= need ? 0 : -ENOMEM;
+		} else {
+			ret = tp_pager_make_room(pg, need);
+		}
+		if (ret)
+			goto err_unpin;
+		ret = tp_pager_back_pages(pg, t, first, last, discard, false);
+		if (ret)
+			goto err_unpin;
+	}
+	ret = use_reloading(pg, t, first, last);
+	if (ret)
+		goto err_unpin;
+
+	t->prefetched = false;
+	t->last_access_ns = tp_vmm_now_ns(pg->vmm);
+	t->access_seq = ++pg->access_seq;
+	if (need && !(mode & TP_ACQ_NO_RECLAIM))
+		tp_pager_watermark(pg);
+	*addr = (void *)(t->va + off);
+	return 0;
+
+err_unpin:
+	pin_range(t, first, last, -1);
+	tp_pager_cand_update(pg, t);
+	return ret;
+}
+
+int tp_pager_release(struct tp_pager *pg, struct tp_tensor *t, size_t off,
+		     size_t len)
+{
+	size_t first, last;
+
+	if (!len || off > t->bytes || len > t->bytes - off || !t->pins)
+		return -EINVAL;
+	if (t->slab) {
+		t->pins--;
+		return 0;
+	}
+	first = off / pg->chunk;
+	last = (off + len - 1) / pg->chunk;
+	for (size_t i = first; i <= last; i++)
+		if (!t->pages[i].pins)
+			return -EINVAL;
+	pin_range(t, first, last, -1);
+	/* Unpinned, it is a candidate again, the most recently used. */
+	tp_pager_cand_update(pg, t);
+	return 0;
+}

@@ -1,0 +1,210 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The ways a tensor's pages leave and come back ahead of use: offload to
+ * host swap, evict, prefetch.
+ */
+#include <errno.h>
+#include <stdlib.h>
+
+#include "config.h"
+#include "pager/pager_int.h"
+
+/* A prefetched tensor leaving again before anyone used it. */
+static void note_leave(struct tp_pager *pg, struct tp_tensor *t)
+{
+	if (t->prefetched) {
+		pg->c.prefetch_wasted++;
+		t->prefetched = false;
+	}
+}
+
+/* Order the d2h stream after the compute work issued so far. */
+static int d2h_after_compute(struct tp_pager *pg)
+{
+	struct tp_event *ev = tp_pager_compute_event(pg);
+	int ret;
+
+	if (!ev)
+		return -errno;
+	ret = tp_vmm_stream_wait(pg->vmm, TP_STREAM_D2H, ev);
+	tp_vmm_event_put(pg->vmm, ev);
+	return ret;
+}
+
+/*
+ * Hand the resident pages, run by run, to deferred unmaps after @ev; each
+ * page takes its buffer from @bufs. A run that cannot be handed over stays
+ * RESIDENT, its buffer freed once the copy into it is done.
+ */
+static int offload_commit(struct tp_pager *pg, struct tp_tensor *t,
+			  void **bufs, struct tp_event *ev, size_t *moved)
+{
+	struct tp_chunk *run[64];
+	size_t i = 0, k = 0;
+	int ret = 0;
+
+	*moved = 0;
+	while (i < t->nr_pages) {
+		size_t start = i, m = 0;
+
+		if (t->pages[i].state != TP_PAGE_RESIDENT) {
+			i++;
+			continue;
+		}
+		while (i < t->nr_pages && m < 64 &&
+		       t->pages[i].state == TP_PAGE_RESIDENT)
+			run[m++] = t->pages[i++].chunk;
+		if (!ret)
+			ret = tp_vmm_unmap_after(pg->vmm,
+						 t->va + start * pg->chunk,
+						 run, m, ev);
+		for (size_t j = start; j < start + m; j++, k++) {
+			struct tp_page *p = &t->pages[j];
+
+			if (ret) {
+				tp_swap_put_after(pg, bufs[k], ev);
+				continue;
+			}
+			p->swap = bufs[k];
+			p->ev = tp_vmm_event_get(ev);
+			tp_page_set(t, p, TP_PAGE_OFFLOADING);
+			pg->c.bytes_d2h += tp_page_len(pg, t, j);
+			(*moved)++;
+		}
+		if (!ret)
+			tp_pager_held_add(pg, -(long)m);
+	}
+	return ret;
+}
+
+int tp_pager_offload(struct tp_pager *pg, struct tp_tensor *t)
+{
+	struct tp_event *ev = NULL;
+	size_t n, k, moved;
+	void **bufs;
+	int ret;
+
+	if (!tp_pager_can_offload(t))
+		return -EPERM;
+	if (t->pins)
+		return -EBUSY;
+	tp_pager_poll(pg);
+	if (t->inflight_pages) {
+		ret = tp_pager_settle(pg, t, 0, t->nr_pages - 1);
+		if (ret)
+			return ret;
+	}
+	n = t->resident_pages;
+	if (!n)
+		return 0;
+	bufs = calloc(n, sizeof(*bufs));
+	if (!bufs)
+		return -ENOMEM;
+	ret = tp_swap_take(pg, bufs, n);
+	if (ret)
+		goto out_free;
+	ret = d2h_after_compute(pg);
+	if (ret)
+		goto err_put;
+	k = 0;
+	for (size_t i = 0; i < t->nr_pages; i++) {
+		if (t->pages[i].state != TP_PAGE_RESIDENT)
+			continue;
+		ret = tp_vmm_copy_d2h(pg->vmm, bufs[k++], t->va + i * pg->chunk,
+				      tp_page_len(pg, t, i), TP_STREAM_D2H);
+		if (ret)
+			goto err_sync;
+	}
+	ev = tp_vmm_event_create(pg->vmm);
+	if (!ev) {
+		ret = -errno;
+		goto err_sync;
+	}
+	ret = tp_vmm_event_record(pg->vmm, ev, TP_STREAM_D2H);
+	if (ret)
+		goto err_sync;
+	ret = offload_commit(pg, t, bufs, ev, &moved);
+	if (moved) {
+		pg->c.offloads++;
+		note_leave(pg, t);
+		tp_pager_inflight_add(pg, t);
+	}
+	tp_pager_cand_update(pg, t);
+	goto out_free;
+
+err_sync:
+	/* Copies in flight write into the buffers: let them land first. */
+	tp_vmm_stream_sync(pg->vmm, TP_STREAM_D2H);
+err_put:
+	tp_swap_put(pg, bufs, n);
+out_free:
+	if (ev)
+		tp_vmm_event_put(pg->vmm, ev);
+	free(bufs);
+	return ret;
+}
+
+int tp_pager_evict(struct tp_pager *pg, struct tp_tensor *t)
+{
+	struct tp_event *ev;
+	size_t before;
+	int ret;
+
+	if (!tp_pager_can_evict(pg, t))
+		return -EPERM;
+	if (t->pins)
+		return -EBUSY;
+	tp_pager_poll(pg);
+	if (t->inflight_pages) {
+		ret = tp_pager_settle(pg, t, 0, t->nr_pages - 1);
+		if (ret)
+			return ret;
+	}
+	if (!t->resident_pages)
+		return 0;
+	ev = tp_pager_compute_event(pg);
+	if (!ev)
+		return -errno;
+	before = t->resident_pages;
+	ret = tp_pager_unmap_pages(pg, t, ev, true);
+	tp_vmm_event_put(pg->vmm, ev);
+	if (t->resident_pages != before) {
+		pg->c.evictions++;
+		note_leave(pg, t);
+	}
+	tp_pager_cand_update(pg, t);
+	return ret;
+}
+
+int tp_pager_prefetch(struct tp_pager *pg, struct tp_tensor *t)
+{
+	size_t n = 0;
+	int ret;
+
+	if (t->slab || t->refs == 0)
+		return 0;
+	tp_pager_poll(pg);
+	for (size_t i = 0; i < t->nr_pages; i++) {
+		/* Still leaving: the chunk must go before a fresh one comes. */
+		if (t->pages[i].state == TP_PAGE_OFFLOADING) {
+			ret = tp_pager_settle(pg, t, i, i);
+			if (ret)
+				return ret;
+		}
+		if (t->pages[i].state == TP_PAGE_OFFLOADED)
+			n++;
+	}
+	/* Nothing to do, or already on its way back: never issued twice. */
+	if (!n)
+		return 0;
+	tp_vmm_reap(pg->vmm);
+	if (tp_vmm_chunks_free(pg->vmm) < n)
+		return -ENOMEM;
+	ret = tp_pager_back_pages(pg, t, 0, t->nr_pages - 1, false, true);
+	if (ret)
+		return ret;
+	pg->c.prefetch_issued++;
+	t->prefetched = true;
+	tp_pager_cand_update(pg, t);
+	return 0;
+}

@@ -1,0 +1,674 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The pager: its creation, the life of a tensor (references, fake
+ * deletion, teardown), candidates for the victim ops, and the polling of
+ * copies in flight.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "config.h"
+#include "ctx/ctx.h"
+#include "ctx/log.h"
+#include "pager/pager_int.h"
+
+/* --- regeneration defaults: nothing can be regenerated ---------------- */
+
+static bool no_regen_can(void *priv, const struct tp_tensor *t)
+{
+	return false;
+}
+
+static int no_regen(void *priv, struct tp_tensor *t)
+{
+	return -TP_ENOREGEN;
+}
+
+static bool no_regen_on_free(void *priv, struct tp_tensor *t)
+{
+	return false;
+}
+
+static const struct tp_regen_ops no_regen_ops = {
+	.can_regenerate = no_regen_can,
+	.regenerate = no_regen,
+	.on_free = no_regen_on_free,
+};
+
+/* --- creation ---------------------------------------------------------- */
+
+struct tp_pager *tp_pager_create(struct tp_ctx *ctx)
+{
+	const struct tp_conf *conf = &ctx->conf;
+	struct tp_vmm *vmm = ctx->vmm;
+	struct tp_pager *pg;
+	uint64_t budget;
+	int ret;
+
+	pg = calloc(1, sizeof(*pg));
+	if (!pg) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	pg->ctx = ctx;
+	pg->vmm = vmm;
+	pg->chunk = vmm->granularity;
+	pg->next_id = 1;
+	CDS_INIT_LIST_HEAD(&pg->tensors);
+	CDS_INIT_LIST_HEAD(&pg->inflight);
+	CDS_INIT_LIST_HEAD(&pg->lru);
+	CDS_INIT_LIST_HEAD(&pg->cache.ranges);
+	/*
+	 * On a backend where the device is the host's own memory and has no
+	 * stream handle for kernels, the caller touches acquired memory from
+	 * its own thread: acquire must wait for the copies there.
+	 */
+	pg->host_waits = tp_vmm_has_data(vmm) &&
+			 !tp_vmm_stream_handle(vmm, TP_STREAM_COMPUTE);
+
+	budget = tp_psize_bytes(&conf->pager_budget, vmm->device_bytes);
+	if (budget < pg->chunk) {
+		tp_ctx_error(ctx, -EINVAL, "pager.budget %llu is less than one chunk (%zu)",
+			     (unsigned long long)budget, pg->chunk);
+		ret = -EINVAL;
+		goto err_free;
+	}
+	ret = tp_vmm_pool_create(vmm, budget);
+	if (ret) {
+		tp_ctx_error(ctx, ret, "cannot create the chunk pool");
+		goto err_free;
+	}
+	pg->cache_max_chunks = tp_psize_bytes(&conf->pager_range_cache_max,
+					      vmm->device_bytes) / pg->chunk;
+	if (!conf->pager_range_cache)
+		pg->cache_max_chunks = 0;
+	ret = tp_swap_init(pg, conf->pager_host_budget);
+	if (ret)
+		goto err_free;
+	tp_slab_init(pg, conf->pager_slab_fraction);
+	ret = tp_lookup_init(pg);
+	if (ret)
+		goto err_swap;
+	tp_victim_lru_init(pg, &pg->victim);
+	pg->regen = no_regen_ops;
+	return pg;
+
+err_swap:
+	tp_swap_fini(pg);
+err_free:
+	free(pg);
+	errno = -ret;
+	return NULL;
+}
+
+void tp_pager_destroy(struct tp_pager *pg)
+{
+	struct tp_tensor *t, *tmp;
+
+	if (!pg)
+		return;
+	tp_vmm_sync_all(pg->vmm);
+	tp_pager_poll(pg);
+	/* Everything left is freed, whoever held it. */
+	cds_list_for_each_entry_safe(t, tmp, &pg->tensors, link) {
+		t->pins = 0;
+		if (t->pages)
+			for (size_t i = 0; i < t->nr_pages; i++)
+				t->pages[i].pins = 0;
+		t->refs = 1;
+		tp_pager_tensor_put(pg, t);
+	}
+	tp_range_cache_fini(pg);
+	tp_slab_fini(pg);
+	tp_vmm_sync_all(pg->vmm);
+	tp_swap_fini(pg);
+	tp_lookup_fini(pg);
+	free(pg);
+}
+
+void tp_pager_set_victim_ops(struct tp_pager *pg, const struct tp_victim_ops *ops)
+{
+	struct tp_tensor *t;
+
+	/* Hand the candidates over: the old ops forget them, the new learn. */
+	cds_list_for_each_entry(t, &pg->tensors, link)
+		if (t->candidate)
+			pg->victim.del(pg->victim.priv, t);
+	if (ops)
+		pg->victim = *ops;
+	else
+		tp_victim_lru_init(pg, &pg->victim);
+	cds_list_for_each_entry(t, &pg->tensors, link)
+		if (t->candidate)
+			pg->victim.add(pg->victim.priv, t);
+}
+
+void tp_pager_set_regen_ops(struct tp_pager *pg, const struct tp_regen_ops *ops)
+{
+	pg->regen = ops ? *ops : no_regen_ops;
+}
+
+/* --- accounting -------------------------------------------------------- */
+
+void tp_pager_held_add(struct tp_pager *pg, long delta)
+{
+	pg->held += delta;
+	if (pg->held > pg->c.held_peak)
+		pg->c.held_peak = pg->held;
+}
+
+uint64_t tp_pager_budget_bytes(const struct tp_pager *pg)
+{
+	return (uint64_t)pg->vmm->nr_chunks * pg->chunk;
+}
+
+uint64_t tp_pager_used_bytes(const struct tp_pager *pg)
+{
+	return (uint64_t)pg->held * pg->chunk;
+}
+
+uint64_t tp_pager_access_seq(const struct tp_pager *pg)
+{
+	return pg->access_seq;
+}
+
+void tp_pager_note_recompute(struct tp_pager *pg, uint64_t ns)
+{
+	pg->c.recomputes++;
+	pg->c.recompute_ns += ns;
+}
+
+void tp_pager_note_compute(struct tp_pager *pg, uint64_t ns)
+{
+	pg->c.compute_ns += ns;
+}
+
+bool tp_pager_can_offload(const struct tp_tensor *t)
+{
+	return !t->slab && !(t->flags & (TP_OFFLOAD_PINNED | TP_NO_PAGING));
+}
+
+bool tp_pager_can_evict(struct tp_pager *pg, const struct tp_tensor *t)
+{
+	if (t->slab ||
+	    (t->flags & (TP_UNCOMPUTABLE | TP_EVICT_PINNED | TP_NO_PAGING)))
+		return false;
+	return pg->regen.can_regenerate(pg->regen.priv, t);
+}
+
+bool tp_pager_has_evicted(const struct tp_tensor *t)
+{
+	return t->evicted_pages > 0;
+}
+
+bool tp_pager_is_resident(const struct tp_tensor *t)
+{
+	return t->resident_pages == t->nr_pages;
+}
+
+void tp_pager_cand_update(struct tp_pager *pg, struct tp_tensor *t)
+{
+	bool want = !t->slab && !t->pins && t->resident_pages &&
+		    !t->inflight_pages && t->refs &&
+		    !(t->flags & TP_NO_PAGING);
+
+	if (want == t->candidate)
+		return;
+	t->candidate = want;
+	if (want)
+		pg->victim.add(pg->victim.priv, t);
+	else
+		pg->victim.del(pg->victim.priv, t);
+}
+
+struct tp_event *tp_pager_compute_event(struct tp_pager *pg)
+{
+	struct tp_event *ev = tp_vmm_event_create(pg->vmm);
+	int ret;
+
+	if (!ev)
+		return NULL;
+	ret = tp_vmm_event_record(pg->vmm, ev, TP_STREAM_COMPUTE);
+	if (ret) {
+		tp_vmm_event_put(pg->vmm, ev);
+		errno = -ret;
+		return NULL;
+	}
+	return ev;
+}
+
+/* --- copies in flight -------------------------------------------------- */
+
+void tp_pager_inflight_add(struct tp_pager *pg, struct tp_tensor *t)
+{
+	if (t->on_inflight)
+		return;
+	t->on_inflight = true;
+	cds_list_add_tail(&t->inflight, &pg->inflight);
+}
+
+/* Complete page @p, whose copy has finished. */
+static void page_complete(struct tp_pager *pg, struct tp_tensor *t,
+			  struct tp_page *p)
+{
+	if (p->state == TP_PAGE_OFFLOADING) {
+		/* The vmm returns the chunk through its deferred unmap. */
+		p->chunk = NULL;
+		tp_page_set(t, p, TP_PAGE_OFFLOADED);
+	} else if (p->state == TP_PAGE_RELOADING) {
+		tp_swap_put(pg, &p->swap, 1);
+		p->swap = NULL;
+		tp_page_set(t, p, TP_PAGE_RESIDENT);
+	}
+	tp_vmm_event_put(pg->vmm, p->ev);
+	p->ev = NULL;
+}
+
+static void inflight_done(struct tp_pager *pg, struct tp_tensor *t)
+{
+	if (t->inflight_pages || !t->on_inflight)
+		return;
+	t->on_inflight = false;
+	cds_list_del(&t->inflight);
+	tp_pager_cand_update(pg, t);
+}
+
+/* Poll one tensor; pages of one copy share an event, queried once. */
+static void poll_tensor(struct tp_pager *pg, struct tp_tensor *t, bool wait)
+{
+	struct tp_event *done = NULL;
+
+	for (size_t i = 0; i < t->nr_pages && t->inflight_pages; i++) {
+		struct tp_page *p = &t->pages[i];
+
+		if (!p->ev || (p->state != TP_PAGE_OFFLOADING &&
+			       p->state != TP_PAGE_RELOADING))
+			continue;
+		if (p->ev != done) {
+			int ret = wait ? tp_vmm_event_sync(pg->vmm, p->ev) :
+					 tp_vmm_event_query(pg->vmm, p->ev);
+			if (ret)
+				continue;
+			done = p->ev;
+		}
+		page_complete(pg, t, p);
+	}
+	inflight_done(pg, t);
+}
+
+void tp_pager_poll(struct tp_pager *pg)
+{
+	struct tp_tensor *t, *tmp;
+
+	cds_list_for_each_entry_safe(t, tmp, &pg->inflight, inflight)
+		poll_tensor(pg, t, false);
+	tp_swap_reap(pg, false);
+	tp_vmm_reap(pg->vmm);
+}
+
+void tp_pager_sync(struct tp_pager *pg)
+{
+	tp_pager_poll(pg);
+}
+
+int tp_pager_settle(struct tp_pager *pg, struct tp_tensor *t, size_t first,
+		    size_t last)
+{
+	int ret;
+
+	for (size_t i = first; i <= last && t->inflight_pages; i++) {
+		struct tp_page *p = &t->pages[i];
+
+		if (p->state != TP_PAGE_OFFLOADING &&
+		    p->state != TP_PAGE_RELOADING)
+			continue;
+		if (p->state == TP_PAGE_RELOADING && t->prefetched) {
+			/* A prefetch the caller now waits for came late. */
+			pg->c.prefetch_late++;
+			t->prefetched = false;
+		}
+		ret = tp_vmm_event_sync(pg->vmm, p->ev);
+		if (ret)
+			return ret;
+		page_complete(pg, t, p);
+	}
+	inflight_done(pg, t);
+	return 0;
+}
+
+/* --- unmapping --------------------------------------------------------- */
+
+int tp_pager_unmap_pages(struct tp_pager *pg, struct tp_tensor *t,
+			 struct tp_event *ev, bool evict)
+{
+	struct tp_chunk *run[64];
+	size_t i = 0;
+	int ret;
+
+	while (i < t->nr_pages) {
+		size_t start = i, n = 0;
+
+		if (t->pages[i].state != TP_PAGE_RESIDENT || t->pages[i].pins) {
+			i++;
+			continue;
+		}
+		while (i < t->nr_pages && n < 64 &&
+		       t->pages[i].state == TP_PAGE_RESIDENT && !t->pages[i].pins)
+			run[n++] = t->pages[i++].chunk;
+		ret = tp_vmm_unmap_after(pg->vmm, t->va + start * pg->chunk,
+					 run, n, ev);
+		if (ret)
+			return ret;
+		for (size_t j = start; j < start + n; j++) {
+			t->pages[j].chunk = NULL;
+			if (evict)
+				tp_page_set(t, &t->pages[j], TP_PAGE_EVICTED);
+			else
+				t->resident_pages--;
+		}
+		tp_pager_held_add(pg, -(long)n);
+	}
+	return 0;
+}
+
+/* --- tensors ----------------------------------------------------------- */
+
+static struct tp_lnodes *lnodes_new(struct tp_tensor *t, size_t n)
+{
+	struct tp_lnodes *lk;
+
+	lk = calloc(1, sizeof(*lk) + n * sizeof(lk->node[0]));
+	if (!lk)
+		return NULL;
+	lk->t = t;
+	lk->n = n;
+	for (size_t i = 0; i < n; i++)
+		lk->node[i].t = t;
+	return lk;
+}
+
+struct tp_tensor *tp_pager_tensor_new(struct tp_pager *pg, size_t bytes,
+				      unsigned flags)
+{
+	struct tp_tensor *t;
+	int ret = -ENOMEM;
+
+	if (!bytes) {
+		errno = EINVAL;
+		return NULL;
+	}
+	t = calloc(1, sizeof(*t));
+	if (!t)
+		goto err;
+	t->bytes = bytes;
+	t->flags = flags;
+	t->refs = 1;
+	t->pol.idx = -1;
+	CDS_INIT_LIST_HEAD(&t->lru);
+	tp_pager_poll(pg);
+
+	if (tp_slab_fits(pg, bytes)) {
+		t->lk = lnodes_new(t, 0);
+		if (!t->lk)
+			goto err_free;
+		ret = tp_slab_alloc(pg, t);
+		if (ret)
+			goto err_free;
+	} else {
+		t->nr_pages = tp_vmm_chunks_for(pg->vmm, bytes);
+		t->pages = calloc(t->nr_pages, sizeof(*t->pages));
+		t->lk = lnodes_new(t, t->nr_pages);
+		if (!t->pages || !t->lk)
+			goto err_free;
+		if (tp_range_cache_get(pg, t)) {
+			pg->c.cache_hits++;
+		} else {
+			pg->c.cache_misses++;
+			ret = tp_vmm_reserve(pg->vmm, t->nr_pages * pg->chunk,
+					     &t->va);
+			if (ret)
+				goto err_free;
+		}
+		tp_lookup_add_tensor(pg, t);
+	}
+	t->id = pg->next_id++;
+	t->last_access_ns = tp_vmm_now_ns(pg->vmm);
+	t->access_seq = pg->access_seq;
+	cds_list_add_tail(&t->link, &pg->tensors);
+	pg->tensors_live++;
+	tp_pager_cand_update(pg, t);
+	return t;
+
+err_free:
+	free(t->pages);
+	free(t->lk);
+	free(t);
+err:
+	errno = -ret;
+	return NULL;
+}
+
+void tp_pager_tensor_get(struct tp_tensor *t)
+{
+	t->refs++;
+}
+
+static void tensor_free_rcu(struct rcu_head *head)
+{
+	struct tp_lnodes *lk = caa_container_of(head, struct tp_lnodes, rcu);
+	struct tp_tensor *t = lk->t;
+
+	free(t->pages);
+	free(t);
+	free(lk);
+}
+
+/* Give back everything @t holds. Pages in flight are waited for. */
+static void tensor_teardown(struct tp_pager *pg, struct tp_tensor *t)
+{
+	struct tp_event *ev;
+	int ret;
+
+	if (t->slab) {
+		tp_slab_free(pg, t);
+		return;
+	}
+	ret = tp_pager_settle(pg, t, 0, t->nr_pages - 1);
+	if (ret) {
+		/* The copies cannot be observed: wait for the whole device. */
+		tp_vmm_sync_all(pg->vmm);
+		tp_pager_poll(pg);
+	}
+	if (tp_range_cache_put(pg, t))
+		return;
+	ev = tp_pager_compute_event(pg);
+	ret = tp_pager_unmap_pages(pg, t, ev, false);
+	if (ret || !ev) {
+		/* Fall back to unmapping at once after the device is idle. */
+		tp_vmm_sync_all(pg->vmm);
+		for (size_t i = 0; i < t->nr_pages; i++) {
+			struct tp_page *p = &t->pages[i];
+
+			if (!p->chunk || p->state != TP_PAGE_RESIDENT)
+				continue;
+			if (!tp_vmm_unmap(pg->vmm, t->va + i * pg->chunk,
+					  pg->chunk))
+				tp_vmm_chunks_put(pg->vmm, &p->chunk, 1);
+			p->chunk = NULL;
+			tp_pager_held_add(pg, -1);
+		}
+	}
+	if (ev)
+		tp_vmm_event_put(pg->vmm, ev);
+	for (size_t i = 0; i < t->nr_pages; i++) {
+		if (t->pages[i].swap) {
+			tp_swap_put(pg, &t->pages[i].swap, 1);
+			t->pages[i].swap = NULL;
+		}
+	}
+	/* Waits for the unmaps above (vmm flushes the range first). */
+	ret = tp_vmm_release(pg->vmm, t->va, t->nr_pages * pg->chunk);
+	if (ret)
+		tp_log(TP_LOG_ERROR, "pager: releasing tensor %llu's range: %s",
+		       (unsigned long long)t->id, tp_strerror(ret));
+}
+
+void tp_pager_tensor_put(struct tp_pager *pg, struct tp_tensor *t)
+{
+	if (--t->refs)
+		return;
+	tp_pager_cand_update(pg, t);
+	if (!t->dead)
+		tp_lookup_del_tensor(pg, t);
+	tensor_teardown(pg, t);
+	if (t->on_inflight)
+		cds_list_del(&t->inflight);
+	cds_list_del(&t->link);
+	pg->tensors_live--;
+	call_rcu(&t->lk->rcu, tensor_free_rcu);
+}
+
+int tp_pager_tensor_free(struct tp_pager *pg, struct tp_tensor *t)
+{
+	if (t->dead)
+		return -EINVAL;
+	if (t->pins)
+		return -EBUSY;
+	tp_lookup_del_tensor(pg, t);
+	t->dead = true;
+	if (!t->slab && pg->regen.on_free(pg->regen.priv, t)) {
+		/* Fake deletion: the memory goes, lineage keeps the record. */
+		tp_pager_drop_contents(pg, t);
+	}
+	tp_pager_tensor_put(pg, t);
+	return 0;
+}
+
+/* --- identities -------------------------------------------------------- */
+
+int tp_pager_swap_identity(struct tp_pager *pg, struct tp_tensor *a,
+			   struct tp_tensor *b)
+{
+	int ret;
+
+	if (a == b || a->slab || b->slab || a->nr_pages != b->nr_pages)
+		return -EINVAL;
+	if (a->pins || b->pins)
+		return -EBUSY;
+	ret = tp_pager_settle(pg, a, 0, a->nr_pages - 1);
+	if (!ret)
+		ret = tp_pager_settle(pg, b, 0, b->nr_pages - 1);
+	if (ret)
+		return ret;
+	if (a->candidate) {
+		pg->victim.del(pg->victim.priv, a);
+		a->candidate = false;
+	}
+	if (b->candidate) {
+		pg->victim.del(pg->victim.priv, b);
+		b->candidate = false;
+	}
+#define SWAP(x, y) do { __typeof__(x) _s = (x); (x) = (y); (y) = _s; } while (0)
+	SWAP(a->va, b->va);
+	SWAP(a->pages, b->pages);
+	SWAP(a->resident_pages, b->resident_pages);
+	SWAP(a->evicted_pages, b->evicted_pages);
+	SWAP(a->inflight_pages, b->inflight_pages);
+	SWAP(a->lk, b->lk);
+#undef SWAP
+	/* Each node array keeps its keys (addresses) and changes owner. */
+	a->lk->t = a;
+	b->lk->t = b;
+	for (size_t i = 0; i < a->lk->n; i++)
+		rcu_assign_pointer(a->lk->node[i].t, a);
+	for (size_t i = 0; i < b->lk->n; i++)
+		rcu_assign_pointer(b->lk->node[i].t, b);
+	tp_pager_cand_update(pg, a);
+	tp_pager_cand_update(pg, b);
+	return 0;
+}
+
+int tp_pager_drop_contents(struct tp_pager *pg, struct tp_tensor *t)
+{
+	struct tp_event *ev;
+	int ret;
+
+	if (t->slab)
+		return -EPERM;
+	if (t->pins)
+		return -EBUSY;
+	ret = tp_pager_settle(pg, t, 0, t->nr_pages - 1);
+	if (ret)
+		return ret;
+	ev = tp_pager_compute_event(pg);
+	if (!ev)
+		return -errno;
+	ret = tp_pager_unmap_pages(pg, t, ev, true);
+	tp_vmm_event_put(pg->vmm, ev);
+	if (ret)
+		return ret;
+	for (size_t i = 0; i < t->nr_pages; i++) {
+		struct tp_page *p = &t->pages[i];
+
+		if (p->state != TP_PAGE_OFFLOADED)
+			continue;
+		tp_swap_put(pg, &p->swap, 1);
+		p->swap = NULL;
+		tp_page_set(t, p, TP_PAGE_EVICTED);
+	}
+	tp_pager_cand_update(pg, t);
+	return 0;
+}
+
+/* --- statistics -------------------------------------------------------- */
+
+void tp_pager_stats(struct tp_pager *pg, struct tp_stats *st)
+{
+	const struct tp_vmm_stats *vs = &pg->vmm->stats;
+	static const enum tp_vmm_call driver[] = {
+		TP_CALL_RESERVE, TP_CALL_RELEASE, TP_CALL_CHUNK_CREATE,
+		TP_CALL_CHUNK_DESTROY, TP_CALL_MAP, TP_CALL_SET_ACCESS,
+		TP_CALL_UNMAP,
+	};
+
+	tp_pager_poll(pg);
+	st->chunk_size = pg->chunk;
+	st->budget_bytes = tp_pager_budget_bytes(pg);
+	st->chunks_mapped = vs->chunks_mapped;
+	st->chunks_peak = vs->chunks_peak;
+	st->phys_bytes = vs->chunks_mapped * pg->chunk;
+	st->phys_peak = vs->chunks_peak * pg->chunk;
+	st->ranges_reserved = vs->ranges_reserved;
+	st->tensors_live = pg->tensors_live;
+	st->host_bytes = (uint64_t)pg->swap.used * pg->chunk;
+	st->host_peak = (uint64_t)pg->swap.peak * pg->chunk;
+	st->host_budget = pg->swap.max == SIZE_MAX ? 0 :
+			  (uint64_t)pg->swap.max * pg->chunk;
+	st->offloads = pg->c.offloads;
+	st->reloads = pg->c.reloads;
+	st->evictions = pg->c.evictions;
+	st->recomputes = pg->c.recomputes;
+	st->recompute_ns = pg->c.recompute_ns;
+	st->prefetch_issued = pg->c.prefetch_issued;
+	st->prefetch_hits = pg->c.prefetch_hits;
+	st->prefetch_late = pg->c.prefetch_late;
+	st->prefetch_wasted = pg->c.prefetch_wasted;
+	st->bytes_d2h = pg->c.bytes_d2h;
+	st->bytes_h2d = pg->c.bytes_h2d;
+	st->stall_ns = pg->c.stall_ns;
+	st->compute_ns = pg->c.compute_ns;
+	st->range_cache_hits = pg->c.cache_hits;
+	st->range_cache_misses = pg->c.cache_misses;
+	st->driver_calls = 0;
+	st->driver_ns = 0;
+	for (size_t i = 0; i < sizeof(driver) / sizeof(driver[0]); i++) {
+		st->driver_calls += vs->call[driver[i]].calls;
+		st->driver_ns += vs->call[driver[i]].ns;
+	}
+	/* Copy time is the backend's time in copy calls: a lower bound of
+	 * the time copies were in flight on the host backend. */
+	st->copy_d2h_ns = 0;
+	st->copy_h2d_ns = 0;
+	st->fragmentation_ppm = 0;
+}

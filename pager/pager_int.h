@@ -1,0 +1,304 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The pager's private state, shared by the files of pager/ only.
+ */
+#ifndef TP_PAGER_PAGER_INT_H
+#define TP_PAGER_PAGER_INT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <urcu-bp.h>
+#include <urcu/list.h>
+#include <urcu/rculfhash.h>
+
+#include "pager/pager.h"
+#include "vmm/vmm.h"
+
+enum tp_page_state {
+	TP_PAGE_UNBACKED,	/* never written: no chunk, no contents */
+	TP_PAGE_RESIDENT,	/* a chunk is mapped and holds the data */
+	TP_PAGE_OFFLOADING,	/* d2h copy in flight; chunk goes after it */
+	TP_PAGE_OFFLOADED,	/* data only in host swap */
+	TP_PAGE_RELOADING,	/* h2d copy in flight into a fresh chunk */
+	TP_PAGE_EVICTED,	/* no data anywhere; lineage regenerates it */
+	TP_NR_PAGE_STATES,
+};
+
+struct tp_page {
+	struct tp_chunk *chunk;	/* RESIDENT, RELOADING, OFFLOADING */
+	void *swap;		/* host copy: OFFLOADING, OFFLOADED, RELOADING */
+	struct tp_event *ev;	/* the copy in flight (a reference) */
+	uint8_t state;
+	unsigned pins;
+};
+
+/* One node of the address table: a chunk-aligned address -> its owner. */
+struct tp_lnode {
+	struct cds_lfht_node node;
+	uintptr_t key;
+	struct tp_tensor *t;	/* a paged tensor's page, or */
+	struct tp_slab *slab;	/* a slab chunk */
+};
+
+/*
+ * A tensor's lookup nodes, and the RCU head that frees the tensor once no
+ * lookup can still be reading it.
+ */
+struct tp_lnodes {
+	struct rcu_head rcu;
+	struct tp_tensor *t;
+	size_t n;
+	struct tp_lnode node[];
+};
+
+/* Host swap: chunk-sized buffers recycled through a stack. */
+struct tp_swap_defer {
+	void *buf;
+	struct tp_event *ev;	/* buffer is free once this completes */
+};
+
+struct tp_swap {
+	size_t max;		/* buffers allowed; SIZE_MAX: no limit */
+	size_t allocated;	/* buffers obtained from the backend */
+	size_t used;		/* buffers holding data or in flight */
+	size_t peak;
+	void **free;		/* stack of idle buffers */
+	size_t nr_free, cap_free;
+	struct tp_swap_defer *defer;	/* buffers waiting on an event */
+	size_t nr_defer, cap_defer;
+};
+
+/* A freed tensor's range kept mapped for the next tensor of its size. */
+struct tp_cached_range {
+	struct cds_list_head link;	/* oldest first */
+	uintptr_t va;
+	size_t nr_pages;
+	struct tp_chunk *chunks[];
+};
+
+struct tp_range_cache {
+	struct cds_list_head ranges;
+	size_t chunks;			/* held by cached ranges */
+};
+
+#define TP_SLAB_MIN_SHIFT	6	/* 64-byte slots at least */
+#define TP_SLAB_CLASSES		24
+
+/* A slab chunk: one mapped chunk cut into equal slots. */
+struct tp_slab {
+	struct cds_list_head link;	/* its class's list */
+	uintptr_t va;
+	struct tp_chunk *chunk;
+	unsigned cls;			/* slot size is 1 << cls */
+	unsigned nr_slots, nr_used;
+	struct tp_tensor **owner;	/* read by lookups under RCU */
+	struct tp_lnode lnode;
+	struct rcu_head rcu;
+};
+
+struct tp_slabs {
+	size_t max_bytes;		/* tensors below this go into slabs */
+	struct cds_list_head cls[TP_SLAB_CLASSES];
+	size_t chunks;			/* chunks held by slabs */
+	size_t idle;			/* of which hold no tensor */
+};
+
+/* Pager counters behind struct tp_stats. */
+struct tp_pager_counters {
+	uint64_t offloads, reloads, evictions, recomputes, recompute_ns;
+	uint64_t prefetch_issued, prefetch_hits, prefetch_late, prefetch_wasted;
+	uint64_t bytes_d2h, bytes_h2d, stall_ns, compute_ns;
+	uint64_t cache_hits, cache_misses;
+	uint64_t held_peak;
+};
+
+struct tp_pager {
+	struct tp_ctx *ctx;
+	struct tp_vmm *vmm;
+	size_t chunk;			/* bytes per chunk */
+	size_t held;			/* chunks held: tensors, cache, slabs */
+	bool host_waits;		/* acquire blocks the host on copies */
+	uint64_t next_id;
+	uint64_t access_seq;
+	size_t tensors_live;
+	struct cds_list_head tensors;
+	struct cds_list_head inflight;	/* tensors with copies in flight */
+	struct tp_victim_ops victim;
+	struct tp_regen_ops regen;
+	struct cds_list_head lru;	/* default victim ops' candidates */
+	struct cds_lfht *ht;
+	struct tp_swap swap;
+	struct tp_range_cache cache;
+	size_t cache_max_chunks;
+	struct tp_slabs slabs;
+	struct tp_pager_counters c;
+};
+
+/* --- page_state.c ---------------------------------------------------- */
+
+/**
+ * tp_page_legal() - whether a page may go from @from to @to.
+ */
+bool tp_page_legal(enum tp_page_state from, enum tp_page_state to);
+
+/**
+ * tp_page_set() - move page @p of @t to @to, keeping @t's counters of
+ * resident, evicted and in-flight pages. Debug builds abort on an illegal
+ * transition; this is the only place a page's state changes.
+ */
+void tp_page_set(struct tp_tensor *t, struct tp_page *p, enum tp_page_state to);
+
+const char *tp_page_state_name(enum tp_page_state s);
+
+/* --- pager.c --------------------------------------------------------- */
+
+/* Bytes of page @i of @t that hold data (the last page may be partial). */
+static inline size_t tp_page_len(const struct tp_pager *pg,
+				 const struct tp_tensor *t, size_t i)
+{
+	size_t off = i * pg->chunk;
+
+	return t->bytes - off < pg->chunk ? t->bytes - off : pg->chunk;
+}
+
+/**
+ * tp_pager_cand_update() - offer @t to the victim ops, or withdraw it,
+ * after anything that changes whether it can leave.
+ */
+void tp_pager_cand_update(struct tp_pager *pg, struct tp_tensor *t);
+
+/**
+ * tp_pager_poll() - observe completed copies: OFFLOADING pages become
+ * OFFLOADED, prefetched pages RESIDENT, deferred swap buffers free.
+ */
+void tp_pager_poll(struct tp_pager *pg);
+
+/**
+ * tp_pager_settle() - wait for the copies in flight on pages
+ * [@first, @last] of @t and complete them.
+ * Return: 0 or the event's error (pages stay in flight).
+ */
+int tp_pager_settle(struct tp_pager *pg, struct tp_tensor *t, size_t first,
+		    size_t last);
+
+/* Mark @t as having copies to poll. */
+void tp_pager_inflight_add(struct tp_pager *pg, struct tp_tensor *t);
+
+/* Chunks held by the pager changed by @delta. */
+void tp_pager_held_add(struct tp_pager *pg, long delta);
+
+bool tp_pager_can_offload(const struct tp_tensor *t);
+bool tp_pager_can_evict(struct tp_pager *pg, const struct tp_tensor *t);
+
+/**
+ * tp_pager_compute_event() - an event recorded on the compute stream now
+ * (one reference), or NULL with errno.
+ */
+struct tp_event *tp_pager_compute_event(struct tp_pager *pg);
+
+/**
+ * tp_pager_unmap_pages() - unmap every RESIDENT page of @t after @ev, run
+ * by run; with @evict the pages become EVICTED, else (teardown) they only
+ * lose their chunks. Return 0 or the first error (later runs stay).
+ */
+int tp_pager_unmap_pages(struct tp_pager *pg, struct tp_tensor *t,
+			 struct tp_event *ev, bool evict);
+
+/* --- acquire.c ------------------------------------------------------- */
+
+/**
+ * tp_pager_back_pages() - give chunks to every page of [@first, @last]
+ * of @t in @want state(s), reloading OFFLOADED ones unless @discard.
+ * Nothing is reclaimed here: the chunks must be free. On the h2d copy
+ * event, the compute stream is made to wait unless @prefetch, in which
+ * case the pages stay RELOADING.
+ * Return: 0, -ENOMEM, -EIO...; on failure nothing changed.
+ */
+int tp_pager_back_pages(struct tp_pager *pg, struct tp_tensor *t,
+			size_t first, size_t last, bool discard, bool prefetch);
+
+/* --- reclaim.c ------------------------------------------------------- */
+
+/**
+ * tp_pager_make_room() - make @n chunks free in the pool: shrink the range
+ * cache, then ask the victim ops, then wait for pending unmaps.
+ * Return: 0, or -ENOMEM when they cannot be found (if the shortfall is
+ * known up front, nothing is moved).
+ */
+int tp_pager_make_room(struct tp_pager *pg, size_t n);
+
+/**
+ * tp_pager_watermark() - above pager.high_watermark, start releasing down
+ * to pager.low_watermark (asynchronously: offloads only enqueue copies).
+ */
+void tp_pager_watermark(struct tp_pager *pg);
+
+/* Make @t leave as @how. */
+int tp_pager_leave(struct tp_pager *pg, struct tp_tensor *t, enum tp_leave how);
+
+/* --- victim_lru.c ---------------------------------------------------- */
+
+/* The default victim ops: LRU over candidates; offload, else evict. */
+void tp_victim_lru_init(struct tp_pager *pg, struct tp_victim_ops *ops);
+
+/* --- swap.c ---------------------------------------------------------- */
+
+int tp_swap_init(struct tp_pager *pg, uint64_t budget_bytes);
+void tp_swap_fini(struct tp_pager *pg);
+/**
+ * tp_swap_take() - @n host buffers into @out, all or none.
+ * Return: 0, -ENOSPC (swap budget), -ENOMEM (host allocation).
+ */
+int tp_swap_take(struct tp_pager *pg, void **out, size_t n);
+/* Buffers nothing reads or writes any more. */
+void tp_swap_put(struct tp_pager *pg, void *const *bufs, size_t n);
+/* A buffer free once @ev completes (takes its own reference). */
+void tp_swap_put_after(struct tp_pager *pg, void *buf, struct tp_event *ev);
+/* Recycle deferred buffers whose events completed; @wait blocks on all. */
+void tp_swap_reap(struct tp_pager *pg, bool wait);
+/* Buffers that could still be taken now (after reaping). */
+size_t tp_swap_room(struct tp_pager *pg);
+
+/* --- range_cache.c --------------------------------------------------- */
+
+/**
+ * tp_range_cache_put() - keep @t's fully resident range for reuse.
+ * Return: true when taken (the pages' chunks now belong to the cache).
+ */
+bool tp_range_cache_put(struct tp_pager *pg, struct tp_tensor *t);
+/**
+ * tp_range_cache_get() - a cached range of exactly @nr_pages into @t
+ * (va set, pages RESIDENT). Return: true on a hit.
+ */
+bool tp_range_cache_get(struct tp_pager *pg, struct tp_tensor *t);
+/* Unmap and release the oldest cached range. Return: chunks freed or 0. */
+size_t tp_range_cache_shrink(struct tp_pager *pg);
+void tp_range_cache_fini(struct tp_pager *pg);
+
+/* --- slab.c ---------------------------------------------------------- */
+
+void tp_slab_init(struct tp_pager *pg, double fraction);
+/* Whether a tensor of @bytes goes into a slab. */
+bool tp_slab_fits(const struct tp_pager *pg, size_t bytes);
+/* Place @t in a slot; may make room for a new slab chunk. */
+int tp_slab_alloc(struct tp_pager *pg, struct tp_tensor *t);
+void tp_slab_free(struct tp_pager *pg, struct tp_tensor *t);
+/* Release one idle slab chunk. Return: chunks freed or 0. */
+size_t tp_slab_shrink(struct tp_pager *pg);
+void tp_slab_fini(struct tp_pager *pg);
+
+/* --- lookup.c -------------------------------------------------------- */
+
+int tp_lookup_init(struct tp_pager *pg);
+void tp_lookup_fini(struct tp_pager *pg);
+/* Publish/withdraw every page of @t (slab tensors: no-op). */
+void tp_lookup_add_tensor(struct tp_pager *pg, struct tp_tensor *t);
+void tp_lookup_del_tensor(struct tp_pager *pg, struct tp_tensor *t);
+void tp_lookup_add_slab(struct tp_pager *pg, struct tp_slab *s);
+void tp_lookup_del_slab(struct tp_pager *pg, struct tp_slab *s);
+/* The live tensor containing @addr, or NULL. Any thread. */
+struct tp_tensor *tp_lookup(struct tp_pager *pg, uintptr_t addr);
+
+#endif /* TP_PAGER_PAGER_INT_H */

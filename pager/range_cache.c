@@ -1,0 +1,99 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The range cache. Mapping costs driver calls that are worth as much as a
+ * copy (DESIGN.md, "Backends"), so a freed tensor's range keeps its chunks
+ * mapped, and a new tensor of the same page count takes it whole: a
+ * training loop in steady state then makes no driver call. Cached ranges
+ * are the first thing unmapped under pressure, oldest first.
+ */
+#include <errno.h>
+#include <stdlib.h>
+
+#include "config.h"
+#include "ctx/ctx.h"
+#include "pager/pager_int.h"
+
+bool tp_range_cache_put(struct tp_pager *pg, struct tp_tensor *t)
+{
+	struct tp_range_cache *rc = &pg->cache;
+	struct tp_cached_range *r;
+
+	if (t->slab || t->nr_pages > pg->cache_max_chunks ||
+	    t->resident_pages != t->nr_pages || t->inflight_pages)
+		return false;
+	while (rc->chunks + t->nr_pages > pg->cache_max_chunks)
+		tp_range_cache_shrink(pg);
+	r = malloc(sizeof(*r) + t->nr_pages * sizeof(r->chunks[0]));
+	if (!r)
+		return false;
+	r->va = t->va;
+	r->nr_pages = t->nr_pages;
+	for (size_t i = 0; i < t->nr_pages; i++) {
+		r->chunks[i] = t->pages[i].chunk;
+		t->pages[i].chunk = NULL;
+	}
+	t->resident_pages = 0;
+	cds_list_add_tail(&r->link, &rc->ranges);
+	rc->chunks += r->nr_pages;
+	return true;
+}
+
+bool tp_range_cache_get(struct tp_pager *pg, struct tp_tensor *t)
+{
+	struct tp_range_cache *rc = &pg->cache;
+	struct tp_cached_range *r;
+
+	/* Newest first: its chunks are the most likely still in cache. */
+	cds_list_for_each_entry_reverse(r, &rc->ranges, link) {
+		if (r->nr_pages != t->nr_pages)
+			continue;
+		t->va = r->va;
+		for (size_t i = 0; i < r->nr_pages; i++) {
+			t->pages[i].chunk = r->chunks[i];
+			tp_page_set(t, &t->pages[i], TP_PAGE_RESIDENT);
+		}
+		rc->chunks -= r->nr_pages;
+		cds_list_del(&r->link);
+		free(r);
+		return true;
+	}
+	return false;
+}
+
+size_t tp_range_cache_shrink(struct tp_pager *pg)
+{
+	struct tp_range_cache *rc = &pg->cache;
+	struct tp_cached_range *r;
+	struct tp_event *ev;
+	size_t len, n;
+	int ret = -ENOMEM;
+
+	if (cds_list_empty(&rc->ranges))
+		return 0;
+	r = cds_list_first_entry(&rc->ranges, struct tp_cached_range, link);
+	n = r->nr_pages;
+	len = n * pg->chunk;
+	/* The freed tensor's last ops may still run on the compute stream. */
+	ev = tp_pager_compute_event(pg);
+	if (ev)
+		ret = tp_vmm_unmap_after(pg->vmm, r->va, r->chunks, n, ev);
+	if (ret) {
+		tp_vmm_stream_sync(pg->vmm, TP_STREAM_COMPUTE);
+		if (tp_vmm_unmap(pg->vmm, r->va, len) == 0)
+			tp_vmm_chunks_put(pg->vmm, r->chunks, n);
+	}
+	if (ev)
+		tp_vmm_event_put(pg->vmm, ev);
+	tp_vmm_release(pg->vmm, r->va, len);
+	cds_list_del(&r->link);
+	rc->chunks -= n;
+	tp_pager_held_add(pg, -(long)n);
+	free(r);
+	return n;
+}
+
+void tp_range_cache_fini(struct tp_pager *pg)
+{
+	while (tp_range_cache_shrink(pg))
+		;
+}

@@ -1,0 +1,164 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Making room: cached ranges give their chunks back first, then idle slab
+ * chunks, then victims chosen by the victim ops leave; chunks already on
+ * their way back (deferred unmaps) are waited for rather than sending
+ * more tensors away.
+ */
+#include <errno.h>
+#include <stdlib.h>
+
+#include "config.h"
+#include "ctx/ctx.h"
+#include "pager/pager_int.h"
+
+int tp_pager_leave(struct tp_pager *pg, struct tp_tensor *t, enum tp_leave how)
+{
+	return how == TP_LEAVE_EVICT ? tp_pager_evict(pg, t) :
+				       tp_pager_offload(pg, t);
+}
+
+/*
+ * Chunks the candidates could give back: evictable pages all, offloadable
+ * ones as far as host swap has room. An upper bound of what the victim
+ * ops can find, so that a request beyond it fails before anything moves.
+ */
+static size_t reclaimable(struct tp_pager *pg)
+{
+	size_t room = tp_swap_room(pg), sum = 0;
+	struct tp_tensor *t;
+
+	cds_list_for_each_entry(t, &pg->tensors, link) {
+		if (!t->candidate)
+			continue;
+		if (tp_pager_can_evict(pg, t)) {
+			sum += t->resident_pages;
+		} else if (tp_pager_can_offload(t)) {
+			size_t m = t->resident_pages < room ?
+				   t->resident_pages : room;
+			sum += m;
+			room -= m;
+		}
+	}
+	return sum;
+}
+
+struct skipped {
+	struct tp_tensor **t;
+	size_t n, cap;
+};
+
+/* Keep @t out of this round: it was chosen and could not leave. */
+static void skip(struct tp_pager *pg, struct skipped *s, struct tp_tensor *t)
+{
+	if (s->n == s->cap) {
+		size_t cap = s->cap ? 2 * s->cap : 16;
+		struct tp_tensor **p = realloc(s->t, cap * sizeof(*p));
+
+		if (!p)
+			return;
+		s->t = p;
+		s->cap = cap;
+	}
+	/* A transient pin keeps it from being offered again. */
+	t->pins++;
+	tp_pager_cand_update(pg, t);
+	s->t[s->n++] = t;
+}
+
+static void unskip(struct tp_pager *pg, struct skipped *s)
+{
+	for (size_t i = 0; i < s->n; i++) {
+		s->t[i]->pins--;
+		tp_pager_cand_update(pg, s->t[i]);
+	}
+	free(s->t);
+}
+
+/*
+ * Send one victim away. Return 0 when something left (or was skipped and
+ * another may), -ENOENT when no candidate is left.
+ */
+static int send_victim(struct tp_pager *pg, size_t need, struct skipped *s)
+{
+	struct tp_tensor *v;
+	enum tp_leave how;
+	int ret;
+
+	ret = pg->victim.choose(pg->victim.priv, need * pg->chunk,
+				tp_swap_room(pg) == 0, &v, &how);
+	if (ret)
+		return -ENOENT;
+	if (v->candidate) {
+		pg->victim.del(pg->victim.priv, v);
+		v->candidate = false;
+	}
+	ret = tp_pager_leave(pg, v, how);
+	if (ret || v->resident_pages)
+		skip(pg, s, v);
+	return 0;
+}
+
+int tp_pager_make_room(struct tp_pager *pg, size_t n)
+{
+	struct tp_vmm *vmm = pg->vmm;
+	struct skipped s = { 0 };
+	size_t free_now, pending;
+	int ret = 0;
+
+	tp_vmm_reap(vmm);
+	if (tp_vmm_chunks_free(vmm) >= n)
+		return 0;
+	if (n > vmm->nr_chunks)
+		return -ENOMEM;
+	/* Fail before moving anything when the shortfall is certain. */
+	if (tp_vmm_chunks_free(vmm) + tp_vmm_chunks_pending(vmm) +
+	    pg->cache.chunks + pg->slabs.idle + reclaimable(pg) < n)
+		return -ENOMEM;
+
+	for (;;) {
+		tp_vmm_reap(vmm);
+		free_now = tp_vmm_chunks_free(vmm);
+		if (free_now >= n)
+			break;
+		pending = tp_vmm_chunks_pending(vmm);
+		if (free_now + pending >= n) {
+			uint64_t t0 = tp_vmm_now_ns(vmm);
+
+			ret = tp_vmm_reap_wait(vmm);
+			pg->c.stall_ns += tp_vmm_now_ns(vmm) - t0;
+			if (ret)
+				break;
+			continue;
+		}
+		if (tp_range_cache_shrink(pg) || tp_slab_shrink(pg))
+			continue;
+		if (!send_victim(pg, n - free_now - pending, &s))
+			continue;
+		if (pending && !tp_vmm_reap_wait(vmm))
+			continue;
+		ret = -ENOMEM;
+		break;
+	}
+	unskip(pg, &s);
+	return ret;
+}
+
+void tp_pager_watermark(struct tp_pager *pg)
+{
+	const struct tp_conf *conf = &pg->ctx->conf;
+	size_t budget = pg->vmm->nr_chunks, target;
+	struct skipped s = { 0 };
+
+	if (conf->pager_high_watermark >= 100 ||
+	    pg->held * 100.0 <= conf->pager_high_watermark * budget)
+		return;
+	target = (size_t)(conf->pager_low_watermark * budget / 100.0);
+	while (pg->held > target) {
+		if (tp_range_cache_shrink(pg) || tp_slab_shrink(pg))
+			continue;
+		if (send_victim(pg, pg->held - target, &s))
+			break;
+	}
+	unskip(pg, &s);
+}

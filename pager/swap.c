@@ -1,0 +1,140 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Host swap: chunk-sized buffers (pinned on cuda) obtained from the
+ * backend once and recycled, within pager.host_budget. A buffer that a
+ * copy in flight still reads waits on that copy's event before reuse.
+ */
+#include <errno.h>
+#include <stdlib.h>
+
+#include "config.h"
+#include "pager/pager_int.h"
+
+int tp_swap_init(struct tp_pager *pg, uint64_t budget_bytes)
+{
+	struct tp_swap *sw = &pg->swap;
+
+	sw->max = budget_bytes ? budget_bytes / pg->chunk : SIZE_MAX;
+	return 0;
+}
+
+void tp_swap_fini(struct tp_pager *pg)
+{
+	struct tp_swap *sw = &pg->swap;
+
+	tp_swap_reap(pg, true);
+	for (size_t i = 0; i < sw->nr_free; i++)
+		tp_vmm_host_free(pg->vmm, sw->free[i], pg->chunk);
+	free(sw->free);
+	free(sw->defer);
+	sw->free = NULL;
+	sw->defer = NULL;
+	sw->nr_free = 0;
+}
+
+static void push_free(struct tp_pager *pg, void *buf)
+{
+	/* The stack never outgrows the buffers allocated: sized on take. */
+	pg->swap.free[pg->swap.nr_free++] = buf;
+	pg->swap.used--;
+}
+
+void tp_swap_put(struct tp_pager *pg, void *const *bufs, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		push_free(pg, bufs[i]);
+}
+
+void tp_swap_put_after(struct tp_pager *pg, void *buf, struct tp_event *ev)
+{
+	struct tp_swap *sw = &pg->swap;
+
+	if (sw->nr_defer == sw->cap_defer) {
+		size_t cap = sw->cap_defer ? 2 * sw->cap_defer : 64;
+		struct tp_swap_defer *d = realloc(sw->defer, cap * sizeof(*d));
+
+		if (!d) {
+			/* Cannot defer: wait for the copy instead. */
+			tp_vmm_event_sync(pg->vmm, ev);
+			push_free(pg, buf);
+			return;
+		}
+		sw->defer = d;
+		sw->cap_defer = cap;
+	}
+	sw->defer[sw->nr_defer].buf = buf;
+	sw->defer[sw->nr_defer].ev = tp_vmm_event_get(ev);
+	sw->nr_defer++;
+}
+
+void tp_swap_reap(struct tp_pager *pg, bool wait)
+{
+	struct tp_swap *sw = &pg->swap;
+	size_t j = 0;
+
+	for (size_t i = 0; i < sw->nr_defer; i++) {
+		struct tp_swap_defer *d = &sw->defer[i];
+		int ret = wait ? tp_vmm_event_sync(pg->vmm, d->ev) :
+				 tp_vmm_event_query(pg->vmm, d->ev);
+
+		if (ret == 0 || (wait && ret != -EAGAIN)) {
+			tp_vmm_event_put(pg->vmm, d->ev);
+			push_free(pg, d->buf);
+		} else {
+			sw->defer[j++] = *d;
+		}
+	}
+	sw->nr_defer = j;
+}
+
+size_t tp_swap_room(struct tp_pager *pg)
+{
+	struct tp_swap *sw = &pg->swap;
+
+	if (sw->max == SIZE_MAX)
+		return SIZE_MAX;
+	tp_swap_reap(pg, false);
+	/* Deferred buffers come back once their copies land. */
+	return sw->max - sw->used + sw->nr_defer;
+}
+
+int tp_swap_take(struct tp_pager *pg, void **out, size_t n)
+{
+	struct tp_swap *sw = &pg->swap;
+	size_t got = 0;
+
+	tp_swap_reap(pg, false);
+	if (sw->max != SIZE_MAX && sw->used + n > sw->max) {
+		if (sw->used - sw->nr_defer + n > sw->max)
+			return -ENOSPC;
+		tp_swap_reap(pg, true);
+	}
+	/* Room in the free stack for every buffer that may come back. */
+	if (sw->cap_free < sw->allocated + n) {
+		size_t want = 2 * (sw->allocated + n);
+		void **p = realloc(sw->free, want * sizeof(*p));
+
+		if (!p)
+			return -ENOMEM;
+		sw->free = p;
+		sw->cap_free = want;
+	}
+	while (got < n && sw->nr_free)
+		out[got++] = sw->free[--sw->nr_free];
+	while (got < n) {
+		void *buf = tp_vmm_host_alloc(pg->vmm, pg->chunk);
+
+		if (!buf) {
+			/* Give back what this call took. */
+			for (size_t i = 0; i < got; i++)
+				sw->free[sw->nr_free++] = out[i];
+			return -ENOMEM;
+		}
+		sw->allocated++;
+		out[got++] = buf;
+	}
+	sw->used += n;
+	if (sw->used > sw->peak)
+		sw->peak = sw->used;
+	return 0;
+}

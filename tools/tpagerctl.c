@@ -92,6 +92,7 @@ struct row {
 	const char *help;
 	char value[VALUE_MAX];
 	char def[VALUE_MAX];
+	char accepts[VALUE_MAX];
 };
 
 /* The source of values: a loaded configuration, or a live context. */
@@ -115,6 +116,7 @@ static int fill_row(const struct source *src, const char *key, struct row *r)
 		r->help = k->help;
 		tp_conf_defaults(&def);
 		tp_conf_format(&def, k, r->def, sizeof(r->def));
+		tp_conf_expect(k, r->accepts, sizeof(r->accepts));
 		if (src->ctx)
 			return tp_ctl_get(src->ctx, key, r->value,
 					  sizeof(r->value));
@@ -129,6 +131,7 @@ static int fill_row(const struct source *src, const char *key, struct row *r)
 	r->mode = "stat";
 	r->help = s->help;
 	strcpy(r->def, "-");
+	strcpy(r->accepts, "read-only");
 	if (!src->ctx) {
 		strcpy(r->value, "-");
 		return 0;
@@ -158,6 +161,8 @@ static void print_rows(const struct row *rows, size_t n, bool json,
 			json_string(stdout, r->type);
 			fputs(", \"mode\": ", stdout);
 			json_string(stdout, r->mode);
+			fputs(", \"accepts\": ", stdout);
+			json_string(stdout, r->accepts);
 			fputs(", \"help\": ", stdout);
 			json_string(stdout, r->help);
 			fputs("}", stdout);

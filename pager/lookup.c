@@ -87,7 +87,7 @@ void tp_lookup_del_slab(struct tp_pager *pg, struct tp_slab *s)
 
 struct tp_tensor *tp_lookup(struct tp_pager *pg, uintptr_t addr)
 {
-	uintptr_t key = addr & ~(uintptr_t)(pg->chunk - 1);
+	uintptr_t key = addr - addr % pg->chunk;
 	struct tp_tensor *t = NULL;
 	struct cds_lfht_iter iter;
 	struct cds_lfht_node *node;

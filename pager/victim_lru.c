@@ -25,7 +25,8 @@ static void lru_touch(void *priv, struct tp_tensor *t)
 {
 	struct tp_pager *pg = priv;
 
-	cds_list_move_tail(&t->lru, &pg->lru);
+	cds_list_del(&t->lru);
+	cds_list_add_tail(&t->lru, &pg->lru);
 }
 
 static int lru_choose(void *priv, size_t need_bytes, bool no_offload,

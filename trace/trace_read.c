@@ -289,7 +289,7 @@ static int rec_op(struct text_parser *p)
 	uint32_t args[TP_TRACE_MAX_ARGS];
 	struct tp_trace_out_spec outs[TP_TRACE_MAX_OUTS];
 	uint64_t ids[TP_TRACE_MAX_OUTS], cost;
-	unsigned n_args = 0, n_outs = 0, i;
+	unsigned n_args = 0, n_outs = 0, i, arrow;
 	uint32_t first;
 	int rc;
 
@@ -300,7 +300,12 @@ static int rec_op(struct text_parser *p)
 	rc = parse_u64(p, p->tok[2].s, p->tok[2].len, "cost", &cost);
 	if (rc)
 		return rc;
-	for (i = 3; i < p->n_tok && !tok_is(&p->tok[i], "=>"); i++) {
+	for (arrow = 3; arrow < p->n_tok; arrow++)
+		if (tok_is(&p->tok[arrow], "=>"))
+			break;
+	if (arrow == p->n_tok)
+		return fail(p, "op: missing '=>'");
+	for (i = 3; i < arrow; i++) {
 		if (n_args == TP_TRACE_MAX_ARGS)
 			return fail(p, "op: more than %d inputs",
 				    TP_TRACE_MAX_ARGS);
@@ -308,9 +313,7 @@ static int rec_op(struct text_parser *p)
 		if (rc)
 			return rc;
 	}
-	if (i == p->n_tok)
-		return fail(p, "op: missing '=>'");
-	for (i++; i < p->n_tok; i++) {
+	for (i = arrow + 1; i < p->n_tok; i++) {
 		if (n_outs == TP_TRACE_MAX_OUTS)
 			return fail(p, "op: more than %d outputs",
 				    TP_TRACE_MAX_OUTS);

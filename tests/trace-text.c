@@ -1,0 +1,270 @@
+// SPDX-License-Identifier: MIT
+/*
+ * tpager-trace(5): a hand-written trace parses to the IR its comments
+ * describe; writer and parser round-trip (same trace, same bytes); every
+ * kind of malformed input fails on its line with its reason and leaves the
+ * output pointer alone; the builder refuses bad records and stays
+ * unchanged.
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "trace/trace.h"
+#include "tests/tap.h"
+
+#define ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
+
+static const char sample[] =
+	"tpager-trace 1\n"
+	"# a comment line\n"
+	"\n"
+	"iter 0\n"
+	"tensor 10 4096 input\n"			/* t0, st0 */
+	"tensor 11 1024 param	# trailing comment\n"	/* t1, st1 */
+	"tensor 12 512 param view=11\n"			/* t2, st1 */
+	"measure begin\n"
+	"op mm 52000 10 11 => 13:8192:activation,computable\n"	/* op0 t3 st2 */
+	"op view 900 13 => 14:8192:activation,computable:view=0\n" /* op1 t4 st2 */
+	"op relu_ 7000 14 => 15:8192:activation,computable:inplace=0\n" /* op2 t5 st2 */
+	"free 10\n"
+	"backward\n"
+	"op loss 10 15 13 => 16:4:grad,computable 17:100:computable\n" /* op3 t6 st3, t7 st4 */
+	"op sgd_ 30 11 16 => 18:1024:param:inplace=0\n"	/* op4 t8 st1 */
+	"free 15\n"
+	"free 13\n"
+	"measure end\n"
+	"iter 1\n"
+	"op noop 1 =>\n"					/* op5 */
+	"  free   17  \r\n";
+
+static void test_sample(void)
+{
+	struct tp_trace *t = NULL, *t2 = NULL;
+	struct tp_trace_summary s;
+	struct tp_trace_error err;
+	char *text = NULL, *text2 = NULL;
+	size_t len = 0, len2 = 0;
+	FILE *f;
+	int rc;
+
+	ok(tp_trace_detect(sample, sizeof(sample) - 1) == TP_TRACE_FMT_TEXT,
+	   "detected as tpager-trace");
+	rc = tp_trace_parse(sample, sizeof(sample) - 1, "sample.trace", &t, &err);
+	if (!ok_rc(rc, "sample parses"))
+		bail_out("%s:%lu: %s", err.file, err.line, err.reason);
+	ok(t->n_tensors == 9 && t->n_storages == 5 && t->n_ops == 6 &&
+	   t->n_events == 18 && t->records == 18,
+	   "9 tensors, 5 storages, 6 ops, 18 events, 18 records");
+	ok(t->tensors[2].storage == 1 && t->tensors[2].view_of == 1 &&
+	   t->tensors[2].flags == TP_TRACE_PARAM,
+	   "tensor view= shares its base's storage");
+	ok(t->tensors[4].storage == 2 && t->tensors[4].view_of == 3 &&
+	   t->tensors[5].storage == 2 && t->tensors[5].producer == 2 &&
+	   t->tensors[4].state == TP_TRACE_OVERWRITTEN,
+	   "view and in-place outputs share storage; in-place ends the input");
+	ok(t->tensors[8].storage == 1 && t->tensors[1].state == TP_TRACE_OVERWRITTEN &&
+	   t->tensors[8].flags == TP_TRACE_PARAM,
+	   "the parameter update overwrote the parameter in place");
+	ok(t->ops[3].n_args == 2 && t->args[t->ops[3].first_arg] == 5 &&
+	   t->args[t->ops[3].first_arg + 1] == 3 && t->ops[3].n_outs == 2 &&
+	   t->tensors[6].flags == (TP_TRACE_GRAD | TP_TRACE_COMPUTABLE) &&
+	   t->tensors[7].flags == TP_TRACE_COMPUTABLE &&
+	   t->ops[5].n_args == 0 && t->ops[5].n_outs == 0,
+	   "operands and flags as written; an op may have none");
+	ok(!strcmp(tp_trace_op_name(t, 4), "sgd_") && t->ops[0].cost_ns == 52000,
+	   "names and costs");
+	ok(t->iterations == 2 && t->measured && !t->measure_open,
+	   "two iterations, one closed measured region");
+
+	ok_rc(tp_trace_peak(t, &s), "accounting runs");
+	/* 4096 + 1024 + 8192 at op0; then -4096 (free 10); +4 +100 at op3. */
+	ok(s.peak_bytes == 13312 && s.start_bytes == 5120 &&
+	   s.end_bytes == 1024 + 4 + 100,
+	   "peak %llu == 13312, start %llu == 5120, end %llu == 1128",
+	   (unsigned long long)s.peak_bytes, (unsigned long long)s.start_bytes,
+	   (unsigned long long)s.end_bytes);
+	ok(s.compute_ns == 52000 + 900 + 7000 + 10 + 30 && s.region_ops == 5,
+	   "compute %llu: the op after 'measure end' is not counted",
+	   (unsigned long long)s.compute_ns);
+
+	f = open_memstream(&text, &len);
+	rc = tp_trace_write(t, f);
+	fclose(f);
+	ok_rc(rc, "written");
+	rc = tp_trace_parse(text, len, "out.trace", &t2, &err);
+	ok(!rc && tp_trace_equal(t, t2), "written text parses to an equal trace");
+	f = open_memstream(&text2, &len2);
+	rc = tp_trace_write(t2, f);
+	fclose(f);
+	ok(!rc && len == len2 && !memcmp(text, text2, len),
+	   "and writes the same bytes again");
+	ok(strstr(text, "op relu_ 7000 4 => 5:8192:activation,computable:inplace=0\n") &&
+	   strstr(text, "tensor 2 512 param view=1\n") &&
+	   strstr(text, "op noop 1 =>\n"),
+	   "records written as tpager-trace(5) describes");
+	tp_trace_free(t);
+	tp_trace_free(t2);
+	free(text);
+	free(text2);
+}
+
+static const struct {
+	const char *text;
+	unsigned long line;
+	const char *reason;
+} bad[] = {
+	{ "", 0, "empty file: no 'tpager-trace 1' header" },
+	{ "tensor 1 8 input\n", 1,
+	  "not a tpager-trace file: the first line must be 'tpager-trace 1'" },
+	{ "tpager-trace 2\n", 1, "unsupported version 2 (this reader knows 1)" },
+	{ "tpager-trace\n", 1, "header: expected 'tpager-trace VERSION'" },
+	{ "tpager-trace 1\nfrob 1\n", 2, "unknown record 'frob'" },
+	{ "tpager-trace 1\ntensor 1 8\n", 2,
+	  "tensor: expected 'tensor ID SIZE FLAGS [view=ID]'" },
+	{ "tpager-trace 1\ntensor 1 12x input\n", 2,
+	  "bad size '12x': not a decimal number" },
+	{ "tpager-trace 1\ntensor 1 18446744073709551616 input\n", 2,
+	  "size '18446744073709551616' out of range" },
+	{ "tpager-trace 1\ntensor 1 8 inputs\n", 2, "unknown flag 'inputs'" },
+	{ "tpager-trace 1\ntensor 1 8 input,,param\n", 2, "unknown flag ''" },
+	{ "tpager-trace 1\ntensor 1 8 input,input\n", 2,
+	  "flag 'input' given twice" },
+	{ "tpager-trace 1\ntensor 1 8 input\ntensor 1 8 input\n", 3,
+	  "tensor 1 is already defined" },
+	{ "tpager-trace 1\ntensor 1 8 input view=2\n", 2,
+	  "tensor 2 is not defined" },
+	{ "tpager-trace 1\ntensor 1 8 input\ntensor 2 8 input see=1\n", 3,
+	  "tensor: expected view=ID, not 'see=1'" },
+	{ "tpager-trace 1\ntensor 1 8 input\nfree 1\nfree 1\n", 4,
+	  "tensor 1 was freed" },
+	{ "tpager-trace 1\ntensor 1 8 input\nop f 1 1 => 2:8:-:inplace=0\nop g 1 1 => 3:8:-\n",
+	  4, "tensor 1 was overwritten in place" },
+	{ "tpager-trace 1\ntensor 1 8 input\nop f 1 1 2:8:-\n", 3,
+	  "op: missing '=>'" },
+	{ "tpager-trace 1\nop f x => 2:8:-\n", 2,
+	  "bad cost 'x': not a decimal number" },
+	{ "tpager-trace 1\ntensor 1 8 input\nop f 1 1 => 2:8:-:view=1\n", 3,
+	  "output: input index 1 out of range (op has 1 inputs)" },
+	{ "tpager-trace 1\ntensor 1 8 input\nop f 1 1 => 2:8:-:alias=0\n", 3,
+	  "output: expected view=K or inplace=K, not 'alias=0'" },
+	{ "tpager-trace 1\nop f 1 => 2:8\n", 2,
+	  "output: expected ID:SIZE:FLAGS[:view=K|:inplace=K]" },
+	{ "tpager-trace 1\nop f 1 => 2:8:-:view=0:x\n", 2,
+	  "output: too many ':' fields" },
+	{ "tpager-trace 1\nop f 1 => 2:8:- 2:8:-\n", 2,
+	  "op: output 2 given twice" },
+	{ "tpager-trace 1\ntensor 1 8 input\nop f 1 1 1 => 2:8:-:inplace=0 3:8:-:inplace=1\n",
+	  3, "op: one input overwritten twice" },
+	{ "tpager-trace 1\niter 1\n", 2, "iter: expected iteration 0, not 1" },
+	{ "tpager-trace 1\nmeasure end\n", 2,
+	  "measure end: no measured region is open" },
+	{ "tpager-trace 1\nmeasure begin\nmeasure end\nmeasure begin\n", 4,
+	  "measure begin: a measured region was already opened" },
+	{ "tpager-trace 1\nmeasure middle\n", 2,
+	  "measure: expected 'begin' or 'end'" },
+	{ "tpager-trace 1\nbackward now\n", 2, "backward: takes no fields" },
+	{ "tpager-trace 1\nfree\n", 2, "free: expected 'free ID'" },
+	{ "tpager-trace 1\nfree 1\x01\n", 2, "control character 0x01" },
+	{ "tpager-trace 1\n# ok\nfree 1\0\n", 3, "NUL byte in line" },
+};
+
+static void test_malformed(void)
+{
+	for (size_t i = 0; i < ARRAY_SIZE(bad); i++) {
+		struct tp_trace *t = (struct tp_trace *)&t;
+		struct tp_trace_error err;
+		size_t len = strlen(bad[i].text);
+		int rc;
+
+		/* The NUL-byte case carries its NUL inside. */
+		if (strstr(bad[i].reason, "NUL"))
+			len += 2;
+		memset(&err, 0, sizeof(err));
+		rc = tp_trace_parse(bad[i].text, len, "bad.trace", &t, &err);
+		ok(rc == -EINVAL && err.line == bad[i].line &&
+		   !strcmp(err.reason, bad[i].reason) &&
+		   !strcmp(err.file, "bad.trace") &&
+		   t == (struct tp_trace *)&t,
+		   "bad trace %zu: line %lu, \"%s\"", i, bad[i].line,
+		   bad[i].reason);
+		if (rc != -EINVAL || err.line != bad[i].line ||
+		    strcmp(err.reason, bad[i].reason))
+			diag("got %d, line %lu, \"%s\"", rc, err.line,
+			     err.reason);
+	}
+}
+
+static void test_error_str(void)
+{
+	struct tp_trace_error err = { "a.trace", 7, "unknown record 'x'" };
+	char buf[256];
+
+	ok(!strcmp(tp_trace_error_str(&err, buf, sizeof(buf)),
+		   "a.trace:7: unknown record 'x'"), "file:line: reason");
+	err.line = 0;
+	ok(!strcmp(tp_trace_error_str(&err, buf, sizeof(buf)),
+		   "a.trace: unknown record 'x'"), "file: reason without a line");
+}
+
+/* The builder: bad calls fail with the documented errno, change nothing. */
+static void test_builder(void)
+{
+	struct tp_trace *t = tp_trace_new();
+	struct tp_trace_out_spec o = { 8, TP_TRACE_COMPUTABLE,
+				       TP_TRACE_OUT_INPLACE, 0 };
+	struct tp_trace_out_spec two[2] = { o, o };
+	uint32_t a, b, in[2];
+	size_t nt, ne, no;
+
+	if (!t)
+		bail_out("tp_trace_new");
+	ok(!tp_trace_add_tensor(t, 8, TP_TRACE_INPUT, TP_TRACE_NONE, &a) &&
+	   !tp_trace_add_tensor(t, 8, TP_TRACE_INPUT, TP_TRACE_NONE, &b) &&
+	   a == 0 && b == 1, "two tensors, ids 0 and 1");
+	nt = t->n_tensors;
+	ne = t->n_events;
+	no = t->n_ops;
+	in[0] = a;
+	in[1] = 9;
+	ok(tp_trace_add_tensor(t, 8, 1u << 9, TP_TRACE_NONE, &b) == -EINVAL,
+	   "unknown flag: -EINVAL");
+	ok(tp_trace_add_tensor(t, 8, 0, 5, &b) == -ENOENT,
+	   "view of a missing tensor: -ENOENT");
+	ok(tp_trace_add_op(t, "f", 1, 1, in, 2, &o, 1, &b) == -ENOENT,
+	   "missing input: -ENOENT");
+	in[1] = a;
+	ok(tp_trace_add_op(t, "f", 1, 1, in, 2, two, 2, &b) == -EINVAL,
+	   "one input overwritten twice: -EINVAL");
+	ok(tp_trace_add_op(t, "f g", 3, 1, in, 2, &o, 1, &b) == -EINVAL &&
+	   tp_trace_add_op(t, "", 0, 1, in, 2, &o, 1, &b) == -EINVAL,
+	   "names with a blank, or empty: -EINVAL");
+	o.alias = 2;
+	ok(tp_trace_add_op(t, "f", 1, 1, in, 2, &o, 1, &b) == -EINVAL,
+	   "alias index past the inputs: -EINVAL");
+	ok(tp_trace_add_mark(t, TP_TRACE_EV_MEASURE_END) == -EINVAL &&
+	   tp_trace_add_mark(t, TP_TRACE_EV_OP) == -EINVAL,
+	   "measure end without begin, or a non-mark kind: -EINVAL");
+	ok(t->n_tensors == nt && t->n_events == ne && t->n_ops == no &&
+	   t->n_args == 0 && t->n_outs == 0 &&
+	   t->tensors[a].state == TP_TRACE_LIVE,
+	   "nothing changed by the failed calls");
+	ok(!tp_trace_add_free(t, a) && tp_trace_add_free(t, a) == -ESTALE &&
+	   tp_trace_add_free(t, 7) == -ENOENT,
+	   "free once; again -ESTALE; missing -ENOENT");
+	tp_trace_free(t);
+	tp_trace_free(NULL);
+}
+
+int main(void)
+{
+	plan_tests(16 + ARRAY_SIZE(bad) + 2 + 10);
+	test_sample();
+	test_malformed();
+	test_error_str();
+	test_builder();
+	return exit_status();
+}

@@ -38,7 +38,7 @@ static const struct expect {
 static char *gunzip(const char *path, size_t *len)
 {
 	size_t cap = 1 << 20, n = 0;
-	char cmd[4200], *buf = malloc(cap);
+	char cmd[4500], *buf = malloc(cap);
 	FILE *p;
 
 	if (!buf)

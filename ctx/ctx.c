@@ -10,6 +10,7 @@
 #include "config.h"
 #include "ctx/ctx.h"
 #include "ctx/log.h"
+#include "lineage/lineage.h"
 #include "pager/pager.h"
 #include "vmm/vmm.h"
 
@@ -39,16 +40,20 @@ TP_API struct tp_ctx *tp_ctx_create(const char *opts)
 		ret = -errno;
 		goto err_vmm;
 	}
-	/*
-	 * LINEAGE: created here; it installs its regeneration callbacks into
-	 * ctx->pager (tp_pager_set_regen_ops).
-	 */
+	/* Lineage installs its regeneration callbacks into ctx->pager. */
+	ctx->lineage = tp_lineage_create(ctx);
+	if (!ctx->lineage) {
+		ret = -errno;
+		goto err_pager;
+	}
 	/*
 	 * POLICY: created here; its victim ops replace the pager's default
 	 * LRU (tp_pager_set_victim_ops), and it sets ctx->iter_hook.
 	 */
 	return ctx;
 
+err_pager:
+	tp_pager_destroy(ctx->pager);
 err_vmm:
 	tp_vmm_close(ctx->vmm);
 err_free:
@@ -62,7 +67,8 @@ TP_API void tp_ctx_destroy(struct tp_ctx *ctx)
 	if (!ctx)
 		return;
 	/* POLICY: destroyed here, after its victim ops are uninstalled. */
-	/* LINEAGE: destroyed here; it drops the references it holds. */
+	/* Lineage drops the references its records hold. */
+	tp_lineage_destroy(ctx->lineage);
 	tp_pager_destroy(ctx->pager);
 	tp_vmm_close(ctx->vmm);
 	free(ctx);

@@ -1,0 +1,352 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Costs: each op type's and each record's moving-average cost, and c_r(t),
+ * the cost of regenerating t with its evicted ancestors.
+ *
+ * c_r is DTR's e*(t) (Kirisame et al., "Dynamic Tensor Rematerialization",
+ * §4 and appendix; MegEngine's write-up §2.2): the producer's cost plus the
+ * cost of every evicted tensor that would be regenerated first. Summing
+ * over the evicted ancestry on each query is linear in its size, so evicted
+ * tensors are kept in equivalence classes with union-find, each class
+ * holding the sum of its members' costs; connected evicted tensors share a
+ * class. Classes are built lazily from the pager's page states when a
+ * query meets them, a member that came back leaves its class by taking its
+ * cost out (a union cannot be split), and the whole structure is dropped
+ * and rebuilt lazily once most of its members are stale.
+ */
+#include <errno.h>
+#include <math.h>
+#include <stdlib.h>
+
+#include "ctx/ctx.h"
+#include "lineage/lineage_int.h"
+
+#define TP_LIN_DEFAULT_COST_NS	1000	/* a prior of 1 µs */
+#define UF_NONE			UINT32_MAX
+
+/* --- op types -------------------------------------------------------- */
+
+static size_t type_hash(const struct tp_op_type *type, size_t cap)
+{
+	uintptr_t h = (uintptr_t)type;
+
+	h ^= h >> 17;
+	h *= (uintptr_t)0x9e3779b97f4a7c15ULL;
+	return (h >> 7) & (cap - 1);
+}
+
+static int types_grow(struct tp_lineage *lin)
+{
+	size_t cap = lin->cap_types ? lin->cap_types * 2 : 64, i;
+	struct tp_lin_type **nt = calloc(cap, sizeof(*nt));
+
+	if (!nt)
+		return -ENOMEM;
+	for (i = 0; i < lin->cap_types; i++) {
+		struct tp_lin_type *e = lin->types[i];
+		size_t h;
+
+		if (!e)
+			continue;
+		for (h = type_hash(e->type, cap); nt[h]; h = (h + 1) & (cap - 1))
+			;
+		nt[h] = e;
+	}
+	free(lin->types);
+	lin->types = nt;
+	lin->cap_types = cap;
+	return 0;
+}
+
+static struct tp_lin_type *type_find(struct tp_lineage *lin,
+				     const struct tp_op_type *type)
+{
+	size_t h;
+
+	if (!lin->cap_types)
+		return NULL;
+	for (h = type_hash(type, lin->cap_types); lin->types[h];
+	     h = (h + 1) & (lin->cap_types - 1))
+		if (lin->types[h]->type == type)
+			return lin->types[h];
+	return NULL;
+}
+
+struct tp_lin_type *tp_lin_type_get(struct tp_lineage *lin,
+				    const struct tp_op_type *type)
+{
+	struct tp_lin_type *e = type_find(lin, type);
+	size_t h;
+
+	if (e)
+		return e;
+	if (2 * (lin->nr_types + 1) > lin->cap_types && types_grow(lin)) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	e = calloc(1, sizeof(*e));
+	if (!e) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	e->type = type;
+	e->avg_ns = -1;
+	for (h = type_hash(type, lin->cap_types); lin->types[h];
+	     h = (h + 1) & (lin->cap_types - 1))
+		;
+	lin->types[h] = e;
+	lin->nr_types++;
+	return e;
+}
+
+uint64_t tp_lin_type_prior_ns(const struct tp_op_type *type,
+			      const void *params, size_t params_len,
+			      const size_t *in_bytes, unsigned n_in)
+{
+	if (!type->cost_ns)
+		return TP_LIN_DEFAULT_COST_NS;
+	return type->cost_ns(params, params_len, in_bytes, n_in);
+}
+
+static double ema(double avg, double x, double alpha)
+{
+	return avg < 0 ? x : avg + alpha * (x - avg);
+}
+
+void tp_lin_note_cost(struct tp_lineage *lin, struct tp_lin_rec *rec,
+		      uint64_t ns)
+{
+	double alpha = lin->ctx->conf.lineage_cost_alpha;
+
+	if (!rec)
+		return;
+	rec->cost_ns = ema(rec->cost_ns, (double)ns, alpha);
+	rec->ts->avg_ns = ema(rec->ts->avg_ns, (double)ns, alpha);
+	rec->ts->runs++;
+}
+
+void tp_lin_note_type_cost(struct tp_lineage *lin, struct tp_lin_type *ts,
+			   uint64_t ns)
+{
+	ts->avg_ns = ema(ts->avg_ns, (double)ns, lin->ctx->conf.lineage_cost_alpha);
+	ts->runs++;
+}
+
+double tp_lineage_op_cost_ns(struct tp_lineage *lin,
+			     const struct tp_op_type *type)
+{
+	struct tp_lin_type *e = type_find(lin, type);
+
+	if (e && e->avg_ns >= 0)
+		return e->avg_ns;
+	if (!type->cost_ns)
+		return TP_LIN_DEFAULT_COST_NS;
+	return (double)type->cost_ns(NULL, 0, NULL, 0);
+}
+
+static double rec_cost(const struct tp_lin_rec *rec)
+{
+	if (rec->cost_ns >= 0)
+		return rec->cost_ns;
+	return rec->ts->avg_ns >= 0 ? rec->ts->avg_ns : TP_LIN_DEFAULT_COST_NS;
+}
+
+/* --- union-find of evicted tensors ----------------------------------- */
+
+static bool uf_valid(const struct tp_lineage *lin, const struct tp_lin_node *n)
+{
+	return n->uf != UF_NONE && n->uf_epoch == lin->uf_epoch;
+}
+
+static uint32_t uf_find(struct tp_lineage *lin, uint32_t i)
+{
+	struct tp_lin_uf_node *u = lin->uf;
+
+	while (u[i].parent != i) {
+		u[i].parent = u[u[i].parent].parent;	/* path halving */
+		i = u[i].parent;
+	}
+	return i;
+}
+
+static uint32_t uf_union(struct tp_lineage *lin, uint32_t a, uint32_t b)
+{
+	struct tp_lin_uf_node *u = lin->uf;
+
+	a = uf_find(lin, a);
+	b = uf_find(lin, b);
+	if (a == b)
+		return a;
+	if (u[a].rank < u[b].rank) {
+		uint32_t t = a;
+
+		a = b;
+		b = t;
+	}
+	u[b].parent = a;
+	if (u[a].rank == u[b].rank)
+		u[a].rank++;
+	u[a].cost += u[b].cost;
+	return a;
+}
+
+static int uf_add(struct tp_lineage *lin, struct tp_lin_node *n)
+{
+	struct tp_lin_rec *rec = n->t->lin.rec;
+	struct tp_lin_uf_node *u;
+
+	if (lin->uf_len == lin->uf_cap) {
+		uint32_t cap = lin->uf_cap ? lin->uf_cap * 2 : 1024;
+
+		u = realloc(lin->uf, (size_t)cap * sizeof(*u));
+		if (!u)
+			return -ENOMEM;
+		lin->uf = u;
+		lin->uf_cap = cap;
+	}
+	u = &lin->uf[lin->uf_len];
+	u->parent = lin->uf_len;
+	u->rank = 0;
+	u->own = rec ? rec_cost(rec) : 0;
+	u->cost = u->own;
+	n->uf = lin->uf_len++;
+	n->uf_epoch = lin->uf_epoch;
+	return 0;
+}
+
+void tp_lin_uf_forget(struct tp_lineage *lin, struct tp_lin_node *n)
+{
+	uint32_t r;
+
+	if (!uf_valid(lin, n))
+		return;
+	r = uf_find(lin, n->uf);
+	lin->uf[r].cost -= lin->uf[n->uf].own;
+	lin->uf[n->uf].own = 0;
+	n->uf = UF_NONE;
+	lin->uf_dead++;
+}
+
+/* Drop every class once most members are stale; they rebuild lazily. */
+static void uf_maybe_rebuild(struct tp_lineage *lin)
+{
+	if (lin->uf_dead < 4096 || 2 * lin->uf_dead < lin->uf_len)
+		return;
+	if (++lin->uf_epoch == 0)
+		lin->uf_epoch = 1;
+	lin->uf_len = 0;
+	lin->uf_dead = 0;
+}
+
+/*
+ * The class of @n when its tensor is evicted, else UF_NONE. A tensor met
+ * for the first time joins the classes of its evicted inputs, which are
+ * built the same way (explicit stack, @stk being scratch space).
+ */
+static uint32_t uf_class(struct tp_lineage *lin, struct tp_lin_node *n,
+			 struct tp_lin_node ***stk, size_t *cap)
+{
+	size_t sp = 0;
+
+	if (!tp_pager_has_evicted(n->t)) {
+		tp_lin_uf_forget(lin, n);
+		return UF_NONE;
+	}
+	if (uf_valid(lin, n))
+		return uf_find(lin, n->uf);
+	if (uf_add(lin, n))
+		return UF_NONE;
+	(*stk)[sp++] = n;
+	while (sp) {
+		struct tp_lin_node *m = (*stk)[--sp];
+		struct tp_lin_rec *rec = m->t->lin.rec;
+		unsigned k;
+
+		if (!rec)
+			continue;
+		for (k = 0; k < rec->n_in; k++) {
+			struct tp_lin_node *y = rec->in[k].node;
+
+			if (!tp_pager_has_evicted(y->t)) {
+				tp_lin_uf_forget(lin, y);
+				continue;
+			}
+			if (!uf_valid(lin, y)) {
+				if (uf_add(lin, y))
+					return uf_find(lin, n->uf);
+				if (sp == *cap) {
+					size_t nc = *cap * 2;
+					struct tp_lin_node **ns =
+						realloc(*stk, nc * sizeof(*ns));
+
+					if (!ns)
+						return uf_find(lin, n->uf);
+					*stk = ns;
+					*cap = nc;
+				}
+				(*stk)[sp++] = y;
+			}
+			uf_union(lin, m->uf, y->uf);
+		}
+	}
+	return uf_find(lin, n->uf);
+}
+
+double tp_lineage_recompute_ns(struct tp_lineage *lin,
+			       const struct tp_tensor *t)
+{
+	struct tp_lin_rec *rec = t->lin.rec;
+	struct tp_lin_node **stk;
+	uint32_t seen[16];
+	unsigned nseen = 0, k;
+	size_t cap = 64;
+	double c;
+
+	if (!tp_lineage_can_regenerate(lin, t))
+		return INFINITY;
+	c = rec_cost(rec);
+	if (!rec->n_in)
+		return c;
+	uf_maybe_rebuild(lin);
+	stk = malloc(cap * sizeof(*stk));
+	if (!stk)
+		return c;
+	for (k = 0; k < rec->n_in; k++) {
+		struct tp_lin_node *y = rec->in[k].node;
+		uint32_t r, i;
+
+		if (!tp_pager_has_evicted(y->t))
+			continue;
+		if (!y->t->lin.rec || y->lost) {
+			c = INFINITY;	/* an input that cannot come back */
+			break;
+		}
+		r = uf_class(lin, y, &stk, &cap);
+		if (r == UF_NONE)
+			continue;
+		/* Each class once; a wider op only risks counting twice. */
+		for (i = 0; i < nseen && seen[i] != r; i++)
+			;
+		if (i < nseen)
+			continue;
+		if (nseen < 16)
+			seen[nseen++] = r;
+		c += lin->uf[r].cost;
+	}
+	free(stk);
+	return c;
+}
+
+void tp_lin_cost_fini(struct tp_lineage *lin)
+{
+	size_t i;
+
+	for (i = 0; i < lin->cap_types; i++)
+		free(lin->types[i]);
+	free(lin->types);
+	lin->types = NULL;
+	lin->cap_types = lin->nr_types = 0;
+	free(lin->uf);
+	lin->uf = NULL;
+	lin->uf_len = lin->uf_cap = 0;
+}

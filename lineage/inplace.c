@@ -1,0 +1,153 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Severing: contents that cannot be regenerated are about to change or go
+ * (an uncomputable tensor, a parameter say, updated in place or freed
+ * while records still read it). Records that read the old contents can
+ * never be replayed again, so every live tensor downstream of them through
+ * records is made uncomputable: regenerated first if it is evicted, then
+ * detached from its record. It stays put (offloadable, never evicted) and
+ * the records, with the fake-deleted tensors only they kept, go.
+ *
+ * This is the alternative to keeping a copy of the old version: it costs
+ * no memory beyond what the live tensors already hold, and nothing is
+ * recomputed afterwards from a version that no longer exists.
+ */
+#include <errno.h>
+#include <stdlib.h>
+
+#include "ctx/ctx.h"
+#include "ctx/log.h"
+#include "lineage/lineage_int.h"
+
+struct ptrvec {
+	void **v;
+	size_t n, cap;
+};
+
+static int vec_push(struct ptrvec *p, void *x)
+{
+	if (p->n == p->cap) {
+		size_t cap = p->cap ? p->cap * 2 : 32;
+		void **v = realloc(p->v, cap * sizeof(*v));
+
+		if (!v)
+			return -ENOMEM;
+		p->v = v;
+		p->cap = cap;
+	}
+	p->v[p->n++] = x;
+	return 0;
+}
+
+/* The records reading @n, and those reading their outputs, and so on. */
+static int closure(struct tp_lineage *lin, struct tp_lin_node *n,
+		   struct ptrvec *recs)
+{
+	uint64_t mark = ++lin->mark_seq;
+	struct tp_lin_use *u;
+	size_t i;
+
+	for (u = n->users; u; u = u->next) {
+		if (u->rec->mark == mark)
+			continue;
+		u->rec->mark = mark;
+		if (vec_push(recs, u->rec))
+			return -ENOMEM;
+	}
+	for (i = 0; i < recs->n; i++) {
+		struct tp_lin_rec *rec = recs->v[i];
+		unsigned k;
+
+		for (k = 0; k < rec->n_out; k++) {
+			struct tp_lin_node *on;
+
+			if (!rec->out[k] || !(on = rec->out[k]->lin.p))
+				continue;
+			for (u = on->users; u; u = u->next) {
+				if (u->rec->mark == mark)
+					continue;
+				u->rec->mark = mark;
+				if (vec_push(recs, u->rec))
+					return -ENOMEM;
+			}
+		}
+	}
+	return 0;
+}
+
+int tp_lin_sever(struct tp_lineage *lin, struct tp_tensor *t, bool force)
+{
+	struct tp_lin_node *n = t->lin.p;
+	struct ptrvec recs = { 0 }, live = { 0 };
+	size_t i;
+	int ret = 0, first = 0;
+
+	if (!n || !n->nr_users)
+		return 0;
+	ret = closure(lin, n, &recs);
+	for (i = 0; !ret && i < recs.n; i++) {
+		struct tp_lin_rec *rec = recs.v[i];
+		unsigned k;
+
+		for (k = 0; !ret && k < rec->n_out; k++) {
+			struct tp_tensor *o = rec->out[k];
+			struct tp_lin_node *on = o ? o->lin.p : NULL;
+
+			if (on && !on->user_freed)
+				ret = vec_push(&live, o);
+		}
+	}
+	if (ret)
+		goto out;
+	/*
+	 * Mark them all uncomputable first, so that regenerating one cannot
+	 * evict another already checked: from now on they can only be
+	 * offloaded.
+	 */
+	for (i = 0; i < live.n; i++) {
+		struct tp_tensor *o = live.v[i];
+
+		((struct tp_lin_node *)o->lin.p)->severed = true;
+		o->computable = false;
+	}
+	for (i = 0; i < live.n; i++) {
+		struct tp_tensor *o = live.v[i];
+
+		if (!tp_pager_has_evicted(o))
+			continue;
+		ret = tp_lineage_regenerate(lin, o);
+		if (!ret)
+			continue;
+		if (!force)
+			break;
+		((struct tp_lin_node *)o->lin.p)->lost = true;
+		if (!first)
+			first = ret;
+		ret = 0;
+	}
+	if (ret) {
+		for (i = 0; i < live.n; i++) {
+			struct tp_tensor *o = live.v[i];
+
+			((struct tp_lin_node *)o->lin.p)->severed = false;
+			o->computable = true;
+		}
+		goto out;
+	}
+	/* The records in @recs may be freed from here on. */
+	for (i = 0; i < live.n; i++) {
+		struct tp_tensor *o = live.v[i];
+
+		((struct tp_lin_node *)o->lin.p)->severed = false;
+		tp_lin_detach(lin, o);
+	}
+	lin->st.severed += live.n;
+	ret = first;
+out:
+	if (ret == -ENOMEM && !force)
+		tp_ctx_error(lin->ctx, ret, "lineage: cannot make room to keep what tensor %llu's old contents made",
+			     (unsigned long long)t->id);
+	free(recs.v);
+	free(live.v);
+	return ret;
+}

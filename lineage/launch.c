@@ -1,0 +1,72 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Launching an op on the compute stream and measuring what it cost: the
+ * host clock around the launch function on the host backend (it computes
+ * on the caller's thread), the charged cost on sim (which holds no data,
+ * so the launch function is not called), and on cuda the prior the op
+ * type gives, since the vmm has no event timer to read the device's time.
+ */
+#include <errno.h>
+
+#include "ctx/ctx.h"
+#include "lineage/lineage_int.h"
+#include "vmm/vmm.h"
+
+struct launch_arg {
+	struct tp_op_launch l;
+	struct tp_vmm *vmm;
+	uint64_t ns;
+	int ret;
+};
+
+static int launch_fn(void *p)
+{
+	struct launch_arg *a = p;
+	uint64_t t0 = tp_vmm_now_ns(a->vmm);
+
+	a->ret = a->l.type->launch(&a->l);
+	a->ns = tp_vmm_now_ns(a->vmm) - t0;
+	return a->ret;
+}
+
+int tp_lin_launch(struct tp_lineage *lin, const struct tp_op_type *type,
+		  const void *params, size_t params_len,
+		  void *const *in, const size_t *in_bytes, unsigned n_in,
+		  void *const *out, const size_t *out_bytes, unsigned n_out,
+		  bool recompute, uint64_t *ns)
+{
+	struct tp_vmm *vmm = lin->ctx->vmm;
+	uint64_t prior = tp_lin_type_prior_ns(type, params, params_len,
+					      in_bytes, n_in);
+	struct launch_arg a = {
+		.l = {
+			.ctx = lin->ctx,
+			.type = type,
+			.params = params,
+			.params_len = params_len,
+			.in = in,
+			.in_bytes = in_bytes,
+			.n_in = n_in,
+			.out = out,
+			.out_bytes = out_bytes,
+			.n_out = n_out,
+			.recompute = recompute,
+		},
+		.vmm = vmm,
+	};
+	int ret;
+
+	if (!tp_vmm_has_data(vmm)) {
+		*ns = prior;
+		return tp_vmm_launch(vmm, TP_STREAM_COMPUTE, prior, NULL, NULL);
+	}
+	a.l.stream = tp_vmm_stream_handle(vmm, TP_STREAM_COMPUTE);
+	ret = tp_vmm_launch(vmm, TP_STREAM_COMPUTE, prior, launch_fn, &a);
+	if (!ret && a.ret)
+		ret = a.ret;
+	if (ret > 0)	/* a launch function that forgot the sign */
+		ret = -ret;
+	/* On a device the host clock saw only the enqueue. */
+	*ns = a.l.stream ? prior : a.ns;
+	return ret;
+}

@@ -1,0 +1,89 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The lineage of a context: creation, the callbacks the pager calls, and
+ * teardown.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ctx/ctx.h"
+#include "lineage/lineage_int.h"
+#include "policy/policy.h"
+
+bool tp_lineage_can_regenerate(struct tp_lineage *lin,
+			       const struct tp_tensor *t)
+{
+	const struct tp_lin_node *n = t->lin.p;
+	const struct tp_lin_rec *rec = t->lin.rec;
+
+	(void)lin;
+	return t->computable && n && rec && rec->replayable && !n->severed &&
+	       !n->lost;
+}
+
+static bool can_regenerate_cb(void *priv, const struct tp_tensor *t)
+{
+	return tp_lineage_can_regenerate(priv, t);
+}
+
+struct tp_lineage *tp_lineage_create(struct tp_ctx *ctx)
+{
+	struct tp_lineage *lin;
+
+	if (!ctx || !ctx->pager) {
+		errno = EINVAL;
+		return NULL;
+	}
+	lin = calloc(1, sizeof(*lin));
+	if (!lin) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	lin->ctx = ctx;
+	lin->pg = ctx->pager;
+	lin->uf_epoch = 1;
+	CDS_INIT_LIST_HEAD(&lin->nodes);
+	CDS_INIT_LIST_HEAD(&lin->recs);
+	lin->ops.can_regenerate = can_regenerate_cb;
+	lin->ops.regenerate = tp_lin_regenerate_cb;
+	lin->ops.on_free = tp_lin_on_free;
+	lin->ops.priv = lin;
+	tp_pager_set_regen_ops(lin->pg, &lin->ops);
+	return lin;
+}
+
+void tp_lineage_destroy(struct tp_lineage *lin)
+{
+	if (!lin)
+		return;
+	tp_pager_set_regen_ops(lin->pg, NULL);
+	tp_lin_records_fini(lin);
+	tp_lin_cost_fini(lin);
+	free(lin);
+}
+
+void tp_lineage_get_stats(struct tp_lineage *lin, struct tp_lineage_stats *st)
+{
+	*st = lin->st;
+}
+
+void tp_lineage_set_cost_changed(struct tp_lineage *lin,
+				 void (*fn)(void *priv, struct tp_tensor *t),
+				 void *priv)
+{
+	lin->cost_changed = fn;
+	lin->cost_changed_priv = priv;
+}
+
+static double recompute_ns_cb(void *priv, const struct tp_tensor *t)
+{
+	return tp_lineage_recompute_ns(priv, t);
+}
+
+void tp_lineage_cost_ops(struct tp_lineage *lin, struct tp_cost_ops *ops)
+{
+	ops->recompute_ns = recompute_ns_cb;
+	ops->computable = can_regenerate_cb;
+	ops->priv = lin;
+}

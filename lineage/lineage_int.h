@@ -1,0 +1,236 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * lineage's private state, shared by the files of lineage/ only.
+ *
+ * A tensor that lineage knows (made by an op, or read by one) has a node
+ * in t->lin.p; a tensor made by an op also has t->lin.rec (its record)
+ * and t->lin.out (which output it is).
+ *
+ * References: a record holds one pager reference on each of its inputs
+ * (one per use) and lives while one of its outputs is needed; a tensor
+ * is needed while the user holds it or a live record reads it. When
+ * neither holds, the tensor leaves its producer, which may then go too:
+ * releases walk a work list, never the C stack.
+ */
+#ifndef TP_LINEAGE_LINEAGE_INT_H
+#define TP_LINEAGE_LINEAGE_INT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <urcu/list.h>
+
+#include "tpager.h"
+#include "lineage/lineage.h"
+#include "pager/hooks.h"
+#include "pager/pager.h"
+
+struct tp_lin_rec;
+struct tp_lin_node;
+
+/* One input of a record: links the record into its input's users. */
+struct tp_lin_use {
+	struct tp_lin_rec *rec;
+	struct tp_lin_node *node;	/* the input's node */
+	struct tp_tensor *t;		/* the input (a pager reference) */
+	struct tp_lin_use *next, *prev;	/* node's list of users */
+	uint64_t version;		/* the input's version it read */
+};
+
+struct tp_lin_node {
+	struct tp_tensor *t;
+	struct cds_list_head link;	/* lineage's list of nodes */
+	struct tp_lin_use *users;	/* records reading this tensor */
+	size_t nr_users;
+	uint64_t version;		/* bumped by each in-place update */
+	bool user_freed;		/* fake-deleted: kept for its users */
+	bool severed;			/* made uncomputable; being detached */
+	bool lost;			/* contents gone for good */
+	/* union-find for c_r (cost.c); valid while uf_epoch matches */
+	uint32_t uf;
+	uint32_t uf_epoch;
+	/* work stack mark (regen.c, inplace.c) */
+	uint64_t mark;
+};
+
+struct tp_lin_type;
+
+struct tp_lin_rec {
+	const struct tp_op_type *type;
+	struct cds_list_head link;	/* lineage's list of records */
+	struct tp_lin_type *ts;		/* the type's cost */
+	void *params;			/* a copy, or NULL */
+	size_t params_len;
+	unsigned n_in, n_out;
+	unsigned refs;			/* outputs still needed */
+	bool replayable;		/* false: nondeterministic or severed */
+	double cost_ns;			/* moving average of this record */
+	uint64_t seq;			/* creation order */
+	uint64_t mark;
+	struct tp_lin_use *in;		/* n_in */
+	struct tp_tensor **out;		/* n_out; NULL once that output left */
+	size_t *out_bytes;		/* n_out */
+};
+
+/* Per op type: the moving average of its cost (cost.c). */
+struct tp_lin_type {
+	const struct tp_op_type *type;
+	double avg_ns;
+	uint64_t runs;
+};
+
+struct tp_lin_uf_node {
+	uint32_t parent;
+	uint32_t rank;
+	double cost;			/* class total, at the root */
+	double own;			/* this member's share */
+};
+
+struct tp_lineage {
+	struct tp_ctx *ctx;
+	struct tp_pager *pg;
+	struct tp_regen_ops ops;
+
+	/* op types: open addressing on the type pointer */
+	struct tp_lin_type **types;
+	size_t nr_types, cap_types;
+
+	/* union-find arena, rebuilt lazily when too many members died */
+	struct tp_lin_uf_node *uf;
+	uint32_t uf_len, uf_cap, uf_epoch, uf_dead;
+
+	struct cds_list_head nodes;
+	struct cds_list_head recs;
+	uint64_t rec_seq;
+	uint64_t mark_seq;
+	/* pointer work list reused by releases and walks */
+	void **work;
+	size_t nr_work, cap_work;
+
+	void (*cost_changed)(void *priv, struct tp_tensor *t);
+	void *cost_changed_priv;
+
+	struct tp_lineage_stats st;
+};
+
+static inline struct tp_lin_node *tp_lin_node_of(const struct tp_tensor *t)
+{
+	return t->lin.p;
+}
+
+static inline struct tp_lin_rec *tp_lin_rec_of(const struct tp_tensor *t)
+{
+	return t->lin.rec;
+}
+
+/* --- record.c -------------------------------------------------------- */
+
+/**
+ * tp_lin_node_get() - @t's node, created on first use.
+ * Return: the node, or NULL with errno ENOMEM.
+ */
+struct tp_lin_node *tp_lin_node_get(struct tp_lineage *lin,
+				    struct tp_tensor *t);
+
+/**
+ * tp_lin_rec_new() - a record of @type with a copy of @params, reading
+ * @inputs (their current versions; a pager reference taken on each) and
+ * producing @n_out outputs not attached yet.
+ * Return: the record, or NULL with errno (ENOMEM); nothing changed then.
+ */
+struct tp_lin_rec *tp_lin_rec_new(struct tp_lineage *lin,
+				  const struct tp_op_type *type,
+				  const void *params, size_t params_len,
+				  struct tp_tensor *const *inputs, unsigned n_in,
+				  const size_t *out_bytes, unsigned n_out);
+
+/**
+ * tp_lin_rec_attach() - make @t output @k of @rec: computable, needed.
+ */
+void tp_lin_rec_attach(struct tp_lineage *lin, struct tp_lin_rec *rec,
+		       unsigned k, struct tp_tensor *t);
+
+/**
+ * tp_lin_rec_discard() - drop a record no output was attached to.
+ */
+void tp_lin_rec_discard(struct tp_lineage *lin, struct tp_lin_rec *rec);
+
+/**
+ * tp_lin_detach() - @t stops being an output of its record (it becomes
+ * uncomputable); the record, and what only it kept, may go.
+ */
+void tp_lin_detach(struct tp_lineage *lin, struct tp_tensor *t);
+
+/* The pager's on_free callback: fake deletion. */
+bool tp_lin_on_free(void *priv, struct tp_tensor *t);
+
+/* Drop every record (tp_lineage_destroy). */
+void tp_lin_records_fini(struct tp_lineage *lin);
+
+/* Work list helpers (grow on demand). */
+int tp_lin_work_push(struct tp_lineage *lin, void *p);
+
+/* --- cost.c ---------------------------------------------------------- */
+
+/**
+ * tp_lin_type_get() - @type's cost entry, created with its prior.
+ * Return: the entry or NULL with errno.
+ */
+struct tp_lin_type *tp_lin_type_get(struct tp_lineage *lin,
+				    const struct tp_op_type *type);
+
+/* The cost the sim backend charges for @type, and its prior elsewhere. */
+uint64_t tp_lin_type_prior_ns(const struct tp_op_type *type,
+			      const void *params, size_t params_len,
+			      const size_t *in_bytes, unsigned n_in);
+
+/**
+ * tp_lin_note_cost() - fold a measurement of @ns into @rec's and its
+ * type's moving averages (lineage.cost_alpha).
+ */
+void tp_lin_note_cost(struct tp_lineage *lin, struct tp_lin_rec *rec,
+		      uint64_t ns);
+
+/* Fold a measurement into @ts alone (ops that leave no record). */
+void tp_lin_note_type_cost(struct tp_lineage *lin, struct tp_lin_type *ts,
+			   uint64_t ns);
+
+/* Union-find bookkeeping: @t is resident again / leaves lineage. */
+void tp_lin_uf_forget(struct tp_lineage *lin, struct tp_lin_node *n);
+void tp_lin_cost_fini(struct tp_lineage *lin);
+
+/* --- launch.c -------------------------------------------------------- */
+
+/**
+ * tp_lin_launch() - run @type on the compute stream with the given device
+ * addresses and measure it: the host clock on host, the charged cost on
+ * sim. *@ns receives the cost.
+ * Return: 0 or the launch function's (or backend's) error.
+ */
+int tp_lin_launch(struct tp_lineage *lin, const struct tp_op_type *type,
+		  const void *params, size_t params_len,
+		  void *const *in, const size_t *in_bytes, unsigned n_in,
+		  void *const *out, const size_t *out_bytes, unsigned n_out,
+		  bool recompute, uint64_t *ns);
+
+/* --- regen.c --------------------------------------------------------- */
+
+/* The pager's regenerate callback. */
+int tp_lin_regenerate_cb(void *priv, struct tp_tensor *t);
+
+/* --- inplace.c ------------------------------------------------------- */
+
+/**
+ * tp_lin_sever() - the contents of uncomputable @t (its current version)
+ * are about to go. Every live tensor whose regeneration needs them is
+ * regenerated now if evicted and made uncomputable; the records that
+ * read them then go.
+ * With @force, a tensor that cannot be regenerated is marked lost and
+ * the others are still severed (the contents go whatever happens).
+ * Return: 0, or the error of a regeneration (without @force, on failure
+ * every tensor keeps its state and computability).
+ */
+int tp_lin_sever(struct tp_lineage *lin, struct tp_tensor *t, bool force);
+
+#endif /* TP_LINEAGE_LINEAGE_INT_H */

@@ -1,0 +1,382 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * tp_op_run(): acquire the inputs, allocate the outputs through the pager,
+ * launch on the compute stream, record the op, release.
+ *
+ * In-place ops (TP_OP_INPLACE) come in two kinds:
+ *  - the input is computable: Coop's recomputable in-place (§3.5). A new
+ *    tensor takes the input's identity (its address and pages, through
+ *    tp_pager_swap_identity) and is the output; the input's handle keeps
+ *    the old version, moved to a fresh range and EVICTED, regenerable from
+ *    its own producer. Records that read it still read the same version.
+ *  - the input is uncomputable (a parameter, optimizer state): it is
+ *    updated at its own address and stays the same handle; the output IS
+ *    the input and its version is bumped. Whatever depended on the old
+ *    version is severed first (inplace.c). The launch writes the only
+ *    copy, so a launch function on such a tensor must fail, if at all,
+ *    before it writes.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ctx/ctx.h"
+#include "ctx/log.h"
+#include "lineage/lineage_int.h"
+
+struct op_run {
+	struct tp_ctx *ctx;
+	struct tp_lineage *lin;
+	const struct tp_op_type *type;
+	struct tp_tensor **in;		/* what is acquired for each input */
+	void **in_addr, **out_addr;
+	size_t *in_bytes;
+	struct tp_tensor **out;
+	unsigned n_in_held, n_out_held, n_out_made;
+	bool recorded;
+};
+
+static int check_args(struct tp_ctx *ctx, const struct tp_op_type *type,
+		      const void *params, size_t params_len,
+		      struct tp_tensor *const *inputs, unsigned n_in,
+		      struct tp_tensor **outputs, const size_t *out_bytes,
+		      unsigned n_out)
+{
+	unsigned k;
+
+	if (!ctx || !ctx->lineage || !type || !type->launch)
+		return -EINVAL;
+	if ((n_in && !inputs) || !n_out || !outputs || !out_bytes ||
+	    (params_len && !params)) {
+		tp_ctx_error(ctx, -EINVAL, "tp_op_run(%s): missing argument",
+			     type->name ? type->name : "?");
+		return -EINVAL;
+	}
+	for (k = 0; k < n_in; k++) {
+		const struct tp_lin_node *n;
+
+		if (!inputs[k]) {
+			tp_ctx_error(ctx, -EINVAL, "tp_op_run(%s): input %u is NULL",
+				     type->name ? type->name : "?", k);
+			return -EINVAL;
+		}
+		n = inputs[k]->lin.p;
+		if (inputs[k]->dead || (n && n->user_freed)) {
+			tp_ctx_error(ctx, -EINVAL, "tp_op_run(%s): input %u (tensor %llu) was freed",
+				     type->name ? type->name : "?", k,
+				     (unsigned long long)inputs[k]->id);
+			return -EINVAL;
+		}
+	}
+	for (k = 0; k < n_out; k++) {
+		if (!out_bytes[k]) {
+			tp_ctx_error(ctx, -EINVAL, "tp_op_run(%s): output %u has size 0",
+				     type->name ? type->name : "?", k);
+			return -EINVAL;
+		}
+	}
+	if (type->flags & TP_OP_INPLACE) {
+		if (type->inplace_in < 0 || (unsigned)type->inplace_in >= n_in ||
+		    type->inplace_out < 0 || (unsigned)type->inplace_out >= n_out) {
+			tp_ctx_error(ctx, -EINVAL, "tp_op_run(%s): in-place output %d / input %d out of range",
+				     type->name ? type->name : "?",
+				     type->inplace_out, type->inplace_in);
+			return -EINVAL;
+		}
+		if (out_bytes[type->inplace_out] !=
+		    inputs[type->inplace_in]->bytes) {
+			tp_ctx_error(ctx, -EINVAL, "tp_op_run(%s): in-place output of %zu bytes over an input of %zu",
+				     type->name ? type->name : "?",
+				     out_bytes[type->inplace_out],
+				     inputs[type->inplace_in]->bytes);
+			return -EINVAL;
+		}
+		if (inputs[type->inplace_in]->pins) {
+			tp_ctx_error(ctx, -EBUSY, "tp_op_run(%s): in-place input is acquired",
+				     type->name ? type->name : "?");
+			return -EBUSY;
+		}
+	}
+	return 0;
+}
+
+static void release_all(struct op_run *o)
+{
+	struct tp_pager *pg = o->ctx->pager;
+
+	while (o->n_out_held) {
+		struct tp_tensor *t = o->out[--o->n_out_held];
+
+		tp_pager_release(pg, t, 0, t->bytes);
+	}
+	while (o->n_in_held) {
+		struct tp_tensor *t = o->in[--o->n_in_held];
+
+		tp_pager_release(pg, t, 0, t->bytes);
+	}
+}
+
+/* Acquire inputs, then make and acquire the outputs not given already. */
+static int acquire_all(struct op_run *o, const size_t *out_bytes,
+		       unsigned n_in, unsigned n_out, int rw_in)
+{
+	struct tp_pager *pg = o->ctx->pager;
+	unsigned k;
+	int ret;
+
+	for (k = 0; k < n_in; k++) {
+		struct tp_tensor *t = o->in[k];
+		unsigned mode = (int)k == rw_in ? TP_RW : TP_READ;
+
+		ret = tp_pager_acquire(pg, t, 0, t->bytes, mode, &o->in_addr[k]);
+		if (ret) {
+			tp_ctx_error(o->ctx, ret, "tp_op_run(%s): input %u (tensor %llu)",
+				     o->type->name ? o->type->name : "?", k,
+				     (unsigned long long)t->id);
+			return ret;
+		}
+		o->in_bytes[k] = t->bytes;
+		o->n_in_held++;
+	}
+	for (k = 0; k < n_out; k++) {
+		struct tp_tensor *t = o->out[k];
+
+		if (!t) {
+			t = tp_pager_tensor_new(pg, out_bytes[k], TP_KIND_ACT);
+			if (!t)
+				return -errno;
+			o->out[k] = t;
+			o->n_out_made = k + 1;
+			/* Recorded outputs need a node for on_free. */
+			if (o->recorded && !t->slab &&
+			    !tp_lin_node_get(o->lin, t))
+				return -ENOMEM;
+			ret = tp_pager_acquire(pg, t, 0, t->bytes, TP_WRITE,
+					       &o->out_addr[k]);
+		} else {
+			/* The in-place output: the input's pages. */
+			o->out_addr[k] = o->in_addr[o->type->inplace_in];
+			ret = tp_pager_acquire(pg, t, 0, t->bytes, TP_READ,
+					       &o->out_addr[k]);
+		}
+		if (ret) {
+			tp_ctx_error(o->ctx, ret, "tp_op_run(%s): output %u of %zu bytes",
+				     o->type->name ? o->type->name : "?", k,
+				     out_bytes[k]);
+			return ret;
+		}
+		o->n_out_held++;
+	}
+	return 0;
+}
+
+/* Free the outputs made by a run that failed (not a given in-place one). */
+static void free_outputs(struct op_run *o, int keep)
+{
+	unsigned k;
+
+	for (k = 0; k < o->n_out_made; k++) {
+		if ((int)k == keep || !o->out[k])
+			continue;
+		tp_pager_tensor_free(o->ctx->pager, o->out[k]);
+		o->out[k] = NULL;
+	}
+}
+
+/*
+ * Recomputable in-place on computable @x: @nt takes @x's identity, @x is
+ * left EVICTED at @nt's old range. Made resident first so @nt gets data.
+ */
+static int take_identity(struct op_run *o, struct tp_tensor *x,
+			 struct tp_tensor *nt)
+{
+	struct tp_pager *pg = o->ctx->pager;
+	void *addr;
+	int ret;
+
+	ret = tp_pager_acquire(pg, x, 0, x->bytes, TP_READ, &addr);
+	if (ret)
+		return ret;
+	/*
+	 * The range @x moves to must have pages that can become EVICTED:
+	 * the pager has no UNBACKED -> EVICTED edge, so back them (they are
+	 * dropped again at once).
+	 */
+	ret = tp_pager_acquire(pg, nt, 0, nt->bytes, TP_WRITE, &addr);
+	if (!ret)
+		tp_pager_release(pg, nt, 0, nt->bytes);
+	tp_pager_release(pg, x, 0, x->bytes);
+	if (ret)
+		return ret;
+	ret = tp_pager_swap_identity(pg, x, nt);
+	if (ret)
+		return ret;
+	ret = tp_pager_drop_contents(pg, x);
+	if (ret)
+		tp_pager_swap_identity(pg, x, nt);
+	return ret;
+}
+
+/* Undo take_identity() after a failed launch: @x back home, EVICTED. */
+static void give_identity_back(struct op_run *o, struct tp_tensor *x,
+			       struct tp_tensor *nt)
+{
+	struct tp_pager *pg = o->ctx->pager;
+
+	if (tp_pager_swap_identity(pg, x, nt) ||
+	    tp_pager_drop_contents(pg, x))
+		tp_log(TP_LOG_ERROR, "tp_op_run: could not restore tensor %llu after a failed in-place op",
+		       (unsigned long long)x->id);
+}
+
+TP_API int tp_op_run(struct tp_ctx *ctx, const struct tp_op_type *type,
+		     const void *params, size_t params_len,
+		     struct tp_tensor *const *inputs, unsigned n_in,
+		     struct tp_tensor **outputs, const size_t *out_bytes,
+		     unsigned n_out)
+{
+	struct op_run o = { .ctx = ctx, .type = type };
+	struct tp_lineage *lin;
+	struct tp_lin_rec *rec = NULL;
+	struct tp_tensor *x = NULL, *nt = NULL;
+	bool inplace, recorded;
+	int io = -1, ii = -1, rw_in = -1;
+	uint64_t ns = 0;
+	unsigned k;
+	void *mem;
+	int ret;
+
+	ret = check_args(ctx, type, params, params_len, inputs, n_in,
+			 outputs, out_bytes, n_out);
+	if (ret)
+		return ret;
+	lin = ctx->lineage;
+	o.lin = lin;
+	inplace = type->flags & TP_OP_INPLACE;
+	if (inplace) {
+		io = type->inplace_out;
+		ii = type->inplace_in;
+		x = inputs[ii];
+	}
+
+	mem = calloc(1, (size_t)n_in * (sizeof(*o.in) + sizeof(*o.in_addr) +
+					sizeof(*o.in_bytes)) +
+			(size_t)n_out * (sizeof(*o.out) + sizeof(*o.out_addr)));
+	if (!mem)
+		return -ENOMEM;
+	o.in = mem;
+	o.in_addr = (void **)(o.in + n_in);
+	o.in_bytes = (size_t *)(o.in_addr + n_in);
+	o.out = (struct tp_tensor **)(o.in_bytes + n_in);
+	o.out_addr = (void **)(o.out + n_out);
+	memcpy(o.in, inputs, n_in * sizeof(*inputs));
+
+	/*
+	 * A record is kept only when the outputs can be regenerated from
+	 * it: not for nondeterministic ops, nor for an update in place of
+	 * contents that cannot be regenerated (the old version is gone).
+	 */
+	recorded = !(type->flags & TP_OP_NONDETERMINISTIC) &&
+		   !(inplace && (!tp_lineage_can_regenerate(lin, x) || x->slab));
+	o.recorded = recorded;
+	if (recorded) {
+		rec = tp_lin_rec_new(lin, type, params, params_len, inputs,
+				     n_in, out_bytes, n_out);
+		if (!rec) {
+			ret = -ENOMEM;
+			goto out_free;
+		}
+	} else if (!tp_lin_type_get(lin, type)) {
+		ret = -ENOMEM;
+		goto out_free;
+	}
+
+	if (inplace && recorded) {
+		nt = tp_pager_tensor_new(ctx->pager, x->bytes, x->flags);
+		if (!nt) {
+			ret = -errno;
+			goto out_rec;
+		}
+		if (!tp_lin_node_get(lin, nt)) {
+			ret = -ENOMEM;
+			goto out_nt;
+		}
+		ret = take_identity(&o, x, nt);
+		if (ret) {
+			tp_ctx_error(ctx, ret, "tp_op_run(%s): in-place on tensor %llu",
+				     type->name ? type->name : "?",
+				     (unsigned long long)x->id);
+			goto out_nt;
+		}
+		/* The launch reads the old version where it now is. */
+		for (k = 0; k < n_in; k++)
+			if (o.in[k] == x)
+				o.in[k] = nt;
+		o.out[io] = nt;
+		rw_in = ii;
+	} else if (inplace) {
+		ret = tp_lin_sever(lin, x, false);
+		if (ret)
+			goto out_rec;
+		o.out[io] = x;
+		rw_in = ii;
+	}
+
+	ret = acquire_all(&o, out_bytes, n_in, n_out, rw_in);
+	if (ret)
+		goto out_release;
+	ret = tp_lin_launch(lin, type, params, params_len, o.in_addr,
+			    o.in_bytes, n_in, o.out_addr, out_bytes, n_out,
+			    false, &ns);
+	if (ret) {
+		tp_ctx_error(ctx, ret, "tp_op_run(%s): launch failed",
+			     type->name ? type->name : "?");
+		goto out_release;
+	}
+	if (rec) {
+		/* Slab tensors never leave: nothing to regenerate. */
+		for (k = 0; k < n_out; k++)
+			if (!o.out[k]->slab)
+				tp_lin_rec_attach(lin, rec, k, o.out[k]);
+		if (!rec->refs) {
+			tp_lin_note_cost(lin, rec, ns);
+			tp_lin_rec_discard(lin, rec);
+			rec = NULL;
+		}
+	}
+	if (rec) {
+		tp_lin_note_cost(lin, rec, ns);
+	} else {
+		tp_lin_note_type_cost(lin, tp_lin_type_get(lin, type), ns);
+	}
+	if (inplace && !recorded) {
+		struct tp_lin_node *xn = x->lin.p;
+
+		/* A new version that no record can regenerate. */
+		tp_lin_detach(lin, x);
+		if (xn)
+			xn->version++;
+	}
+	tp_pager_note_compute(ctx->pager, ns);
+	release_all(&o);
+	for (k = 0; k < n_out; k++)
+		outputs[k] = o.out[k];
+	free(mem);
+	return 0;
+
+out_release:
+	release_all(&o);
+	free_outputs(&o, io);
+	if (nt) {
+		give_identity_back(&o, x, nt);
+	}
+out_nt:
+	if (nt)
+		tp_pager_tensor_free(ctx->pager, nt);
+out_rec:
+	if (rec)
+		tp_lin_rec_discard(lin, rec);
+out_free:
+	free(mem);
+	return ret;
+}

@@ -212,11 +212,13 @@ static int use_reloading(struct tp_pager *pg, struct tp_tensor *t,
 		p->ev = NULL;
 		tp_page_set(t, p, TP_PAGE_RESIDENT);
 	}
-	if (waited && t->prefetched) {
+	if (t->prefetched) {
+		/* The first use of a prefetched tensor: in time or late. */
 		if (late)
 			pg->c.prefetch_late++;
 		else
 			pg->c.prefetch_hits++;
+		t->prefetched = false;
 	}
 	if (!t->inflight_pages && t->on_inflight) {
 		t->on_inflight = false;
@@ -307,7 +309,6 @@ int tp_pager_acquire(struct tp_pager *pg, struct tp_tensor *t, size_t off,
 	if (ret)
 		goto err_unpin;
 
-	t->prefetched = false;
 	t->last_access_ns = tp_vmm_now_ns(pg->vmm);
 	t->access_seq = ++pg->access_seq;
 	if (need && !(mode & TP_ACQ_NO_RECLAIM))

@@ -323,11 +323,6 @@ int tp_pager_settle(struct tp_pager *pg, struct tp_tensor *t, size_t first,
 		if (p->state != TP_PAGE_OFFLOADING &&
 		    p->state != TP_PAGE_RELOADING)
 			continue;
-		if (p->state == TP_PAGE_RELOADING && t->prefetched) {
-			/* A prefetch the caller now waits for came late. */
-			pg->c.prefetch_late++;
-			t->prefetched = false;
-		}
 		ret = tp_vmm_event_sync(pg->vmm, p->ev);
 		if (ret)
 			return ret;

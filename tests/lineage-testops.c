@@ -1,0 +1,240 @@
+/* SPDX-License-Identifier: MIT */
+#include <errno.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "tests/lineage-testops.h"
+
+unsigned long tops_launches, tops_replays;
+
+static void count(const struct tp_op_launch *l)
+{
+	tops_launches++;
+	if (l->recompute)
+		tops_replays++;
+}
+
+float tops_ref_scale(float a, float s, float c)
+{
+	return a * s + c;
+}
+
+float tops_ref_softsign(float a)
+{
+	return a / (1.0f + fabsf(a));
+}
+
+float tops_ref_relu(float a)
+{
+	return (a > 0 ? a : 0) * 0.5f + 0.25f;
+}
+
+static int add_launch(const struct tp_op_launch *l)
+{
+	const float *a, *b;
+	size_t n, nb, i;
+	float *o;
+
+	if (l->n_in != 2 || l->n_out != 1 || l->out_bytes[0] != l->in_bytes[0])
+		return -EINVAL;
+	a = l->in[0];
+	b = l->in[1];
+	o = l->out[0];
+	n = l->in_bytes[0] / sizeof(float);
+	nb = l->in_bytes[1] / sizeof(float);
+	if (!nb)
+		return -EINVAL;
+	count(l);
+	for (i = 0; i < n; i++)
+		o[i] = a[i] + b[i % nb];
+	return 0;
+}
+
+static int scale_launch(const struct tp_op_launch *l)
+{
+	const struct tops_scale_params *p = l->params;
+	const float *a;
+	size_t n, i;
+	float *o;
+
+	if (l->n_in != 1 || l->n_out != 1 || l->params_len != sizeof(*p) ||
+	    l->out_bytes[0] != l->in_bytes[0])
+		return -EINVAL;
+	a = l->in[0];
+	o = l->out[0];
+	n = l->in_bytes[0] / sizeof(float);
+	count(l);
+	for (i = 0; i < n; i++)
+		o[i] = tops_ref_scale(a[i], p->s, p->c);
+	return 0;
+}
+
+static int softsign_launch(const struct tp_op_launch *l)
+{
+	const float *a;
+	size_t n, i;
+	float *o;
+
+	if (l->n_in != 1 || l->n_out != 1 || l->out_bytes[0] != l->in_bytes[0])
+		return -EINVAL;
+	a = l->in[0];
+	o = l->out[0];
+	n = l->in_bytes[0] / sizeof(float);
+	count(l);
+	for (i = 0; i < n; i++)
+		o[i] = tops_ref_softsign(a[i]);
+	return 0;
+}
+
+static int reduce_launch(const struct tp_op_launch *l)
+{
+	const float *a;
+	size_t n, m, i;
+	float *o;
+
+	if (l->n_in != 1 || l->n_out != 1 || l->out_bytes[0] > l->in_bytes[0] ||
+	    l->out_bytes[0] % sizeof(float))
+		return -EINVAL;
+	a = l->in[0];
+	o = l->out[0];
+	n = l->in_bytes[0] / sizeof(float);
+	m = l->out_bytes[0] / sizeof(float);
+	count(l);
+	for (i = 0; i < m; i++)
+		o[i] = 0;
+	for (i = 0; i < n; i++)
+		o[i % m] += a[i] / 64.0f;
+	return 0;
+}
+
+static int relu_launch(const struct tp_op_launch *l)
+{
+	const float *a;
+	size_t n, i;
+	float *o;
+
+	if (l->n_in != 1 || l->n_out != 1 || l->out_bytes[0] != l->in_bytes[0])
+		return -EINVAL;
+	/* Reads in[0], writes out[0]: the same buffer on a first run, not
+	 * necessarily on a replay. */
+	a = l->in[0];
+	o = l->out[0];
+	n = l->in_bytes[0] / sizeof(float);
+	count(l);
+	for (i = 0; i < n; i++)
+		o[i] = tops_ref_relu(a[i]);
+	return 0;
+}
+
+static int split2_launch(const struct tp_op_launch *l)
+{
+	const float *a;
+	float *o0, *o1;
+	size_t n, i;
+
+	if (l->n_in != 1 || l->n_out != 2 || l->out_bytes[0] != l->in_bytes[0] ||
+	    l->out_bytes[1] != l->in_bytes[0])
+		return -EINVAL;
+	a = l->in[0];
+	o0 = l->out[0];
+	o1 = l->out[1];
+	n = l->in_bytes[0] / sizeof(float);
+	count(l);
+	for (i = 0; i < n; i++) {
+		o0[i] = a[i] + 1.0f;
+		o1[i] = tops_ref_softsign(a[i]) - a[i] / 2.0f;
+	}
+	return 0;
+}
+
+static int fail_launch(const struct tp_op_launch *l)
+{
+	int err = l->params_len == sizeof(int) ? *(const int *)l->params : 0;
+
+	if (l->n_in != 1 || l->n_out != 1 || l->out_bytes[0] != l->in_bytes[0])
+		return -EINVAL;
+	if (err)
+		return -err;
+	count(l);
+	memmove(l->out[0], l->in[0], l->in_bytes[0]);
+	return 0;
+}
+
+static int nondet_launch(const struct tp_op_launch *l)
+{
+	static unsigned runs;
+	const float *a;
+	size_t n, i;
+	float *o;
+
+	if (l->n_in != 1 || l->n_out != 1 || l->out_bytes[0] != l->in_bytes[0])
+		return -EINVAL;
+	a = l->in[0];
+	o = l->out[0];
+	n = l->in_bytes[0] / sizeof(float);
+	count(l);
+	runs++;
+	for (i = 0; i < n; i++)
+		o[i] = a[i] + (float)runs;
+	return 0;
+}
+
+const struct tp_op_type tops_add = { .name = "add", .launch = add_launch };
+const struct tp_op_type tops_scale = { .name = "scale", .launch = scale_launch };
+const struct tp_op_type tops_softsign = {
+	.name = "softsign", .launch = softsign_launch,
+};
+const struct tp_op_type tops_reduce = { .name = "reduce", .launch = reduce_launch };
+const struct tp_op_type tops_relu_ = {
+	.name = "relu_", .launch = relu_launch, .flags = TP_OP_INPLACE,
+	.inplace_out = 0, .inplace_in = 0,
+};
+const struct tp_op_type tops_split2 = { .name = "split2", .launch = split2_launch };
+const struct tp_op_type tops_fail = { .name = "fail", .launch = fail_launch };
+const struct tp_op_type tops_nondet = {
+	.name = "nondet", .launch = nondet_launch,
+	.flags = TP_OP_NONDETERMINISTIC,
+};
+const struct tp_op_type tops_fail_ = {
+	.name = "fail_", .launch = fail_launch, .flags = TP_OP_INPLACE,
+	.inplace_out = 0, .inplace_in = 0,
+};
+
+uint64_t tops_rand(uint64_t *s)
+{
+	uint64_t x = *s;
+
+	x ^= x >> 12;
+	x ^= x << 25;
+	x ^= x >> 27;
+	*s = x;
+	return x * 0x2545F4914F6CDD1DULL;
+}
+
+struct tp_tensor *tops_input(struct tp_ctx *ctx, size_t n, uint64_t seed)
+{
+	uint64_t s = seed | 1;
+	struct tp_tensor *t;
+	float *buf;
+	size_t i;
+	int ret;
+
+	buf = malloc(n * sizeof(*buf));
+	if (!buf)
+		return NULL;
+	for (i = 0; i < n; i++)
+		buf[i] = (float)((int64_t)(tops_rand(&s) % 2001) - 1000) / 250.0f;
+	t = tp_tensor_create(ctx, n * sizeof(float), TP_KIND_INPUT);
+	if (!t)
+		goto out;
+	ret = tp_tensor_write(ctx, t, 0, buf, n * sizeof(float));
+	if (ret) {
+		tp_tensor_free(ctx, t);
+		t = NULL;
+		errno = -ret;
+	}
+out:
+	free(buf);
+	return t;
+}

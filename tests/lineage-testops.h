@@ -1,0 +1,53 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Small CPU ops on float buffers for lineage's tests: add, scale, an
+ * elementwise nonlinearity, a reduction, an in-place op, a two-output op,
+ * one that fails on demand and one that is not deterministic. Each checks
+ * its sizes and returns -EINVAL when they do not fit.
+ */
+#ifndef TP_TESTS_LINEAGE_TESTOPS_H
+#define TP_TESTS_LINEAGE_TESTOPS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "tpager.h"
+
+/* out = a + b (b repeated over a's length); out is a's size. */
+extern const struct tp_op_type tops_add;
+/* out = a * s + c; params: struct tops_scale_params. */
+extern const struct tp_op_type tops_scale;
+/* out = a / (1 + |a|) (softsign). */
+extern const struct tp_op_type tops_softsign;
+/* out[j] = sum over i = j mod m of a[i] / 64, m = out floats. */
+extern const struct tp_op_type tops_reduce;
+/* In place: out = max(a, 0) * 0.5 + 0.25 (output 0 is input 0). */
+extern const struct tp_op_type tops_relu_;
+/* Two outputs of a's size: a + 1 and softsign(a) - a / 2. */
+extern const struct tp_op_type tops_split2;
+/* out = a, but fails with params' errno (an int) when it is not 0. */
+extern const struct tp_op_type tops_fail;
+/* out = a + (a counter of runs): a replay would differ. */
+extern const struct tp_op_type tops_nondet;
+/* In place and failing: params' errno (an int) before writing. */
+extern const struct tp_op_type tops_fail_;
+
+struct tops_scale_params {
+	float s, c;
+};
+
+/* Launches so far (first runs and replays), and replays alone. */
+extern unsigned long tops_launches, tops_replays;
+
+/* A deterministic pseudo-random generator for the tests (xorshift64*). */
+uint64_t tops_rand(uint64_t *state);
+
+/* A new uncomputable tensor of @n floats filled from @seed. NULL on error. */
+struct tp_tensor *tops_input(struct tp_ctx *ctx, size_t n, uint64_t seed);
+
+/* The host-side references of the ops, for expected values. */
+float tops_ref_scale(float a, float s, float c);
+float tops_ref_softsign(float a);
+float tops_ref_relu(float a);
+
+#endif /* TP_TESTS_LINEAGE_TESTOPS_H */

@@ -97,7 +97,7 @@ static int get_names(struct dtr_parser *p, const char *instr, const char *key,
 		return fail(p, "%s: missing field %s", instr, key);
 	if (!f->is_array)
 		return fail(p, "%s: field %s must be an array", instr, key);
-	*items = p->obj.items + f->first;
+	*items = f->n ? p->obj.items + f->first : NULL;
 	*n = f->n;
 	for (size_t i = 0; i < f->n; i++)
 		if ((*items)[i].is_num)

@@ -241,7 +241,8 @@ int tp_trace_add_op(struct tp_trace *t, const char *name, size_t name_len,
 	op->first_out = (uint32_t)t->n_outs;
 	op->n_args = (uint8_t)n_args;
 	op->n_outs = (uint8_t)n_outs;
-	memcpy(t->args + t->n_args, args, n_args * sizeof(*args));
+	if (n_args)	/* args may still be NULL */
+		memcpy(t->args + t->n_args, args, n_args * sizeof(*args));
 	t->n_args += n_args;
 	*first = (uint32_t)t->n_tensors;
 	for (unsigned j = 0; j < n_outs; j++) {

@@ -1,0 +1,36 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Fuzz harness of the tpager-trace(5) parser. With libFuzzer:
+ *   clang -g -O1 -fsanitize=fuzzer,address,undefined -DTP_LIBFUZZER \
+ *     -I. -Iinclude -Ibuild-DIR tests/fuzz/trace-fuzz.c trace/\*.c \
+ *     -o trace-fuzz && ./trace-fuzz tests/fuzz/corpus/trace
+ * Without it, tests/fuzz/trace-replay.c makes it a TAP program replaying
+ * the committed corpus (and mutations of it) under make check.
+ */
+#include "config.h"
+
+#include "tests/fuzz/trace-fuzz-check.h"
+#include "tests/fuzz/trace-fuzz.h"
+
+const char trace_fuzz_corpus[] = "trace";
+
+int trace_fuzz_one(const uint8_t *data, size_t size)
+{
+	struct tp_trace *t = NULL;
+	struct tp_trace_error err;
+	int rc;
+
+	memset(&err, 0, sizeof(err));
+	rc = tp_trace_parse((const char *)data, size, "fuzz", &t, &err);
+	rc = fuzz_check_result(rc, t, &err, data, size);
+	tp_trace_free(t);
+	return rc;
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+	trace_fuzz_one(data, size);
+	return 0;
+}

@@ -1,0 +1,547 @@
+// SPDX-License-Identifier: MIT
+/*
+ * CUDA convolution, batch-norm, ReLU, pooling and softmax through cuDNN 9.
+ *
+ * Convolutions use deterministic algorithms only, chosen by cuDNN's
+ * heuristics (not by timing runs, which could pick differently from one
+ * run to the next), with FP32 FMA math so that no TF32 rounding creeps in.
+ * The choice and its workspace size are cached per shape: a recompute
+ * replays exactly the algorithm of the first run. Workspaces come from the
+ * stream-ordered allocator and go back to it on the same stream.
+ *
+ * The batch-norm entry points are the legacy ones, deprecated in cuDNN 9
+ * in favour of the graph API but still shipped and still deterministic.
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cudnn.h>
+
+#include "kernels/cuda_util.h"
+
+#pragma GCC diagnostic ignored "-Wdeprecated-declarations"
+
+static cudnnHandle_t dnn;	/* under tp_cuda_lock() */
+
+static const float one = 1.0f, zero = 0.0f;
+
+#define DNN(call) do { \
+	cudnnStatus_t s_ = (call); \
+	if (s_ != CUDNN_STATUS_SUCCESS) { \
+		rc = tp_cuda_fail(l, #call, cudnnGetErrorString(s_)); \
+		goto out; \
+	} \
+} while (0)
+
+/* Descriptors of one call; all NULL ones are skipped on destroy. */
+struct dnn_desc {
+	cudnnTensorDescriptor_t x, y, b;
+	cudnnFilterDescriptor_t w;
+	cudnnConvolutionDescriptor_t conv;
+	cudnnPoolingDescriptor_t pool;
+	cudnnActivationDescriptor_t act;
+};
+
+static void desc_destroy(struct dnn_desc *d)
+{
+	if (d->x)
+		cudnnDestroyTensorDescriptor(d->x);
+	if (d->y)
+		cudnnDestroyTensorDescriptor(d->y);
+	if (d->b)
+		cudnnDestroyTensorDescriptor(d->b);
+	if (d->w)
+		cudnnDestroyFilterDescriptor(d->w);
+	if (d->conv)
+		cudnnDestroyConvolutionDescriptor(d->conv);
+	if (d->pool)
+		cudnnDestroyPoolingDescriptor(d->pool);
+	if (d->act)
+		cudnnDestroyActivationDescriptor(d->act);
+}
+
+static cudnnStatus_t tensor4d(cudnnTensorDescriptor_t *t, uint32_t n,
+			      uint32_t c, uint32_t h, uint32_t w)
+{
+	cudnnStatus_t s = cudnnCreateTensorDescriptor(t);
+
+	if (s != CUDNN_STATUS_SUCCESS) {
+		*t = NULL;
+		return s;
+	}
+	return cudnnSetTensor4dDescriptor(*t, CUDNN_TENSOR_NCHW,
+					  CUDNN_DATA_FLOAT, (int)n, (int)c,
+					  (int)h, (int)w);
+}
+
+/* Take the lock and bind the shared handle to the launch's stream. */
+static int dnn_begin(const struct tp_op_launch *l)
+{
+	int rc = 0;
+
+	tp_cuda_lock();
+	if (!dnn)
+		DNN(cudnnCreate(&dnn));
+	DNN(cudnnSetStream(dnn, TP_STREAM(l)));
+	return 0;
+out:
+	tp_cuda_unlock();
+	return rc;
+}
+
+static int dnn_end(struct dnn_desc *d, int rc)
+{
+	desc_destroy(d);
+	tp_cuda_unlock();
+	return rc;
+}
+
+/* --- convolution ------------------------------------------------------ */
+
+/* The algorithms chosen for one shape (a singly linked cache, locked). */
+struct conv_algo {
+	struct tp_conv2d_params shape;
+	cudnnConvolutionFwdAlgo_t fwd;
+	cudnnConvolutionBwdDataAlgo_t bwd_data;
+	cudnnConvolutionBwdFilterAlgo_t bwd_filter;
+	cudnnMathType_t fwd_math, data_math, filter_math;
+	size_t fwd_ws, bwd_ws;
+	struct conv_algo *next;
+};
+
+static struct conv_algo *conv_cache;
+
+static int conv_desc(const struct tp_op_launch *l,
+		     const struct tp_conv2d_params *p, struct dnn_desc *d)
+{
+	int rc = 0;
+
+	DNN(tensor4d(&d->x, p->n, p->c, p->h, p->w));
+	DNN(tensor4d(&d->y, p->n, p->k,
+		     tp_out_dim(p->h, p->r, p->stride_h, p->pad_h),
+		     tp_out_dim(p->w, p->s, p->stride_w, p->pad_w)));
+	DNN(tensor4d(&d->b, 1, p->k, 1, 1));
+	DNN(cudnnCreateFilterDescriptor(&d->w));
+	DNN(cudnnSetFilter4dDescriptor(d->w, CUDNN_DATA_FLOAT,
+				       CUDNN_TENSOR_NCHW, (int)p->k,
+				       (int)p->c, (int)p->r, (int)p->s));
+	DNN(cudnnCreateConvolutionDescriptor(&d->conv));
+	DNN(cudnnSetConvolution2dDescriptor(d->conv, (int)p->pad_h,
+					    (int)p->pad_w, (int)p->stride_h,
+					    (int)p->stride_w, 1, 1,
+					    CUDNN_CROSS_CORRELATION,
+					    CUDNN_DATA_FLOAT));
+	DNN(cudnnSetConvolutionMathType(d->conv, CUDNN_FMA_MATH));
+out:
+	return rc;
+}
+
+/*
+ * Pick, from cuDNN's ranked list, the first algorithm that is supported,
+ * deterministic and uses FMA math; failing that, the first deterministic.
+ */
+#define PICK(perf, n, out_algo, out_math) ({ \
+	int found_ = -1, i_; \
+	for (i_ = 0; i_ < (n) && found_ < 0; i_++) \
+		if ((perf)[i_].status == CUDNN_STATUS_SUCCESS && \
+		    (perf)[i_].determinism == CUDNN_DETERMINISTIC && \
+		    (perf)[i_].mathType == CUDNN_FMA_MATH) \
+			found_ = i_; \
+	for (i_ = 0; i_ < (n) && found_ < 0; i_++) \
+		if ((perf)[i_].status == CUDNN_STATUS_SUCCESS && \
+		    (perf)[i_].determinism == CUDNN_DETERMINISTIC) \
+			found_ = i_; \
+	if (found_ >= 0) { \
+		*(out_algo) = (perf)[found_].algo; \
+		*(out_math) = (perf)[found_].mathType; \
+	} \
+	found_ >= 0; \
+})
+
+static int conv_choose(const struct tp_op_launch *l,
+		       const struct tp_conv2d_params *p, struct dnn_desc *d,
+		       struct conv_algo **out_algo)
+{
+	cudnnConvolutionFwdAlgoPerf_t fp[CUDNN_CONVOLUTION_FWD_ALGO_COUNT];
+	cudnnConvolutionBwdDataAlgoPerf_t dp[CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT];
+	cudnnConvolutionBwdFilterAlgoPerf_t wp[CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT];
+	struct conv_algo *a;
+	size_t ws_data, ws_filter;
+	int nf, nd, nw, rc = 0;
+
+	for (a = conv_cache; a; a = a->next)
+		if (!memcmp(&a->shape, p, sizeof(*p))) {
+			*out_algo = a;
+			return 0;
+		}
+	a = calloc(1, sizeof(*a));
+	if (!a)
+		return -ENOMEM;
+	a->shape = *p;
+	DNN(cudnnGetConvolutionForwardAlgorithm_v7(dnn, d->x, d->w, d->conv,
+			d->y, CUDNN_CONVOLUTION_FWD_ALGO_COUNT, &nf, fp));
+	DNN(cudnnGetConvolutionBackwardDataAlgorithm_v7(dnn, d->w, d->y,
+			d->conv, d->x, CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT,
+			&nd, dp));
+	DNN(cudnnGetConvolutionBackwardFilterAlgorithm_v7(dnn, d->x, d->y,
+			d->conv, d->w, CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT,
+			&nw, wp));
+	if (!PICK(fp, nf, &a->fwd, &a->fwd_math) ||
+	    !PICK(dp, nd, &a->bwd_data, &a->data_math) ||
+	    !PICK(wp, nw, &a->bwd_filter, &a->filter_math)) {
+		rc = tp_cuda_fail(l, "choosing a convolution algorithm",
+				  "no deterministic algorithm for this shape");
+		goto out;
+	}
+	DNN(cudnnSetConvolutionMathType(d->conv, a->fwd_math));
+	DNN(cudnnGetConvolutionForwardWorkspaceSize(dnn, d->x, d->w, d->conv,
+			d->y, a->fwd, &a->fwd_ws));
+	DNN(cudnnSetConvolutionMathType(d->conv, a->data_math));
+	DNN(cudnnGetConvolutionBackwardDataWorkspaceSize(dnn, d->w, d->y,
+			d->conv, d->x, a->bwd_data, &ws_data));
+	DNN(cudnnSetConvolutionMathType(d->conv, a->filter_math));
+	DNN(cudnnGetConvolutionBackwardFilterWorkspaceSize(dnn, d->x, d->y,
+			d->conv, d->w, a->bwd_filter, &ws_filter));
+	a->bwd_ws = ws_data > ws_filter ? ws_data : ws_filter;
+	a->next = conv_cache;
+	conv_cache = a;
+	*out_algo = a;
+	return 0;
+out:
+	free(a);
+	return rc;
+}
+
+static int ws_alloc(const struct tp_op_launch *l, size_t bytes, void **ws)
+{
+	*ws = NULL;
+	if (!bytes)
+		return 0;
+	return tp_cuda_check(l, cudaMallocAsync(ws, bytes, TP_STREAM(l)),
+			     "cudaMallocAsync (convolution workspace)");
+}
+
+static void ws_free(void *ws, const struct tp_op_launch *l)
+{
+	if (ws)
+		cudaFreeAsync(ws, TP_STREAM(l));
+}
+
+int tp_cuda_conv2d(const struct tp_op_launch *l)
+{
+	const struct tp_conv2d_params *p = TP_PARAMS(l, tp_conv2d_params);
+	struct dnn_desc d = { 0 };
+	struct conv_algo *a;
+	void *ws = NULL;
+	int rc;
+
+	rc = dnn_begin(l);
+	if (rc)
+		return rc;
+	rc = conv_desc(l, p, &d);
+	if (!rc)
+		rc = conv_choose(l, p, &d, &a);
+	if (!rc)
+		rc = ws_alloc(l, a->fwd_ws, &ws);
+	if (rc)
+		goto out;
+	DNN(cudnnSetConvolutionMathType(d.conv, a->fwd_math));
+	DNN(cudnnConvolutionForward(dnn, &one, d.x, TP_IN(l, 0), d.w,
+				    TP_IN(l, 1), d.conv, a->fwd, ws,
+				    a->fwd_ws, &zero, d.y, TP_OUT(l, 0)));
+	if (p->bias)
+		DNN(cudnnAddTensor(dnn, &one, d.b, TP_IN(l, 2), &one, d.y,
+				   TP_OUT(l, 0)));
+out:
+	ws_free(ws, l);
+	return dnn_end(&d, rc);
+}
+
+int tp_cuda_conv2d_bwd(const struct tp_op_launch *l)
+{
+	const struct tp_conv2d_params *p = TP_PARAMS(l, tp_conv2d_params);
+	struct dnn_desc d = { 0 };
+	struct conv_algo *a;
+	void *ws = NULL;
+	int rc;
+
+	rc = dnn_begin(l);
+	if (rc)
+		return rc;
+	rc = conv_desc(l, p, &d);
+	if (!rc)
+		rc = conv_choose(l, p, &d, &a);
+	if (!rc)
+		rc = ws_alloc(l, a->bwd_ws, &ws);
+	if (rc)
+		goto out;
+	DNN(cudnnSetConvolutionMathType(d.conv, a->data_math));
+	DNN(cudnnConvolutionBackwardData(dnn, &one, d.w, TP_IN(l, 2), d.y,
+					 TP_IN(l, 0), d.conv, a->bwd_data, ws,
+					 a->bwd_ws, &zero, d.x, TP_OUT(l, 0)));
+	DNN(cudnnSetConvolutionMathType(d.conv, a->filter_math));
+	DNN(cudnnConvolutionBackwardFilter(dnn, &one, d.x, TP_IN(l, 1), d.y,
+					   TP_IN(l, 0), d.conv, a->bwd_filter,
+					   ws, a->bwd_ws, &zero, d.w,
+					   TP_OUT(l, 1)));
+	if (p->bias)
+		DNN(cudnnConvolutionBackwardBias(dnn, &one, d.y, TP_IN(l, 0),
+						 &zero, d.b, TP_OUT(l, 2)));
+out:
+	ws_free(ws, l);
+	return dnn_end(&d, rc);
+}
+
+/* --- batch-norm -------------------------------------------------------- */
+
+/* x is [n, c, hw] seen as NCHW with w = 1; d->b the per-channel tensor. */
+static int bn_desc(const struct tp_op_launch *l,
+		   const struct tp_batchnorm_params *p, struct dnn_desc *d)
+{
+	int rc = 0;
+
+	DNN(tensor4d(&d->x, p->n, p->c, p->hw, 1));
+	DNN(cudnnCreateTensorDescriptor(&d->b));
+	DNN(cudnnDeriveBNTensorDescriptor(d->b, d->x,
+					  CUDNN_BATCHNORM_SPATIAL));
+out:
+	return rc;
+}
+
+int tp_cuda_batchnorm(const struct tp_op_launch *l)
+{
+	const struct tp_batchnorm_params *p = TP_PARAMS(l, tp_batchnorm_params);
+	struct dnn_desc d = { 0 };
+	int rc;
+
+	rc = dnn_begin(l);
+	if (rc)
+		return rc;
+	rc = bn_desc(l, p, &d);
+	if (rc)
+		goto out;
+	/* no running averages: those are the model's business */
+	DNN(cudnnBatchNormalizationForwardTraining(dnn,
+			CUDNN_BATCHNORM_SPATIAL, &one, &zero, d.x,
+			TP_IN(l, 0), d.x, TP_OUT(l, 0), d.b, TP_IN(l, 1),
+			TP_IN(l, 2), 0.0, NULL, NULL, p->eps, TP_OUT(l, 1),
+			TP_OUT(l, 2)));
+out:
+	return dnn_end(&d, rc);
+}
+
+int tp_cuda_batchnorm_bwd(const struct tp_op_launch *l)
+{
+	const struct tp_batchnorm_params *p = TP_PARAMS(l, tp_batchnorm_params);
+	struct dnn_desc d = { 0 };
+	int rc;
+
+	rc = dnn_begin(l);
+	if (rc)
+		return rc;
+	rc = bn_desc(l, p, &d);
+	if (rc)
+		goto out;
+	DNN(cudnnBatchNormalizationBackward(dnn, CUDNN_BATCHNORM_SPATIAL,
+			&one, &zero, &one, &zero, d.x, TP_IN(l, 1), d.x,
+			TP_IN(l, 0), d.x, TP_OUT(l, 0), d.b, TP_IN(l, 2),
+			TP_OUT(l, 1), TP_OUT(l, 2), p->eps, TP_IN(l, 3),
+			TP_IN(l, 4)));
+out:
+	return dnn_end(&d, rc);
+}
+
+/* --- ReLU -------------------------------------------------------------- */
+
+static int relu_desc(const struct tp_op_launch *l,
+		     const struct tp_eltwise_params *p, struct dnn_desc *d)
+{
+	int rc = 0;
+
+	DNN(tensor4d(&d->x, 1, p->count, 1, 1));
+	DNN(cudnnCreateActivationDescriptor(&d->act));
+	DNN(cudnnSetActivationDescriptor(d->act, CUDNN_ACTIVATION_RELU,
+					 CUDNN_NOT_PROPAGATE_NAN, 0.0));
+out:
+	return rc;
+}
+
+int tp_cuda_relu(const struct tp_op_launch *l)
+{
+	struct dnn_desc d = { 0 };
+	int rc;
+
+	rc = dnn_begin(l);
+	if (rc)
+		return rc;
+	rc = relu_desc(l, TP_PARAMS(l, tp_eltwise_params), &d);
+	if (rc)
+		goto out;
+	DNN(cudnnActivationForward(dnn, d.act, &one, d.x, TP_IN(l, 0), &zero,
+				   d.x, TP_OUT(l, 0)));
+out:
+	return dnn_end(&d, rc);
+}
+
+/*
+ * The op keeps x, not y; for ReLU the mask y > 0 is x > 0, so x stands in
+ * for y whichever of the two cuDNN reads.
+ */
+int tp_cuda_relu_bwd(const struct tp_op_launch *l)
+{
+	struct dnn_desc d = { 0 };
+	int rc;
+
+	rc = dnn_begin(l);
+	if (rc)
+		return rc;
+	rc = relu_desc(l, TP_PARAMS(l, tp_eltwise_params), &d);
+	if (rc)
+		goto out;
+	DNN(cudnnActivationBackward(dnn, d.act, &one, d.x, TP_IN(l, 1), d.x,
+				    TP_IN(l, 0), d.x, TP_IN(l, 1), &zero, d.x,
+				    TP_OUT(l, 0)));
+out:
+	return dnn_end(&d, rc);
+}
+
+/* --- pooling ----------------------------------------------------------- */
+
+static int pool_desc(const struct tp_op_launch *l,
+		     const struct tp_pool_params *p, cudnnPoolingMode_t mode,
+		     struct dnn_desc *d)
+{
+	int rc = 0;
+
+	DNN(tensor4d(&d->x, p->n, p->c, p->h, p->w));
+	DNN(tensor4d(&d->y, p->n, p->c,
+		     tp_out_dim(p->h, p->r, p->stride_h, p->pad_h),
+		     tp_out_dim(p->w, p->s, p->stride_w, p->pad_w)));
+	DNN(cudnnCreatePoolingDescriptor(&d->pool));
+	DNN(cudnnSetPooling2dDescriptor(d->pool, mode, CUDNN_NOT_PROPAGATE_NAN,
+					(int)p->r, (int)p->s, (int)p->pad_h,
+					(int)p->pad_w, (int)p->stride_h,
+					(int)p->stride_w));
+out:
+	return rc;
+}
+
+/*
+ * One pooling call. Forward: @x -> @y. Backward: @dy (with @y and @x
+ * of the forward) -> @dx. Average pooling reads neither x nor y going
+ * backward, so its backward op passes dy and dx in their places.
+ */
+static int pool_run(const struct tp_op_launch *l,
+		    const struct tp_pool_params *p, cudnnPoolingMode_t mode,
+		    int backward, const void *x, const void *y,
+		    const void *dy, void *out)
+{
+	struct dnn_desc d = { 0 };
+	int rc;
+
+	rc = dnn_begin(l);
+	if (rc)
+		return rc;
+	rc = pool_desc(l, p, mode, &d);
+	if (rc)
+		goto out;
+	if (!backward)
+		DNN(cudnnPoolingForward(dnn, d.pool, &one, d.x, x, &zero, d.y,
+					out));
+	else
+		DNN(cudnnPoolingBackward(dnn, d.pool, &one, d.y, y, d.y, dy,
+					 d.x, x, &zero, d.x, out));
+out:
+	return dnn_end(&d, rc);
+}
+
+#define MAXP CUDNN_POOLING_MAX_DETERMINISTIC
+#define AVGP CUDNN_POOLING_AVERAGE_COUNT_INCLUDE_PADDING
+
+int tp_cuda_maxpool(const struct tp_op_launch *l)
+{
+	return pool_run(l, TP_PARAMS(l, tp_pool_params), MAXP, 0,
+			TP_IN(l, 0), NULL, NULL, TP_OUT(l, 0));
+}
+
+int tp_cuda_maxpool_bwd(const struct tp_op_launch *l)
+{
+	return pool_run(l, TP_PARAMS(l, tp_pool_params), MAXP, 1,
+			TP_IN(l, 1), TP_IN(l, 2), TP_IN(l, 0), TP_OUT(l, 0));
+}
+
+int tp_cuda_avgpool(const struct tp_op_launch *l)
+{
+	return pool_run(l, TP_PARAMS(l, tp_pool_params), AVGP, 0,
+			TP_IN(l, 0), NULL, NULL, TP_OUT(l, 0));
+}
+
+int tp_cuda_avgpool_bwd(const struct tp_op_launch *l)
+{
+	return pool_run(l, TP_PARAMS(l, tp_pool_params), AVGP, 1,
+			TP_OUT(l, 0), TP_IN(l, 0), TP_IN(l, 0), TP_OUT(l, 0));
+}
+
+/* Global average pooling: one hw x 1 window over [n, c, hw, 1]. */
+static struct tp_pool_params gap_as_pool(const struct tp_gap_params *g)
+{
+	return (struct tp_pool_params){
+		.n = g->n, .c = g->c, .h = g->hw, .w = 1, .r = g->hw, .s = 1,
+		.stride_h = 1, .stride_w = 1,
+	};
+}
+
+int tp_cuda_global_avgpool(const struct tp_op_launch *l)
+{
+	struct tp_pool_params p = gap_as_pool(TP_PARAMS(l, tp_gap_params));
+
+	return pool_run(l, &p, AVGP, 0, TP_IN(l, 0), NULL, NULL, TP_OUT(l, 0));
+}
+
+int tp_cuda_global_avgpool_bwd(const struct tp_op_launch *l)
+{
+	struct tp_pool_params p = gap_as_pool(TP_PARAMS(l, tp_gap_params));
+
+	return pool_run(l, &p, AVGP, 1, TP_OUT(l, 0), TP_IN(l, 0),
+			TP_IN(l, 0), TP_OUT(l, 0));
+}
+
+/* --- softmax ----------------------------------------------------------- */
+
+int tp_cuda_softmax(const struct tp_op_launch *l)
+{
+	const struct tp_softmax_params *p = TP_PARAMS(l, tp_softmax_params);
+	struct dnn_desc d = { 0 };
+	int rc;
+
+	rc = dnn_begin(l);
+	if (rc)
+		return rc;
+	DNN(tensor4d(&d.x, p->rows, p->cols, 1, 1));
+	DNN(cudnnSoftmaxForward(dnn, CUDNN_SOFTMAX_ACCURATE,
+				CUDNN_SOFTMAX_MODE_INSTANCE, &one, d.x,
+				TP_IN(l, 0), &zero, d.x, TP_OUT(l, 0)));
+out:
+	return dnn_end(&d, rc);
+}
+
+int tp_cuda_softmax_bwd(const struct tp_op_launch *l)
+{
+	const struct tp_softmax_params *p = TP_PARAMS(l, tp_softmax_params);
+	struct dnn_desc d = { 0 };
+	int rc;
+
+	rc = dnn_begin(l);
+	if (rc)
+		return rc;
+	DNN(tensor4d(&d.x, p->rows, p->cols, 1, 1));
+	DNN(cudnnSoftmaxBackward(dnn, CUDNN_SOFTMAX_ACCURATE,
+				 CUDNN_SOFTMAX_MODE_INSTANCE, &one, d.x,
+				 TP_IN(l, 1), d.x, TP_IN(l, 0), &zero, d.x,
+				 TP_OUT(l, 0)));
+out:
+	return dnn_end(&d, rc);
+}

@@ -1,0 +1,98 @@
+// SPDX-License-Identifier: MIT
+/*
+ * CUDA element-wise ops (residual add, scale) and the bias helpers of the
+ * cuBLAS linear op: a bias added to every row, and column sums for its
+ * gradient (one thread per column, rows in order: deterministic).
+ */
+#include "kernels/cuda_launch.cuh"
+
+static __global__ void add_kernel(const float *a, const float *b, float *y,
+				  size_t n)
+{
+	TP_FOR_EACH(i, n)
+		y[i] = a[i] + b[i];
+}
+
+static __global__ void scale_kernel(const float *x, float *y, float alpha,
+				    size_t n)
+{
+	TP_FOR_EACH(i, n)
+		y[i] = alpha * x[i];
+}
+
+static __global__ void bias_rows_kernel(float *y, const float *b,
+					uint32_t cols, size_t n)
+{
+	TP_FOR_EACH(i, n)
+		y[i] += b[i % cols];
+}
+
+static __global__ void col_sum_kernel(const float *x, float *sum,
+				      uint32_t rows, uint32_t cols)
+{
+	TP_FOR_EACH(j, (size_t)cols) {
+		double s = 0;
+
+		for (uint32_t r = 0; r < rows; r++)
+			s += x[(size_t)r * cols + j];
+		sum[j] = (float)s;
+	}
+}
+
+extern "C" cudaError_t tp_cuda_bias_rows(float *y, const float *b,
+					 uint32_t rows, uint32_t cols,
+					 cudaStream_t s)
+{
+	size_t n = (size_t)rows * cols;
+
+	bias_rows_kernel<<<tp_grid(n), TP_BLOCK, 0, s>>>(y, b, cols, n);
+	return cudaGetLastError();
+}
+
+extern "C" cudaError_t tp_cuda_col_sum(const float *x, float *sum,
+				       uint32_t rows, uint32_t cols,
+				       cudaStream_t s)
+{
+	col_sum_kernel<<<tp_grid(cols), TP_BLOCK, 0, s>>>(x, sum, rows, cols);
+	return cudaGetLastError();
+}
+
+extern "C" int tp_cuda_add(const struct tp_op_launch *l)
+{
+	const struct tp_eltwise_params *p = TP_PARAMS(l, tp_eltwise_params);
+
+	add_kernel<<<tp_grid(p->count), TP_BLOCK, 0, TP_STREAM(l)>>>(
+		TP_IN(l, 0), TP_IN(l, 1), TP_OUT(l, 0), p->count);
+	return tp_cuda_launched(l, "add_kernel");
+}
+
+extern "C" int tp_cuda_add_bwd(const struct tp_op_launch *l)
+{
+	const struct tp_eltwise_params *p = TP_PARAMS(l, tp_eltwise_params);
+	size_t bytes = (size_t)p->count * sizeof(float);
+	int rc;
+
+	rc = tp_cuda_check(l, cudaMemcpyAsync(TP_OUT(l, 0), TP_IN(l, 0),
+					      bytes, cudaMemcpyDeviceToDevice,
+					      TP_STREAM(l)), "cudaMemcpyAsync");
+	if (rc)
+		return rc;
+	return tp_cuda_check(l, cudaMemcpyAsync(TP_OUT(l, 1), TP_IN(l, 0),
+						bytes, cudaMemcpyDeviceToDevice,
+						TP_STREAM(l)),
+			     "cudaMemcpyAsync");
+}
+
+extern "C" int tp_cuda_scale(const struct tp_op_launch *l)
+{
+	const struct tp_eltwise_params *p = TP_PARAMS(l, tp_eltwise_params);
+
+	scale_kernel<<<tp_grid(p->count), TP_BLOCK, 0, TP_STREAM(l)>>>(
+		TP_IN(l, 0), TP_OUT(l, 0), p->alpha, p->count);
+	return tp_cuda_launched(l, "scale_kernel");
+}
+
+extern "C" int tp_cuda_scale_bwd(const struct tp_op_launch *l)
+{
+	return tp_cuda_scale(l);
+}

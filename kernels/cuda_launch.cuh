@@ -1,0 +1,67 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Helpers of tpager's own CUDA kernels: launch geometry and the
+ * deterministic block reduction (a fixed tree over a power-of-two block,
+ * in double), so every run sums in the same order. No atomics.
+ */
+#ifndef TP_KERNELS_CUDA_LAUNCH_CUH
+#define TP_KERNELS_CUDA_LAUNCH_CUH
+
+#include "config.h"
+
+#include <stdint.h>
+
+#include "kernels/cuda_util.h"
+
+#define TP_BLOCK 256
+
+/* Blocks for a grid-stride loop over @n elements. */
+static inline unsigned tp_grid(size_t n)
+{
+	size_t b = (n + TP_BLOCK - 1) / TP_BLOCK;
+
+	return (unsigned)(b < 4096 ? (b ? b : 1) : 4096);
+}
+
+#define TP_FOR_EACH(i, n) \
+	for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; \
+	     i < (n); i += (size_t)gridDim.x * blockDim.x)
+
+/* Sum of @v over the block; every thread gets it. @red has TP_BLOCK. */
+static __device__ double tp_block_sum(double v, double *red)
+{
+	red[threadIdx.x] = v;
+	__syncthreads();
+	for (unsigned s = blockDim.x / 2; s > 0; s >>= 1) {
+		if (threadIdx.x < s)
+			red[threadIdx.x] += red[threadIdx.x + s];
+		__syncthreads();
+	}
+	v = red[0];
+	__syncthreads();
+	return v;
+}
+
+/* Maximum of @v over the block; every thread gets it. */
+static __device__ double tp_block_max(double v, double *red)
+{
+	red[threadIdx.x] = v;
+	__syncthreads();
+	for (unsigned s = blockDim.x / 2; s > 0; s >>= 1) {
+		if (threadIdx.x < s && red[threadIdx.x + s] > red[threadIdx.x])
+			red[threadIdx.x] = red[threadIdx.x + s];
+		__syncthreads();
+	}
+	v = red[0];
+	__syncthreads();
+	return v;
+}
+
+/* The launch's error, reported against op @l. */
+static inline int tp_cuda_launched(const struct tp_op_launch *l,
+				   const char *what)
+{
+	return tp_cuda_check(l, cudaGetLastError(), what);
+}
+
+#endif /* TP_KERNELS_CUDA_LAUNCH_CUH */

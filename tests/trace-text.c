@@ -259,9 +259,48 @@ static void test_builder(void)
 	tp_trace_free(NULL);
 }
 
+/* The EXAMPLE of tpager-trace(5) is a valid trace. */
+static void test_man_example(void)
+{
+	const char *top = getenv("top_srcdir");
+	char path[4200], *buf = NULL, *b, *e;
+	struct tp_trace *t = NULL;
+	struct tp_trace_error err;
+	size_t len = 0;
+	FILE *f;
+	int rc;
+
+	snprintf(path, sizeof(path), "%.4000s/man/tpager-trace.5",
+		 top ? top : "..");
+	f = fopen(path, "r");
+	if (!f) {
+		skip(2, "no %s", path);
+		return;
+	}
+	if (getdelim(&buf, &len, '\0', f) < 0)
+		bail_out("cannot read %s", path);
+	fclose(f);
+	b = strstr(buf, ".SH EXAMPLE\n.nf\n");
+	e = b ? strstr(b, "\n.fi\n") : NULL;
+	if (!ok(b && e, "the page has an EXAMPLE")) {
+		skip(1, "no example");
+		free(buf);
+		return;
+	}
+	b += strlen(".SH EXAMPLE\n.nf\n");
+	rc = tp_trace_parse(b, (size_t)(e - b) + 1, "tpager-trace.5", &t, &err);
+	if (rc)
+		diag("%s:%lu: %s", err.file, err.line, err.reason);
+	ok(!rc && t->n_ops == 6 && t->tensors[1].state == TP_TRACE_OVERWRITTEN,
+	   "it parses: 6 ops, the parameter updated in place");
+	tp_trace_free(t);
+	free(buf);
+}
+
 int main(void)
 {
-	plan_tests(16 + ARRAY_SIZE(bad) + 2 + 10);
+	plan_tests(16 + ARRAY_SIZE(bad) + 2 + 10 + 2);
+	test_man_example();
 	test_sample();
 	test_malformed();
 	test_error_str();

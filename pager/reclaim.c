@@ -20,7 +20,7 @@ int tp_pager_leave(struct tp_pager *pg, struct tp_tensor *t, enum tp_leave how)
 
 /*
  * Chunks the candidates could give back: evictable pages all, offloadable
- * ones as far as host swap has room. An upper bound of what the victim
+ * tensors as far as host swap has room for them whole. An upper bound of what the victim
  * ops can find, so that a request beyond it fails before anything moves.
  */
 static size_t reclaimable(struct tp_pager *pg)
@@ -33,11 +33,11 @@ static size_t reclaimable(struct tp_pager *pg)
 			continue;
 		if (tp_pager_can_evict(pg, t)) {
 			sum += t->resident_pages;
-		} else if (tp_pager_can_offload(t)) {
-			size_t m = t->resident_pages < room ?
-				   t->resident_pages : room;
-			sum += m;
-			room -= m;
+		} else if (tp_pager_can_offload(t) &&
+			   t->resident_pages <= room) {
+			/* An offload moves the whole tensor or nothing. */
+			sum += t->resident_pages;
+			room -= t->resident_pages;
 		}
 	}
 	return sum;

@@ -18,6 +18,9 @@ pages=$(cd "$man" && ls *.[1-8])
 count=$(echo "$pages" | wc -w)
 echo "1..$((count * 4 + 4))"
 
+# Listed in dist_man_MANS of some directory's Makefile.inc.
+installed() { cat "$top_srcdir"/*/Makefile.inc | grep -Fq "man/$1"; }
+
 # The sections a page of each kind has, in order.
 want_sections() {
 	case $1 in
@@ -40,7 +43,7 @@ for p in $pages; do
 		sed -n '/^\.SH NAME/{n;p;}' "$man/$target" | grep -q "\\b${p%.3}\\b" &&
 			ok 0 "$p: named in the NAME line of $target" ||
 			ok 1 "$p: named in the NAME line of $target"
-		grep -Fq "man/$p" "$man/Makefile.inc" &&
+		installed "$p" &&
 			ok 0 "$p: installed" || ok 1 "$p: installed (dist_man_MANS)"
 		continue
 	fi
@@ -69,7 +72,7 @@ for p in $pages; do
 	order=$(for s in $got; do echo " $want " | grep -q " $s " && echo "$s"; done | tr '\n' ' ')
 	ok $([ -z "$missing" ] && [ "$order" = "$want " ] && echo 0 || echo 1) \
 		"$p: sections $want${missing:+ (missing:$missing)}"
-	grep -Fq "man/$p" "$man/Makefile.inc" &&
+	installed "$p" &&
 		ok 0 "$p: installed" || ok 1 "$p: installed (dist_man_MANS)"
 done
 

@@ -4,7 +4,7 @@
 # include/tpager.h with warnings as errors, and links against the built
 # libtpager.so unless a function it calls is not in the library yet.
 top_srcdir=${top_srcdir:-.}
-top_builddir=${top_builddir:-.}
+top_builddir=$(cd "${top_builddir:-.}" && pwd)
 CC=${CC:-cc}
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/tp-man-examples.XXXXXX") || exit 1
 trap 'rm -rf "$tmp"' EXIT
@@ -14,7 +14,7 @@ for f in "$top_srcdir"/man/*.3; do
 	head -n 1 "$f" | grep -q '^\.so ' || pages="$pages $f"
 done
 set -- $pages
-echo "1..$(($# * 2))"
+echo "1..$(($# * 3))"
 n=0
 lib="$top_builddir/.libs/libtpager.so"
 for f; do
@@ -28,6 +28,7 @@ for f; do
 	if [ ! -s "$tmp/$name.c" ]; then
 		echo "not ok $n - $name: no EXAMPLE"
 		n=$((n + 1)); echo "not ok $n - $name: nothing to link"
+		n=$((n + 1)); echo "not ok $n - $name: nothing to run"
 		continue
 	fi
 	if $CC -std=c11 -Wall -Wextra -Werror $SANITIZE_CFLAGS \
@@ -42,11 +43,13 @@ for f; do
 		echo "not ok $n - $name: EXAMPLE compiles"
 		sed 's/^/# /' "$tmp/$name.err"
 		n=$((n + 1)); echo "ok $n - $name: link # SKIP does not compile"
+		n=$((n + 1)); echo "ok $n - $name: run # SKIP does not compile"
 		continue
 	fi
 	n=$((n + 1))
 	if [ ! -f "$lib" ]; then
 		echo "ok $n - $name: link # SKIP no $lib"
+		n=$((n + 1)); echo "ok $n - $name: run # SKIP no $lib"
 		continue
 	fi
 	missing=
@@ -56,6 +59,8 @@ for f; do
 	done
 	if [ -n "$missing" ]; then
 		echo "ok $n - $name: link # SKIP not in libtpager yet:$missing"
+		n=$((n + 1)); echo "ok $n - $name: run # SKIP not linked"
+		continue
 	elif $CC $SANITIZE_CFLAGS "$tmp/$name.o" -L"$top_builddir/.libs" \
 		-ltpager -Wl,-rpath,"$top_builddir/.libs" -o "$tmp/$name" \
 		> "$tmp/$name.err" 2>&1; then
@@ -63,5 +68,16 @@ for f; do
 	else
 		echo "not ok $n - $name: EXAMPLE links"
 		sed 's/^/# /' "$tmp/$name.err"
+		n=$((n + 1)); echo "ok $n - $name: run # SKIP not linked"
+		continue
 	fi
+	# What the page shows works: the program runs on the host backend.
+	n=$((n + 1))
+	if (cd "$tmp" && TPAGER_SYSCONF=/nonexistent TPAGER_CONF= TPAGER_OPTS= \
+	    timeout 60 "./$name") > "$tmp/$name.out" 2>&1; then
+		echo "ok $n - $name: EXAMPLE runs and exits 0"
+	else
+		echo "not ok $n - $name: EXAMPLE runs and exits 0"
+	fi
+	sed 's/^/#   /' "$tmp/$name.out" | head -n 20
 done

@@ -246,11 +246,18 @@ int tp_pager_acquire(struct tp_pager *pg, struct tp_tensor *t, size_t off,
 
 	if (!len || off > t->bytes || len > t->bytes - off || t->refs == 0)
 		return -EINVAL;
-	tp_pager_poll(pg);
 	if (t->slab)
 		return acquire_slab(pg, t, off, addr);
 	first = off / pg->chunk;
 	last = (off + len - 1) / pg->chunk;
+	if (t->resident_pages == t->nr_pages && !t->prefetched) {
+		/* The hot path: resident, nothing in flight, nothing to do
+		 * but pin. */
+		pin_range(t, first, last, 1);
+		tp_pager_cand_update(pg, t);
+		goto out;
+	}
+	tp_pager_poll(pg);
 
 	/* Offloads in flight are completed first: their chunk is leaving. */
 	for (size_t i = first; i <= last; i++) {
@@ -309,10 +316,11 @@ int tp_pager_acquire(struct tp_pager *pg, struct tp_tensor *t, size_t off,
 	if (ret)
 		goto err_unpin;
 
-	t->last_access_ns = tp_vmm_now_ns(pg->vmm);
-	t->access_seq = ++pg->access_seq;
 	if (need && !(mode & TP_ACQ_NO_RECLAIM))
 		tp_pager_watermark(pg);
+out:
+	t->last_access_ns = tp_vmm_now_ns(pg->vmm);
+	t->access_seq = ++pg->access_seq;
 	*addr = (void *)(t->va + off);
 	return 0;
 

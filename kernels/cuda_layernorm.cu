@@ -4,9 +4,9 @@
  * fixed reduction tree. The parameter gradients sum over rows with one
  * thread per column, rows in order, so no atomics are needed.
  */
-#include <math.h>
-
 #include "kernels/cuda_launch.cuh"
+
+#include <math.h>
 
 static __global__ void ln_fwd_kernel(const float *x, const float *gamma,
 				     const float *beta, float *y, float *mean,

@@ -3,9 +3,9 @@
  * CUDA SGD with momentum and Adam, element by element as cpu_optim.c
  * computes them; the parameter is updated at its own address.
  */
-#include <math.h>
-
 #include "kernels/cuda_launch.cuh"
+
+#include <math.h>
 
 static __global__ void sgd_kernel(const float *w, const float *g,
 				  const float *vel, float *w_out,

@@ -5,9 +5,9 @@
  * through the fixed reduction tree. A label out of range contributes no
  * loss and no gradient (a kernel cannot fail the op).
  */
-#include <math.h>
-
 #include "kernels/cuda_launch.cuh"
+
+#include <math.h>
 
 static __global__ void xent_row_kernel(const float *x, const int32_t *labels,
 				       float *prob, double *row_loss,

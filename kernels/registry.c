@@ -543,12 +543,18 @@ int tp_kernels_launch_cuda(const struct tp_op_launch *l)
 /*
  * The device the data is on: a stream handle or a context on the cuda
  * backend mean device memory; anything else (host backend, a bare call
- * from a test) is CPU memory.
+ * from a test) is CPU memory. The sim backend holds no data: it charges
+ * cost_ns on its clock and there is nothing to compute.
  */
 static int launch(const struct tp_op_launch *l)
 {
 	const struct tp_vmm *vmm = l && l->ctx ? l->ctx->vmm : NULL;
 
+	if (vmm && !tp_vmm_has_data(vmm)) {
+		if (!l->type)
+			return -EINVAL;
+		return check_launch(tp_kernel_of(l->type), l);
+	}
 	if (l && (l->stream ||
 		  (vmm && vmm->ops && !strcmp(vmm->ops->name, "cuda"))))
 		return tp_kernels_launch_cuda(l);

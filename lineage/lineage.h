@@ -103,6 +103,7 @@ struct tp_lineage_stats {
 	uint64_t replay_ns;
 	uint64_t max_depth;		/* deepest work stack so far */
 	uint64_t scratch_outputs;	/* outputs replayed into scratch */
+	uint64_t pin_drops;		/* regenerations that let pins go */
 	uint64_t severed;		/* tensors made uncomputable by in-place
 					 * updates or frees of what they read */
 };

@@ -10,6 +10,9 @@
  * leaves what it regenerated pinned for the frame below, so making room
  * for the next input cannot evict it again: every retry of a frame pins
  * one more input, and a frame of n inputs is retried at most n times.
+ * Those pins can fill a small budget (a deep stack of wide ops); when a
+ * replay finds no room, they are all let go and the walk goes on, a
+ * bounded number of times.
  *
  * Outputs: the evicted outputs of the producer are all regenerated (they
  * are written in the same launch); an output that is resident, offloaded
@@ -22,6 +25,9 @@
 #include "ctx/ctx.h"
 #include "ctx/log.h"
 #include "lineage/lineage_int.h"
+
+/* Times one regeneration may give up its pins under memory pressure. */
+#define TP_LIN_MAX_DROPS	256
 
 struct frame {
 	struct tp_tensor *t;
@@ -258,6 +264,7 @@ static void pop_frame(struct regen *r, struct tp_lin_rec *rec)
 int tp_lineage_regenerate(struct tp_lineage *lin, struct tp_tensor *t)
 {
 	struct regen r = { .lin = lin };
+	unsigned drops = 0;
 	int ret = 0;
 
 	if (!tp_pager_has_evicted(t))
@@ -281,10 +288,23 @@ int tp_lineage_regenerate(struct tp_lineage *lin, struct tp_tensor *t)
 		if (ret)
 			break;
 		ret = replay(&r, rec, &stale);
-		if (ret == 1)
+		if (ret == 1) {
 			ret = push_frame(&r, stale);
-		else if (!ret)
+		} else if (!ret) {
 			pop_frame(&r, rec);
+		} else if (ret == -ENOMEM && r.np && drops < TP_LIN_MAX_DROPS) {
+			/*
+			 * The pins kept for frames below fill the budget: let
+			 * them go and retry. What leaves is regenerated
+			 * again when a frame finds it missing.
+			 */
+			unpin_to(&r, 0);
+			for (size_t i = 0; i < r.nf; i++)
+				r.f[i].pin_base = 0;
+			drops++;
+			lin->st.pin_drops++;
+			ret = 0;
+		}
 	}
 	unpin_to(&r, 0);
 	free(r.f);

@@ -101,8 +101,10 @@ int tp_deferred_wait_oldest(struct tp_vmm *vmm, struct tp_deferred *d)
 	ret = tp_vmm_event_sync(vmm, d->head->ev);
 	if (ret)
 		return ret;
+	/* Known complete now: no need to ask again. */
+	ret = complete(vmm, d, &d->head);
 	tp_deferred_reap(vmm, d);
-	return 0;
+	return ret;
 }
 
 int tp_deferred_flush_range(struct tp_vmm *vmm, struct tp_deferred *d,

@@ -1,0 +1,229 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * vmm-bench: what the vmm's calls cost on each backend that opens here.
+ * Per-call latency of reserve, map, set-access and unmap (one chunk and
+ * runs of 8 and 64), and copy bandwidth each way, as a table. Host and
+ * cuda figures are wall time measured by the vmm's own call counters;
+ * sim figures are its virtual clock (what it was configured to charge).
+ *
+ *   vmm-bench [-b cuda|host|sim] [-r REPS] [-c CHUNK_BYTES]
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "ctl/conf.h"
+#include "vmm/calls.h"
+#include "vmm/vmm.h"
+
+#define MAX_RUN 64
+#define COPY_CHUNKS 64
+
+struct row_src {
+	enum tp_vmm_call kind;
+	const char *label;
+};
+
+static struct tp_vmm *open_backend(const char *name, const char *chunk)
+{
+	struct tp_conf conf;
+
+	tp_conf_defaults(&conf);
+	if (tp_conf_set(&conf, "vmm.backend", name, "vmm-bench", 0) ||
+	    tp_conf_set(&conf, "vmm.chunk_size", chunk, "vmm-bench", 0))
+		return NULL;
+	return tp_vmm_open(&conf);
+}
+
+/* Time per call of @k since @before, in us: wall (stats) or virtual. */
+static double per_call_us(const struct tp_vmm *vmm, enum tp_vmm_call k,
+			  const struct tp_vmm_stats *before)
+{
+	uint64_t calls = vmm->stats.call[k].calls - before->call[k].calls;
+	uint64_t ns = vmm->stats.call[k].ns - before->call[k].ns;
+
+	return calls ? (double)ns / (double)calls / 1e3 : 0;
+}
+
+static void print_row(const char *op, size_t run, double us)
+{
+	printf("  %-12s %6zu %14.2f %14.2f\n", op, run, us, us / (double)run);
+}
+
+static int bench_map(struct tp_vmm *vmm, bool sim, int reps)
+{
+	static const size_t runs[] = { 1, 8, MAX_RUN };
+	size_t g = vmm->granularity, r;
+	struct tp_chunk *c[MAX_RUN];
+	uintptr_t va;
+	int ret, i;
+
+	printf("  %-12s %6s %14s %14s\n", "call", "chunks", "us/call", "us/chunk");
+	ret = tp_vmm_chunks_take(vmm, c, MAX_RUN);
+	if (ret)
+		return ret;
+	/* reserve/release of a 64-chunk range */
+	{
+		struct tp_vmm_stats before = vmm->stats;
+		uint64_t v0 = tp_vmm_now_ns(vmm), vres = 0, vrel = 0;
+
+		for (i = 0; i < reps && !ret; i++) {
+			uint64_t t = tp_vmm_now_ns(vmm);
+
+			ret = tp_vmm_reserve(vmm, MAX_RUN * g, &va);
+			vres += tp_vmm_now_ns(vmm) - t;
+			t = tp_vmm_now_ns(vmm);
+			ret = ret ?: tp_vmm_release(vmm, va, MAX_RUN * g);
+			vrel += tp_vmm_now_ns(vmm) - t;
+		}
+		(void)v0;
+		if (ret)
+			goto out;
+		print_row("reserve", MAX_RUN, sim ? (double)vres / reps / 1e3 :
+			  per_call_us(vmm, TP_CALL_RESERVE, &before));
+		print_row("release", MAX_RUN, sim ? (double)vrel / reps / 1e3 :
+			  per_call_us(vmm, TP_CALL_RELEASE, &before));
+	}
+	ret = tp_vmm_reserve(vmm, MAX_RUN * g, &va);
+	if (ret)
+		goto out;
+	for (r = 0; r < sizeof(runs) / sizeof(runs[0]); r++) {
+		struct tp_vmm_stats before = vmm->stats;
+		uint64_t vmap = 0, vunmap = 0;
+
+		for (i = 0; i < reps && !ret; i++) {
+			uint64_t t = tp_vmm_now_ns(vmm);
+
+			ret = tp_vmm_map(vmm, va, c, runs[r]);
+			vmap += tp_vmm_now_ns(vmm) - t;
+			t = tp_vmm_now_ns(vmm);
+			ret = ret ?: tp_vmm_unmap(vmm, va, runs[r] * g);
+			vunmap += tp_vmm_now_ns(vmm) - t;
+		}
+		if (ret)
+			break;
+		if (sim) {
+			/* Virtual: map + set access together, as charged. */
+			print_row("map+access", runs[r], (double)vmap / reps / 1e3);
+			print_row("unmap", runs[r], (double)vunmap / reps / 1e3);
+			continue;
+		}
+		print_row("map", runs[r], per_call_us(vmm, TP_CALL_MAP, &before));
+		print_row("set_access", runs[r],
+			  per_call_us(vmm, TP_CALL_SET_ACCESS, &before));
+		print_row("unmap", runs[r], per_call_us(vmm, TP_CALL_UNMAP, &before));
+	}
+	tp_vmm_release(vmm, va, MAX_RUN * g);
+out:
+	tp_vmm_chunks_put(vmm, c, MAX_RUN);
+	return ret;
+}
+
+static int bench_copy(struct tp_vmm *vmm, bool sim, int reps)
+{
+	size_t g = vmm->granularity, len = COPY_CHUNKS * g;
+	struct tp_chunk *c[COPY_CHUNKS];
+	void *host;
+	uintptr_t va;
+	int ret, dir, i;
+
+	host = tp_vmm_host_alloc(vmm, len);
+	if (!host)
+		return -ENOMEM;
+	ret = tp_vmm_reserve(vmm, len, &va);
+	if (ret)
+		goto out_free;
+	ret = tp_vmm_chunks_take(vmm, c, COPY_CHUNKS);
+	if (ret)
+		goto out_release;
+	ret = tp_vmm_map(vmm, va, c, COPY_CHUNKS);
+	if (ret)
+		goto out_put;
+	if (!sim)
+		memset(host, 1, len);
+	/* Warm up: first touches of the pages are not the link's cost. */
+	ret = tp_vmm_copy_h2d(vmm, va, host, len, TP_STREAM_H2D) ?:
+	      tp_vmm_copy_d2h(vmm, host, va, len, TP_STREAM_D2H) ?:
+	      tp_vmm_sync_all(vmm);
+	printf("\n  %-12s %10s %10s %12s\n", "copy", "MiB", "copies", "GB/s");
+	for (dir = 0; dir < 2 && !ret; dir++) {
+		enum tp_stream s = dir ? TP_STREAM_H2D : TP_STREAM_D2H;
+		uint64_t t0, t1;
+
+		t0 = sim ? tp_vmm_now_ns(vmm) : tp_vmm_mono_ns();
+		for (i = 0; i < reps && !ret; i++)
+			ret = dir ? tp_vmm_copy_h2d(vmm, va, host, len, s) :
+				    tp_vmm_copy_d2h(vmm, host, va, len, s);
+		ret = ret ?: tp_vmm_stream_sync(vmm, s);
+		t1 = sim ? tp_vmm_now_ns(vmm) : tp_vmm_mono_ns();
+		if (!ret)
+			printf("  %-12s %10zu %10d %12.2f\n",
+			       dir ? "host->device" : "device->host", len >> 20,
+			       reps, (double)len * reps / (double)(t1 - t0));
+	}
+	tp_vmm_unmap(vmm, va, len);
+out_put:
+	tp_vmm_chunks_put(vmm, c, COPY_CHUNKS);
+out_release:
+	tp_vmm_release(vmm, va, len);
+out_free:
+	tp_vmm_host_free(vmm, host, len);
+	return ret;
+}
+
+int main(int argc, char **argv)
+{
+	static const char *const all[] = { "cuda", "host", "sim" };
+	const char *only = NULL, *chunk = "2M";
+	int reps = 200, opt, i, status = 0;
+
+	while ((opt = getopt(argc, argv, "b:r:c:h")) != -1) {
+		switch (opt) {
+		case 'b': only = optarg; break;
+		case 'r': reps = atoi(optarg); break;
+		case 'c': chunk = optarg; break;
+		default:
+			fprintf(stderr, "usage: %s [-b cuda|host|sim] [-r REPS] [-c CHUNK]\n",
+				argv[0]);
+			return opt == 'h' ? 0 : 2;
+		}
+	}
+	if (reps < 1)
+		reps = 1;
+
+	for (i = 0; i < 3; i++) {
+		struct tp_vmm *vmm;
+		bool sim;
+		int ret;
+
+		if (only && strcmp(only, all[i]) != 0)
+			continue;
+		vmm = open_backend(all[i], chunk);
+		if (!vmm) {
+			printf("== %s: does not open here (%s)\n\n", all[i],
+			       strerror(errno));
+			if (only)
+				status = 1;
+			continue;
+		}
+		sim = !tp_vmm_has_data(vmm);
+		printf("== %s: chunk %zu KiB, %d repetitions, %s\n", all[i],
+		       vmm->granularity >> 10, reps,
+		       sim ? "virtual time (configured costs)" : "wall time");
+		ret = tp_vmm_pool_create(vmm, (uint64_t)(MAX_RUN + COPY_CHUNKS) *
+					 vmm->granularity);
+		ret = ret ?: bench_map(vmm, sim, reps);
+		ret = ret ?: bench_copy(vmm, sim, reps > 20 ? 20 : reps);
+		if (ret) {
+			printf("  failed: %s\n", strerror(-ret));
+			status = 1;
+		}
+		printf("\n");
+		tp_vmm_close(vmm);
+	}
+	return status;
+}

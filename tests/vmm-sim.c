@@ -1,0 +1,133 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The sim backend's clocks advance by exactly the charged costs: driver
+ * calls per chunk on the host clock, copies and launches on their stream
+ * from max(stream, host), events carrying their stream's time.
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <string.h>
+
+#include "tests/tap.h"
+#include "tests/vmm-util.h"
+#include "vmm/backend_sim.h"
+
+#define MAP 1000u
+#define ACCESS 300u
+#define UNMAP 700u
+#define LAT 5000u
+#define CHUNK (64u << 10)
+#define OPTS "vmm.sim.map_ns=1000,vmm.sim.set_access_ns=300," \
+	     "vmm.sim.unmap_ns=700,vmm.sim.copy_latency_ns=5000," \
+	     "vmm.sim.bandwidth=4"
+
+static int ran;
+
+static int mark(void *arg)
+{
+	ran = 1;
+	return 0;
+}
+
+/* The whole scenario; records the clock at each step into @t. */
+static int scenario(struct tp_vmm *vmm, uint64_t *t, int *q)
+{
+	struct tp_event *e1 = tp_vmm_event_create(vmm);
+	struct tp_event *e2 = tp_vmm_event_create(vmm);
+	struct tp_event *e3 = tp_vmm_event_create(vmm);
+	struct tp_chunk *c[8];
+	void *h1 = tp_vmm_host_alloc(vmm, 4 << 20);
+	uintptr_t va;
+	int ret;
+
+	ret = tp_vmm_reserve(vmm, 8 * CHUNK, &va);
+	ret = ret ?: tp_vmm_chunks_take(vmm, c, 8);
+	ret = ret ?: tp_vmm_map(vmm, va, c, 8);
+	t[0] = tp_vmm_now_ns(vmm);
+	/* 4 MiB at 4 GB/s (4 bytes/ns) on d2h. */
+	ret = ret ?: tp_vmm_copy_d2h(vmm, h1, va, 4 << 20, TP_STREAM_D2H);
+	ret = ret ?: tp_vmm_event_record(vmm, e1, TP_STREAM_D2H);
+	q[0] = tp_vmm_event_query(vmm, e1);
+	t[1] = tp_vmm_now_ns(vmm);
+	/* A page back on h2d, after the d2h. */
+	ret = ret ?: tp_vmm_stream_wait(vmm, TP_STREAM_H2D, e1);
+	ret = ret ?: tp_vmm_copy_h2d(vmm, va, h1, CHUNK, TP_STREAM_H2D);
+	ret = ret ?: tp_vmm_event_record(vmm, e2, TP_STREAM_H2D);
+	/* 50 us of compute, independent of both. */
+	ret = ret ?: tp_vmm_launch(vmm, TP_STREAM_COMPUTE, 50000, mark, NULL);
+	ret = ret ?: tp_vmm_event_record(vmm, e3, TP_STREAM_COMPUTE);
+	ret = ret ?: tp_vmm_event_sync(vmm, e3);
+	t[2] = tp_vmm_now_ns(vmm);
+	q[1] = tp_vmm_event_query(vmm, e1);
+	ret = ret ?: tp_vmm_event_sync(vmm, e2);
+	t[3] = tp_vmm_now_ns(vmm);
+	q[2] = tp_vmm_event_query(vmm, e1);
+	ret = ret ?: tp_vmm_unmap(vmm, va, 8 * CHUNK);
+	t[4] = tp_vmm_now_ns(vmm);
+	tp_vmm_chunks_put(vmm, c, 8);
+	tp_vmm_release(vmm, va, 8 * CHUNK);
+	tp_vmm_event_put(vmm, e1);
+	tp_vmm_event_put(vmm, e2);
+	tp_vmm_event_put(vmm, e3);
+	tp_vmm_host_free(vmm, h1, 4 << 20);
+	return ret;
+}
+
+int main(void)
+{
+	/* Costs computed here from the configured numbers. */
+	const uint64_t mapped = 8 * MAP + 8 * ACCESS;
+	const uint64_t d2h = LAT + (4u << 20) / 4;
+	const uint64_t h2d = LAT + CHUNK / 4;
+	const uint64_t e1 = mapped + d2h, e2 = e1 + h2d, e3 = mapped + 50000;
+	uint64_t t[5], t2[5];
+	int q[3], q2[3];
+	struct tp_vmm *vmm;
+	char why[256];
+	void *a, *b;
+	uintptr_t r1, r2;
+
+	plan_tests(14);
+	vmm = vt_open("sim", CHUNK, OPTS, why, sizeof(why));
+	if (!vmm || tp_vmm_pool_create(vmm, 16 * CHUNK))
+		bail_out("%s", why);
+	ok(tp_vmm_now_ns(vmm) == 0, "the host clock starts at 0");
+	ok(tp_vmm_sim_copy_ns(vmm, 4 << 20) == d2h,
+	   "a 4 MiB copy costs %llu ns", (unsigned long long)d2h);
+	ok_rc(scenario(vmm, t, q), "the scenario runs");
+	ok(t[0] == mapped, "mapping 8 chunks: 8 x (%u + %u) = %llu ns (got %llu)",
+	   MAP, ACCESS, (unsigned long long)mapped, (unsigned long long)t[0]);
+	ok(t[1] == mapped && q[0] == -EAGAIN,
+	   "an async copy does not move the host clock; its event is pending");
+	ok(t[2] == e3, "the compute event lands at %llu (got %llu)",
+	   (unsigned long long)e3, (unsigned long long)t[2]);
+	ok(ran == 0, "the launch function is not run on sim");
+	ok(q[1] == -EAGAIN, "the d2h (until %llu) is still pending then",
+	   (unsigned long long)e1);
+	ok(t[3] == e2, "the h2d waited for the d2h: done at %llu (got %llu)",
+	   (unsigned long long)e2, (unsigned long long)t[3]);
+	ok(q[2] == 0, "and the d2h has completed by then");
+	ok(t[4] == e2 + 8 * UNMAP, "unmapping 8 chunks adds %u ns", 8 * UNMAP);
+	tp_vmm_close(vmm);
+
+	/* Deterministic: the same calls give the same clocks. */
+	vmm = vt_open("sim", CHUNK, OPTS, why, sizeof(why));
+	if (!vmm || tp_vmm_pool_create(vmm, 16 * CHUNK))
+		bail_out("%s", why);
+	ok(scenario(vmm, t2, q2) == 0 && memcmp(t, t2, sizeof(t)) == 0 &&
+	   memcmp(q, q2, sizeof(q)) == 0, "a second run gives the same clocks");
+
+	a = tp_vmm_host_alloc(vmm, 100);
+	b = tp_vmm_host_alloc(vmm, 100);
+	ok(a && b && a != b, "host buffers are distinct non-null tokens");
+	ok(!tp_vmm_reserve(vmm, 2 * CHUNK, &r1) && !tp_vmm_reserve(vmm, CHUNK, &r2) &&
+	   r1 % CHUNK == 0 && r2 % CHUNK == 0 && r2 >= r1 + 2 * CHUNK,
+	   "reservations are aligned and do not overlap");
+	tp_vmm_host_free(vmm, a, 100);
+	tp_vmm_host_free(vmm, b, 100);
+	tp_vmm_release(vmm, r1, 2 * CHUNK);
+	tp_vmm_release(vmm, r2, CHUNK);
+	tp_vmm_close(vmm);
+	return exit_status();
+}

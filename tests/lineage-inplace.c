@@ -84,7 +84,7 @@ int main(void)
 	int err;
 	const int eio = EIO;
 
-	plan_tests(37);
+	plan_tests(36);
 	ctx = tp_ctx_create("vmm.backend=host,vmm.chunk_size=64K,pager.budget=64M,pager.slab_fraction=0");
 	if (!ctx)
 		bail_out("tp_ctx_create: %s", strerror(errno));

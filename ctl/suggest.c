@@ -47,12 +47,26 @@ static unsigned distance(const char *key, const char *known)
 	return edit_distance(key, known);
 }
 
+/* The most edits at which a known key is still offered. */
+static unsigned threshold(size_t len)
+{
+	return len / 3 > 2 ? (unsigned)(len / 3) : 2;
+}
+
 static void consider(const char *key, const char *known, const char **best,
 		     unsigned *best_d)
 {
+	size_t lk = strlen(key), ln = strlen(known);
+	size_t gap = lk > ln ? lk - ln : ln - lk;
+	const char *dot = strrchr(known, '.');
 	unsigned d;
 
-	if (strlen(known) > TP_SUGGEST_MAX)
+	if (ln > TP_SUGGEST_MAX)
+		return;
+	/* The length difference bounds the distance from below: skip the
+	 * quadratic part when it cannot win. */
+	if ((gap >= *best_d || gap > threshold(lk)) &&
+	    !(dot && !strcmp(key, dot + 1)))
 		return;
 	d = distance(key, known);
 	if (d < *best_d) {
@@ -77,7 +91,7 @@ const char *tp_conf_suggest(const char *key)
 	for (size_t i = 0; i < tp_stat_nkeys; i++)
 		consider(key, tp_stat_keys[i].key, &best, &best_d);
 	/* Beyond a third of the key, the "nearest" key is a guess. */
-	if (best_d > 2 && best_d > len / 3)
+	if (best_d > threshold(len))
 		return NULL;
 	return best;
 }

@@ -14,8 +14,9 @@ int main(void)
 	size_t chunk, bytes;
 	void *p, *q;
 
+	pt_probe();
 	plan_tests(27);
-	ctx = pt_ctx("pager.budget=8M");
+	ctx = pt_ctx("pager.budget=128C");
 	chunk = pt_chunk(ctx);
 	bytes = 3 * chunk + chunk / 3;
 	src = malloc(bytes);

@@ -34,8 +34,9 @@ int main(void)
 	size_t chunk;
 	int rc = 0;
 
+	pt_probe();
 	plan_tests(11);
-	ctx = pt_ctx("pager.budget=2M,pager.high_watermark=100");
+	ctx = pt_ctx("pager.budget=32C,pager.high_watermark=100");
 	chunk = pt_chunk(ctx);
 	for (int i = 0; i < 3; i++)
 		rc |= iteration(ctx, chunk);
@@ -69,7 +70,7 @@ int main(void)
 	tp_ctx_destroy(ctx);
 
 	/* Without the cache, every iteration maps and unmaps. */
-	ctx = pt_ctx("pager.budget=2M,pager.range_cache=0");
+	ctx = pt_ctx("pager.budget=32C,pager.range_cache=0");
 	rc = iteration(ctx, chunk);
 	tp_stats_get(ctx, &a);
 	rc |= iteration(ctx, chunk);

@@ -21,7 +21,7 @@ struct result {
 
 static void run_one(enum phase ph, long nth, struct result *r, bool *fired)
 {
-	struct tp_ctx *ctx = pt_ctx("pager.budget=1M,pager.host_budget=4M");
+	struct tp_ctx *ctx = pt_ctx("pager.budget=16C,pager.host_budget=64C");
 	size_t chunk = pt_chunk(ctx), bytes = 3 * chunk + 1000;
 	unsigned char *src = malloc(bytes), *dst = malloc(bytes);
 	struct tp_pager *pg = ctx->pager;
@@ -92,6 +92,7 @@ static void run_one(enum phase ph, long nth, struct result *r, bool *fired)
 
 int main(void)
 {
+	pt_probe();
 	plan_tests(4 * NR_PHASES);
 	for (int ph = 0; ph < NR_PHASES; ph++) {
 		struct result r = { 0 };

@@ -39,7 +39,7 @@ static bool reads_back(struct tp_ctx *ctx, struct tp_tensor *t,
 
 static void test_enospc(void)
 {
-	struct tp_ctx *ctx = pt_ctx("pager.budget=1M,pager.host_budget=128K");
+	struct tp_ctx *ctx = pt_ctx("pager.budget=16C,pager.host_budget=2C");
 	size_t chunk = pt_chunk(ctx);
 	unsigned char *sa, *sb;
 	struct tp_tensor *a, *b;
@@ -71,7 +71,7 @@ static void test_enospc(void)
 
 static void test_enomem(void)
 {
-	struct tp_ctx *ctx = pt_ctx("pager.budget=256K,pager.host_budget=128K,pager.high_watermark=100");
+	struct tp_ctx *ctx = pt_ctx("pager.budget=4C,pager.host_budget=2C,pager.high_watermark=100");
 	size_t chunk = pt_chunk(ctx);
 	unsigned char *sa, *sb, *sc, *sd;
 	struct tp_tensor *a, *b, *c, *d;
@@ -126,7 +126,7 @@ static void test_enomem(void)
 
 static void test_watermark(void)
 {
-	struct tp_ctx *ctx = pt_ctx("pager.budget=512K,pager.high_watermark=50,pager.low_watermark=25,pager.range_cache=0");
+	struct tp_ctx *ctx = pt_ctx("pager.budget=8C,pager.high_watermark=50,pager.low_watermark=25,pager.range_cache=0");
 	size_t chunk = pt_chunk(ctx);
 	unsigned char *s[5];
 	struct tp_tensor *t[5];
@@ -157,6 +157,7 @@ static void test_watermark(void)
 
 int main(void)
 {
+	pt_probe();
 	plan_tests(22);
 	test_enospc();
 	test_enomem();

@@ -20,8 +20,9 @@ int main(void)
 	bool found = true, data = true, overlap = false;
 	int eperm = 0;
 
+	pt_probe();
 	plan_tests(18);
-	ctx = pt_ctx("pager.budget=1M,pager.high_watermark=100");
+	ctx = pt_ctx("pager.budget=16C,pager.high_watermark=100");
 	chunk = pt_chunk(ctx);
 
 	for (int i = 0; i < NSMALL; i++) {

@@ -112,9 +112,10 @@ int main(void)
 	uintptr_t va_t, va_u;
 	void *addr;
 
+	pt_probe();
 	plan_tests(27);
 	test_table();
-	ctx = pt_ctx("pager.budget=1M,pager.high_watermark=100");
+	ctx = pt_ctx("pager.budget=16C,pager.high_watermark=100");
 	pg = ctx->pager;
 	tp_pager_set_regen_ops(pg, &ops);
 	chunk = pt_chunk(ctx);

@@ -227,9 +227,10 @@ int main(void)
 	struct tp_stats st;
 	size_t budget;
 
+	pt_probe();
 	plan_tests(8);
-	ctx = pt_ctx("pager.budget=%d,pager.host_budget=%d",
-		     BUDGET_CHUNKS * 65536, SWAP_CHUNKS * 65536);
+	ctx = pt_ctx("pager.budget=%dC,pager.host_budget=%dC",
+		     BUDGET_CHUNKS, SWAP_CHUNKS);
 	chunk = pt_chunk(ctx);
 	host = !strcmp(pt_backend(), "host");
 	tp_stats_get(ctx, &st);

@@ -74,8 +74,9 @@ int main(void)
 	struct tp_stats st;
 	size_t chunk;
 
+	pt_probe();
 	plan_tests(6);
-	ctx = pt_ctx("pager.budget=1M,pager.host_budget=16M");
+	ctx = pt_ctx("pager.budget=16C,pager.host_budget=256C");
 	chunk = pt_chunk(ctx);
 	for (int i = 0; i < NR_READERS; i++)
 		pthread_create(&th[i], NULL, reader, (void *)(uintptr_t)(i + 1));

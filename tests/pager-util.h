@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * What the pager tests share: a context on the backend under test (host,
- * or cuda with TPAGER_TEST_BACKEND=cuda, skipped where none opens), the
- * seed (TPAGER_TEST_SEED), a small generator and seeded patterns.
+ * What the pager tests share: a context on the backend under test (host
+ * by default; TPAGER_TEST_BACKEND=cuda runs the same tests on the GPU),
+ * the seed (TPAGER_TEST_SEED), a small generator and seeded patterns.
  */
 #ifndef TP_TESTS_PAGER_UTIL_H
 #define TP_TESTS_PAGER_UTIL_H
@@ -24,30 +24,76 @@ static inline const char *pt_backend(void)
 	return b && *b ? b : "host";
 }
 
+static inline struct tp_ctx *pt_open(const char *extra)
+{
+	char opts[640];
+
+	snprintf(opts, sizeof(opts), "vmm.backend=%s,vmm.chunk_size=64K%s%s",
+		 pt_backend(), *extra ? "," : "", extra);
+	return tp_ctx_create(opts);
+}
+
 /*
- * A context on the backend under test with 64K chunks and @fmt options.
- * cuda that does not open skips the whole program.
+ * The chunk size of the backend under test. The first call opens it once,
+ * before plan_tests(): the backend must open.
+ */
+static inline size_t pt_probe(void)
+{
+	static size_t chunk;
+	struct tp_stats st;
+	struct tp_ctx *ctx;
+
+	if (chunk)
+		return chunk;
+	ctx = pt_open("");
+	/* A backend asked for by name must open: a GPU runner that lost
+	 * its device fails rather than passing by skipping. */
+	if (!ctx)
+		bail_out("backend %s does not open: %s", pt_backend(),
+			 strerror(errno));
+	tp_stats_get(ctx, &st);
+	chunk = st.chunk_size;
+	tp_ctx_destroy(ctx);
+	return chunk;
+}
+
+/*
+ * A context on the backend under test (64K chunks on host) with @fmt
+ * options, where a size written "<n>C" means n chunks, so that the same
+ * test runs with the device's granularity on cuda.
  */
 __attribute__((format(printf, 1, 2)))
 static inline struct tp_ctx *pt_ctx(const char *fmt, ...)
 {
-	char opts[512], extra[384] = "";
+	char raw[384] = "", extra[384] = "";
+	size_t chunk = pt_probe(), o = 0;
 	struct tp_ctx *ctx;
 	va_list ap;
 
 	if (fmt) {
 		va_start(ap, fmt);
-		vsnprintf(extra, sizeof(extra), fmt, ap);
+		vsnprintf(raw, sizeof(raw), fmt, ap);
 		va_end(ap);
 	}
-	snprintf(opts, sizeof(opts), "vmm.backend=%s,vmm.chunk_size=64K%s%s",
-		 pt_backend(), *extra ? "," : "", extra);
-	ctx = tp_ctx_create(opts);
-	if (!ctx && strcmp(pt_backend(), "host"))
-		plan_skip_all("backend %s does not open: %s", pt_backend(),
-			      strerror(errno));
+	for (const char *p = raw; *p && o + 24 < sizeof(extra);) {
+		char *end;
+		unsigned long long n;
+
+		if (p > raw && p[-1] == '=' && *p >= '0' && *p <= '9') {
+			n = strtoull(p, &end, 10);
+			if (*end == 'C') {
+				o += snprintf(extra + o, sizeof(extra) - o, "%llu",
+					      n * (unsigned long long)chunk);
+				p = end + 1;
+				continue;
+			}
+		}
+		extra[o++] = *p++;
+	}
+	extra[o] = 0;
+	ctx = pt_open(extra);
 	if (!ctx)
-		bail_out("tp_ctx_create(%s): %s", opts, strerror(errno));
+		bail_out("tp_ctx_create(%s): %s", extra, strerror(errno));
 	return ctx;
 }
 

@@ -59,7 +59,8 @@ uint64_t tp_kernel_cost(const struct tp_kernel *k, const void *params,
 	X(softmax) X(softmax_bwd) X(layernorm) X(layernorm_bwd) \
 	X(cross_entropy) X(cross_entropy_bwd) \
 	X(embedding) X(embedding_bwd) X(add) X(add_bwd) \
-	X(scale) X(scale_bwd) X(sgd) X(adam)
+	X(scale) X(scale_bwd) \
+	X(sgd_momentum) X(sgd) X(adam_moments) X(adam)
 
 #define TP_DECLARE_CPU(name) int tp_cpu_##name(const struct tp_op_launch *l);
 TP_CPU_OPS(TP_DECLARE_CPU)

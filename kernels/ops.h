@@ -43,8 +43,17 @@
  *   add_bwd         in: dy                           out: da db
  *   scale           in: x                            out: y = alpha x
  *   scale_bwd       in: dy                           out: dx = alpha dy
- *   sgd  (in place) in: p g vel                      out: p vel'
- *   adam (in place) in: p g m v                      out: p m' v'
+ *   sgd_momentum    in: vel g p                      out: vel (in place)
+ *   sgd             in: p vel                        out: p (in place)
+ *   adam_moments    in: mv[2,count] g p              out: mv (in place)
+ *   adam            in: p mv                         out: p (in place)
+ *
+ * An optimizer step is two ops, each updating one tensor at its own
+ * address (TP_OP_INPLACE, output 0 over input 0): first the state from the
+ * gradient, then the parameter from the state. tp_op_run() takes one
+ * in-place tensor per op, and parameters and optimizer state must both be
+ * written in place (they are uncomputable: their pages hold the only copy).
+ * Adam's two moments share one tensor, m then v.
  *
  * Batch-norm and layer-norm use the biased variance and save
  * invstd = 1/sqrt(var + eps). Labels and indices out of range make the CPU
@@ -121,14 +130,17 @@ struct tp_embedding_params {
 	uint32_t n, vocab, dim;
 };
 
-/* v = momentum v + (g + wd p); p -= lr v  (the PyTorch formulation). */
+/* sgd_momentum: v = momentum v + (g + wd p); sgd: p -= lr v
+ * (the PyTorch formulation). */
 struct tp_sgd_params {
 	uint32_t count;
 	float lr, momentum, weight_decay;
 };
 
-/* Adam (Kingma & Ba, Algorithm 1) with L2 weight decay added to g;
- * @step is t >= 1 for the bias corrections. */
+/* Adam (Kingma & Ba, Algorithm 1) with L2 weight decay added to g.
+ * adam_moments: m = b1 m + (1 - b1) g, v = b2 v + (1 - b2) g^2;
+ * adam: p -= lr (m / (1 - b1^t)) / (sqrt(v / (1 - b2^t)) + eps), where
+ * @step is t >= 1. */
 struct tp_adam_params {
 	uint32_t count;
 	float lr, beta1, beta2, eps, weight_decay;

@@ -320,12 +320,36 @@ SHAPE_FN(embedding_bwd)
 	IO(2, 1, y, i, t);
 }
 
+SHAPE_FN(sgd_momentum)
+{
+	const struct tp_sgd_params *p = p_;
+	size_t x = (size_t)p->count * F;
+
+	IO(3, 1, x, x, x, x);
+}
+
 SHAPE_FN(sgd)
 {
 	const struct tp_sgd_params *p = p_;
 	size_t x = (size_t)p->count * F;
 
-	IO(3, 2, x, x, x, x, x);
+	IO(2, 1, x, x, x);
+}
+
+static int adam_valid(const struct tp_adam_params *p)
+{
+	return p->step && p->beta1 >= 0 && p->beta1 < 1 && p->beta2 >= 0 &&
+	       p->beta2 < 1;
+}
+
+SHAPE_FN(adam_moments)
+{
+	const struct tp_adam_params *p = p_;
+	size_t x = (size_t)p->count * F;
+
+	if (!adam_valid(p))
+		return -EINVAL;
+	IO(3, 1, 2 * x, x, x, 2 * x);
 }
 
 SHAPE_FN(adam)
@@ -333,10 +357,9 @@ SHAPE_FN(adam)
 	const struct tp_adam_params *p = p_;
 	size_t x = (size_t)p->count * F;
 
-	if (!p->step || !(p->beta1 >= 0 && p->beta1 < 1) ||
-	    !(p->beta2 >= 0 && p->beta2 < 1))
+	if (!adam_valid(p))
 		return -EINVAL;
-	IO(4, 3, x, x, x, x, x, x, x);
+	IO(2, 1, x, 2 * x, x);
 }
 
 /* --- FLOPs ------------------------------------------------------------ */
@@ -624,8 +647,12 @@ static const struct tp_kernel kernels[K_COUNT] = {
 	KERNEL(add_bwd, tp_eltwise_params, add_bwd, eltwise, 0, 0, 0)
 	KERNEL(scale, tp_eltwise_params, eltwise, eltwise, 0, 0, 0)
 	KERNEL(scale_bwd, tp_eltwise_params, eltwise, eltwise, 0, 0, 0)
-	/* The optimizers update the parameter at its own address. */
+	/* The optimizers update their state, then the parameter, in place. */
+	KERNEL(sgd_momentum, tp_sgd_params, sgd_momentum, sgd, TP_OP_INPLACE,
+	       0, 0)
 	KERNEL(sgd, tp_sgd_params, sgd, sgd, TP_OP_INPLACE, 0, 0)
+	KERNEL(adam_moments, tp_adam_params, adam_moments, adam,
+	       TP_OP_INPLACE, 0, 0)
 	KERNEL(adam, tp_adam_params, adam, adam, TP_OP_INPLACE, 0, 0)
 };
 

@@ -70,6 +70,7 @@ struct agree_case {
 	int int_in;		/* index of the int32 input, or -1 */
 	uint32_t int_max;
 	const char *bwd_in;
+	int abs_in;		/* input filled with |normal| (Adam's v), or -1 */
 };
 
 struct host_io {
@@ -174,9 +175,10 @@ static void agree(const char *op, const struct agree_case *c,
 		for (k = 0; k < n; k++) {
 			double err = fabs((double)gpu[k] - cpu[k]) / scale;
 
-			if (err > worst)
+			if (!(err <= worst))
 				worst = err;
-			if (err > TOL && fine) {
+			/* NaN fails too */
+			if (!(err <= TOL) && fine) {
 				diag("%s out%u[%zu]: cpu %.8g cuda %.8g", op,
 				     i, k, cpu[k], gpu[k]);
 				fine = false;
@@ -219,6 +221,8 @@ static void check_case(const struct agree_case *c, cudaStream_t stream)
 			if ((int)i == c->int_in)
 				((int32_t *)f.in[i])[k] =
 					(int32_t)(rng_next() % c->int_max);
+			else if ((int)i == c->abs_in)
+				((float *)f.in[i])[k] = fabsf(rng_normal());
 			else
 				((float *)f.in[i])[k] = rng_normal();
 		}
@@ -293,7 +297,7 @@ static int run_all(void)
 				       .beta1 = 0.9f, .beta2 = 0.999f,
 				       .eps = 1e-8f, .weight_decay = 0,
 				       .step = 3 };
-	struct agree_case cases[32];
+	struct agree_case cases[40];
 	unsigned n = 0, nb = 0, i;
 	cudaStream_t stream;
 
@@ -303,7 +307,7 @@ static int run_all(void)
 			.trans_a = i & 1, .trans_b = i >> 1, .alpha = 0.5f,
 		};
 #define CASE(w, f, b, p, ii, im, bi) \
-	cases[n++] = (struct agree_case){ w, f, b, P(p), ii, im, bi }
+	cases[n++] = (struct agree_case){ w, f, b, P(p), ii, im, bi, -1 }
 	CASE("linear", "linear", "linear_bwd", lin, -1, 0, "d0 i0 i1");
 	for (i = 0; i < 4; i++)
 		CASE("gemm", "gemm", "gemm_bwd", gm[i], -1, 0, "d0 i0 i1");
@@ -325,8 +329,11 @@ static int run_all(void)
 	     "d0 i1");
 	CASE("add", "add", "add_bwd", ew, -1, 0, "d0");
 	CASE("scale", "scale", "scale_bwd", ew, -1, 0, "d0");
+	CASE("sgd", "sgd_momentum", NULL, sgd, -1, 0, NULL);
 	CASE("sgd", "sgd", NULL, sgd, -1, 0, NULL);
+	CASE("adam", "adam_moments", NULL, adam, -1, 0, NULL);
 	CASE("adam", "adam", NULL, adam, -1, 0, NULL);
+	cases[n - 1].abs_in = 1;	/* m and v: v must be >= 0 */
 #undef CASE
 	for (i = 0; i < n; i++)
 		nb += cases[i].bwd != NULL;

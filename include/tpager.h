@@ -311,7 +311,9 @@ TP_API const char *tp_last_error(struct tp_ctx *ctx);
 
 /**
  * tp_ctl_get() - the value of configuration or statistics key @key, as text.
- * Return: 0, -ENOENT for an unknown key, -ENOSPC if @len is too small.
+ * The text is what a configuration file would say for the same value.
+ * Return: 0, -ENOENT for an unknown key, -ENOSPC if @len is too small
+ * (@buf then holds ""), -EINVAL for a NULL argument.
  */
 TP_API int tp_ctl_get(struct tp_ctx *ctx, const char *key, char *buf,
 		      size_t len);

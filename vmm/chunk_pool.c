@@ -77,29 +77,40 @@ static void push_free(struct tp_chunk_pool *pool, struct tp_chunk *c)
 int tp_chunk_pool_take(struct tp_vmm *vmm, struct tp_chunk_pool *pool,
 		       struct tp_chunk **out, size_t n)
 {
-	size_t got = 0;
+	size_t recycled = n < pool->nfree ? n : pool->nfree;
+	size_t fresh = n - recycled, i;
 	int ret;
 
 	if (n > tp_chunk_pool_available(pool))
 		return -ENOMEM;
 	/*
-	 * Create the handles first, onto the free list: if the backend fails
-	 * half way, what was made stays for later and nothing is taken.
+	 * Create the new handles first: if the backend fails half way, what
+	 * was made goes on the free list for later and nothing is taken.
 	 */
-	while (pool->nfree < n) {
-		struct tp_chunk *c = &pool->chunks[pool->created];
+	for (i = 0; i < fresh; i++) {
+		struct tp_chunk *c = &pool->chunks[pool->created + i];
 
 		ret = tp_vmm_do_chunk_create(vmm, c);
 		if (ret)
-			return ret;
+			goto err_keep;
 		c->flags = TP_CHUNK_CREATED;
-		pool->created++;
-		vmm->stats.chunks_created = pool->created;
-		push_free(pool, c);
 	}
-	while (got < n)
-		out[got++] = pop_free(pool);
+	for (i = 0; i < recycled; i++)
+		out[i] = pop_free(pool);
+	/* New chunks in index order: adjacent handles map in one go (host). */
+	for (i = 0; i < fresh; i++)
+		out[recycled + i] = &pool->chunks[pool->created + i];
+	pool->created += fresh;
+	vmm->stats.chunks_created = pool->created;
 	return 0;
+
+err_keep:
+	while (i--) {
+		push_free(pool, &pool->chunks[pool->created]);
+		pool->created++;
+	}
+	vmm->stats.chunks_created = pool->created;
+	return ret;
 }
 
 void tp_chunk_pool_put(struct tp_chunk_pool *pool, struct tp_chunk *const *c,
@@ -107,7 +118,8 @@ void tp_chunk_pool_put(struct tp_chunk_pool *pool, struct tp_chunk *const *c,
 {
 	size_t i;
 
-	for (i = 0; i < n; i++) {
+	/* Backwards, so that a later take gets them in the order given. */
+	for (i = n; i-- > 0;) {
 		if (c[i]->flags & TP_CHUNK_FREE) {
 			/* A double put would hand one chunk out twice. */
 			tp_log(TP_LOG_ERROR, "vmm: chunk %u returned twice",

@@ -137,9 +137,19 @@ static uint64_t chunk_bytes(struct tp_policy *pol)
 	return pol->conf->vmm_chunk_size;
 }
 
-void tp_policy_director_in(struct tp_policy *pol, const struct tp_tensor *t,
-			   uint64_t now, bool no_offload,
-			   struct tp_director_in *in)
+/* What compute hides of a reload due in @gap ns (UINT64_MAX: never). */
+static double hidden_ns(struct tp_policy *pol, uint64_t gap)
+{
+	if (gap == UINT64_MAX)
+		return INFINITY;
+	/* TSPLIT eq. 3: sum over ops of (1 - Oc_u) * T_u, with the link's
+	 * mean occupancy over the last iteration as Oc. */
+	return (1 - tp_bw_occupancy(&pol->bw)) * (double)gap;
+}
+
+/* The director's input without the overlap estimate (hide_ns = 0). */
+static void director_in_base(struct tp_policy *pol, const struct tp_tensor *t,
+			     bool no_offload, struct tp_director_in *in)
 {
 	in->flags = t->flags;
 	in->computable = tp_policy_computable(pol, t);
@@ -149,14 +159,16 @@ void tp_policy_director_in(struct tp_policy *pol, const struct tp_tensor *t,
 	in->remap_ns = remap_ns_per_chunk(pol) * (double)t->resident_pages;
 	in->no_offload = no_offload;
 	in->hide_ns = 0;
-	if (pol->conf->policy_director == TP_DIRECTOR_DELTA_OVERLAP) {
-		uint64_t gap = tp_prefetch_next_use_ns(pol->pf, t, now);
+}
 
-		/* TSPLIT eq. 3: sum over ops of (1 - Oc_u) * T_u, with the
-		 * link's mean occupancy over the last iteration as Oc. */
-		in->hide_ns = gap == UINT64_MAX ? INFINITY :
-			      (1 - tp_bw_occupancy(&pol->bw)) * (double)gap;
-	}
+void tp_policy_director_in(struct tp_policy *pol, const struct tp_tensor *t,
+			   uint64_t now, bool no_offload,
+			   struct tp_director_in *in)
+{
+	director_in_base(pol, t, no_offload, in);
+	if (pol->conf->policy_director == TP_DIRECTOR_DELTA_OVERLAP)
+		in->hide_ns = hidden_ns(pol,
+					tp_prefetch_next_use_ns(pol->pf, t, now));
 }
 
 void tp_policy_cost_changed(struct tp_policy *pol, struct tp_tensor *t)
@@ -203,18 +215,15 @@ void tp_policy_on_acquire(struct tp_policy *pol, struct tp_tensor *t)
 }
 
 /* A reload is worth it unless recomputing is cheaper (DELTA §5.5). */
-static bool want_reload(void *priv, struct tp_tensor *t)
+static bool want_reload(void *priv, struct tp_tensor *t, uint64_t next_use_ns)
 {
 	struct tp_policy *pol = priv;
 	struct tp_director_in in;
-	uint64_t now = tp_policy_now(pol);
-	uint64_t gap = tp_prefetch_next_use_ns(pol->pf, t, now);
 
-	tp_policy_director_in(pol, t, now, false, &in);
+	director_in_base(pol, t, false, &in);
 	/* m(t) of the pages to bring back, not of those still resident */
 	in.m = (double)t->bytes - in.m;
-	in.hide_ns = gap == UINT64_MAX ? INFINITY :
-		     (1 - tp_bw_occupancy(&pol->bw)) * (double)gap;
+	in.hide_ns = hidden_ns(pol, next_use_ns);
 	return !tp_director_recompute_back(&in);
 }
 
@@ -235,7 +244,8 @@ size_t tp_policy_prefetch_pick(struct tp_policy *pol, struct tp_tensor **out,
 		allowance = free_bytes;
 	return tp_prefetch_pick(pol->pf, out, max,
 				(unsigned)c->policy_prefetch_depth, allowance,
-				chunk_bytes(pol), want_reload, pol);
+				chunk_bytes(pol), tp_policy_now(pol),
+				want_reload, pol);
 }
 
 void tp_policy_prefetch_done(struct tp_policy *pol, struct tp_tensor *t,
@@ -249,9 +259,8 @@ bool tp_policy_recompute_back(struct tp_policy *pol,
 {
 	struct tp_director_in in;
 
-	tp_policy_director_in(pol, t, tp_policy_now(pol), false, &in);
-	in.m = (double)t->bytes - in.m;
-	in.hide_ns = 0;	/* the acquire waits for the whole copy */
+	director_in_base(pol, t, false, &in);
+	in.m = (double)t->bytes - in.m;	/* hide_ns 0: the acquire waits */
 	return tp_director_recompute_back(&in);
 }
 

@@ -299,10 +299,30 @@ out:
 	return rc;
 }
 
+/* tp_prefetch_next_use_ns() with pf->lock held. */
+static uint64_t next_use_locked(struct tp_prefetch *pf,
+				const struct tp_tensor *t, uint64_t now)
+{
+	struct pf_ent *e = lookup(pf, t->id);
+	uint64_t rel;
+	int32_t next;
+
+	if (!pf->active || !e || e->gen != pf->gen || e->last < 0 ||
+	    (size_t)e->last >= pf->prev_n ||
+	    pf->prev[e->last].name != e->first)
+		return 0;	/* not aligned with the last iteration */
+	next = pf->prev_next[e->last];
+	if (next < 0)
+		return UINT64_MAX;
+	rel = now > pf->t0 ? now - pf->t0 : 0;
+	return pf->prev[next].at > rel ? pf->prev[next].at - rel : 0;
+}
+
 size_t tp_prefetch_pick(struct tp_prefetch *pf, struct tp_tensor **out,
 			size_t max, unsigned depth, uint64_t allowance,
-			uint64_t chunk,
-			bool (*want)(void *priv, struct tp_tensor *t),
+			uint64_t chunk, uint64_t now,
+			bool (*want)(void *priv, struct tp_tensor *t,
+				     uint64_t next_use_ns),
 			void *priv)
 {
 	size_t n = 0, k, end;
@@ -330,7 +350,7 @@ size_t tp_prefetch_pick(struct tp_prefetch *pf, struct tp_tensor **out,
 		e = lookup(pf, t->id);
 		if (!e || (e->flags & PF_INFLIGHT))
 			continue;
-		if (want && !want(priv, t))
+		if (want && !want(priv, t, next_use_locked(pf, t, now)))
 			continue;
 		need = (uint64_t)(t->nr_pages - t->resident_pages) * chunk;
 		if (need > allowance)
@@ -399,24 +419,10 @@ void tp_prefetch_forget(struct tp_prefetch *pf, struct tp_tensor *t)
 uint64_t tp_prefetch_next_use_ns(struct tp_prefetch *pf,
 				 const struct tp_tensor *t, uint64_t now)
 {
-	uint64_t rel, ns = 0;
-	struct pf_ent *e;
-	int32_t next;
+	uint64_t ns;
 
 	pthread_mutex_lock(&pf->lock);
-	e = lookup(pf, t->id);
-	if (!pf->active || !e || e->gen != pf->gen || e->last < 0 ||
-	    (size_t)e->last >= pf->prev_n ||
-	    pf->prev[e->last].name != e->first)
-		goto out;	/* not aligned with the last iteration */
-	next = pf->prev_next[e->last];
-	if (next < 0) {
-		ns = UINT64_MAX;
-		goto out;
-	}
-	rel = now > pf->t0 ? now - pf->t0 : 0;
-	ns = pf->prev[next].at > rel ? pf->prev[next].at - rel : 0;
-out:
+	ns = next_use_locked(pf, t, now);
 	pthread_mutex_unlock(&pf->lock);
 	return ns;
 }

@@ -53,8 +53,11 @@ int tp_prefetch_on_acquire(struct tp_prefetch *pf, struct tp_tensor *t,
  * @depth: most prefetches in flight (policy.prefetch.depth).
  * @allowance: bytes of free chunks the prefetches may take.
  * @chunk: chunk size, to count the bytes a tensor's missing pages take.
+ * @now: the time, for the predicted gap to each tensor's use.
  * @want: whether a non-resident tensor is worth reloading (not cheaper to
- *        recompute); NULL accepts all.
+ *        recompute), given the ns until its predicted use (as
+ *        tp_prefetch_next_use_ns()); NULL accepts all. Called with the
+ *        prefetcher locked: it must not call back into it.
  *
  * Each tensor returned is counted in flight until tp_prefetch_done().
  * Scanning stops at the first tensor that does not fit, so a later use
@@ -62,8 +65,9 @@ int tp_prefetch_on_acquire(struct tp_prefetch *pf, struct tp_tensor *t,
  */
 size_t tp_prefetch_pick(struct tp_prefetch *pf, struct tp_tensor **out,
 			size_t max, unsigned depth, uint64_t allowance,
-			uint64_t chunk,
-			bool (*want)(void *priv, struct tp_tensor *t),
+			uint64_t chunk, uint64_t now,
+			bool (*want)(void *priv, struct tp_tensor *t,
+				     uint64_t next_use_ns),
 			void *priv);
 
 /**

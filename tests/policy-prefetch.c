@@ -1,0 +1,254 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The prefetcher: after one recorded iteration, the next one's tensors
+ * (new ones, with new ids) are predicted in the recorded order of use;
+ * at most policy.prefetch.depth are in flight; only free chunks under the
+ * high watermark are used, never skipping ahead of a sooner use that does
+ * not fit; tensors cheaper to recompute are left alone (DELTA §5.5); and
+ * issued / hits / late / wasted are counted.
+ */
+#include "config.h"
+
+#include <math.h>
+#include <string.h>
+
+#include "ctx/ctx.h"
+#include "policy/policy.h"
+#include "policy/prefetch.h"
+#include "tap.h"
+
+#define NT 10
+#define CHUNK 4096
+
+static uint64_t now;
+static double cost[64];
+
+static uint64_t test_clock(void *priv)
+{
+	return now;
+}
+
+static double test_cost(void *priv, const struct tp_tensor *t)
+{
+	return cost[t->id];
+}
+
+static bool test_computable(void *priv, const struct tp_tensor *t)
+{
+	return !isinf(cost[t->id]);
+}
+
+static const struct tp_cost_ops cost_ops = {
+	.recompute_ns = test_cost,
+	.computable = test_computable,
+};
+
+static struct tp_ctx ctx;
+static struct tp_policy *pol;
+
+static void init_tensor(struct tp_tensor *t, uint64_t id)
+{
+	memset(t, 0, sizeof(*t));
+	t->id = id;
+	t->bytes = 2 * CHUNK;
+	t->nr_pages = t->resident_pages = 2;
+	t->computable = true;
+	t->pol.idx = -1;
+	/* Recompute costs far more than a reload: prefetch is worth it. */
+	cost[id] = 1e9;
+}
+
+/* One acquisition, 100 ns after the previous one. */
+static void acquire(struct tp_tensor *t)
+{
+	now += 100;
+	t->last_access_ns = now;
+	tp_policy_on_acquire(pol, t);
+	t->resident_pages = t->nr_pages;
+}
+
+/* Forward over @t[0..NT), then backward in reverse. */
+static void forward(struct tp_tensor *t)
+{
+	for (int i = 0; i < NT; i++)
+		acquire(&t[i]);
+}
+
+static void backward(struct tp_tensor *t)
+{
+	for (int i = NT - 1; i >= 0; i--)
+		acquire(&t[i]);
+}
+
+static size_t pick(struct tp_tensor **out, uint64_t free_bytes)
+{
+	/* budget 1 MiB, nothing used: high watermark leaves 768 KiB */
+	return tp_policy_prefetch_pick(pol, out, 8, free_bytes, 0, 1 << 20);
+}
+
+int main(void)
+{
+	struct tp_tensor a[NT], b[NT], *out[8];
+	struct tp_stats st;
+	uint64_t start;
+	size_t n;
+
+	plan_tests(23);
+	memset(&ctx, 0, sizeof(ctx));
+	tp_conf_defaults(&ctx.conf);
+	tp_conf_set(&ctx.conf, "vmm.chunk_size", "4096", "test", 0);
+	tp_conf_set(&ctx.conf, "policy.prefetch.depth", "2", "test", 0);
+	pol = tp_policy_create(&ctx);
+	if (!pol)
+		bail_out("tp_policy_create");
+	tp_policy_set_clock(pol, test_clock, NULL);
+	tp_policy_set_cost_ops(pol, &cost_ops);
+
+	/* Iteration 1: recorded, nothing to predict from yet. */
+	for (int i = 0; i < NT; i++)
+		init_tensor(&a[i], 1 + i);
+	tp_policy_iteration_begin(pol);
+	forward(a);
+	a[0].resident_pages = 0;
+	ok(pick(out, 1 << 20) == 0, "first iteration: no prediction");
+	backward(a);
+	tp_policy_iteration_end(pol);
+
+	/* Iteration 2: new tensors; the forward pass offloads b[0..7]. */
+	for (int i = 0; i < NT; i++)
+		init_tensor(&b[i], 21 + i);
+	tp_policy_iteration_begin(pol);
+	start = now;
+	forward(b);
+
+	/*
+	 * delta-overlap reads the gap to the next use from the record: b[3]
+	 * was used again at step 16, +1700 ns into iteration 1; we are at
+	 * +1000, so 700 ns of compute (the link was idle) hide the reload.
+	 * TSPLIT eq. 3: c_s = m/b + max(m/b - 700, 0), m/b = 8192/11.2.
+	 */
+	{
+		const struct tp_victim_ops *ops = tp_policy_victim_ops(pol);
+		double mb = 8192 / (32 * 0.35);
+		double c_s = mb + (mb - 700 > 0 ? mb - 700 : 0);
+		struct tp_tensor *v;
+		enum tp_leave how1 = TP_LEAVE_OFFLOAD, how2 = TP_LEAVE_EVICT;
+
+		tp_conf_set(&ctx.conf, "policy.director", "delta-overlap",
+			    "test", 0);
+		tp_conf_set(&ctx.conf, "policy.remap_ns", "0", "test", 0);
+		ops->add(ops->priv, &b[3]);
+		cost[b[3].id] = floor(c_s);
+		ok(ops->choose(ops->priv, 1, false, &v, &how1) == 0 &&
+		   how1 == TP_LEAVE_EVICT, "delta-overlap: c_r %.0f <= c_s %.2f evicts",
+		   floor(c_s), c_s);
+		cost[b[3].id] = ceil(c_s);
+		ok(ops->choose(ops->priv, 1, false, &v, &how2) == 0 &&
+		   how2 == TP_LEAVE_OFFLOAD,
+		   "delta-overlap: c_r %.0f > c_s %.2f offloads (hidden 700 ns)",
+		   ceil(c_s), c_s);
+		ops->del(ops->priv, &b[3]);
+		cost[b[3].id] = 1e9;
+		tp_conf_set(&ctx.conf, "policy.director", "delta", "test", 0);
+	}
+	for (int i = 0; i < 8; i++)
+		b[i].resident_pages = 0;
+
+	n = pick(out, 1 << 20);
+	ok(n == 2 && out[0] == &b[7] && out[1] == &b[6],
+	   "predicts b[7], b[6] next (b[9], b[8] are resident), depth 2");
+	ok(pick(out, 1 << 20) == 0, "depth 2 in flight: nothing more");
+	tp_policy_prefetch_done(pol, &b[7], true);
+	b[7].resident_pages = 2;
+	n = pick(out, 1 << 20);
+	ok(n == 1 && out[0] == &b[5],
+	   "one completed: the next predicted, b[5]");
+
+	/* Backward: b[9], b[8] resident; b[7] prefetched and complete: hit.
+	 * b[6] still in flight: late. */
+	acquire(&b[9]);
+	acquire(&b[8]);
+	acquire(&b[7]);
+	acquire(&b[6]);
+	tp_policy_stats(pol, &st);
+	ok(st.prefetch_issued == 3, "issued 3 (got %llu)",
+	   (unsigned long long)st.prefetch_issued);
+	ok(st.prefetch_hits == 1, "1 hit (got %llu)",
+	   (unsigned long long)st.prefetch_hits);
+	ok(st.prefetch_late == 1, "1 late (got %llu)",
+	   (unsigned long long)st.prefetch_late);
+	tp_policy_prefetch_done(pol, &b[6], true);
+
+	/* b[5] completes but leaves again before use: wasted. */
+	tp_policy_prefetch_done(pol, &b[5], true);
+	{
+		const struct tp_victim_ops *ops = tp_policy_victim_ops(pol);
+		struct tp_tensor *v;
+		enum tp_leave how;
+
+		ops->add(ops->priv, &b[5]);
+		ok(ops->choose(ops->priv, 1, false, &v, &how) == 0 &&
+		   v == &b[5], "the prefetched tensor is chosen to leave");
+		ops->del(ops->priv, &b[5]);
+		b[5].resident_pages = 0;
+	}
+	tp_policy_stats(pol, &st);
+	ok(st.prefetch_wasted == 1, "1 wasted (got %llu)",
+	   (unsigned long long)st.prefetch_wasted);
+
+	/* Only into free chunks: b[5] (8 KiB) first; 4 KiB free stops the
+	 * scan rather than taking b[4] ahead of it. */
+	ok(pick(out, CHUNK) == 0,
+	   "4 KiB free: b[5] does not fit and nothing later jumps ahead");
+	n = pick(out, 2 * CHUNK);
+	ok(n == 1 && out[0] == &b[5], "8 KiB free: b[5] alone");
+	tp_policy_prefetch_done(pol, &b[5], false);	/* not issued */
+	tp_policy_stats(pol, &st);
+	ok(st.prefetch_issued == 3, "a prefetch not issued is not counted");
+
+	/* Under the high watermark only: budget 1 MiB, 75%: 700 KiB used
+	 * leaves 68 KiB, 767 KiB used leaves 1 KiB. */
+	ok(tp_policy_prefetch_pick(pol, out, 8, 1 << 20, 767 * 1024,
+				   1 << 20) == 0,
+	   "no prefetch that would cross the high watermark");
+	n = tp_policy_prefetch_pick(pol, out, 8, 1 << 20, 700 * 1024, 1 << 20);
+	ok(n == 2 && out[0] == &b[5] && out[1] == &b[4],
+	   "under the watermark: b[5], b[4]");
+	tp_policy_prefetch_done(pol, &b[5], false);
+	tp_policy_prefetch_done(pol, &b[4], false);
+
+	/* DELTA §5.5: b[5] is cheaper to recompute (1 ns) than to reload
+	 * (8 KiB at 11.2 B/ns): skipped, b[4] and b[3] instead. */
+	cost[b[5].id] = 1;
+	n = pick(out, 1 << 20);
+	ok(n == 2 && out[0] == &b[4] && out[1] == &b[3],
+	   "a tensor cheaper to recompute is not prefetched");
+	ok(tp_policy_recompute_back(pol, &b[5]) &&
+	   !tp_policy_recompute_back(pol, &b[2]),
+	   "and is recomputed at use; an expensive one is reloaded");
+	tp_policy_prefetch_done(pol, &b[4], false);
+	tp_policy_prefetch_done(pol, &b[3], false);
+
+	/* policy.prefetch = 0 turns it off at run time. */
+	tp_conf_set(&ctx.conf, "policy.prefetch", "0", "test", 0);
+	ok(pick(out, 1 << 20) == 0, "policy.prefetch=0: nothing");
+	tp_conf_set(&ctx.conf, "policy.prefetch", "1", "test", 0);
+	tp_conf_set(&ctx.conf, "policy.prefetch.depth", "8", "test", 0);
+	n = pick(out, 1 << 20);
+	ok(n == 4 && out[0] == &b[4] && out[3] == &b[0],
+	   "depth 8: every offloaded tensor still to be used (b[4]..b[0])");
+	for (size_t i = 0; i < n; i++)
+		tp_policy_prefetch_done(pol, out[i], false);
+
+	/* A freed tensor is never proposed. */
+	tp_policy_forget(pol, &b[4]);
+	n = pick(out, 1 << 20);
+	ok(n == 3 && out[0] == &b[3], "a forgotten tensor is not proposed");
+	for (size_t i = 0; i < n; i++)
+		tp_policy_prefetch_done(pol, out[i], false);
+	(void)start;
+	tp_policy_iteration_end(pol);
+	ok(pick(out, 1 << 20) == 0, "outside an iteration: nothing");
+	tp_policy_destroy(pol);
+	return exit_status();
+}

@@ -93,11 +93,6 @@ int main(void)
 		char def[300], expect[300], head[700], acc[700];
 		long at = entry(k->key);
 
-		if (at < 0 || (size_t)at + 2 >= nlines) {
-			diag("%s is not documented in tpager.conf(5)", k->key);
-			missing++;
-			continue;
-		}
 		tp_conf_format(&d, k, def, sizeof(def));
 		tp_conf_expect(k, expect, sizeof(expect));
 		snprintf(head, sizeof(head), "%s, %s, default %s.",
@@ -105,6 +100,19 @@ int main(void)
 			 k->mode == TP_CONF_RUN ? "run" : "start",
 			 *def ? def : "\"\"");
 		snprintf(acc, sizeof(acc), "Accepts %s.", expect);
+		if (at < 0 || (size_t)at + 2 >= nlines) {
+			/* Say what to add (write '-' as \- in the page). */
+			diag("%s is not documented in tpager.conf(5); add under KEYS:",
+			     k->key);
+			diag(".TP");
+			diag(".B %s", k->key);
+			diag("%s", head);
+			diag("%s", acc);
+			diag(".br");
+			diag("%s.", k->help);
+			missing++;
+			continue;
+		}
 		if (strcmp(lines[at + 1], head) || strcmp(lines[at + 2], acc)) {
 			diag("%s: page says '%s' / '%s'", k->key,
 			     lines[at + 1], lines[at + 2]);

@@ -143,8 +143,10 @@ struct tp_vmm_ops {
 	/*
 	 * Run @fn(@arg) as work on stream @s (an op's launch on the host
 	 * backend runs at once on the caller's thread after waiting for @s;
-	 * sim advances @s by @cost_ns; cuda enqueues nothing: the launch
-	 * function enqueues its own kernels on the stream handle).
+	 * sim advances @s by @cost_ns and does not call @fn, which would be
+	 * given addresses that must not be dereferenced; cuda enqueues
+	 * nothing: the launch function enqueues its own kernels on the
+	 * stream handle).
 	 * Optional; NULL means run @fn directly.
 	 */
 	int (*launch)(struct tp_vmm *vmm, enum tp_stream s, uint64_t cost_ns,
@@ -235,7 +237,9 @@ int tp_vmm_release(struct tp_vmm *vmm, uintptr_t va, size_t len);
 
 /*
  * Map @n chunks at @va and grant read/write, batching the run into one
- * map and one set_access call. On failure nothing stays mapped.
+ * map and one set_access call. A deferred unmap still pending over the
+ * range is completed first (waiting on its event), so a page is never
+ * mapped over a live mapping. On failure nothing stays mapped.
  */
 int tp_vmm_map(struct tp_vmm *vmm, uintptr_t va, struct tp_chunk *const *c,
 	       size_t n);
@@ -244,7 +248,8 @@ int tp_vmm_unmap(struct tp_vmm *vmm, uintptr_t va, size_t len);
 
 /*
  * Unmap [@va, @va + @n chunks) and return @chunks to the pool once @ev has
- * completed (NULL: at once). Never synchronises the device; pending
+ * completed (NULL, or an event already complete: at once). Until then the
+ * pages stay mapped and the chunks count in tp_vmm_chunks_pending(). Never synchronises the device; pending
  * unmaps are reaped by tp_vmm_reap() and by chunk takes. @ev is owned by
  * the caller and must stay alive until the unmap is reaped: the vmm takes
  * a reference through tp_vmm_event_get().
@@ -298,7 +303,12 @@ static inline size_t tp_vmm_chunks_for(const struct tp_vmm *vmm, size_t bytes)
 #ifdef TP_FAULT_INJECTION
 /*
  * Test-only: make the @nth counted backend call from now fail with
- * -@err (EIO if 0); @nth = 0 turns it off. Every call counts.
+ * -@err (EIO if 0), once; @nth = 0 turns it off. Every call that can
+ * fail counts (reserve, release, chunk creation, map, set_access, unmap,
+ * copies, event create/record/wait/query/sync, stream sync, host_alloc);
+ * calls that undo a failed step and the unmaps of reaped deferred
+ * entries are never failed, so that cleanup cannot fail in turn.
+ * vmm->calls_counted tells how many calls were counted so far.
  */
 void tp_vmm_fail_at(struct tp_vmm *vmm, long nth, int err);
 #endif

@@ -1,5 +1,8 @@
 // SPDX-License-Identifier: MIT
-/* CPU element-wise ops: the residual add and a scale, with backward ops. */
+/*
+ * CPU element-wise and layout ops: the residual add, a scale, and the
+ * transpose that moves attention heads, with their backward ops.
+ */
 #include "config.h"
 
 #include <string.h>
@@ -44,4 +47,35 @@ int tp_cpu_scale(const struct tp_op_launch *l)
 int tp_cpu_scale_bwd(const struct tp_op_launch *l)
 {
 	return tp_cpu_scale(l);
+}
+
+/* y[a][c][b][d] = x[a][b][c][d], whole rows of d at a time. */
+static void transpose12(const float *x, float *y, uint32_t a, uint32_t b,
+			uint32_t c, uint32_t d)
+{
+	uint32_t i, j, k;
+
+	for (i = 0; i < a; i++)
+		for (j = 0; j < b; j++)
+			for (k = 0; k < c; k++)
+				memcpy(y + (((size_t)i * c + k) * b + j) * d,
+				       x + (((size_t)i * b + j) * c + k) * d,
+				       (size_t)d * sizeof(float));
+}
+
+int tp_cpu_transpose12(const struct tp_op_launch *l)
+{
+	const struct tp_transpose_params *p = TP_PARAMS(l, tp_transpose_params);
+
+	transpose12(TP_IN(l, 0), TP_OUT(l, 0), p->a, p->b, p->c, p->d);
+	return 0;
+}
+
+/* The gradient goes back through the inverse: swap b and c again. */
+int tp_cpu_transpose12_bwd(const struct tp_op_launch *l)
+{
+	const struct tp_transpose_params *p = TP_PARAMS(l, tp_transpose_params);
+
+	transpose12(TP_IN(l, 0), TP_OUT(l, 0), p->a, p->c, p->b, p->d);
+	return 0;
 }

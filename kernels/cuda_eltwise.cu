@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 /*
- * CUDA element-wise ops (residual add, scale) and the bias helpers of the
- * cuBLAS linear op: a bias added to every row, and column sums for its
+ * CUDA element-wise ops (residual add, scale), the head transpose, and the
+ * bias helpers of the cuBLAS linear op: a bias added to every row, and column sums for its
  * gradient (one thread per column, rows in order: deterministic).
  */
 #include "kernels/cuda_launch.cuh"
@@ -36,6 +36,19 @@ static __global__ void col_sum_kernel(const float *x, float *sum,
 		for (uint32_t r = 0; r < rows; r++)
 			s += x[(size_t)r * cols + j];
 		sum[j] = (float)s;
+	}
+}
+
+/* y[a][c][b][d] = x[a][b][c][d] */
+static __global__ void transpose12_kernel(const float *x, float *y,
+					  uint32_t b, uint32_t c, uint32_t d,
+					  size_t n)
+{
+	TP_FOR_EACH(o, n) {
+		size_t e = o % d, r = o / d;
+		size_t j = r % b, k = (r / b) % c, i = r / ((size_t)b * c);
+
+		y[o] = x[((i * b + j) * c + k) * d + e];
 	}
 }
 
@@ -95,4 +108,28 @@ extern "C" int tp_cuda_scale(const struct tp_op_launch *l)
 extern "C" int tp_cuda_scale_bwd(const struct tp_op_launch *l)
 {
 	return tp_cuda_scale(l);
+}
+
+static int transpose12(const struct tp_op_launch *l, uint32_t b, uint32_t c)
+{
+	const struct tp_transpose_params *p = TP_PARAMS(l, tp_transpose_params);
+	size_t n = (size_t)p->a * p->b * p->c * p->d;
+
+	transpose12_kernel<<<tp_grid(n), TP_BLOCK, 0, TP_STREAM(l)>>>(
+		TP_IN(l, 0), TP_OUT(l, 0), b, c, p->d, n);
+	return tp_cuda_launched(l, "transpose12_kernel");
+}
+
+extern "C" int tp_cuda_transpose12(const struct tp_op_launch *l)
+{
+	const struct tp_transpose_params *p = TP_PARAMS(l, tp_transpose_params);
+
+	return transpose12(l, p->b, p->c);
+}
+
+extern "C" int tp_cuda_transpose12_bwd(const struct tp_op_launch *l)
+{
+	const struct tp_transpose_params *p = TP_PARAMS(l, tp_transpose_params);
+
+	return transpose12(l, p->c, p->b);
 }

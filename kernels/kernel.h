@@ -58,7 +58,8 @@ uint64_t tp_kernel_cost(const struct tp_kernel *k, const void *params,
 	X(global_avgpool) X(global_avgpool_bwd) \
 	X(softmax) X(softmax_bwd) X(layernorm) X(layernorm_bwd) \
 	X(cross_entropy) X(cross_entropy_bwd) \
-	X(embedding) X(embedding_bwd) X(add) X(add_bwd) \
+	X(embedding) X(embedding_bwd) X(transpose12) X(transpose12_bwd) \
+	X(add) X(add_bwd) \
 	X(scale) X(scale_bwd) \
 	X(sgd_momentum) X(sgd) X(adam_moments) X(adam)
 

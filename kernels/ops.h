@@ -39,6 +39,8 @@
  *   cross_entropy_bwd in: dloss[1] prob labels       out: dlogits
  *   embedding       in: table[vocab,dim] idx[n] (int32)  out: y[n,dim]
  *   embedding_bwd   in: dy[n,dim] idx                out: dtable[vocab,dim]
+ *   transpose12     in: x[a,b,c,d]                   out: y[a,c,b,d]
+ *   transpose12_bwd in: dy[a,c,b,d]                  out: dx[a,b,c,d]
  *   add             in: a b                          out: y = a + b
  *   add_bwd         in: dy                           out: da db
  *   scale           in: x                            out: y = alpha x
@@ -128,6 +130,11 @@ struct tp_xent_params {
 
 struct tp_embedding_params {
 	uint32_t n, vocab, dim;
+};
+
+/* Swap the middle two of four dimensions (attention heads in and out). */
+struct tp_transpose_params {
+	uint32_t a, b, c, d;
 };
 
 /* sgd_momentum: v = momentum v + (g + wd p); sgd: p -= lr v

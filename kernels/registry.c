@@ -320,6 +320,14 @@ SHAPE_FN(embedding_bwd)
 	IO(2, 1, y, i, t);
 }
 
+SHAPE_FN(transpose12)
+{
+	const struct tp_transpose_params *p = p_;
+	size_t x = (size_t)p->a * p->b * p->c * p->d * F;
+
+	IO(1, 1, x, x);
+}
+
 SHAPE_FN(sgd_momentum)
 {
 	const struct tp_sgd_params *p = p_;
@@ -460,6 +468,13 @@ FLOPS_FN(embedding)
 	const struct tp_embedding_params *p = p_;
 
 	return (double)p->n * p->dim;
+}
+
+FLOPS_FN(transpose)
+{
+	const struct tp_transpose_params *p = p_;
+
+	return (double)p->a * p->b * p->c * p->d;
 }
 
 FLOPS_FN(sgd)
@@ -642,6 +657,10 @@ static const struct tp_kernel kernels[K_COUNT] = {
 	       0, 0, 0)
 	KERNEL(embedding, tp_embedding_params, embedding, embedding, 0, 0, 0)
 	KERNEL(embedding_bwd, tp_embedding_params, embedding_bwd, embedding,
+	       0, 0, 0)
+	KERNEL(transpose12, tp_transpose_params, transpose12, transpose,
+	       0, 0, 0)
+	KERNEL(transpose12_bwd, tp_transpose_params, transpose12, transpose,
 	       0, 0, 0)
 	KERNEL(add, tp_eltwise_params, add, eltwise, 0, 0, 0)
 	KERNEL(add_bwd, tp_eltwise_params, add_bwd, eltwise, 0, 0, 0)

@@ -291,6 +291,7 @@ static int run_all(void)
 					  .eps = 1e-5f };
 	struct tp_xent_params xe = { .n = 31, .classes = 1000 };
 	struct tp_embedding_params emb = { .n = 300, .vocab = 50, .dim = 64 };
+	struct tp_transpose_params tr = { .a = 3, .b = 17, .c = 12, .d = 64 };
 	struct tp_sgd_params sgd = { .count = 4097, .lr = 0.1f,
 				     .momentum = 0.9f, .weight_decay = 1e-4f };
 	struct tp_adam_params adam = { .count = 4097, .lr = 1e-3f,
@@ -327,6 +328,7 @@ static int run_all(void)
 	     xe.classes, "d0 o1 i1");
 	CASE("embedding", "embedding", "embedding_bwd", emb, 1, emb.vocab,
 	     "d0 i1");
+	CASE("transpose12", "transpose12", "transpose12_bwd", tr, -1, 0, "d0");
 	CASE("add", "add", "add_bwd", ew, -1, 0, "d0");
 	CASE("scale", "scale", "scale_bwd", ew, -1, 0, "d0");
 	CASE("sgd", "sgd_momentum", NULL, sgd, -1, 0, NULL);

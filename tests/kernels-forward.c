@@ -296,6 +296,19 @@ static void test_eltwise(void)
 	   "scale_bwd: alpha dy");
 }
 
+static void test_transpose(void)
+{
+	struct tp_transpose_params p = { .a = 1, .b = 2, .c = 3, .d = 1 };
+	float x[] = { 0, 1, 2, 3, 4, 5 }, y[6], back[6];
+	float want[] = { 0, 3, 1, 4, 2, 5 };
+	void *in[] = { x }, *out[] = { y }, *bin[] = { y }, *bout[] = { back };
+
+	ok(!RUN("transpose12", p, in, out) && same(y, want, 6),
+	   "transpose12: [1,2,3,1] to [1,3,2,1]");
+	ok(!RUN("transpose12_bwd", p, bin, bout) && same(back, x, 6),
+	   "transpose12_bwd: the inverse");
+}
+
 static void test_optim(void)
 {
 	struct tp_sgd_params sp = { .count = 2, .lr = 0.5f, .momentum = 0.5f,
@@ -359,8 +372,8 @@ static void test_registry(void)
 	for (i = 0; i < tp_kernels_count(); i++)
 		found += tp_kernels_find(tp_kernels_at(i)->name) ==
 			 tp_kernels_at(i);
-	ok(tp_kernels_count() == 34 && found == 34 && !tp_kernels_at(34),
-	   "registry: 34 ops, each found by its name");
+	ok(tp_kernels_count() == 36 && found == 36 && !tp_kernels_at(36),
+	   "registry: 36 ops, each found by its name");
 	errno = 0;
 	ok(!tp_kernels_find("conv3d") && errno == ENOENT,
 	   "registry: unknown name is NULL with ENOENT");
@@ -391,7 +404,7 @@ static void test_registry(void)
 
 int main(void)
 {
-	plan_tests(44);
+	plan_tests(46);
 	test_linear();
 	test_gemm();
 	test_conv();
@@ -401,6 +414,7 @@ int main(void)
 	test_softmax_xent();
 	test_embedding();
 	test_eltwise();
+	test_transpose();
 	test_optim();
 	test_registry();
 	return exit_status();

@@ -318,6 +318,7 @@ int main(void)
 	struct tp_layernorm_params ln = { .rows = 4, .cols = 7, .eps = 1e-5f };
 	struct tp_xent_params xe = { .n = 5, .classes = 4 };
 	struct tp_embedding_params emb = { .n = 7, .vocab = 4, .dim = 3 };
+	struct tp_transpose_params tr = { .a = 2, .b = 3, .c = 4, .d = 2 };
 	struct gc_case cases[32];
 	unsigned n = 0, i;
 
@@ -363,6 +364,8 @@ int main(void)
 	     xe.classes, -1, 1, "d0 o1 i1", "0");
 	CASE("embedding", "embedding", "embedding_bwd", emb, 1, emb.vocab, -1,
 	     1, "d0 i1", "0");
+	CASE("transpose12", "transpose12", "transpose12_bwd", tr, -1, 0, -1, 1,
+	     "d0", "0");
 	CASE("add", "add", "add_bwd", ew, -1, 0, -1, 1, "d0", "0 1");
 	CASE("scale", "scale", "scale_bwd", sc, -1, 0, -1, 1, "d0", "0");
 #undef CASE

@@ -39,10 +39,11 @@ static void unback(struct tp_pager *pg, struct tp_tensor *t, size_t first,
 int tp_pager_back_pages(struct tp_pager *pg, struct tp_tensor *t,
 			size_t first, size_t last, bool discard, bool prefetch)
 {
-	size_t span = last - first + 1, n = 0, k, copies = 0;
+	size_t span = last - first + 1, n = 0, k, copies = 0, copied = 0;
 	struct tp_chunk **chunks;
 	struct tp_event *ev = NULL;
 	bool *mapped;
+	uint64_t t0;
 	int ret;
 
 	for (size_t i = first; i <= last; i++)
@@ -86,6 +87,7 @@ int tp_pager_back_pages(struct tp_pager *pg, struct tp_tensor *t,
 	}
 
 	/* Copy offloaded contents back on the h2d stream. */
+	t0 = tp_vmm_now_ns(pg->vmm);
 	for (size_t i = first; i <= last; i++) {
 		struct tp_page *p = &t->pages[i];
 
@@ -96,6 +98,7 @@ int tp_pager_back_pages(struct tp_pager *pg, struct tp_tensor *t,
 		if (ret)
 			goto err_sync;
 		copies++;
+		copied += tp_page_len(pg, t, i);
 	}
 	if (copies) {
 		ev = tp_vmm_event_create(pg->vmm);
@@ -111,12 +114,12 @@ int tp_pager_back_pages(struct tp_pager *pg, struct tp_tensor *t,
 			if (ret)
 				goto err_sync;
 			if (pg->host_waits) {
-				uint64_t t0 = tp_vmm_now_ns(pg->vmm);
+				uint64_t s0 = tp_vmm_now_ns(pg->vmm);
 
 				ret = tp_vmm_event_sync(pg->vmm, ev);
 				if (ret)
 					goto err_sync;
-				pg->c.stall_ns += tp_vmm_now_ns(pg->vmm) - t0;
+				pg->c.stall_ns += tp_vmm_now_ns(pg->vmm) - s0;
 			}
 		}
 	}
@@ -149,8 +152,10 @@ int tp_pager_back_pages(struct tp_pager *pg, struct tp_tensor *t,
 		tp_page_set(t, p, TP_PAGE_RESIDENT);
 	}
 	tp_pager_held_add(pg, n);
-	if (copies)
+	if (copies) {
 		pg->c.reloads++;
+		tp_pager_copy_issued(pg, ev, t0, copied, false);
+	}
 	if (prefetch && copies)
 		tp_pager_inflight_add(pg, t);
 	ret = 0;

@@ -11,6 +11,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 struct tp_tensor;
 
@@ -38,6 +39,12 @@ struct tp_victim_ops {
 	 */
 	int (*choose)(void *priv, size_t need_bytes, bool no_offload,
 		      struct tp_tensor **victim, enum tp_leave *how);
+	/*
+	 * Optional (may be NULL): a host copy of @bytes (@d2h: offload,
+	 * else reload) was seen complete @ns after it was issued; the
+	 * measured link bandwidth. Called on the caller's thread.
+	 */
+	void (*copy_done)(void *priv, bool d2h, uint64_t bytes, uint64_t ns);
 	void *priv;
 };
 

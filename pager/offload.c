@@ -81,6 +81,7 @@ int tp_pager_offload(struct tp_pager *pg, struct tp_tensor *t)
 {
 	struct tp_event *ev = NULL;
 	size_t n, k, moved;
+	uint64_t t0, d2h0;
 	void **bufs;
 	int ret;
 
@@ -106,6 +107,7 @@ int tp_pager_offload(struct tp_pager *pg, struct tp_tensor *t)
 	ret = d2h_after_compute(pg);
 	if (ret)
 		goto err_put;
+	t0 = tp_vmm_now_ns(pg->vmm);
 	k = 0;
 	for (size_t i = 0; i < t->nr_pages; i++) {
 		if (t->pages[i].state != TP_PAGE_RESIDENT)
@@ -123,8 +125,10 @@ int tp_pager_offload(struct tp_pager *pg, struct tp_tensor *t)
 	ret = tp_vmm_event_record(pg->vmm, ev, TP_STREAM_D2H);
 	if (ret)
 		goto err_sync;
+	d2h0 = pg->c.bytes_d2h;
 	ret = offload_commit(pg, t, bufs, ev, &moved);
 	if (moved) {
+		tp_pager_copy_issued(pg, ev, t0, pg->c.bytes_d2h - d2h0, true);
 		pg->c.offloads++;
 		note_leave(pg, t);
 		tp_pager_inflight_add(pg, t);

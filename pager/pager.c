@@ -13,6 +13,8 @@
 #include "ctx/log.h"
 #include "pager/pager_int.h"
 
+static void poll_copies(struct tp_pager *pg, bool all);
+
 /* --- regeneration defaults: nothing can be regenerated ---------------- */
 
 static bool no_regen_can(void *priv, const struct tp_tensor *t)
@@ -122,6 +124,8 @@ void tp_pager_destroy(struct tp_pager *pg)
 	tp_range_cache_fini(pg);
 	tp_slab_fini(pg);
 	tp_vmm_sync_all(pg->vmm);
+	poll_copies(pg, true);
+	free(pg->copies);
 	tp_swap_fini(pg);
 	tp_lookup_fini(pg);
 	free(pg);
@@ -297,10 +301,54 @@ static void poll_tensor(struct tp_pager *pg, struct tp_tensor *t, bool wait)
 	inflight_done(pg, t);
 }
 
+void tp_pager_copy_issued(struct tp_pager *pg, struct tp_event *ev,
+			  uint64_t t0, uint64_t bytes, bool d2h)
+{
+	if (pg->nr_copies == pg->cap_copies) {
+		size_t cap = pg->cap_copies ? 2 * pg->cap_copies : 32;
+		struct tp_copy_rec *r = realloc(pg->copies, cap * sizeof(*r));
+
+		if (!r)
+			return;		/* only a measurement is lost */
+		pg->copies = r;
+		pg->cap_copies = cap;
+	}
+	pg->copies[pg->nr_copies++] = (struct tp_copy_rec){
+		.ev = tp_vmm_event_get(ev), .t0 = t0, .bytes = bytes, .d2h = d2h,
+	};
+}
+
+/* Account the timed copies that completed: time in flight, bandwidth. */
+static void poll_copies(struct tp_pager *pg, bool all)
+{
+	uint64_t now = tp_vmm_now_ns(pg->vmm);
+	size_t j = 0;
+
+	for (size_t i = 0; i < pg->nr_copies; i++) {
+		struct tp_copy_rec *r = &pg->copies[i];
+		uint64_t ns = now - r->t0;
+
+		if (!all && tp_vmm_event_query(pg->vmm, r->ev) == -EAGAIN) {
+			pg->copies[j++] = *r;
+			continue;
+		}
+		if (r->d2h)
+			pg->c.copy_d2h_ns += ns;
+		else
+			pg->c.copy_h2d_ns += ns;
+		if (pg->victim.copy_done)
+			pg->victim.copy_done(pg->victim.priv, r->d2h, r->bytes, ns);
+		tp_vmm_event_put(pg->vmm, r->ev);
+	}
+	pg->nr_copies = j;
+}
+
 void tp_pager_poll(struct tp_pager *pg)
 {
 	struct tp_tensor *t, *tmp;
 
+	if (pg->nr_copies)
+		poll_copies(pg, false);
 	cds_list_for_each_entry_safe(t, tmp, &pg->inflight, inflight)
 		poll_tensor(pg, t, false);
 	tp_swap_reap(pg, false);
@@ -661,9 +709,9 @@ void tp_pager_stats(struct tp_pager *pg, struct tp_stats *st)
 		st->driver_calls += vs->call[driver[i]].calls;
 		st->driver_ns += vs->call[driver[i]].ns;
 	}
-	/* Copy time is the backend's time in copy calls: a lower bound of
-	 * the time copies were in flight on the host backend. */
-	st->copy_d2h_ns = 0;
-	st->copy_h2d_ns = 0;
+	/* Copy time runs from issue until the pager saw the event complete:
+	 * an upper bound, as exact as the caller's calls are frequent. */
+	st->copy_d2h_ns = pg->c.copy_d2h_ns;
+	st->copy_h2d_ns = pg->c.copy_h2d_ns;
 	st->fragmentation_ppm = 0;
 }

@@ -105,6 +105,14 @@ struct tp_slabs {
 	size_t idle;			/* of which hold no tensor */
 };
 
+/* A batch of copies in flight, timed until its event is seen complete. */
+struct tp_copy_rec {
+	struct tp_event *ev;
+	uint64_t t0;
+	uint64_t bytes;
+	bool d2h;
+};
+
 /* Pager counters behind struct tp_stats. */
 struct tp_pager_counters {
 	uint64_t offloads, reloads, evictions, recomputes, recompute_ns;
@@ -112,6 +120,7 @@ struct tp_pager_counters {
 	uint64_t bytes_d2h, bytes_h2d, stall_ns, compute_ns;
 	uint64_t cache_hits, cache_misses;
 	uint64_t held_peak;
+	uint64_t copy_d2h_ns, copy_h2d_ns;
 };
 
 struct tp_pager {
@@ -134,6 +143,8 @@ struct tp_pager {
 	size_t cache_max_chunks;
 	struct tp_slabs slabs;
 	struct tp_pager_counters c;
+	struct tp_copy_rec *copies;	/* in flight, oldest first */
+	size_t nr_copies, cap_copies;
 };
 
 /* --- page_state.c ---------------------------------------------------- */
@@ -182,6 +193,13 @@ void tp_pager_poll(struct tp_pager *pg);
  */
 int tp_pager_settle(struct tp_pager *pg, struct tp_tensor *t, size_t first,
 		    size_t last);
+
+/*
+ * tp_pager_copy_issued() - time a batch of @bytes issued at @t0 whose
+ * completion is @ev (a reference is taken).
+ */
+void tp_pager_copy_issued(struct tp_pager *pg, struct tp_event *ev,
+			  uint64_t t0, uint64_t bytes, bool d2h);
 
 /* Mark @t as having copies to poll. */
 void tp_pager_inflight_add(struct tp_pager *pg, struct tp_tensor *t);

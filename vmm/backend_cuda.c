@@ -23,6 +23,7 @@
 #include <cuda.h>
 
 #include "ctx/log.h"
+#include "vmm/backend_cuda.h"
 #include "vmm/calls.h"
 #include "vmm/event.h"
 #include "vmm/vmm.h"
@@ -61,6 +62,8 @@
 	X(cuEventQuery)				\
 	X(cuEventSynchronize)			\
 	X(cuEventDestroy)
+
+const char *tp_vmm_cuda_library = "libcuda.so.1";
 
 struct cuda_backend {
 	void *lib;
@@ -126,8 +129,8 @@ static int cu_resolve(struct cuda_backend *c)
 #define CU_LOOKUP(f)							\
 	c->p_##f = (__typeof__(f) *)dlsym(c->lib, CU_XSTR(f));		\
 	if (!c->p_##f) {						\
-		tp_log(TP_LOG_WARN, "vmm: cuda: libcuda.so.1 lacks %s",	\
-		       CU_XSTR(f));					\
+		tp_log(TP_LOG_WARN, "vmm: cuda: %s lacks %s",		\
+		       tp_vmm_cuda_library, CU_XSTR(f));		\
 		return -ENODEV;						\
 	}
 	CU_ENTRY_POINTS(CU_LOOKUP)
@@ -159,10 +162,10 @@ static int cuda_open(struct tp_vmm *vmm, const struct tp_conf *conf)
 	c = calloc(1, sizeof(*c));
 	if (!c)
 		return -ENOMEM;
-	c->lib = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
+	c->lib = dlopen(tp_vmm_cuda_library, RTLD_NOW | RTLD_LOCAL);
 	if (!c->lib) {
-		tp_log(TP_LOG_INFO, "vmm: cuda: cannot load libcuda.so.1 (%s): no NVIDIA driver",
-		       dlerror());
+		tp_log(TP_LOG_INFO, "vmm: cuda: cannot load %s (%s): no NVIDIA driver",
+		       tp_vmm_cuda_library, dlerror());
 		ret = -ENODEV;
 		goto err;
 	}

@@ -9,10 +9,12 @@
  * over the evicted ancestry on each query is linear in its size, so evicted
  * tensors are kept in equivalence classes with union-find, each class
  * holding the sum of its members' costs; connected evicted tensors share a
- * class. Classes are built lazily from the pager's page states when a
- * query meets them, a member that came back leaves its class by taking its
- * cost out (a union cannot be split), and the whole structure is dropped
- * and rebuilt lazily once most of its members are stale.
+ * class. The pager tells nobody when it evicts, so classes are built from
+ * the page states when a query meets them (a query also merges what was
+ * evicted next to the members it reaches first); a member that came back
+ * leaves its class by taking its cost out (a union cannot be split); and
+ * the whole structure is dropped and rebuilt lazily once most members are
+ * stale or after as many queries as it has members.
  */
 #include <errno.h>
 #include <math.h>
@@ -227,11 +229,17 @@ void tp_lin_uf_forget(struct tp_lineage *lin, struct tp_lin_node *n)
 	lin->uf_dead++;
 }
 
-/* Drop every class once most members are stale; they rebuild lazily. */
+/*
+ * Drop every class once most members are stale, or after as many queries
+ * as there are members (evictions deeper than a class's edge are seen only
+ * when it is rebuilt); they rebuild lazily, amortised O(1) per query.
+ */
 static void uf_maybe_rebuild(struct tp_lineage *lin)
 {
-	if (lin->uf_dead < 4096 || 2 * lin->uf_dead < lin->uf_len)
+	if (++lin->uf_queries <= lin->uf_len + 1024 &&
+	    (lin->uf_dead < 4096 || 2 * lin->uf_dead < lin->uf_len))
 		return;
+	lin->uf_queries = 0;
 	if (++lin->uf_epoch == 0)
 		lin->uf_epoch = 1;
 	lin->uf_len = 0;
@@ -252,10 +260,12 @@ static uint32_t uf_class(struct tp_lineage *lin, struct tp_lin_node *n,
 		tp_lin_uf_forget(lin, n);
 		return UF_NONE;
 	}
-	if (uf_valid(lin, n))
-		return uf_find(lin, n->uf);
-	if (uf_add(lin, n))
+	if (!uf_valid(lin, n) && uf_add(lin, n))
 		return UF_NONE;
+	/*
+	 * A known member's inputs are looked at again: one evicted since
+	 * the class was built joins it now (and its own inputs with it).
+	 */
 	(*stk)[sp++] = n;
 	while (sp) {
 		struct tp_lin_node *m = (*stk)[--sp];
@@ -311,19 +321,25 @@ double tp_lineage_recompute_ns(struct tp_lineage *lin,
 	stk = malloc(cap * sizeof(*stk));
 	if (!stk)
 		return c;
+	/* Build every class first: building one may merge another. */
 	for (k = 0; k < rec->n_in; k++) {
 		struct tp_lin_node *y = rec->in[k].node;
-		uint32_t r, i;
 
 		if (!tp_pager_has_evicted(y->t))
 			continue;
 		if (!y->t->lin.rec || y->lost) {
-			c = INFINITY;	/* an input that cannot come back */
-			break;
+			free(stk);
+			return INFINITY;	/* an input that cannot come back */
 		}
-		r = uf_class(lin, y, &stk, &cap);
-		if (r == UF_NONE)
+		uf_class(lin, y, &stk, &cap);
+	}
+	for (k = 0; k < rec->n_in; k++) {
+		struct tp_lin_node *y = rec->in[k].node;
+		uint32_t r, i;
+
+		if (!tp_pager_has_evicted(y->t) || !uf_valid(lin, y))
 			continue;
+		r = uf_find(lin, y->uf);
 		/* Each class once; a wider op only risks counting twice. */
 		for (i = 0; i < nseen && seen[i] != r; i++)
 			;

@@ -99,6 +99,7 @@ struct tp_lineage {
 	/* union-find arena, rebuilt lazily when too many members died */
 	struct tp_lin_uf_node *uf;
 	uint32_t uf_len, uf_cap, uf_epoch, uf_dead;
+	uint64_t uf_queries;
 
 	struct cds_list_head nodes;
 	struct cds_list_head recs;

@@ -20,6 +20,7 @@
  * nothing a reader may hold is written.
  */
 #include <errno.h>
+#include <limits.h>
 #include <stdlib.h>
 
 #include "ctx/ctx.h"
@@ -153,7 +154,7 @@ static int replay(struct regen *r, struct tp_lin_rec *rec,
 		  struct tp_tensor **stale)
 {
 	struct tp_lineage *lin = r->lin;
-	unsigned n = rec->n_in + rec->n_out, k, held = 0;
+	unsigned n = rec->n_in + rec->n_out, k, j, held = 0, root_k = UINT_MAX;
 	void **in_addr, **out_addr;
 	uint64_t ns = 0;
 	int ret = 0;
@@ -162,6 +163,9 @@ static int replay(struct regen *r, struct tp_lin_rec *rec,
 		return -ENOMEM;
 	in_addr = r->addr;
 	out_addr = r->addr + rec->n_in;
+	for (k = 0; k < rec->n_out; k++)
+		if (rec->out[k] == r->f[0].t)
+			root_k = k;
 	for (k = 0; k < rec->n_in; k++) {
 		struct tp_lin_use *u = &rec->in[k];
 
@@ -180,9 +184,20 @@ static int replay(struct regen *r, struct tp_lin_rec *rec,
 		r->held[held] = u->t;
 		r->scratch[held++] = false;
 	}
-	for (k = 0; k < rec->n_out; k++) {
-		struct tp_tensor *o = rec->out[k];
-		bool scratch = !o || !tp_pager_has_evicted(o);
+	/*
+	 * The tensor being regenerated for a caller is pinned by it: if the
+	 * launch failed, its pages could not be dropped back to EVICTED. So
+	 * it is acquired last, once nothing but the launch can fail.
+	 */
+	for (j = 0; j < rec->n_out; j++) {
+		struct tp_tensor *o;
+		bool scratch;
+
+		k = j;
+		if (root_k < rec->n_out)
+			k = j < root_k ? j : (j == rec->n_out - 1 ? root_k : j + 1);
+		o = rec->out[k];
+		scratch = !o || !tp_pager_has_evicted(o);
 
 		if (scratch) {
 			o = tp_pager_tensor_new(lin->pg, rec->out_bytes[k],
@@ -224,8 +239,11 @@ out_release:
 		if (r->scratch[held]) {
 			tp_pager_tensor_free(lin->pg, t);
 		} else if (held >= rec->n_in && ret) {
-			/* Written with garbage or half-written: evicted again. */
-			tp_pager_drop_contents(lin->pg, t);
+			/* Written with garbage or half-written: evicted again
+			 * (not possible while its caller pins it). */
+			if (tp_pager_drop_contents(lin->pg, t))
+				tp_ctx_error(lin->ctx, ret, "lineage: tensor %llu holds a failed replay's output",
+					     (unsigned long long)t->id);
 		} else if (held >= rec->n_in) {
 			struct tp_lin_node *on = t->lin.p;
 

@@ -1,0 +1,146 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Costs on the sim backend, where an op costs exactly what its type
+ * charges: each type's moving average (lineage.cost_alpha), and c_r(t),
+ * the cost of regenerating t with its evicted ancestors (DTR's e*(t) over
+ * union-find classes of evicted tensors).
+ */
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "tpager.h"
+#include "ctx/ctx.h"
+#include "lineage/lineage.h"
+#include "pager/pager.h"
+#include "tests/tap.h"
+
+static struct tp_ctx *ctx;
+
+/* The cost an op charges is its parameter. */
+static uint64_t param_cost(const void *params, size_t len,
+			   const size_t *in_bytes, unsigned n_in)
+{
+	uint64_t c;
+
+	if (len != sizeof(c))
+		return 1000;
+	memcpy(&c, params, sizeof(c));
+	return c;
+}
+
+static int nop_launch(const struct tp_op_launch *l)
+{
+	return 0;	/* sim: never called, there is no data */
+}
+
+static const struct tp_op_type priced = {
+	.name = "priced", .launch = nop_launch, .cost_ns = param_cost,
+};
+static const struct tp_op_type other = {
+	.name = "other", .launch = nop_launch, .cost_ns = param_cost,
+};
+static const struct tp_op_type two = {
+	.name = "two", .launch = nop_launch, .cost_ns = param_cost,
+};
+
+static struct tp_tensor *op(const struct tp_op_type *type, uint64_t cost,
+			    struct tp_tensor *a, struct tp_tensor *b)
+{
+	struct tp_tensor *in[2] = { a, b }, *out = NULL;
+	size_t bytes = 65536;
+	int ret;
+
+	ret = tp_op_run(ctx, type, &cost, sizeof(cost), in, b ? 2 : 1, &out,
+			&bytes, 1);
+	if (ret)
+		diag("op: %s", tp_strerror(ret));
+	return out;
+}
+
+static double cr(struct tp_tensor *t)
+{
+	return tp_lineage_recompute_ns(ctx->lineage, t);
+}
+
+static bool regen(struct tp_tensor *t)
+{
+	return tp_tensor_acquire(ctx, t, TP_READ) && !tp_tensor_release(ctx, t);
+}
+
+int main(void)
+{
+	struct tp_tensor *x0, *b, *c, *d, *e, *g, *t1, *t2, *t3;
+	double v;
+
+	plan_tests(20);
+	ctx = tp_ctx_create("vmm.backend=sim,vmm.chunk_size=64K,pager.budget=64M,pager.slab_fraction=0");
+	if (!ctx)
+		bail_out("tp_ctx_create: %s", strerror(errno));
+	x0 = tp_tensor_create(ctx, 65536, 0);
+	ok(x0 && tp_tensor_acquire(ctx, x0, TP_WRITE) &&
+	   !tp_tensor_release(ctx, x0), "an input");
+
+	/* Moving averages: alpha 0.25. */
+	ok(tp_lineage_op_cost_ns(ctx->lineage, &two) == 1000,
+	   "a type never run costs its prior");
+	t1 = op(&two, 1000, x0, NULL);
+	ok(tp_lineage_op_cost_ns(ctx->lineage, &two) == 1000, "first run: 1000");
+	t2 = op(&two, 2000, x0, NULL);
+	ok(tp_lineage_op_cost_ns(ctx->lineage, &two) == 1250, "then 2000: 1250");
+	t3 = op(&two, 3000, x0, NULL);
+	v = tp_lineage_op_cost_ns(ctx->lineage, &two);
+	ok(v == 1687.5, "then 3000: 1687.5 (%g)", v);
+	ok_rc(tp_ctl_set(ctx, "lineage.cost_alpha", "1"), "lineage.cost_alpha = 1");
+	tp_tensor_free(ctx, op(&two, 500, x0, NULL));
+	ok(tp_lineage_op_cost_ns(ctx->lineage, &two) == 500, "alpha 1 follows the last run");
+	ok(cr(t2) == 2000 && cr(t3) == 3000, "each record keeps its own cost");
+	tp_ctl_set(ctx, "lineage.cost_alpha", "0.25");
+
+	/* c_r over a chain x0 -> b -> c -> d -> e, costs 100..400. */
+	b = op(&priced, 100, x0, NULL);
+	c = op(&priced, 200, b, NULL);
+	d = op(&priced, 300, c, NULL);
+	e = op(&priced, 400, d, NULL);
+	ok(cr(b) == 100 && cr(e) == 400, "nothing evicted: the op's own cost");
+	ok(isinf(cr(x0)), "an input: infinite");
+	ok_rc(tp_tensor_evict(ctx, c), "evict c");
+	ok(cr(d) == 500 && cr(e) == 400, "c_r(d) = 300 + 200; e unchanged (%g, %g)",
+	   cr(d), cr(e));
+	ok_rc(tp_tensor_evict(ctx, b), "evict b");
+	ok(cr(d) == 600, "c_r(d) = 300 + {b, c} (%g)", cr(d));
+	ok(regen(c) && cr(d) == 300, "c regenerated (and b with it): c_r(d) = 300 (%g)",
+	   cr(d));
+	ok(!tp_tensor_evict(ctx, b) && !tp_tensor_evict(ctx, c) &&
+	   !tp_tensor_evict(ctx, d) && cr(e) == 1000,
+	   "b, c, d evicted: c_r(e) = 400 + 300 + 200 + 100 (%g)", cr(e));
+	/* One class counted once: g reads b and d, both in {b, c, d}. */
+	g = op(&other, 50, b, d);
+	ok(g && !tp_pager_has_evicted(b) && !tp_pager_has_evicted(d),
+	   "g = other(b, d) regenerated its inputs");
+	ok(!tp_tensor_evict(ctx, b) && !tp_tensor_evict(ctx, c) &&
+	   !tp_tensor_evict(ctx, d) && cr(g) == 650,
+	   "c_r(g) = 50 + one class {b, c, d} (%g)", cr(g));
+	ok(regen(d) && cr(g) == 50 && cr(e) == 400,
+	   "regenerating d brought b, c, d back: c_r(g) = 50, c_r(e) = 400");
+
+	tp_tensor_free(ctx, g);
+	tp_tensor_free(ctx, e);
+	tp_tensor_free(ctx, d);
+	tp_tensor_free(ctx, c);
+	tp_tensor_free(ctx, b);
+	tp_tensor_free(ctx, t1);
+	tp_tensor_free(ctx, t2);
+	tp_tensor_free(ctx, t3);
+	tp_tensor_free(ctx, x0);
+	{
+		struct tp_lineage_stats st;
+
+		tp_lineage_get_stats(ctx->lineage, &st);
+		ok(st.records == 0, "no record left");
+	}
+	tp_ctx_destroy(ctx);
+	return exit_status();
+}

@@ -404,6 +404,30 @@ static const struct {
 	{ "{\"ARGS\":[],\"INSTRUCTION\":\"CALL\",\"NAME\":\"two words\",\"RESULT\":[],\"TIME\":\"1\"}",
 	  1, "CALL: op name 'two words' is not one token of 1 to 255 bytes" },
 	{ "\n\n", 0, "empty log" },
+	{ "{\"INSTRUCTION\":\"RELEASE\",\"NAME\":\"\\ud800\"}",
+	  1, "bad JSON: lone high surrogate in \\u escape" },
+	{ "{\"INSTRUCTION\":\"RELEASE\",\"NAME\":\"\\udc00\"}",
+	  1, "bad JSON: lone low surrogate in \\u escape" },
+	{ "{\"INSTRUCTION\":\"RELEASE\",\"NAME\":\"\\u00g0\"}",
+	  1, "bad JSON: bad hex digit in \\u escape" },
+	{ "{\"INSTRUCTION\":\"RELEASE\",\"NAME\":\"a\tb\"}",
+	  1, "bad JSON: control character in string" },
+	{ "{\"INSTRUCTION\":\"MUTATE\",\"NAME\":\"f_\",\"ARGS\":[],\"MUTATE\":[01],\"TIME\":\"1\"}",
+	  1, "bad JSON: expected ',' or ']' in array" },
+	{ "{\"INSTRUCTION\":\"MUTATE\",\"NAME\":\"f_\",\"ARGS\":[],\"MUTATE\":[1.5],\"TIME\":\"1\"}",
+	  1, "MUTATE: bad number in MUTATE: '1.5'" },
+	{ "{\"INSTRUCTION\":\"MUTATE\",\"NAME\":\"f_\",\"ARGS\":[],\"MUTATE\":[1e],\"TIME\":\"1\"}",
+	  1, "bad JSON: bad number: no digit in exponent" },
+	{ "{\"INSTRUCTION\":\"RELEASE\",\"NAME\":\"a\"}{}",
+	  1, "bad JSON: text after the object" },
+	{ "{\"INSTRUCTION\":\"RELEASE\" \"NAME\":\"a\"}",
+	  1, "bad JSON: expected ',' or '}' in object" },
+	{ "{\"INSTRUCTION\":\"RELEASE\",\"NAME\":\"a}",
+	  1, "bad JSON: unterminated string" },
+	{ "{\"INSTRUCTION\":\"RELEASE\",\"NAME\":true}",
+	  1, "bad JSON: values must be strings or arrays" },
+	{ "{\"INSTRUCTION\":[\"RELEASE\"],\"NAME\":\"a\"}",
+	  1, "record: field INSTRUCTION must be a string" },
 };
 
 static void test_malformed(void)
@@ -429,9 +453,38 @@ static void test_malformed(void)
 	}
 }
 
+/* Escapes decode before names are compared. */
+static void test_escapes(void)
+{
+	static const char *const lines[] = {
+		"{\"INSTRUCTION\":\"CONSTANT\",\"NAME\":\"\\u0078\\/1\"}",
+		"{\"INSTRUCTION\":\"MEMORY\",\"MEMORY\":\"8\",\"NAME\":\"x/1\"}",
+		"{\"ARGS\":[\"x\\u002f1\"],\"INSTRUCTION\":\"CALL\",\"NAME\":\"f\\u00e9\\ud83d\\ude00\",\"RESULT\":[\"\\\"q\\n\"],\"TIME\":\"2\"}",
+		"{\"INSTRUCTION\":\"MEMORY\",\"MEMORY\":\"16\",\"NAME\":\"\\\"q\\u000a\"}",
+		"{\"ALIAS\":\"-1\",\"INSTRUCTION\":\"ALIAS\",\"NAME\":\"\\u0022q\\n\"}",
+	};
+	struct tp_trace *t = NULL;
+	struct tp_trace_error err;
+	size_t len;
+	char *buf = join(lines, ARRAY_SIZE(lines), &len);
+	int rc;
+
+	rc = tp_trace_parse_dtr(buf, len, "escapes.log", &t, &err);
+	if (rc)
+		diag("%s:%lu: %s", err.file, err.line, err.reason);
+	ok(!rc && t->n_ops == 1 && t->n_tensors == 2 &&
+	   t->tensors[1].size == 16,
+	   "names match after decoding \\uXXXX, \\/, \\\" and \\n");
+	ok(!rc && !strcmp(tp_trace_op_name(t, 0), "f\xc3\xa9\xf0\x9f\x98\x80"),
+	   "op name decoded to UTF-8, surrogate pair included");
+	tp_trace_free(t);
+	free(buf);
+}
+
 int main(void)
 {
-	plan_tests(17 + 6 + ARRAY_SIZE(bad));
+	plan_tests(17 + 6 + 2 + ARRAY_SIZE(bad));
+	test_escapes();
 	test_full_log();
 	test_no_start();
 	test_malformed();

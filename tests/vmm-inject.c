@@ -114,7 +114,7 @@ static struct tp_vmm *open_one(const char *name)
 	char why[256];
 
 	vmm = vt_open(name, CHUNK, NULL, why, sizeof(why));
-	if (vmm && tp_vmm_pool_create(vmm, NR * CHUNK)) {
+	if (vmm && tp_vmm_pool_create(vmm, NR * vmm->granularity)) {
 		tp_vmm_close(vmm);
 		vmm = NULL;
 	}

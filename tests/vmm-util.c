@@ -9,6 +9,9 @@
 #include "ctl/conf.h"
 #include "tests/tap.h"
 #include "tests/vmm-util.h"
+#ifdef TP_HAVE_CUDA
+#include "vmm/backend_cuda.h"
+#endif
 
 struct tp_vmm *vt_open(const char *name, size_t chunk, const char *opts,
 		       char *why, size_t whylen)
@@ -18,6 +21,11 @@ struct tp_vmm *vt_open(const char *name, size_t chunk, const char *opts,
 	char size[32];
 	int ret;
 
+#ifdef TP_HAVE_CUDA
+	/* A stand-in driver (tests/vmm-cuda-fake.sh). */
+	if (getenv("TPAGER_TEST_CUDA_LIBRARY"))
+		tp_vmm_cuda_library = getenv("TPAGER_TEST_CUDA_LIBRARY");
+#endif
 	tp_conf_defaults(&conf);
 	snprintf(size, sizeof(size), "%zu", chunk);
 	ret = tp_conf_set(&conf, "vmm.backend", name, "test", 0);

@@ -1,0 +1,275 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * A stand-in for libcuda.so.1, for tests only: the driver entry points the
+ * cuda backend uses, implemented on host memory, so that its code (entry
+ * point lookup, per-chunk map and unmap, access, streams, events, error
+ * translation) runs where there is no GPU. It enforces the rules of the
+ * real driver that the backend must respect: a mapping goes onto an
+ * unmapped page of a reservation, cuMemUnmap never splits a mapping, and
+ * access is set only on mapped pages.
+ *
+ * Copies are done at once (every stream is trivially in order) and every
+ * event has completed. Device memory is one memfd per handle.
+ */
+#include "config.h"
+
+#include <cuda.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#define FAKE_GRAN	(2u << 20)
+#define FAKE_TOTAL	(1ull << 30)
+#define MAX_MAPS	4096
+
+#define API __attribute__((visibility("default")))
+
+/* Live mappings: where, how long, which handle. */
+static struct {
+	uintptr_t va;
+	size_t len;
+} maps[MAX_MAPS];
+static int nr_maps;
+
+static int find_map(uintptr_t va)
+{
+	int i;
+
+	for (i = 0; i < nr_maps; i++)
+		if (va >= maps[i].va && va < maps[i].va + maps[i].len)
+			return i;
+	return -1;
+}
+
+API CUresult cuInit(unsigned int flags) { return CUDA_SUCCESS; }
+
+API CUresult cuGetErrorString(CUresult error, const char **str)
+{
+	*str = error == CUDA_ERROR_INVALID_VALUE ? "invalid argument (fake)" :
+						   "error (fake)";
+	return CUDA_SUCCESS;
+}
+
+API CUresult cuDeviceGetCount(int *count) { *count = 1; return CUDA_SUCCESS; }
+
+API CUresult cuDeviceGet(CUdevice *dev, int ordinal)
+{
+	if (ordinal != 0)
+		return CUDA_ERROR_INVALID_DEVICE;
+	*dev = 0;
+	return CUDA_SUCCESS;
+}
+
+static int ctx_token;
+
+API CUresult cuDevicePrimaryCtxRetain(CUcontext *pctx, CUdevice dev)
+{
+	*pctx = (CUcontext)&ctx_token;
+	return CUDA_SUCCESS;
+}
+
+API CUresult cuDevicePrimaryCtxRelease(CUdevice dev) { return CUDA_SUCCESS; }
+API CUresult cuCtxSetCurrent(CUcontext ctx) { return CUDA_SUCCESS; }
+
+API CUresult cuMemGetInfo(size_t *free_b, size_t *total)
+{
+	*free_b = *total = FAKE_TOTAL;
+	return CUDA_SUCCESS;
+}
+
+API CUresult cuMemGetAllocationGranularity(size_t *g,
+					    const CUmemAllocationProp *prop,
+					    CUmemAllocationGranularity_flags o)
+{
+	if (prop->type != CU_MEM_ALLOCATION_TYPE_PINNED ||
+	    prop->location.type != CU_MEM_LOCATION_TYPE_DEVICE)
+		return CUDA_ERROR_INVALID_VALUE;
+	*g = FAKE_GRAN;
+	return CUDA_SUCCESS;
+}
+
+API CUresult cuMemAddressReserve(CUdeviceptr *ptr, size_t size, size_t align,
+				 CUdeviceptr addr, unsigned long long flags)
+{
+	uintptr_t base, start;
+	void *p;
+
+	if (!size || size % FAKE_GRAN || (align && align % FAKE_GRAN))
+		return CUDA_ERROR_INVALID_VALUE;
+	p = mmap(NULL, size + FAKE_GRAN, PROT_NONE,
+		 MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+	if (p == MAP_FAILED)
+		return CUDA_ERROR_OUT_OF_MEMORY;
+	base = (uintptr_t)p;
+	start = (base + FAKE_GRAN - 1) & ~(uintptr_t)(FAKE_GRAN - 1);
+	if (start > base)
+		munmap(p, start - base);
+	munmap((void *)(start + size), base + FAKE_GRAN - start);
+	*ptr = (CUdeviceptr)start;
+	return CUDA_SUCCESS;
+}
+
+API CUresult cuMemAddressFree(CUdeviceptr ptr, size_t size)
+{
+	int i;
+
+	for (i = 0; i < nr_maps; i++)
+		if (maps[i].va < ptr + size && maps[i].va + maps[i].len > ptr)
+			return CUDA_ERROR_INVALID_VALUE;	/* still mapped */
+	munmap((void *)ptr, size);
+	return CUDA_SUCCESS;
+}
+
+API CUresult cuMemCreate(CUmemGenericAllocationHandle *h, size_t size,
+			 const CUmemAllocationProp *prop,
+			 unsigned long long flags)
+{
+	int fd;
+
+	if (size % FAKE_GRAN)
+		return CUDA_ERROR_INVALID_VALUE;
+	fd = memfd_create("fake-cuda", MFD_CLOEXEC);
+	if (fd < 0)
+		return CUDA_ERROR_OUT_OF_MEMORY;
+	if (ftruncate(fd, (off_t)size)) {
+		close(fd);
+		return CUDA_ERROR_OUT_OF_MEMORY;
+	}
+	*h = (CUmemGenericAllocationHandle)fd + 1;
+	return CUDA_SUCCESS;
+}
+
+API CUresult cuMemRelease(CUmemGenericAllocationHandle h)
+{
+	close((int)(h - 1));
+	return CUDA_SUCCESS;
+}
+
+API CUresult cuMemMap(CUdeviceptr ptr, size_t size, size_t offset,
+		      CUmemGenericAllocationHandle h, unsigned long long flags)
+{
+	void *p;
+
+	if (size != FAKE_GRAN || offset || ptr % FAKE_GRAN ||
+	    find_map(ptr) >= 0 || nr_maps == MAX_MAPS)
+		return CUDA_ERROR_INVALID_VALUE;
+	p = mmap((void *)ptr, size, PROT_NONE, MAP_FIXED | MAP_SHARED,
+		 (int)(h - 1), 0);
+	if (p == MAP_FAILED)
+		return CUDA_ERROR_INVALID_VALUE;
+	maps[nr_maps].va = ptr;
+	maps[nr_maps].len = size;
+	nr_maps++;
+	return CUDA_SUCCESS;
+}
+
+API CUresult cuMemSetAccess(CUdeviceptr ptr, size_t size,
+			    const CUmemAccessDesc *desc, size_t count)
+{
+	uintptr_t va;
+
+	if (count != 1 || desc->location.type != CU_MEM_LOCATION_TYPE_DEVICE)
+		return CUDA_ERROR_INVALID_VALUE;
+	for (va = ptr; va < ptr + size; va += FAKE_GRAN)
+		if (find_map(va) < 0)
+			return CUDA_ERROR_INVALID_VALUE;
+	mprotect((void *)ptr, size,
+		 desc->flags == CU_MEM_ACCESS_FLAGS_PROT_READWRITE ?
+		 PROT_READ | PROT_WRITE : PROT_NONE);
+	return CUDA_SUCCESS;
+}
+
+API CUresult cuMemUnmap(CUdeviceptr ptr, size_t size)
+{
+	int i = find_map(ptr);
+
+	/* The real driver cannot unmap part of a mapping. */
+	if (i < 0 || maps[i].va != ptr || maps[i].len != size)
+		return CUDA_ERROR_INVALID_VALUE;
+	mmap((void *)ptr, size, PROT_NONE,
+	     MAP_FIXED | MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+	maps[i] = maps[--nr_maps];
+	return CUDA_SUCCESS;
+}
+
+API CUresult cuMemHostAlloc(void **pp, size_t size, unsigned int flags)
+{
+	*pp = malloc(size);
+	return *pp ? CUDA_SUCCESS : CUDA_ERROR_OUT_OF_MEMORY;
+}
+
+API CUresult cuMemFreeHost(void *p)
+{
+	free(p);
+	return CUDA_SUCCESS;
+}
+
+static CUresult check_range(CUdeviceptr d, size_t len)
+{
+	uintptr_t va;
+
+	for (va = d & ~(uintptr_t)(FAKE_GRAN - 1); va < d + len; va += FAKE_GRAN)
+		if (find_map(va) < 0)
+			return CUDA_ERROR_ILLEGAL_ADDRESS;
+	return CUDA_SUCCESS;
+}
+
+API CUresult cuMemcpyDtoHAsync(void *dst, CUdeviceptr src, size_t len,
+			       CUstream s)
+{
+	CUresult r = check_range(src, len);
+
+	if (!r)
+		memcpy(dst, (void *)src, len);
+	return r;
+}
+
+API CUresult cuMemcpyHtoDAsync(CUdeviceptr dst, const void *src, size_t len,
+			       CUstream s)
+{
+	CUresult r = check_range(dst, len);
+
+	if (!r)
+		memcpy((void *)dst, src, len);
+	return r;
+}
+
+API CUresult cuStreamCreate(CUstream *s, unsigned int flags)
+{
+	*s = malloc(1);
+	return *s ? CUDA_SUCCESS : CUDA_ERROR_OUT_OF_MEMORY;
+}
+
+API CUresult cuStreamDestroy(CUstream s)
+{
+	free(s);
+	return CUDA_SUCCESS;
+}
+
+API CUresult cuStreamSynchronize(CUstream s) { return CUDA_SUCCESS; }
+
+API CUresult cuStreamWaitEvent(CUstream s, CUevent e, unsigned int flags)
+{
+	return s && e ? CUDA_SUCCESS : CUDA_ERROR_INVALID_HANDLE;
+}
+
+API CUresult cuEventCreate(CUevent *e, unsigned int flags)
+{
+	*e = malloc(1);
+	return *e ? CUDA_SUCCESS : CUDA_ERROR_OUT_OF_MEMORY;
+}
+
+API CUresult cuEventRecord(CUevent e, CUstream s)
+{
+	return s && e ? CUDA_SUCCESS : CUDA_ERROR_INVALID_HANDLE;
+}
+
+API CUresult cuEventQuery(CUevent e) { return CUDA_SUCCESS; }
+API CUresult cuEventSynchronize(CUevent e) { return CUDA_SUCCESS; }
+
+API CUresult cuEventDestroy(CUevent e)
+{
+	free(e);
+	return CUDA_SUCCESS;
+}

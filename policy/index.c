@@ -36,8 +36,12 @@ struct node {
 };
 
 struct tp_pol_index {
-	size_t n, cap;		/* slots used / allocated (power of two) */
-	struct leaf *leaf;
+	size_t n;		/* candidates */
+	size_t slots;		/* slots in use or holes: [0, slots) */
+	size_t cap;		/* slots allocated (power of two) */
+	struct leaf *leaf;	/* .t == NULL: a hole */
+	size_t *holes;		/* stack of holes below slots */
+	size_t nholes;
 	struct node *node;	/* 2*cap: 1..cap-1 internal, cap.. leaves */
 	uint64_t now;
 	bool tree;		/* tournament maintained */
@@ -54,9 +58,11 @@ struct tp_pol_index *tp_pol_index_create(void)
 	idx->cap = INITIAL_CAP;
 	idx->leaf = calloc(idx->cap, sizeof(*idx->leaf));
 	idx->node = malloc(2 * idx->cap * sizeof(*idx->node));
-	if (!idx->leaf || !idx->node) {
+	idx->holes = malloc(idx->cap * sizeof(*idx->holes));
+	if (!idx->leaf || !idx->node || !idx->holes) {
 		free(idx->leaf);
 		free(idx->node);
+		free(idx->holes);
 		free(idx);
 		errno = ENOMEM;
 		return NULL;
@@ -72,6 +78,7 @@ void tp_pol_index_destroy(struct tp_pol_index *idx)
 		return;
 	free(idx->leaf);
 	free(idx->node);
+	free(idx->holes);
 	free(idx);
 }
 
@@ -124,20 +131,63 @@ static void set_leaf_node(struct tp_pol_index *idx, size_t slot)
 {
 	struct node *nd = &idx->node[idx->cap + slot];
 
-	nd->win = slot < idx->n ? (int32_t)slot : -1;
+	nd->win = idx->leaf[slot].t ? (int32_t)slot : -1;
 	nd->fail = INFINITY;
 	nd->min_fail = INFINITY;
 }
 
-static void fix_path(struct tp_pol_index *idx, size_t slot)
+/*
+ * Recompute @v; true when its parent must be recomputed too: the node's
+ * winner, certificate or subtree minimum changed, or its winner is a slot
+ * whose key changed (@a, @b), which moves its line without changing slot.
+ */
+static bool update(struct tp_pol_index *idx, size_t v, size_t a, size_t b)
 {
-	size_t v = (idx->cap + slot) >> 1;
+	struct node old = idx->node[v];
+	const struct node *nd = &idx->node[v];
+
+	recompute(idx, v);
+	return nd->win != old.win || nd->fail != old.fail ||
+	       nd->min_fail != old.min_fail ||
+	       (nd->win >= 0 && ((size_t)nd->win == a || (size_t)nd->win == b));
+}
+
+/*
+ * Slots @a and @b (may be equal) changed: recompute their paths to the
+ * root together, sharing the nodes above where they meet, and stop as
+ * soon as nothing changes any more.
+ */
+static void fix_paths(struct tp_pol_index *idx, size_t a, size_t b)
+{
+	size_t va = idx->cap + a, vb = idx->cap + b;
+	bool da = true, db = true;
 
 	if (!idx->tree)
 		return;
-	set_leaf_node(idx, slot);
-	for (; v; v >>= 1)
-		recompute(idx, v);
+	set_leaf_node(idx, a);
+	if (b != a)
+		set_leaf_node(idx, b);
+	for (; va > 1; va >>= 1, vb >>= 1) {
+		size_t pa = va >> 1, pb = vb >> 1;
+
+		if (pa == pb) {
+			if (!da && !db)
+				return;
+			da = db = update(idx, pa, a, b);
+			continue;
+		}
+		if (da)
+			da = update(idx, pa, a, b);
+		if (db)
+			db = update(idx, pb, a, b);
+		if (!da && !db)
+			return;
+	}
+}
+
+static void fix_path(struct tp_pol_index *idx, size_t slot)
+{
+	fix_paths(idx, slot, slot);
 }
 
 void tp_pol_index_rebuild(struct tp_pol_index *idx)
@@ -162,12 +212,17 @@ static int grow(struct tp_pol_index *idx)
 {
 	size_t cap = idx->cap * 2;
 	struct leaf *leaf = realloc(idx->leaf, cap * sizeof(*leaf));
+	size_t *holes;
 	struct node *node;
 
 	if (!leaf)
 		return -ENOMEM;
 	idx->leaf = leaf;
 	memset(leaf + idx->cap, 0, idx->cap * sizeof(*leaf));
+	holes = realloc(idx->holes, cap * sizeof(*holes));
+	if (!holes)
+		return -ENOMEM;
+	idx->holes = holes;
 	node = malloc(2 * cap * sizeof(*node));
 	if (!node)
 		return -ENOMEM;	/* the larger leaf array is harmless */
@@ -183,7 +238,31 @@ bool tp_pol_index_has(const struct tp_pol_index *idx,
 {
 	int64_t s = t->pol.idx;
 
-	return s >= 0 && (size_t)s < idx->n && idx->leaf[s].t == t;
+	return s >= 0 && (size_t)s < idx->slots && idx->leaf[s].t == t;
+}
+
+/*
+ * Pack the candidates into [0, n) when holes outnumber them, so sampling
+ * finds a candidate in two draws on average. Each compaction follows at
+ * least slots/2 removals: amortised O(1) per removal.
+ */
+static void compact(struct tp_pol_index *idx)
+{
+	size_t to = 0;
+
+	for (size_t s = 0; s < idx->slots; s++) {
+		if (!idx->leaf[s].t)
+			continue;
+		if (s != to) {
+			idx->leaf[to] = idx->leaf[s];
+			idx->leaf[to].t->pol.idx = (int64_t)to;
+			idx->leaf[s].t = NULL;
+		}
+		to++;
+	}
+	idx->slots = to;
+	idx->nholes = 0;
+	tp_pol_index_rebuild(idx);
 }
 
 int tp_pol_index_add(struct tp_pol_index *idx, struct tp_tensor *t,
@@ -195,11 +274,16 @@ int tp_pol_index_add(struct tp_pol_index *idx, struct tp_tensor *t,
 		tp_pol_index_set_key(idx, (size_t)t->pol.idx, key);
 		return 0;
 	}
-	if (idx->n == idx->cap && grow(idx))
-		return -ENOMEM;
-	s = idx->n++;
+	if (idx->nholes) {
+		s = idx->holes[--idx->nholes];
+	} else {
+		if (idx->slots == idx->cap && grow(idx))
+			return -ENOMEM;
+		s = idx->slots++;
+	}
 	idx->leaf[s].t = t;
 	idx->leaf[s].key = *key;
+	idx->n++;
 	t->pol.idx = (int64_t)s;
 	fix_path(idx, s);
 	return 0;
@@ -207,20 +291,23 @@ int tp_pol_index_add(struct tp_pol_index *idx, struct tp_tensor *t,
 
 bool tp_pol_index_del(struct tp_pol_index *idx, struct tp_tensor *t)
 {
-	size_t s, last;
+	size_t s;
 
 	if (!tp_pol_index_has(idx, t))
 		return false;
 	s = (size_t)t->pol.idx;
-	last = --idx->n;
-	if (s != last) {
-		idx->leaf[s] = idx->leaf[last];
-		idx->leaf[s].t->pol.idx = (int64_t)s;
-		fix_path(idx, s);
-	}
-	idx->leaf[last].t = NULL;
-	fix_path(idx, last);
+	idx->leaf[s].t = NULL;
 	t->pol.idx = -1;
+	idx->n--;
+	/* A removal leaves a hole, reused by the next add: one path. */
+	if (s == idx->slots - 1)
+		idx->slots--;
+	else
+		idx->holes[idx->nholes++] = s;
+	if (idx->slots > INITIAL_CAP && idx->n * 2 < idx->slots)
+		compact(idx);
+	else
+		fix_path(idx, s);
 	return true;
 }
 
@@ -258,9 +345,14 @@ size_t tp_pol_index_count(const struct tp_pol_index *idx)
 	return idx->n;
 }
 
+size_t tp_pol_index_slots(const struct tp_pol_index *idx)
+{
+	return idx->slots;
+}
+
 struct tp_tensor *tp_pol_index_at(const struct tp_pol_index *idx, size_t i)
 {
-	return i < idx->n ? idx->leaf[i].t : NULL;
+	return i < idx->slots ? idx->leaf[i].t : NULL;
 }
 
 const struct tp_pol_key *tp_pol_index_key(const struct tp_pol_index *idx,

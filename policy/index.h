@@ -3,8 +3,9 @@
  * The victim index: the candidates and their filter keys, giving the one
  * with the largest value at a given time.
  *
- * Candidates sit in a dense array (slot = t->pol.idx), so sampling picks
- * uniformly and a removal moves the last slot into the hole. Over the slots
+ * Candidates sit in an array of slots (slot = t->pol.idx); a removal
+ * leaves a hole that the next insertion fills, and the array is packed
+ * when holes outnumber candidates, so sampling stays cheap. Over the slots
  * is a kinetic tournament: each internal node holds the winner of its two
  * children at the index's time and the time at which the loser's line
  * overtakes the winner's (its certificate). Advancing to a later time
@@ -49,8 +50,11 @@ bool tp_pol_index_has(const struct tp_pol_index *idx,
  */
 struct tp_tensor *tp_pol_index_top(struct tp_pol_index *idx, uint64_t now);
 
+/* Candidates in the index. */
 size_t tp_pol_index_count(const struct tp_pol_index *idx);
-/* Slot @i (< count) and its key, for sampling and re-keying. */
+/* Slots in use: [0, slots) holds every candidate and fewer holes. */
+size_t tp_pol_index_slots(const struct tp_pol_index *idx);
+/* Slot @i's tensor (NULL: a hole) and its key, for sampling and re-keying. */
 struct tp_tensor *tp_pol_index_at(const struct tp_pol_index *idx, size_t i);
 const struct tp_pol_key *tp_pol_index_key(const struct tp_pol_index *idx,
 					  size_t i);

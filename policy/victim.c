@@ -86,14 +86,17 @@ void tp_policy_sync_conf(struct tp_policy *pol)
 	int search = pol->conf->policy_search;
 
 	if (filter != pol->filter) {
-		size_t n = tp_pol_index_count(pol->idx);
+		size_t n = tp_pol_index_slots(pol->idx);
 
 		pol->filter = filter;
 		pol->mem_sum = 0;
 		for (size_t i = 0; i < n; i++) {
+			struct tp_tensor *t = tp_pol_index_at(pol->idx, i);
 			struct tp_pol_key key;
 
-			make_key(pol, tp_pol_index_at(pol->idx, i), &key);
+			if (!t)
+				continue;
+			make_key(pol, t, &key);
 			/* Set keys with the tree off: one O(n) rebuild. */
 			tp_pol_index_set_tree(pol->idx, false);
 			tp_pol_index_set_key(pol->idx, i, &key);
@@ -130,6 +133,7 @@ static bool beats(const struct tp_pol_key *a, double va,
 static struct tp_tensor *sample(struct tp_policy *pol, uint64_t now)
 {
 	size_t n = tp_pol_index_count(pol->idx);
+	size_t slots = tp_pol_index_slots(pol->idx);
 	size_t k = (size_t)ceil(sqrt((double)n));
 	double small = TP_SAMPLE_SMALL_FRACTION * pol->mem_sum / (double)n;
 	struct tp_pol_key best_key = { 0 }, any_key = { 0 };
@@ -138,11 +142,17 @@ static struct tp_tensor *sample(struct tp_policy *pol, uint64_t now)
 
 	if (!n)
 		return NULL;
-	for (size_t i = 0; i < k; i++) {
-		size_t s = (size_t)(next_rand(pol) % n);
+	/* Holes are at most half the slots: a draw hits a candidate with
+	 * probability 1/2 or more. */
+	for (size_t i = 0, draws = 0; i < k && draws < 64 * k; draws++) {
+		size_t s = (size_t)(next_rand(pol) % slots);
 		struct tp_tensor *t = tp_pol_index_at(pol->idx, s);
 		struct tp_pol_key key;
 		double v;
+
+		if (!t)
+			continue;
+		i++;
 
 		make_key(pol, t, &key);
 		tp_pol_index_set_key(pol->idx, s, &key);

@@ -1,0 +1,191 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Decision latency of the policy: one decision is choose() plus the del()
+ * of the victim and the add() of the tensor that needed the room, with N
+ * candidates kept constant. Median and p99 per filter and search, at 1k,
+ * 10k and 100k candidates.
+ *
+ * usage: policy-bench [decisions per row (default 20000)] [seed] [filter]
+ *        [search] [N]   (the last three pick one row)
+ */
+#include "config.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "ctx/ctx.h"
+#include "policy/policy.h"
+
+static uint64_t now, rng;
+static double *cost;
+static struct tp_tensor *pool;
+
+static uint64_t rnd(void)
+{
+	rng ^= rng << 13;
+	rng ^= rng >> 7;
+	rng ^= rng << 17;
+	return rng;
+}
+
+static uint64_t clock_fn(void *priv)
+{
+	return now;
+}
+
+static double cost_fn(void *priv, const struct tp_tensor *t)
+{
+	return cost[t - pool];
+}
+
+static bool computable_fn(void *priv, const struct tp_tensor *t)
+{
+	return true;
+}
+
+static uint64_t mono_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+static int cmp_u64(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+static void fresh(size_t i)
+{
+	struct tp_tensor *t = &pool[i];
+
+	memset(t, 0, sizeof(*t));
+	t->id = i + 1;
+	/* sizes over three decades, as activations of a network are */
+	t->bytes = (size_t)(4096 * pow(1000, (double)(rnd() % 1000) / 1000));
+	t->nr_pages = t->resident_pages = 1;
+	t->last_access_ns = now - rnd() % 1000000;
+	t->computable = true;
+	t->pol.idx = -1;
+	cost[i] = (double)(1000 + rnd() % 100000);
+}
+
+static void row(const char *filter, const char *search, size_t n,
+		unsigned decisions)
+{
+	static const struct tp_cost_ops cops = {
+		.recompute_ns = cost_fn, .computable = computable_fn,
+	};
+	struct tp_ctx ctx;
+	struct tp_policy *pol;
+	const struct tp_victim_ops *ops;
+	uint64_t *lat = malloc(decisions * sizeof(*lat));
+	size_t extra = n;	/* spare slots for incoming tensors */
+	size_t *spare = malloc(extra * sizeof(*spare)), nspare = 0;
+	unsigned warm = decisions / 10;
+
+	pool = calloc(2 * n, sizeof(*pool));
+	cost = calloc(2 * n, sizeof(*cost));
+	if (!lat || !spare || !pool || !cost) {
+		fprintf(stderr, "out of memory\n");
+		exit(1);
+	}
+	memset(&ctx, 0, sizeof(ctx));
+	tp_conf_defaults(&ctx.conf);
+	tp_conf_set(&ctx.conf, "policy.filter", filter, "bench", 0);
+	tp_conf_set(&ctx.conf, "policy.search", search, "bench", 0);
+	pol = tp_policy_create(&ctx);
+	if (!pol) {
+		perror("tp_policy_create");
+		exit(1);
+	}
+	tp_policy_set_clock(pol, clock_fn, NULL);
+	tp_policy_set_cost_ops(pol, &cops);
+	tp_policy_seed(pol, rng);
+	ops = tp_policy_victim_ops(pol);
+	now = 1ull << 40;
+	for (size_t i = 0; i < n; i++) {
+		fresh(i);
+		ops->add(ops->priv, &pool[i]);
+	}
+	for (size_t i = n; i < 2 * n; i++)
+		spare[nspare++] = i;
+
+	for (unsigned d = 0; d < warm + decisions; d++) {
+		struct tp_tensor *v = NULL;
+		enum tp_leave how;
+		size_t in;
+		uint64_t t0, t1;
+
+		/* an op's worth of time passes; a tensor is touched */
+		now += 1000 + rnd() % 10000;
+		in = spare[--nspare];
+		fresh(in);
+		pool[in].last_access_ns = now;
+		{
+			struct tp_tensor *u = &pool[rnd() % (2 * n)];
+
+			if (u->pol.idx >= 0 && u->bytes) {
+				u->last_access_ns = now;
+				ops->touch(ops->priv, u);
+			}
+		}
+		t0 = mono_ns();
+		if (ops->choose(ops->priv, pool[in].bytes, false, &v, &how)) {
+			fprintf(stderr, "choose failed\n");
+			exit(1);
+		}
+		ops->del(ops->priv, v);
+		ops->add(ops->priv, &pool[in]);
+		t1 = mono_ns();
+		spare[nspare++] = (size_t)(v - pool);
+		if (d >= warm)
+			lat[d - warm] = t1 - t0;
+	}
+	qsort(lat, decisions, sizeof(*lat), cmp_u64);
+	printf("%-7s %-7s %7zu %10llu %10llu\n", filter, search, n,
+	       (unsigned long long)lat[decisions / 2],
+	       (unsigned long long)lat[(size_t)(decisions * 0.99)]);
+	fflush(stdout);
+	tp_policy_destroy(pol);
+	free(pool);
+	free(cost);
+	free(spare);
+	free(lat);
+}
+
+int main(int argc, char **argv)
+{
+	static const char *const filters[] = {
+		"delta", "lru", "greedy", "dtr", "msps", "coop",
+	};
+	static const size_t sizes[] = { 1000, 10000, 100000 };
+	unsigned decisions = argc > 1 ? (unsigned)atoi(argv[1]) : 20000;
+
+	rng = argc > 2 ? strtoull(argv[2], NULL, 0) : 0x5eed;
+	if (!decisions || !rng) {
+		fprintf(stderr, "usage: %s [decisions] [seed]\n", argv[0]);
+		return 2;
+	}
+	printf("# decision = choose + del(victim) + add(new); %u per row, seed %llu\n",
+	       decisions, (unsigned long long)rng);
+	printf("%-7s %-7s %7s %10s %10s\n", "filter", "search", "N",
+	       "median_ns", "p99_ns");
+	if (argc > 5) {
+		row(argv[3], argv[4], (size_t)atol(argv[5]), decisions);
+		return 0;
+	}
+	for (size_t s = 0; s < 3; s++) {
+		for (size_t f = 0; f < 6; f++)
+			row(filters[f], "exact", sizes[s], decisions);
+		row("delta", "sample", sizes[s], decisions);
+		row("dtr", "sample", sizes[s], decisions);
+	}
+	return 0;
+}

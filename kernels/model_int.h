@@ -1,0 +1,117 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Inside the models: the tape that a forward pass records and the
+ * backward pass replays in reverse (model_tape.c), and the architectures
+ * (models.c) written against it.
+ */
+#ifndef TP_KERNELS_MODEL_INT_H
+#define TP_KERNELS_MODEL_INT_H
+
+#include <stdbool.h>
+
+#include "kernels/models.h"
+#include "kernels/ops.h"
+
+#define TP_TAPE_MAX_IN	6
+#define TP_TAPE_MAX_OUT	4
+
+/* A tensor of the step or a parameter, with its gradient. */
+struct tp_mvar {
+	struct tp_tensor *t;
+	struct tp_tensor *grad;
+	size_t bytes;
+	unsigned refs;		/* tape entries that still need it */
+	bool param;		/* the model's: the step never frees it */
+	bool needs_grad;
+};
+
+struct tp_mparam {
+	struct tp_mvar v;
+	struct tp_tensor *state;	/* velocity, or Adam's m then v */
+	uint32_t count;
+};
+
+union tp_op_params {
+	struct tp_linear_params linear;
+	struct tp_gemm_params gemm;
+	struct tp_conv2d_params conv;
+	struct tp_batchnorm_params bn;
+	struct tp_eltwise_params ew;
+	struct tp_pool_params pool;
+	struct tp_gap_params gap;
+	struct tp_softmax_params sm;
+	struct tp_layernorm_params ln;
+	struct tp_xent_params xent;
+	struct tp_embedding_params emb;
+	struct tp_transpose_params tr;
+};
+
+struct tp_tape_ent {
+	const struct tp_op_type *bwd;
+	const char *bwd_in, *bwd_out;
+	union tp_op_params p;
+	size_t plen;
+	struct tp_mvar *in[TP_TAPE_MAX_IN], *out[TP_TAPE_MAX_OUT];
+	unsigned n_in, n_out;
+};
+
+enum tp_init { TP_INIT_ZERO, TP_INIT_ONE, TP_INIT_NORMAL };
+
+struct tp_model {
+	struct tp_ctx *ctx;
+	struct tp_model_opts o;
+	bool adam;
+	int (*forward)(struct tp_model *m, struct tp_mvar **loss);
+	/* parameters, in the order the forward pass asks for them */
+	struct tp_mparam **params;
+	unsigned n_params, cap_params, next_param;
+	/* this step's tensors and tape */
+	struct tp_mvar **vars;
+	unsigned n_vars, cap_vars;
+	struct tp_tape_ent *tape;
+	unsigned n_tape, cap_tape;
+	struct tp_tensor *one;		/* d loss / d loss */
+	int err;			/* first failure of this step */
+	unsigned step;
+	uint64_t rng, init_rng;
+	/* synthetic data */
+	uint32_t in_c, in_h, in_w;	/* image or vector input */
+	float *protos;			/* classes x input */
+	int32_t *teacher;		/* bert: class of each token */
+};
+
+/* model_tape.c */
+uint64_t tp_model_rand(uint64_t *state);
+float tp_model_normal(uint64_t *state);
+
+/**
+ * tp_model_op() - run forward op @name through tp_op_run() and record it.
+ * @out: filled with every output (room for TP_TAPE_MAX_OUT), or NULL.
+ *
+ * Return: output 0, or NULL after recording the error in m->err. Any NULL
+ * input makes it return NULL at once, so a forward pass is written as a
+ * straight sequence of calls and checked once at the end.
+ */
+struct tp_mvar *tp_model_op(struct tp_model *m, const char *name,
+			    const void *params, size_t plen,
+			    struct tp_mvar *const *in, unsigned n_in,
+			    struct tp_mvar **out);
+
+/**
+ * tp_model_param() - the next parameter of @count floats, created and
+ * initialised (N(0, @std^2) for TP_INIT_NORMAL) on the first step.
+ */
+struct tp_mvar *tp_model_param(struct tp_model *m, uint32_t count,
+			       enum tp_init init, float std);
+
+/** tp_model_input() - a step tensor holding @bytes of host @data. */
+struct tp_mvar *tp_model_input(struct tp_model *m, const void *data,
+			       size_t bytes);
+
+int tp_model_backward(struct tp_model *m, struct tp_mvar *loss);
+int tp_model_optimize(struct tp_model *m);
+/* Free every tensor of the step and forget the tape. */
+void tp_model_end_step(struct tp_model *m);
+void tp_model_free_params(struct tp_model *m);
+
+#endif /* TP_KERNELS_MODEL_INT_H */

@@ -136,31 +136,50 @@ static void set_leaf_node(struct tp_pol_index *idx, size_t slot)
 	nd->min_fail = INFINITY;
 }
 
-/*
- * Recompute @v; true when its parent must be recomputed too: the node's
- * winner, certificate or subtree minimum changed, or its winner is a slot
- * whose key changed (@a, @b), which moves its line without changing slot.
- */
-static bool update(struct tp_pol_index *idx, size_t v, size_t a, size_t b)
+/* Whether @v's winner is slot @a or @b. */
+static bool is_changed(const struct tp_pol_index *idx, size_t v, size_t a,
+		       size_t b)
 {
-	struct node old = idx->node[v];
-	const struct node *nd = &idx->node[v];
+	int32_t w = idx->node[v].win;
 
-	recompute(idx, v);
-	return nd->win != old.win || nd->fail != old.fail ||
-	       nd->min_fail != old.min_fail ||
-	       (nd->win >= 0 && ((size_t)nd->win == a || (size_t)nd->win == b));
+	return w >= 0 && ((size_t)w == a || (size_t)w == b);
+}
+
+/* What changed at a node, which decides how much its parent redoes. */
+#define CH_WIN	1u	/* the winner (or its line): recompute the parent */
+#define CH_MIN	2u	/* only the subtree minimum: refresh the parent's */
+
+/*
+ * Redo node @v: the whole comparison when @full (a child's winner moved
+ * or @v's own certificate failed), else only its subtree minimum, since
+ * the certificate depends on nothing but the two winners' lines.
+ * Return what changed, for the parent.
+ */
+static unsigned refresh(struct tp_pol_index *idx, size_t v, bool full)
+{
+	struct node *nd = &idx->node[v];
+	int32_t win = nd->win;
+	double min_fail = nd->min_fail;
+
+	if (full)
+		recompute(idx, v);
+	else
+		nd->min_fail = fmin(nd->fail, fmin(idx->node[2 * v].min_fail,
+						   idx->node[2 * v + 1].min_fail));
+	return (nd->win != win ? CH_WIN : 0) |
+	       (nd->min_fail != min_fail ? CH_MIN : 0);
 }
 
 /*
- * Slots @a and @b (may be equal) changed: recompute their paths to the
- * root together, sharing the nodes above where they meet, and stop as
- * soon as nothing changes any more.
+ * Slots @a and @b (may be equal) changed: redo their paths to the root
+ * together, sharing the nodes above where they meet, and stop as soon as
+ * nothing changes any more. A winner that is a changed slot counts as a
+ * changed winner: its line moved though its slot did not.
  */
 static void fix_paths(struct tp_pol_index *idx, size_t a, size_t b)
 {
 	size_t va = idx->cap + a, vb = idx->cap + b;
-	bool da = true, db = true;
+	unsigned fa = CH_WIN, fb = CH_WIN;
 
 	if (!idx->tree)
 		return;
@@ -171,16 +190,20 @@ static void fix_paths(struct tp_pol_index *idx, size_t a, size_t b)
 		size_t pa = va >> 1, pb = vb >> 1;
 
 		if (pa == pb) {
-			if (!da && !db)
+			fa |= fb;
+			if (!fa)
 				return;
-			da = db = update(idx, pa, a, b);
+			fa = fb = refresh(idx, pa, fa & CH_WIN) |
+				  (is_changed(idx, pa, a, b) ? CH_WIN : 0);
 			continue;
 		}
-		if (da)
-			da = update(idx, pa, a, b);
-		if (db)
-			db = update(idx, pb, a, b);
-		if (!da && !db)
+		if (fa)
+			fa = refresh(idx, pa, fa & CH_WIN) |
+			     (is_changed(idx, pa, a, b) ? CH_WIN : 0);
+		if (fb)
+			fb = refresh(idx, pb, fb & CH_WIN) |
+			     (is_changed(idx, pb, a, b) ? CH_WIN : 0);
+		if (!fa && !fb)
 			return;
 	}
 }
@@ -318,14 +341,19 @@ void tp_pol_index_set_key(struct tp_pol_index *idx, size_t i,
 	fix_path(idx, i);
 }
 
-/* Replay the nodes under @v whose certificates failed by idx->now. */
-static void advance(struct tp_pol_index *idx, size_t v)
+/*
+ * Replay the nodes under @v whose certificates failed by idx->now: the
+ * failed node's comparison, and above it only what its changes require.
+ */
+static unsigned advance(struct tp_pol_index *idx, size_t v)
 {
+	unsigned f;
+
 	if (v >= idx->cap || !(idx->node[v].min_fail <= (double)idx->now))
-		return;
-	advance(idx, 2 * v);
-	advance(idx, 2 * v + 1);
-	recompute(idx, v);
+		return 0;
+	f = advance(idx, 2 * v) | advance(idx, 2 * v + 1);
+	return refresh(idx, v, (f & CH_WIN) ||
+			       idx->node[v].fail <= (double)idx->now);
 }
 
 struct tp_tensor *tp_pol_index_top(struct tp_pol_index *idx, uint64_t now)

@@ -167,10 +167,11 @@ int main(void)
 	ok_rc(ret, "run 1: %d ops, no memory pressure", NOPS);
 	data = calloc(MAXT, sizeof(*data));
 	for (i = 0; !ret && i < r1.n; i++) {
-		size_t len = tp_tensor_size(r1.t[i]);
+		size_t len;
 
 		if (r1.freed[i])
 			continue;
+		len = tp_tensor_size(r1.t[i]);
 		data[i] = malloc(len);
 		if (!data[i] || tp_tensor_read(ctx, r1.t[i], 0, data[i], len))
 			bail_out("run 1: reading tensor %u", i);
@@ -194,11 +195,12 @@ int main(void)
 	     (unsigned long long)r2.lst.replays);
 	ok(r2.n == r1.n, "same tensors (%u)", r2.n);
 	for (i = 0; !ret && i < r2.n; i++) {
-		size_t len = tp_tensor_size(r2.t[i]);
+		size_t len;
 		void *buf;
 
 		if (r2.freed[i])
 			continue;
+		len = tp_tensor_size(r2.t[i]);
 		live++;
 		buf = malloc(len);
 		if (buf && !tp_tensor_read(ctx, r2.t[i], 0, buf, len) &&

@@ -25,8 +25,11 @@ TP_API struct tp_ctx *tp_ctx_create(const char *opts)
 		return NULL;
 	}
 	ret = tp_conf_load(&ctx->conf, opts);
-	if (ret)
+	if (ret) {
+		/* Unknown keys and bad values alike: the log says which. */
+		ret = -EINVAL;
 		goto err_free;
+	}
 	tp_log_set_level((enum tp_log_level)ctx->conf.log_level);
 
 	ctx->vmm = tp_vmm_open(&ctx->conf);

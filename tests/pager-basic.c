@@ -15,7 +15,7 @@ int main(void)
 	void *p, *q;
 
 	pt_probe();
-	plan_tests(27);
+	plan_tests(31);
 	ctx = pt_ctx("pager.budget=128C");
 	chunk = pt_chunk(ctx);
 	bytes = 3 * chunk + chunk / 3;
@@ -73,7 +73,25 @@ int main(void)
 	ok(tp_tensor_evict(ctx, t) == -EPERM, "evict of an uncomputable tensor: -EPERM");
 	ok_rc(tp_tensor_free(ctx, t), "free");
 
+	tp_stats_get(ctx, &st);
+	ok(st.copy_d2h_ns > 0 && st.copy_h2d_ns > 0, "copies were timed");
 	tp_ctx_destroy(ctx);
+
+	/* sim holds no data: copies in and out are refused, paging works. */
+	ctx = tp_ctx_create("vmm.backend=sim,vmm.chunk_size=64K,pager.budget=64M");
+	t = ctx ? tp_tensor_create(ctx, bytes, 0) : NULL;
+	ok(t && tp_tensor_write(ctx, t, 0, src, bytes) == -ENOTSUP &&
+	   tp_tensor_read(ctx, t, 0, dst, bytes) == -ENOTSUP,
+	   "sim: write and read -ENOTSUP");
+	ok(t && tp_tensor_acquire(ctx, t, TP_WRITE) && !tp_tensor_release(ctx, t) &&
+	   !tp_tensor_offload(ctx, t) && tp_tensor_acquire(ctx, t, TP_READ) &&
+	   !tp_tensor_release(ctx, t), "sim: acquire, offload, reload");
+	if (t)
+		tp_tensor_free(ctx, t);
+	tp_ctx_destroy(ctx);
+	errno = 0;
+	ok(!tp_ctx_create("pager.no_such_key=1") && errno == EINVAL,
+	   "unknown key: NULL, EINVAL");
 	free(src);
 	free(dst);
 	return exit_status();

@@ -29,8 +29,12 @@ struct leaf {
 	struct tp_pol_key key;
 };
 
+/* The winner's line is copied into its nodes: a comparison then reads
+ * two adjacent nodes instead of two random leaves. */
 struct node {
 	int32_t win;		/* slot of the winner, -1: empty subtree */
+	double k, g;		/* the winner's line ... */
+	uint64_t a;		/* ... k * (now - a) + g */
 	double fail;		/* when this node's certificate fails */
 	double min_fail;	/* smallest fail time in the subtree */
 };
@@ -82,9 +86,9 @@ void tp_pol_index_destroy(struct tp_pol_index *idx)
 	free(idx);
 }
 
-static double value_at(const struct tp_pol_index *idx, int32_t s)
+static double node_value(const struct node *n, uint64_t now)
 {
-	return tp_filter_value(&idx->leaf[s].key, idx->now);
+	return n->k * (double)(int64_t)(now - n->a) + n->g;
 }
 
 /* Recompute internal node @v from its children at idx->now. */
@@ -92,46 +96,50 @@ static void recompute(struct tp_pol_index *idx, size_t v)
 {
 	struct node *nd = &idx->node[v];
 	const struct node *l = &idx->node[2 * v], *r = &idx->node[2 * v + 1];
-	int32_t w, o;
-	double vw, vo, kw, ko;
+	const struct node *w, *o;
+	double vw, vo;
 
 	nd->fail = INFINITY;
 	if (l->win < 0 || r->win < 0) {
-		nd->win = l->win < 0 ? r->win : l->win;
-		goto out;
+		w = l->win < 0 ? r : l;
+		goto copy;
 	}
-	w = l->win;
-	o = r->win;
-	vw = value_at(idx, w);
-	vo = value_at(idx, o);
-	kw = idx->leaf[w].key.k;
-	ko = idx->leaf[o].key.k;
+	vw = node_value(l, idx->now);
+	vo = node_value(r, idx->now);
 	/* Ties go to the steeper line: it is ahead from now on. */
-	if (vo > vw || (vo == vw && ko > kw)) {
-		int32_t ts = w;
-		double tv = vw, tk = kw;
+	if (vo > vw || (vo == vw && r->k > l->k)) {
+		double tv = vw;
 
-		w = o; vw = vo; kw = ko;
-		o = ts; vo = tv; ko = tk;
+		w = r; o = l;
+		vw = vo; vo = tv;
+	} else {
+		w = l; o = r;
 	}
-	nd->win = w;
-	if (ko > kw) {
+	if (o->k > w->k) {
 		/* The loser gains ko - kw per ns and is vw - vo behind. */
-		double d = (vw - vo) / (ko - kw);
+		double d = (vw - vo) / (o->k - w->k);
 
 		if (!(d >= 1))		/* rounding, or NaN from inf keys */
 			d = isnan(d) ? INFINITY : 1;
 		nd->fail = (double)idx->now + d;
 	}
-out:
+copy:
+	nd->win = w->win;
+	nd->k = w->k;
+	nd->g = w->g;
+	nd->a = w->a;
 	nd->min_fail = fmin(nd->fail, fmin(l->min_fail, r->min_fail));
 }
 
 static void set_leaf_node(struct tp_pol_index *idx, size_t slot)
 {
 	struct node *nd = &idx->node[idx->cap + slot];
+	const struct tp_pol_key *key = &idx->leaf[slot].key;
 
 	nd->win = idx->leaf[slot].t ? (int32_t)slot : -1;
+	nd->k = key->k;
+	nd->g = key->g;
+	nd->a = key->a;
 	nd->fail = INFINITY;
 	nd->min_fail = INFINITY;
 }

@@ -273,15 +273,14 @@ void tp_policy_forget(struct tp_policy *pol, struct tp_tensor *t)
 
 void tp_policy_stats(struct tp_policy *pol, struct tp_stats *st)
 {
-	struct tp_prefetch_stats ps;
-
-	tp_prefetch_get_stats(pol->pf, &ps);
-	st->prefetch_issued = ps.issued;
-	st->prefetch_hits = ps.hits;
-	st->prefetch_late = ps.late;
-	st->prefetch_wasted = ps.wasted;
 	st->policy_decisions = pol->decisions;
 	st->policy_ns = pol->decision_ns;
+}
+
+void tp_policy_prefetch_stats(struct tp_policy *pol,
+			      struct tp_prefetch_stats *st)
+{
+	tp_prefetch_get_stats(pol->pf, st);
 }
 
 void tp_policy_seed(struct tp_policy *pol, uint64_t seed)

@@ -124,8 +124,17 @@ bool tp_policy_recompute_back(struct tp_policy *pol,
 /* @t is being freed (its struct goes): drop every reference to it. */
 void tp_policy_forget(struct tp_policy *pol, struct tp_tensor *t);
 
-/* Fill the policy's fields of @st (policy_*, prefetch_*). */
+/*
+ * Fill the policy's fields of @st: policy_decisions and policy_ns. The
+ * prefetch_* fields are the pager's, which sees every prefetch (the
+ * user's too) complete.
+ */
 void tp_policy_stats(struct tp_policy *pol, struct tp_stats *st);
+
+struct tp_prefetch_stats;
+/* The prefetcher's own counts of the tensors it picked (prefetch.h). */
+void tp_policy_prefetch_stats(struct tp_policy *pol,
+			      struct tp_prefetch_stats *st);
 
 /* Test hook: the seed of the sampling generator (policy.search=sample). */
 void tp_policy_seed(struct tp_policy *pol, uint64_t seed);

@@ -89,7 +89,7 @@ static size_t pick(struct tp_tensor **out, uint64_t free_bytes)
 int main(void)
 {
 	struct tp_tensor a[NT], b[NT], *out[8];
-	struct tp_stats st;
+	struct tp_prefetch_stats st;
 	uint64_t start;
 	size_t n;
 
@@ -170,13 +170,13 @@ int main(void)
 	acquire(&b[8]);
 	acquire(&b[7]);
 	acquire(&b[6]);
-	tp_policy_stats(pol, &st);
-	ok(st.prefetch_issued == 3, "issued 3 (got %llu)",
-	   (unsigned long long)st.prefetch_issued);
-	ok(st.prefetch_hits == 1, "1 hit (got %llu)",
-	   (unsigned long long)st.prefetch_hits);
-	ok(st.prefetch_late == 1, "1 late (got %llu)",
-	   (unsigned long long)st.prefetch_late);
+	tp_policy_prefetch_stats(pol, &st);
+	ok(st.issued == 3, "issued 3 (got %llu)",
+	   (unsigned long long)st.issued);
+	ok(st.hits == 1, "1 hit (got %llu)",
+	   (unsigned long long)st.hits);
+	ok(st.late == 1, "1 late (got %llu)",
+	   (unsigned long long)st.late);
 	tp_policy_prefetch_done(pol, &b[6], true);
 
 	/* b[5] completes but leaves again before use: wasted. */
@@ -192,9 +192,9 @@ int main(void)
 		ops->del(ops->priv, &b[5]);
 		b[5].resident_pages = 0;
 	}
-	tp_policy_stats(pol, &st);
-	ok(st.prefetch_wasted == 1, "1 wasted (got %llu)",
-	   (unsigned long long)st.prefetch_wasted);
+	tp_policy_prefetch_stats(pol, &st);
+	ok(st.wasted == 1, "1 wasted (got %llu)",
+	   (unsigned long long)st.wasted);
 
 	/* Only into free chunks: b[5] (8 KiB) first; 4 KiB free stops the
 	 * scan rather than taking b[4] ahead of it. */
@@ -203,8 +203,8 @@ int main(void)
 	n = pick(out, 2 * CHUNK);
 	ok(n == 1 && out[0] == &b[5], "8 KiB free: b[5] alone");
 	tp_policy_prefetch_done(pol, &b[5], false);	/* not issued */
-	tp_policy_stats(pol, &st);
-	ok(st.prefetch_issued == 3, "a prefetch not issued is not counted");
+	tp_policy_prefetch_stats(pol, &st);
+	ok(st.issued == 3, "a prefetch not issued is not counted");
 
 	/* Under the high watermark only: budget 1 MiB, 75%: 700 KiB used
 	 * leaves 68 KiB, 767 KiB used leaves 1 KiB. */

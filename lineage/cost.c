@@ -327,7 +327,7 @@ double tp_lineage_recompute_ns(struct tp_lineage *lin,
 
 		if (!tp_pager_has_evicted(y->t))
 			continue;
-		if (!y->t->lin.rec || y->lost) {
+		if (!y->t->lin.rec) {
 			free(stk);
 			return INFINITY;	/* an input that cannot come back */
 		}

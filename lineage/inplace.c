@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Severing: contents that cannot be regenerated are about to change or go
- * (an uncomputable tensor, a parameter say, updated in place or freed
- * while records still read it). Records that read the old contents can
+ * Severing: contents that cannot be regenerated are about to change (an
+ * uncomputable tensor, a parameter say, updated in place while records
+ * still read it). Records that read the old contents can
  * never be replayed again, so every live tensor downstream of them through
  * records is made uncomputable: regenerated first if it is evicted, then
  * detached from its record. It stays put (offloadable, never evicted) and
@@ -75,12 +75,12 @@ static int closure(struct tp_lineage *lin, struct tp_lin_node *n,
 	return 0;
 }
 
-int tp_lin_sever(struct tp_lineage *lin, struct tp_tensor *t, bool force)
+int tp_lin_sever(struct tp_lineage *lin, struct tp_tensor *t)
 {
 	struct tp_lin_node *n = t->lin.p;
 	struct ptrvec recs = { 0 }, live = { 0 };
 	size_t i;
-	int ret = 0, first = 0;
+	int ret = 0;
 
 	if (!n || !n->nr_users)
 		return 0;
@@ -116,14 +116,8 @@ int tp_lin_sever(struct tp_lineage *lin, struct tp_tensor *t, bool force)
 		if (!tp_pager_has_evicted(o))
 			continue;
 		ret = tp_lineage_regenerate(lin, o);
-		if (!ret)
-			continue;
-		if (!force)
+		if (ret)
 			break;
-		((struct tp_lin_node *)o->lin.p)->lost = true;
-		if (!first)
-			first = ret;
-		ret = 0;
 	}
 	if (ret) {
 		for (i = 0; i < live.n; i++) {
@@ -142,9 +136,8 @@ int tp_lin_sever(struct tp_lineage *lin, struct tp_tensor *t, bool force)
 		tp_lin_detach(lin, o);
 	}
 	lin->st.severed += live.n;
-	ret = first;
 out:
-	if (ret == -ENOMEM && !force)
+	if (ret == -ENOMEM)
 		tp_ctx_error(lin->ctx, ret, "lineage: cannot make room to keep what tensor %llu's old contents made",
 			     (unsigned long long)t->id);
 	free(recs.v);

@@ -18,8 +18,7 @@ bool tp_lineage_can_regenerate(struct tp_lineage *lin,
 	const struct tp_lin_rec *rec = t->lin.rec;
 
 	(void)lin;
-	return t->computable && n && rec && rec->replayable && !n->severed &&
-	       !n->lost;
+	return t->computable && n && rec && rec->replayable && !n->severed;
 }
 
 static bool can_regenerate_cb(void *priv, const struct tp_tensor *t)

@@ -104,6 +104,8 @@ struct tp_lineage_stats {
 	uint64_t max_depth;		/* deepest work stack so far */
 	uint64_t scratch_outputs;	/* outputs replayed into scratch */
 	uint64_t pin_drops;		/* regenerations that let pins go */
+	uint64_t kept;			/* uncomputable tensors freed while read,
+					 * memory kept for the records, now */
 	uint64_t severed;		/* tensors made uncomputable by in-place
 					 * updates or frees of what they read */
 };

@@ -45,8 +45,8 @@ struct tp_lin_node {
 	size_t nr_users;
 	uint64_t version;		/* bumped by each in-place update */
 	bool user_freed;		/* fake-deleted: kept for its users */
+	bool kept;			/* freed uncomputable, read by records */
 	bool severed;			/* made uncomputable; being detached */
-	bool lost;			/* contents gone for good */
 	/* union-find for c_r (cost.c); valid while uf_epoch matches */
 	uint32_t uf;
 	uint32_t uf_epoch;
@@ -224,14 +224,12 @@ int tp_lin_regenerate_cb(void *priv, struct tp_tensor *t);
 
 /**
  * tp_lin_sever() - the contents of uncomputable @t (its current version)
- * are about to go. Every live tensor whose regeneration needs them is
+ * are about to change. Every live tensor whose regeneration needs them is
  * regenerated now if evicted and made uncomputable; the records that
  * read them then go.
- * With @force, a tensor that cannot be regenerated is marked lost and
- * the others are still severed (the contents go whatever happens).
- * Return: 0, or the error of a regeneration (without @force, on failure
- * every tensor keeps its state and computability).
+ * Return: 0, or the error of a regeneration (every tensor then keeps its
+ * state and computability).
  */
-int tp_lin_sever(struct tp_lineage *lin, struct tp_tensor *t, bool force);
+int tp_lin_sever(struct tp_lineage *lin, struct tp_tensor *t);
 
 #endif /* TP_LINEAGE_LINEAGE_INT_H */

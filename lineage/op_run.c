@@ -315,7 +315,7 @@ TP_API int tp_op_run(struct tp_ctx *ctx, const struct tp_op_type *type,
 		o.out[io] = nt;
 		rw_in = ii;
 	} else if (inplace) {
-		ret = tp_lin_sever(lin, x, false);
+		ret = tp_lin_sever(lin, x);
 		if (ret)
 			goto out_rec;
 		o.out[io] = x;

@@ -155,6 +155,8 @@ static void node_gone(struct tp_lineage *lin, struct tp_lin_node *n)
 	}
 	if (n->user_freed)
 		lin->st.fake_deleted--;
+	if (n->kept)
+		lin->st.kept--;
 	node_free(lin, n);
 }
 
@@ -231,7 +233,6 @@ bool tp_lin_on_free(void *priv, struct tp_tensor *t)
 {
 	struct tp_lineage *lin = priv;
 	struct tp_lin_node *n = t->lin.p;
-	int ret;
 
 	if (!n)
 		return false;
@@ -249,19 +250,13 @@ bool tp_lin_on_free(void *priv, struct tp_tensor *t)
 		return true;
 	}
 	/*
-	 * Records read contents that cannot be regenerated and are about
-	 * to go: what depends on them is materialised and made
-	 * uncomputable first (forced: a failure loses that tensor only).
+	 * Records read contents that cannot be regenerated. The pager keeps
+	 * a freed tensor's memory while references remain, and the records
+	 * hold one each: the contents stay (offloadable, never evicted) and
+	 * go with the last of them. Nothing is regenerated or severed.
 	 */
-	ret = tp_lin_sever(lin, t, true);
-	if (ret)
-		tp_ctx_error(lin->ctx, ret, "lineage: freeing tensor %llu lost tensors that depended on it",
-			     (unsigned long long)t->id);
-	n = t->lin.p;
-	if (n) {
-		node_gone(lin, n);
-		drain(lin);
-	}
+	n->kept = true;
+	lin->st.kept++;
 	return false;
 }
 

@@ -299,8 +299,6 @@ int tp_lineage_regenerate(struct tp_lineage *lin, struct tp_tensor *t)
 		}
 		if (!n || !rec)
 			ret = cannot(lin, x, "it was not made by an op");
-		else if (n->lost)
-			ret = cannot(lin, x, "what it was made from is gone");
 		else if (!rec->replayable)
 			ret = cannot(lin, x, "its op is not deterministic");
 		if (ret)

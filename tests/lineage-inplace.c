@@ -9,6 +9,8 @@
  *    evicted it is regenerated from the old version first, then it is
  *    uncomputable (never evicted again).
  *  - A failing launch leaves everything readable with its data.
+ *  - A parameter freed while records read it keeps its memory until the
+ *    last of them goes.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -84,7 +86,7 @@ int main(void)
 	int err;
 	const int eio = EIO;
 
-	plan_tests(36);
+	plan_tests(38);
 	ctx = tp_ctx_create("vmm.backend=host,vmm.chunk_size=64K,pager.budget=64M,pager.slab_fraction=0");
 	if (!ctx)
 		bail_out("tp_ctx_create: %s", strerror(errno));
@@ -195,16 +197,18 @@ int main(void)
 	q3 = run1(&tops_scale, &sp, sizeof(sp), p, NULL);
 	ok(q3 && !tp_tensor_evict(ctx, q3), "a reader of p, evicted");
 	ok_rc(tp_tensor_free(ctx, p), "free p");
+	ok(lst().kept == 1, "p's memory is kept for the record that reads it");
 	for (i = 0; i < N; i++)
 		want[i] = tops_ref_scale(pnew[i], sp.s, sp.c);
-	ok(!q3->computable && same(q3), "the reader was regenerated first and kept");
+	ok(q3->computable && same(q3) && !tp_tensor_evict(ctx, q3) && same(q3),
+	   "the reader still regenerates from it");
+	ok(!tp_tensor_free(ctx, q3) && lst().kept == 0, "and p goes with the reader");
 
 	/* --- everything goes ------------------------------------------ */
 	for (k = 0; k <= CHAIN; k++)
 		tp_tensor_free(ctx, y[k]);
 	tp_tensor_free(ctx, z);
 	tp_tensor_free(ctx, q);
-	tp_tensor_free(ctx, q3);
 	tp_tensor_free(ctx, r);
 	tp_tensor_free(ctx, r2);
 	tp_tensor_free(ctx, s);

@@ -6,7 +6,7 @@
  * cuda figures are wall time measured by the vmm's own call counters;
  * sim figures are its virtual clock (what it was configured to charge).
  *
- *   vmm-bench [-b cuda|host|sim] [-r REPS] [-c CHUNK_BYTES]
+ *   vmm-bench [-b cuda|host|sim] [-r REPS] [-c CHUNK] [-o key=value,...]
  */
 #include "config.h"
 
@@ -28,14 +28,18 @@ struct row_src {
 	const char *label;
 };
 
-static struct tp_vmm *open_backend(const char *name, const char *chunk)
+static struct tp_vmm *open_backend(const char *name, const char *chunk,
+				   const char *opts)
 {
 	struct tp_conf conf;
 
 	tp_conf_defaults(&conf);
 	if (tp_conf_set(&conf, "vmm.backend", name, "vmm-bench", 0) ||
-	    tp_conf_set(&conf, "vmm.chunk_size", chunk, "vmm-bench", 0))
+	    tp_conf_set(&conf, "vmm.chunk_size", chunk, "vmm-bench", 0) ||
+	    (opts && tp_conf_apply_opts(&conf, opts, "vmm-bench -o"))) {
+		errno = EINVAL;
 		return NULL;
+	}
 	return tp_vmm_open(&conf);
 }
 
@@ -178,16 +182,17 @@ out_free:
 int main(int argc, char **argv)
 {
 	static const char *const all[] = { "cuda", "host", "sim" };
-	const char *only = NULL, *chunk = "2M";
+	const char *only = NULL, *chunk = "2M", *opts = NULL;
 	int reps = 200, opt, i, status = 0;
 
-	while ((opt = getopt(argc, argv, "b:r:c:h")) != -1) {
+	while ((opt = getopt(argc, argv, "b:r:c:o:h")) != -1) {
 		switch (opt) {
 		case 'b': only = optarg; break;
 		case 'r': reps = atoi(optarg); break;
 		case 'c': chunk = optarg; break;
+		case 'o': opts = optarg; break;
 		default:
-			fprintf(stderr, "usage: %s [-b cuda|host|sim] [-r REPS] [-c CHUNK]\n",
+			fprintf(stderr, "usage: %s [-b cuda|host|sim] [-r REPS] [-c CHUNK] [-o key=value,...]\n",
 				argv[0]);
 			return opt == 'h' ? 0 : 2;
 		}
@@ -202,7 +207,7 @@ int main(int argc, char **argv)
 
 		if (only && strcmp(only, all[i]) != 0)
 			continue;
-		vmm = open_backend(all[i], chunk);
+		vmm = open_backend(all[i], chunk, opts);
 		if (!vmm) {
 			printf("== %s: does not open here (%s)\n\n", all[i],
 			       strerror(errno));

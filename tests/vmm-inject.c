@@ -16,6 +16,12 @@
 #include "tests/vmm-util.h"
 #include "vmm/backend_host.h"
 
+#ifndef TP_FAULT_INJECTION
+int main(void)
+{
+	plan_skip_all("built with --disable-fault-injection");
+}
+#else
 #define NR 3
 #define CHUNK (64u << 10)
 #define INJECTED EIO
@@ -183,3 +189,4 @@ int main(void)
 	}
 	return exit_status();
 }
+#endif /* TP_FAULT_INJECTION */

@@ -103,6 +103,7 @@ struct tp_lineage {
 
 	struct cds_list_head nodes;
 	struct cds_list_head recs;
+	unsigned nesting;		/* regenerations in progress */
 	uint64_t rec_seq;
 	uint64_t mark_seq;
 	/* pointer work list reused by releases and walks */

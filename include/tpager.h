@@ -200,8 +200,11 @@ struct tp_op_launch;
 /*
  * An op type: registered once, referenced by every record of a run.
  * @launch runs the op. On a GPU backend it enqueues on l->stream and
- * returns; on the host backend it computes on the caller's thread. It must
- * be deterministic: a recompute replays it and must produce the same bits.
+ * returns; on the host backend it computes on the caller's thread; on sim
+ * it is not called (there is no data). It must be deterministic: a
+ * recompute replays it and must produce the same bits. An in-place op
+ * reads in[inplace_in] and writes out[inplace_out]: the same address on
+ * its first run, two different ones when it is replayed.
  */
 struct tp_op_type {
 	const char *name;
@@ -245,6 +248,14 @@ struct tp_op_launch {
  *          as needed).
  * @outputs: filled with new computable tensors of @out_bytes each (or, for
  *           an in-place op, the input whose pages the output took).
+ *
+ * In place (TP_OP_INPLACE) on a computable input, the output is a new
+ * tensor at the input's address, with its pages; the input's handle keeps
+ * the old version, moved to another address and regenerated when used.
+ * On an uncomputable input (a parameter) the output is the input itself,
+ * updated at its address; tensors made from its old contents become
+ * uncomputable (regenerated first if they were evicted). The launch then
+ * writes the only copy: it must fail, if at all, before writing.
  *
  * Return: 0 or -errno; on failure no output exists and inputs are as before.
  */

@@ -256,6 +256,23 @@ static void test_builder(void)
 	   tp_trace_add_free(t, 7) == -ENOENT,
 	   "free once; again -ESTALE; missing -ENOENT");
 	tp_trace_free(t);
+
+	/* Sizes near 2^64 add up without wrapping. */
+	{
+		struct tp_trace_summary s;
+
+		t = tp_trace_new();
+		if (!t || tp_trace_add_tensor(t, UINT64_MAX / 2 + 1, 0,
+					      TP_TRACE_NONE, &a) ||
+		    tp_trace_add_tensor(t, UINT64_MAX / 2 + 1, 0,
+					TP_TRACE_NONE, &b) ||
+		    tp_trace_add_free(t, a) || tp_trace_peak(t, &s))
+			bail_out("building the large trace");
+		ok(s.peak_bytes == UINT64_MAX &&
+		   s.end_bytes == UINT64_MAX / 2 + 1,
+		   "a peak past 2^64 - 1 reads as UINT64_MAX, then comes down");
+		tp_trace_free(t);
+	}
 	tp_trace_free(NULL);
 }
 
@@ -299,7 +316,7 @@ static void test_man_example(void)
 
 int main(void)
 {
-	plan_tests(16 + ARRAY_SIZE(bad) + 2 + 10 + 2);
+	plan_tests(16 + ARRAY_SIZE(bad) + 2 + 11 + 2);
 	test_man_example();
 	test_sample();
 	test_malformed();

@@ -308,7 +308,7 @@ struct tp_trace_summary {
  * trace when it has no MEASURE_BEGIN), and the total compute time of the
  * ops in it. A storage is live from the event that creates it until the
  * last tensor on it is freed. These are what budget ratios and overheads
- * are relative to.
+ * are relative to. Byte counts beyond 2^64 - 1 read as UINT64_MAX.
  *
  * Return: 0, or -ENOMEM (@s is then zeroed).
  */

@@ -16,11 +16,19 @@
 
 #include "trace/trace.h"
 
+/* 128 bits: sizes are any 64-bit values, their sum cannot wrap. */
+typedef unsigned __int128 tp_bytes128;
+
 struct acct {
 	const struct tp_trace *t;
 	uint32_t *live;		/* live tensors per storage */
-	uint64_t bytes;
+	tp_bytes128 bytes;
 };
+
+static uint64_t clamp64(tp_bytes128 v)
+{
+	return v > UINT64_MAX ? UINT64_MAX : (uint64_t)v;
+}
 
 static void tensor_born(struct acct *a, uint32_t id)
 {
@@ -71,6 +79,7 @@ int tp_trace_peak(const struct tp_trace *t, struct tp_trace_summary *s)
 {
 	struct acct a = { .t = t };
 	bool in = !t->measured;
+	tp_bytes128 peak = 0;
 	size_t i;
 
 	memset(s, 0, sizeof(*s));
@@ -83,7 +92,8 @@ int tp_trace_peak(const struct tp_trace *t, struct tp_trace_summary *s)
 
 		if (e->kind == TP_TRACE_EV_MEASURE_BEGIN) {
 			in = true;
-			s->start_bytes = s->peak_bytes = a.bytes;
+			peak = a.bytes;
+			s->start_bytes = clamp64(a.bytes);
 			s->peak_event = (uint32_t)i;
 			continue;
 		}
@@ -96,12 +106,13 @@ int tp_trace_peak(const struct tp_trace *t, struct tp_trace_summary *s)
 			s->compute_ns += t->ops[e->arg].cost_ns;
 			s->region_ops++;
 		}
-		if (a.bytes > s->peak_bytes || s->peak_event == TP_TRACE_NONE) {
-			s->peak_bytes = a.bytes;
+		if (a.bytes > peak || s->peak_event == TP_TRACE_NONE) {
+			peak = a.bytes;
 			s->peak_event = (uint32_t)i;
 		}
 	}
-	s->end_bytes = a.bytes;
+	s->peak_bytes = clamp64(peak);
+	s->end_bytes = clamp64(a.bytes);
 	free(a.live);
 	return 0;
 }

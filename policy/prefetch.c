@@ -17,15 +17,18 @@
 struct pf_ent {
 	uint64_t id;
 	struct tp_tensor *t;
-	uint32_t gen;		/* iteration first/last belong to */
+	uint32_t gen;		/* iteration the fields below belong to */
 	int32_t first;		/* step of first acquisition (its name) */
-	int32_t last;		/* step of latest acquisition */
+	int32_t pname;		/* its name in the last iteration, -1 */
+	int32_t ppos;		/* last iteration's step matching its latest
+				 * acquisition, -1 */
 	uint32_t flags;
 };
 
 struct step {
 	int32_t name;		/* first step of the tensor acquired */
 	uint64_t at;		/* ns since the iteration began */
+	size_t bytes;		/* its size: tells first acquisitions apart */
 };
 
 struct tp_prefetch {
@@ -37,12 +40,16 @@ struct tp_prefetch {
 	uint64_t t0;
 	struct step *cur;
 	size_t cur_n, cur_cap;
-	struct tp_tensor **cur_first;	/* by step: tensor first seen there */
-	size_t first_cap;
 	struct step *prev;
 	size_t prev_n, prev_cap;
 	int32_t *prev_next;	/* next step using the same tensor, -1 */
 	size_t next_cap;
+	/* This iteration's tensor for each name of the last one. */
+	struct tp_tensor **by_pname;
+	size_t by_pname_cap;
+	size_t pos;		/* the last iteration's step expected next */
+	struct pf_ent *cand;	/* an acquisition matched past pos, */
+	size_t cand_pos;	/* at this step: to be confirmed */
 	uint64_t prev_len_ns;
 	unsigned in_flight;
 	struct tp_prefetch_stats st;
@@ -72,6 +79,7 @@ static int rehash(struct tp_prefetch *pf, size_t cap)
 
 	if (!tab)
 		return -ENOMEM;
+	pf->cand = NULL;	/* entries move: forget the pointer */
 	pf->tab = tab;
 	pf->tab_cap = cap;
 	for (size_t j = 0; j < old_cap; j++) {
@@ -103,7 +111,8 @@ static struct pf_ent *insert(struct tp_prefetch *pf, struct tp_tensor *t)
 		i = (i + 1) & (pf->tab_cap - 1);
 	e = &pf->tab[i];
 	*e = (struct pf_ent){ .id = t->id, .t = t, .gen = pf->gen - 1,
-			      .first = -1, .last = -1, .flags = PF_USED };
+			      .first = -1, .pname = -1, .ppos = -1,
+			      .flags = PF_USED };
 	pf->tab_n++;
 	return e;
 }
@@ -111,6 +120,7 @@ static struct pf_ent *insert(struct tp_prefetch *pf, struct tp_tensor *t)
 /* Backward-shift deletion keeps probe chains intact without tombstones. */
 static void erase(struct tp_prefetch *pf, struct pf_ent *e)
 {
+	pf->cand = NULL;	/* entries move: forget the pointer */
 	size_t mask = pf->tab_cap - 1, i = (size_t)(e - pf->tab), j = i;
 
 	for (;;) {
@@ -155,7 +165,7 @@ void tp_prefetch_destroy(struct tp_prefetch *pf)
 	pthread_mutex_destroy(&pf->lock);
 	free(pf->tab);
 	free(pf->cur);
-	free(pf->cur_first);
+	free(pf->by_pname);
 	free(pf->prev);
 	free(pf->prev_next);
 	free(pf);
@@ -166,8 +176,23 @@ void tp_prefetch_iteration_begin(struct tp_prefetch *pf, uint64_t now)
 	if (pf->active)
 		tp_prefetch_iteration_end(pf, now);
 	pthread_mutex_lock(&pf->lock);
+	if (pf->prev_n > pf->by_pname_cap) {
+		struct tp_tensor **m = realloc(pf->by_pname,
+					       pf->prev_n * sizeof(*m));
+
+		if (m) {
+			pf->by_pname = m;
+			pf->by_pname_cap = pf->prev_n;
+		} else {
+			pf->prev_n = 0;	/* predict nothing this time */
+		}
+	}
+	if (pf->prev_n)
+		memset(pf->by_pname, 0, pf->prev_n * sizeof(*pf->by_pname));
 	pf->gen++;
 	pf->cur_n = 0;
+	pf->pos = 0;
+	pf->cand = NULL;
 	pf->t0 = now;
 	pf->active = true;
 	pthread_mutex_unlock(&pf->lock);
@@ -227,7 +252,7 @@ out:
 	pthread_mutex_unlock(&pf->lock);
 }
 
-/* Room for step @k in the current recording (steps and first-seen). */
+/* Room for step @k in the current recording. */
 static int reserve_step(struct tp_prefetch *pf, size_t k)
 {
 	if (k >= INT32_MAX)
@@ -241,17 +266,73 @@ static int reserve_step(struct tp_prefetch *pf, size_t k)
 		pf->cur = cur;
 		pf->cur_cap = cap;
 	}
-	if (k >= pf->first_cap) {
-		size_t cap = pf->first_cap ? pf->first_cap * 2 : 1024;
-		struct tp_tensor **first;
-
-		first = realloc(pf->cur_first, cap * sizeof(*first));
-		if (!first)
-			return -ENOMEM;
-		pf->cur_first = first;
-		pf->first_cap = cap;
-	}
 	return 0;
+}
+
+/* Whether @e's tensor can be the record's step @j. */
+static bool matches(const struct tp_prefetch *pf, const struct pf_ent *e,
+		    size_t j)
+{
+	int32_t name = pf->prev[j].name;
+
+	if (e->pname >= 0)
+		return name == e->pname;
+	/* first seen: a first acquisition of that size no tensor took */
+	return name == (int32_t)j && !pf->by_pname[j] &&
+	       pf->prev[j].bytes == e->t->bytes;
+}
+
+static void take(struct tp_prefetch *pf, struct pf_ent *e, size_t j)
+{
+	if (e->pname < 0) {
+		e->pname = (int32_t)j;
+		pf->by_pname[j] = e->t;
+	}
+	e->ppos = (int32_t)j;
+	pf->pos = j + 1;
+	pf->st.predicted++;
+}
+
+/*
+ * Match the acquisition of @e's tensor to the last iteration's record.
+ * The record is followed with a cursor (pos), not by step number, so
+ * acquisitions the last iteration did not make (replays of a recompute,
+ * new tensors) do not shift every later prediction: an acquisition that
+ * does not match at the cursor leaves it where it is. When this iteration
+ * skips steps of the record, an acquisition found a little further on
+ * (TP_PREFETCH_RESYNC) is only a candidate; the cursor moves there when
+ * the next acquisition confirms it, since a replay that happens to match
+ * one later step rarely matches two in a row.
+ */
+static void align(struct tp_prefetch *pf, struct pf_ent *e)
+{
+	size_t end = pf->pos + TP_PREFETCH_RESYNC;
+	struct pf_ent *cand = pf->cand;
+	size_t j;
+
+	pf->cand = NULL;
+	if (pf->pos < pf->prev_n && matches(pf, e, pf->pos)) {
+		take(pf, e, pf->pos);
+		return;
+	}
+	j = pf->cand_pos + 1;
+	if (cand && j < pf->prev_n && matches(pf, e, j)) {
+		/* confirmed: the candidate is the record's step j - 1 */
+		if (cand->gen == pf->gen && cand->t &&
+		    (cand->pname >= 0 || !pf->by_pname[j - 1]))
+			take(pf, cand, j - 1);
+		take(pf, e, j);
+		return;
+	}
+	if (end > pf->prev_n)
+		end = pf->prev_n;
+	for (j = pf->pos + 1; j < end; j++) {
+		if (matches(pf, e, j)) {
+			pf->cand = e;
+			pf->cand_pos = j;
+			return;
+		}
+	}
 }
 
 int tp_prefetch_on_acquire(struct tp_prefetch *pf, struct tp_tensor *t,
@@ -285,15 +366,15 @@ int tp_prefetch_on_acquire(struct tp_prefetch *pf, struct tp_tensor *t,
 	if (e->gen != pf->gen) {
 		e->gen = pf->gen;
 		e->first = (int32_t)k;
+		e->pname = -1;
+		e->ppos = -1;
 	}
-	pf->cur_first[k] = e->first == (int32_t)k ? t : NULL;
-	e->last = (int32_t)k;
 	pf->cur[k].name = e->first;
 	pf->cur[k].at = now > pf->t0 ? now - pf->t0 : 0;
+	pf->cur[k].bytes = t->bytes;
 	pf->cur_n++;
 	pf->st.recorded++;
-	if (k < pf->prev_n && pf->prev[k].name == e->first)
-		pf->st.predicted++;
+	align(pf, e);
 out:
 	pthread_mutex_unlock(&pf->lock);
 	return rc;
@@ -301,21 +382,22 @@ out:
 
 /* tp_prefetch_next_use_ns() with pf->lock held. */
 static uint64_t next_use_locked(struct tp_prefetch *pf,
-				const struct tp_tensor *t, uint64_t now)
+				const struct tp_tensor *t)
 {
 	struct pf_ent *e = lookup(pf, t->id);
-	uint64_t rel;
+	uint64_t ref;
 	int32_t next;
 
-	if (!pf->active || !e || e->gen != pf->gen || e->last < 0 ||
-	    (size_t)e->last >= pf->prev_n ||
-	    pf->prev[e->last].name != e->first)
-		return 0;	/* not aligned with the last iteration */
-	next = pf->prev_next[e->last];
+	if (!pf->active || !e || e->gen != pf->gen || e->ppos < 0)
+		return 0;	/* not matched to the last iteration */
+	next = pf->prev_next[e->ppos];
 	if (next < 0)
 		return UINT64_MAX;
-	rel = now > pf->t0 ? now - pf->t0 : 0;
-	return pf->prev[next].at > rel ? pf->prev[next].at - rel : 0;
+	/* The record's time from where we are to the next use: this
+	 * iteration may run slower (replays), but what lies between is the
+	 * same compute. */
+	ref = pf->pos ? pf->prev[pf->pos - 1].at : 0;
+	return pf->prev[next].at > ref ? pf->prev[next].at - ref : 0;
 }
 
 size_t tp_prefetch_pick(struct tp_prefetch *pf, struct tp_tensor **out,
@@ -332,25 +414,21 @@ size_t tp_prefetch_pick(struct tp_prefetch *pf, struct tp_tensor **out,
 		goto out;
 	if (max > depth - pf->in_flight)
 		max = depth - pf->in_flight;
-	k = pf->cur_n;
+	k = pf->pos;
 	end = k + TP_PREFETCH_HORIZON < pf->prev_n ?
 	      k + TP_PREFETCH_HORIZON : pf->prev_n;
 	for (size_t j = k; j < end && n < max; j++) {
-		int32_t name = pf->prev[j].name;
-		struct tp_tensor *t;
+		struct tp_tensor *t = pf->by_pname[pf->prev[j].name];
 		struct pf_ent *e;
 		uint64_t need;
 
-		/* Named by a step still to come: not created yet. */
-		if ((size_t)name >= k)
-			continue;
-		t = pf->cur_first[name];
+		/* NULL: not created yet in this iteration, or freed. */
 		if (!t || t->pins || t->resident_pages >= t->nr_pages)
 			continue;
 		e = lookup(pf, t->id);
 		if (!e || (e->flags & PF_INFLIGHT))
 			continue;
-		if (want && !want(priv, t, next_use_locked(pf, t, now)))
+		if (want && !want(priv, t, next_use_locked(pf, t)))
 			continue;
 		need = (uint64_t)(t->nr_pages - t->resident_pages) * chunk;
 		if (need > allowance)
@@ -403,10 +481,9 @@ void tp_prefetch_forget(struct tp_prefetch *pf, struct tp_tensor *t)
 	pthread_mutex_lock(&pf->lock);
 	e = lookup(pf, t->id);
 	if (e) {
-		if (e->gen == pf->gen && e->first >= 0 &&
-		    (size_t)e->first < pf->cur_n &&
-		    pf->cur_first[e->first] == t)
-			pf->cur_first[e->first] = NULL;
+		if (e->gen == pf->gen && e->pname >= 0 &&
+		    pf->by_pname[e->pname] == t)
+			pf->by_pname[e->pname] = NULL;
 		if (e->flags & PF_INFLIGHT)
 			pf->in_flight--;
 		if (e->flags & PF_UNUSED)
@@ -422,7 +499,7 @@ uint64_t tp_prefetch_next_use_ns(struct tp_prefetch *pf,
 	uint64_t ns;
 
 	pthread_mutex_lock(&pf->lock);
-	ns = next_use_locked(pf, t, now);
+	ns = next_use_locked(pf, t);
 	pthread_mutex_unlock(&pf->lock);
 	return ns;
 }

@@ -6,9 +6,10 @@
  * recorded by position. Tensors are new every iteration (activations), so
  * a tensor is named by the step of its first acquisition in its iteration:
  * step j of the last iteration that used "the tensor first seen at step c"
- * predicts that this iteration's tensor first seen at step c is used at
- * about step j again. From the current step the next recorded steps give
- * the tensors to bring back, in order of use.
+ * predicts that this iteration's counterpart of that tensor is used at
+ * about step j again. A cursor follows the record as acquisitions match
+ * it (see align() in prefetch.c); the record's steps after the cursor
+ * give the tensors to bring back, in order of use.
  */
 #ifndef TP_POLICY_PREFETCH_H
 #define TP_POLICY_PREFETCH_H
@@ -23,6 +24,8 @@ struct tp_prefetch;
 
 /* How far ahead of the current step predictions are looked for. */
 #define TP_PREFETCH_HORIZON 256
+/* How far ahead an acquisition is looked for in the record to resync. */
+#define TP_PREFETCH_RESYNC 16
 
 struct tp_prefetch_stats {
 	uint64_t issued;	/* prefetches handed to the pager */

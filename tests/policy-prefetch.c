@@ -21,7 +21,7 @@
 #define CHUNK 4096
 
 static uint64_t now;
-static double cost[64];
+static double cost[128];
 
 static uint64_t test_clock(void *priv)
 {
@@ -86,6 +86,88 @@ static size_t pick(struct tp_tensor **out, uint64_t free_bytes)
 	return tp_policy_prefetch_pick(pol, out, 8, free_bytes, 0, 1 << 20);
 }
 
+/*
+ * Acquisitions the record does not have (a recompute's replays, a new
+ * tensor) must not shift the predictions, and steps of the record this
+ * iteration skips must be caught up with.
+ */
+static void resync(void)
+{
+	struct tp_tensor a[NT], c[NT], d[NT], x, *out[8];
+	size_t n;
+
+	pol = tp_policy_create(&ctx);
+	if (!pol)
+		bail_out("tp_policy_create");
+	tp_policy_set_clock(pol, test_clock, NULL);
+	tp_policy_set_cost_ops(pol, &cost_ops);
+	tp_conf_set(&ctx.conf, "policy.prefetch.depth", "2", "test", 0);
+
+	for (int i = 0; i < NT; i++)
+		init_tensor(&a[i], 31 + i);
+	tp_policy_iteration_begin(pol);
+	forward(a);
+	backward(a);
+	tp_policy_iteration_end(pol);
+
+	/* c: the forward pass replays c[2] and makes x, not in the record */
+	for (int i = 0; i < NT; i++)
+		init_tensor(&c[i], 41 + i);
+	init_tensor(&x, 51);
+	x.bytes = CHUNK;
+	x.nr_pages = x.resident_pages = 1;
+	tp_policy_iteration_begin(pol);
+	for (int i = 0; i < 5; i++)
+		acquire(&c[i]);
+	acquire(&c[2]);
+	acquire(&x);
+	for (int i = 5; i < NT; i++)
+		acquire(&c[i]);
+	for (int i = 0; i < 8; i++)
+		c[i].resident_pages = 0;
+	n = pick(out, 1 << 20);
+	ok(n == 2 && out[0] == &c[7] && out[1] == &c[6],
+	   "extra acquisitions in the forward pass: still c[7], c[6]");
+	tp_policy_prefetch_done(pol, &c[7], true);
+	tp_policy_prefetch_done(pol, &c[6], true);
+	c[7].resident_pages = c[6].resident_pages = 2;
+	acquire(&c[9]);
+	acquire(&c[8]);
+	acquire(&c[1]);		/* a replay: c[1] is used later too */
+	acquire(&c[7]);
+	acquire(&c[6]);
+	n = pick(out, 1 << 20);
+	ok(n == 2 && out[0] == &c[5] && out[1] == &c[4],
+	   "a replay in the backward pass does not move the cursor: c[5], c[4]");
+	tp_policy_prefetch_done(pol, &c[5], false);
+	tp_policy_prefetch_done(pol, &c[4], false);
+	for (int i = 5; i >= 0; i--)
+		acquire(&c[i]);
+	tp_policy_iteration_end(pol);
+
+	/* d skips the replay and x that the record (iteration c) has */
+	for (int i = 0; i < NT; i++)
+		init_tensor(&d[i], 61 + i);
+	tp_policy_iteration_begin(pol);
+	forward(d);
+	for (int i = 0; i < 8; i++)
+		d[i].resident_pages = 0;
+	/*
+	 * d[5] (not x, whose size differs) took c[5]'s place: the record
+	 * now predicts d[1] (c[1]'s replay), then d[7] down to d[0].
+	 */
+	tp_conf_set(&ctx.conf, "policy.prefetch.depth", "8", "test", 0);
+	n = pick(out, 1 << 20);
+	ok(n == 8 && out[0] == &d[1] && out[1] == &d[7] && out[2] == &d[6] &&
+	   out[3] == &d[5] && out[4] == &d[4] && out[5] == &d[3] &&
+	   out[6] == &d[2] && out[7] == &d[0],
+	   "steps of the record that did not happen are skipped: d[1], d[7]..d[0]");
+	for (size_t i = 0; i < n; i++)
+		tp_policy_prefetch_done(pol, out[i], false);
+	tp_policy_iteration_end(pol);
+	tp_policy_destroy(pol);
+}
+
 int main(void)
 {
 	struct tp_tensor a[NT], b[NT], *out[8];
@@ -93,7 +175,7 @@ int main(void)
 	uint64_t start;
 	size_t n;
 
-	plan_tests(22);
+	plan_tests(25);
 	memset(&ctx, 0, sizeof(ctx));
 	tp_conf_defaults(&ctx.conf);
 	tp_conf_set(&ctx.conf, "vmm.chunk_size", "4096", "test", 0);
@@ -251,5 +333,6 @@ int main(void)
 	tp_policy_iteration_end(pol);
 	ok(pick(out, 1 << 20) == 0, "outside an iteration: nothing");
 	tp_policy_destroy(pol);
+	resync();
 	return exit_status();
 }

@@ -162,13 +162,12 @@ static void director_in_base(struct tp_policy *pol, const struct tp_tensor *t,
 }
 
 void tp_policy_director_in(struct tp_policy *pol, const struct tp_tensor *t,
-			   uint64_t now, bool no_offload,
-			   struct tp_director_in *in)
+			   bool no_offload, struct tp_director_in *in)
 {
 	director_in_base(pol, t, no_offload, in);
 	if (pol->conf->policy_director == TP_DIRECTOR_DELTA_OVERLAP)
 		in->hide_ns = hidden_ns(pol,
-					tp_prefetch_next_use_ns(pol->pf, t, now));
+					tp_prefetch_next_use_ns(pol->pf, t));
 }
 
 void tp_policy_cost_changed(struct tp_policy *pol, struct tp_tensor *t)
@@ -244,8 +243,7 @@ size_t tp_policy_prefetch_pick(struct tp_policy *pol, struct tp_tensor **out,
 		allowance = free_bytes;
 	return tp_prefetch_pick(pol->pf, out, max,
 				(unsigned)c->policy_prefetch_depth, allowance,
-				chunk_bytes(pol), tp_policy_now(pol),
-				want_reload, pol);
+				chunk_bytes(pol), want_reload, pol);
 }
 
 void tp_policy_prefetch_done(struct tp_policy *pol, struct tp_tensor *t,

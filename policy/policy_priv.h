@@ -53,8 +53,7 @@ double tp_policy_cost(struct tp_policy *pol, const struct tp_tensor *t);
 bool tp_policy_computable(struct tp_policy *pol, const struct tp_tensor *t);
 /* Fill the director's input for @t. */
 void tp_policy_director_in(struct tp_policy *pol, const struct tp_tensor *t,
-			   uint64_t now, bool no_offload,
-			   struct tp_director_in *in);
+			   bool no_offload, struct tp_director_in *in);
 /* Victim callbacks (victim.c). */
 void tp_policy_victim_init(struct tp_policy *pol);
 void tp_policy_victim_fini(struct tp_policy *pol);

@@ -402,7 +402,7 @@ static uint64_t next_use_locked(struct tp_prefetch *pf,
 
 size_t tp_prefetch_pick(struct tp_prefetch *pf, struct tp_tensor **out,
 			size_t max, unsigned depth, uint64_t allowance,
-			uint64_t chunk, uint64_t now,
+			uint64_t chunk,
 			bool (*want)(void *priv, struct tp_tensor *t,
 				     uint64_t next_use_ns),
 			void *priv)
@@ -494,7 +494,7 @@ void tp_prefetch_forget(struct tp_prefetch *pf, struct tp_tensor *t)
 }
 
 uint64_t tp_prefetch_next_use_ns(struct tp_prefetch *pf,
-				 const struct tp_tensor *t, uint64_t now)
+				 const struct tp_tensor *t)
 {
 	uint64_t ns;
 

@@ -56,7 +56,6 @@ int tp_prefetch_on_acquire(struct tp_prefetch *pf, struct tp_tensor *t,
  * @depth: most prefetches in flight (policy.prefetch.depth).
  * @allowance: bytes of free chunks the prefetches may take.
  * @chunk: chunk size, to count the bytes a tensor's missing pages take.
- * @now: the time, for the predicted gap to each tensor's use.
  * @want: whether a non-resident tensor is worth reloading (not cheaper to
  *        recompute), given the ns until its predicted use (as
  *        tp_prefetch_next_use_ns()); NULL accepts all. Called with the
@@ -68,7 +67,7 @@ int tp_prefetch_on_acquire(struct tp_prefetch *pf, struct tp_tensor *t,
  */
 size_t tp_prefetch_pick(struct tp_prefetch *pf, struct tp_tensor **out,
 			size_t max, unsigned depth, uint64_t allowance,
-			uint64_t chunk, uint64_t now,
+			uint64_t chunk,
 			bool (*want)(void *priv, struct tp_tensor *t,
 				     uint64_t next_use_ns),
 			void *priv);
@@ -86,12 +85,13 @@ void tp_prefetch_left(struct tp_prefetch *pf, struct tp_tensor *t);
 void tp_prefetch_forget(struct tp_prefetch *pf, struct tp_tensor *t);
 
 /**
- * tp_prefetch_next_use_ns() - time from @now until @t's next use, as the
- * last iteration predicts it; 0 when unknown, UINT64_MAX when the last
- * iteration did not use it again.
+ * tp_prefetch_next_use_ns() - time until @t's next use, as the last
+ * iteration's record puts it (from the step the cursor is at to the step
+ * of that use); 0 when unknown, UINT64_MAX when the last iteration did not
+ * use it again.
  */
 uint64_t tp_prefetch_next_use_ns(struct tp_prefetch *pf,
-				 const struct tp_tensor *t, uint64_t now);
+				 const struct tp_tensor *t);
 
 /* Whether a prefetch of @t is in flight. */
 bool tp_prefetch_in_flight(struct tp_prefetch *pf, const struct tp_tensor *t);

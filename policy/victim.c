@@ -249,7 +249,7 @@ static int victim_choose(void *priv, size_t need_bytes, bool no_offload,
 						      exact(pol, now);
 		if (!t)
 			break;
-		tp_policy_director_in(pol, t, now, no_offload, &in);
+		tp_policy_director_in(pol, t, no_offload, &in);
 		if (tp_director_decide(pol->conf->policy_director, &in, how)) {
 			rc = 0;
 			break;

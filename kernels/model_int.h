@@ -61,6 +61,7 @@ struct tp_model {
 	struct tp_ctx *ctx;
 	struct tp_model_opts o;
 	bool adam;
+	bool no_data;			/* sim backend: shapes and costs only */
 	int (*forward)(struct tp_model *m, struct tp_mvar **loss);
 	/* parameters, in the order the forward pass asks for them */
 	struct tp_mparam **params;
@@ -76,7 +77,6 @@ struct tp_model {
 	uint64_t rng, init_rng;
 	/* synthetic data */
 	uint32_t in_c, in_h, in_w;	/* image or vector input */
-	float *protos;			/* classes x input */
 	int32_t *teacher;		/* bert: class of each token */
 };
 

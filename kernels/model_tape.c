@@ -112,7 +112,7 @@ struct tp_mvar *tp_model_input(struct tp_model *m, const void *data,
 		fail(m, -errno);
 		return NULL;
 	}
-	rc = tp_tensor_write(m->ctx, t, 0, data, bytes);
+	rc = m->no_data ? 0 : tp_tensor_write(m->ctx, t, 0, data, bytes);
 	v = rc ? NULL : new_var(m, t, bytes);
 	if (!v) {
 		tp_tensor_free(m->ctx, t);
@@ -147,10 +147,11 @@ struct tp_mvar *tp_model_param(struct tp_model *m, uint32_t count,
 		 sizeof(*m->params)))
 		goto err;
 	p = calloc(1, sizeof(*p));
-	host = calloc(1, state > bytes ? state : bytes);
-	if (!p || !host)
+	/* without data (sim) there is nothing to initialise */
+	host = m->no_data ? NULL : calloc(1, state > bytes ? state : bytes);
+	if (!p || (!host && !m->no_data))
 		goto err_free;
-	for (i = 0; i < count; i++)
+	for (i = 0; host && i < count; i++)
 		host[i] = init == TP_INIT_ONE ? 1.0f :
 			  init == TP_INIT_NORMAL ?
 			  std * tp_model_normal(&m->init_rng) : 0.0f;
@@ -162,10 +163,11 @@ struct tp_mvar *tp_model_param(struct tp_model *m, uint32_t count,
 		rc = -errno;
 		goto err_tensors;
 	}
-	rc = tp_tensor_write(m->ctx, p->v.t, 0, host, bytes);
-	memset(host, 0, state);
-	if (!rc)
+	rc = host ? tp_tensor_write(m->ctx, p->v.t, 0, host, bytes) : 0;
+	if (host && !rc) {
+		memset(host, 0, state);
 		rc = tp_tensor_write(m->ctx, p->state, 0, host, state);
+	}
 	if (rc)
 		goto err_tensors;
 	free(host);

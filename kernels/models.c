@@ -15,7 +15,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "ctx/ctx.h"
 #include "kernels/model_int.h"
+#include "vmm/vmm.h"
 
 struct img {
 	struct tp_mvar *v;
@@ -158,9 +160,13 @@ static struct tp_mvar *image_batch(struct tp_model *m, struct tp_mvar **labels)
 
 	if (lab && x) {
 		for (i = 0; i < n; i++) {
+			/* class c's prototype: the stream seeded by (seed, c) */
+			uint64_t proto;
+
 			lab[i] = (int32_t)(tp_model_rand(&m->rng) % m->o.classes);
+			proto = m->o.seed * 7919 + (uint64_t)lab[i] * 104729 + 1;
 			for (j = 0; j < per; j++)
-				x[i * per + j] = m->protos[lab[i] * per + j] +
+				x[i * per + j] = tp_model_normal(&proto) +
 						 0.5f * tp_model_normal(&m->rng);
 		}
 		v = tp_model_input(m, x, n * per * sizeof(*x));
@@ -429,7 +435,7 @@ struct tp_model *tp_model_create(struct tp_ctx *ctx,
 {
 	struct tp_model *m;
 	const float one = 1.0f;
-	size_t per, i;
+	size_t i;
 	int rc = -ENOMEM;
 
 	if (!ctx || !opts) {
@@ -441,6 +447,7 @@ struct tp_model *tp_model_create(struct tp_ctx *ctx,
 		return NULL;
 	m->ctx = ctx;
 	m->o = *opts;
+	m->no_data = !tp_vmm_has_data(ctx->vmm);
 	rc = setup(m);
 	if (rc)
 		goto err;
@@ -454,13 +461,6 @@ struct tp_model *tp_model_create(struct tp_ctx *ctx,
 		for (i = 0; i < m->o.vocab; i++)
 			m->teacher[i] = (int32_t)(tp_model_rand(&m->rng) %
 						  m->o.classes);
-	} else {
-		per = (size_t)m->in_c * m->in_h * m->in_w;
-		m->protos = malloc(m->o.classes * per * sizeof(float));
-		if (!m->protos)
-			goto err;
-		for (i = 0; i < m->o.classes * per; i++)
-			m->protos[i] = tp_model_normal(&m->rng);
 	}
 	m->one = tp_tensor_create(ctx, sizeof(one),
 				  TP_UNCOMPUTABLE | TP_KIND_INPUT);
@@ -468,7 +468,8 @@ struct tp_model *tp_model_create(struct tp_ctx *ctx,
 		rc = -errno;
 		goto err;
 	}
-	rc = tp_tensor_write(ctx, m->one, 0, &one, sizeof(one));
+	rc = m->no_data ? 0 : tp_tensor_write(ctx, m->one, 0, &one,
+						       sizeof(one));
 	if (rc)
 		goto err;
 	return m;
@@ -489,7 +490,9 @@ int tp_model_step(struct tp_model *m, float *loss)
 	rc = m->forward(m, &l);
 	if (!rc && !l)
 		rc = -EIO;
-	if (!rc)
+	if (!rc && m->no_data)
+		value = NAN;
+	else if (!rc)
 		rc = tp_tensor_read(m->ctx, l->t, 0, &value, sizeof(value));
 	if (!rc)
 		rc = tp_model_backward(m, l);
@@ -542,7 +545,6 @@ void tp_model_destroy(struct tp_model *m)
 		tp_tensor_free(m->ctx, m->one);
 	free(m->vars);
 	free(m->tape);
-	free(m->protos);
 	free(m->teacher);
 	free(m);
 }

@@ -9,6 +9,10 @@
  * random prototype per class plus noise; BERT tokens are labelled by a
  * fixed random teacher table. Everything follows from the seed, so two
  * runs with the same options compute the same bits.
+ *
+ * On the sim backend, which holds no data, the same ops run with their
+ * shapes and costs only: nothing is initialised or read, and the loss is
+ * NaN.
  */
 #ifndef TP_KERNELS_MODELS_H
 #define TP_KERNELS_MODELS_H

@@ -12,7 +12,123 @@
 #include "ctx/log.h"
 #include "lineage/lineage.h"
 #include "pager/pager.h"
+#include "policy/policy.h"
 #include "vmm/vmm.h"
+
+/*
+ * The glue between the layers: the pager reaches the policy only through
+ * its victim ops, the policy reaches lineage only through cost ops. Each
+ * function forwards to the layer that decides; the priv of the victim
+ * ops is the policy.
+ */
+static void glue_on_acquire(void *priv, struct tp_tensor *t)
+{
+	tp_policy_on_acquire(priv, t);
+}
+
+static void glue_forget(void *priv, struct tp_tensor *t)
+{
+	tp_policy_forget(priv, t);
+}
+
+static uint64_t glue_release_bytes(void *priv, uint64_t used, uint64_t budget)
+{
+	return tp_policy_release_bytes(priv, used, budget);
+}
+
+static void glue_copy_done(void *priv, bool d2h, uint64_t bytes, uint64_t ns)
+{
+	tp_policy_copy_done(priv, bytes, ns);
+}
+
+static size_t glue_prefetch_pick(void *priv, struct tp_tensor **out,
+				 size_t max, uint64_t free_bytes, uint64_t used,
+				 uint64_t budget)
+{
+	return tp_policy_prefetch_pick(priv, out, max, free_bytes, used, budget);
+}
+
+static void glue_prefetch_done(void *priv, struct tp_tensor *t, bool ok)
+{
+	tp_policy_prefetch_done(priv, t, ok);
+}
+
+static bool glue_recompute_back(void *priv, const struct tp_tensor *t)
+{
+	return tp_policy_recompute_back(priv, t);
+}
+
+static double glue_recompute_ns(void *priv, const struct tp_tensor *t)
+{
+	return tp_lineage_recompute_ns(priv, t);
+}
+
+static bool glue_computable(void *priv, const struct tp_tensor *t)
+{
+	return tp_lineage_can_regenerate(priv, t);
+}
+
+static uint64_t glue_now(void *priv)
+{
+	return tp_vmm_now_ns(priv);
+}
+
+static int glue_iteration(void *priv, bool end)
+{
+	if (end)
+		tp_policy_iteration_end(priv);
+	else
+		tp_policy_iteration_begin(priv);
+	return 0;
+}
+
+/* Create the policy and install it: victim ops, costs, clock, iterations. */
+static int policy_create(struct tp_ctx *ctx)
+{
+	ctx->policy = tp_policy_create(ctx);
+	ctx->vops = calloc(1, sizeof(*ctx->vops));
+	ctx->cost_ops = calloc(1, sizeof(*ctx->cost_ops));
+	if (!ctx->policy || !ctx->vops || !ctx->cost_ops)
+		return -ENOMEM;
+
+	*ctx->cost_ops = (struct tp_cost_ops){
+		.recompute_ns = glue_recompute_ns,
+		.computable = glue_computable,
+		.priv = ctx->lineage,
+	};
+	tp_policy_set_cost_ops(ctx->policy, ctx->cost_ops);
+	tp_policy_set_clock(ctx->policy, glue_now, ctx->vmm);
+
+	*ctx->vops = *tp_policy_victim_ops(ctx->policy);
+	ctx->vops->copy_done = glue_copy_done;
+	ctx->vops->on_acquire = glue_on_acquire;
+	ctx->vops->forget = glue_forget;
+	ctx->vops->release_bytes = glue_release_bytes;
+	ctx->vops->prefetch_pick = glue_prefetch_pick;
+	ctx->vops->prefetch_done = glue_prefetch_done;
+	ctx->vops->recompute_back = glue_recompute_back;
+	ctx->vops->priv = ctx->policy;
+	tp_pager_set_victim_ops(ctx->pager, ctx->vops);
+	ctx->iter_hook = glue_iteration;
+	ctx->iter_priv = ctx->policy;
+	return 0;
+}
+
+/* Undo policy_create(), whatever part of it was done. */
+static void policy_destroy(struct tp_ctx *ctx)
+{
+	ctx->iter_hook = NULL;
+	if (ctx->policy) {
+		/* The pager falls back to its LRU before the policy goes. */
+		tp_pager_set_victim_ops(ctx->pager, NULL);
+		tp_policy_destroy(ctx->policy);
+		ctx->policy = NULL;
+	}
+	free(ctx->vops);
+	free(ctx->cost_ops);
+	ctx->vops = NULL;
+	ctx->cost_ops = NULL;
+}
 
 TP_API struct tp_ctx *tp_ctx_create(const char *opts)
 {
@@ -49,12 +165,15 @@ TP_API struct tp_ctx *tp_ctx_create(const char *opts)
 		ret = -errno;
 		goto err_pager;
 	}
-	/*
-	 * POLICY: created here; its victim ops replace the pager's default
-	 * LRU (tp_pager_set_victim_ops), and it sets ctx->iter_hook.
-	 */
+	/* The policy's victim ops replace the pager's default LRU. */
+	ret = policy_create(ctx);
+	if (ret)
+		goto err_policy;
 	return ctx;
 
+err_policy:
+	policy_destroy(ctx);
+	tp_lineage_destroy(ctx->lineage);
 err_pager:
 	tp_pager_destroy(ctx->pager);
 err_vmm:
@@ -69,7 +188,7 @@ TP_API void tp_ctx_destroy(struct tp_ctx *ctx)
 {
 	if (!ctx)
 		return;
-	/* POLICY: destroyed here, after its victim ops are uninstalled. */
+	policy_destroy(ctx);
 	/* Lineage drops the references its records hold. */
 	tp_lineage_destroy(ctx->lineage);
 	tp_pager_destroy(ctx->pager);
@@ -94,7 +213,8 @@ TP_API int tp_stats_get(struct tp_ctx *ctx, struct tp_stats *st)
 		return -EINVAL;
 	memset(st, 0, sizeof(*st));
 	tp_pager_stats(ctx->pager, st);
-	/* POLICY: its decision counters are added here. */
+	if (ctx->policy)
+		tp_policy_stats(ctx->policy, st);
 	return 0;
 }
 

@@ -13,6 +13,8 @@ struct tp_vmm;
 struct tp_pager;
 struct tp_lineage;
 struct tp_policy;
+struct tp_victim_ops;
+struct tp_cost_ops;
 
 struct tp_ctx {
 	struct tp_conf conf;
@@ -27,6 +29,9 @@ struct tp_ctx {
 	void *iter_priv;
 	uint64_t iterations;		/* completed */
 	bool in_iteration;
+	/* The policy's victim ops with the context's glue (ctx.c). */
+	struct tp_victim_ops *vops;
+	struct tp_cost_ops *cost_ops;
 };
 
 /* Keep @msg as the context's last error (tp_last_error) and log it. */

@@ -228,8 +228,36 @@ static int use_reloading(struct tp_pager *pg, struct tp_tensor *t,
 	if (!t->inflight_pages && t->on_inflight) {
 		t->on_inflight = false;
 		cds_list_del(&t->inflight);
+		if (t->pol_prefetch)
+			tp_pager_prefetch_answer(pg, t, true);
 	}
 	return 0;
+}
+
+/*
+ * An offloaded range that the victim ops would rather regenerate than
+ * reload (DELTA §5.5): its swapped copies are dropped, the pages become
+ * EVICTED and the regeneration below brings them back.
+ */
+static void prefer_regen(struct tp_pager *pg, struct tp_tensor *t,
+			 size_t first, size_t last)
+{
+	bool offloaded = false;
+
+	for (size_t i = first; i <= last && !offloaded; i++)
+		offloaded = t->pages[i].state == TP_PAGE_OFFLOADED;
+	if (!offloaded || !tp_pager_can_evict(pg, t) ||
+	    !pg->victim.recompute_back(pg->victim.priv, t))
+		return;
+	for (size_t i = first; i <= last; i++) {
+		struct tp_page *p = &t->pages[i];
+
+		if (p->state != TP_PAGE_OFFLOADED)
+			continue;
+		tp_swap_put(pg, &p->swap, 1);
+		p->swap = NULL;
+		tp_page_set(t, p, TP_PAGE_EVICTED);
+	}
 }
 
 static int acquire_slab(struct tp_pager *pg, struct tp_tensor *t, size_t off,
@@ -251,6 +279,8 @@ int tp_pager_acquire(struct tp_pager *pg, struct tp_tensor *t, size_t off,
 
 	if (!len || off > t->bytes || len > t->bytes - off || t->refs == 0)
 		return -EINVAL;
+	if (pg->victim.on_acquire)
+		pg->victim.on_acquire(pg->victim.priv, t);
 	if (t->slab)
 		return acquire_slab(pg, t, off, addr);
 	first = off / pg->chunk;
@@ -280,6 +310,8 @@ int tp_pager_acquire(struct tp_pager *pg, struct tp_tensor *t, size_t off,
 	pin_range(t, first, last, 1);
 	tp_pager_cand_update(pg, t);
 
+	if (!discard && !(mode & TP_ACQ_NO_REGEN) && pg->victim.recompute_back)
+		prefer_regen(pg, t, first, last);
 	if (!discard && t->evicted_pages) {
 		bool evicted = false;
 
@@ -323,6 +355,8 @@ int tp_pager_acquire(struct tp_pager *pg, struct tp_tensor *t, size_t off,
 
 	if (need && !(mode & TP_ACQ_NO_RECLAIM))
 		tp_pager_watermark(pg);
+	if (pg->victim.prefetch_pick && !(mode & TP_ACQ_NO_RECLAIM))
+		tp_pager_prefetch_run(pg);
 out:
 	t->last_access_ns = tp_vmm_now_ns(pg->vmm);
 	t->access_seq = ++pg->access_seq;

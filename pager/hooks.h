@@ -45,6 +45,29 @@ struct tp_victim_ops {
 	 * measured link bandwidth. Called on the caller's thread.
 	 */
 	void (*copy_done)(void *priv, bool d2h, uint64_t bytes, uint64_t ns);
+	/*
+	 * Optional notifications and decisions beyond choosing victims (each
+	 * may be NULL; the pager's own behaviour is used then):
+	 *
+	 * on_acquire: @t is being acquired (every acquire, candidate or not,
+	 * before it waits on anything).
+	 * forget: @t's struct is about to be freed; drop every reference.
+	 * release_bytes: bytes to release proactively now, given @used of
+	 * @budget (replaces the pager's pager.high/low_watermark rule).
+	 * prefetch_pick: offloaded tensors to reload now into @out (room for
+	 * @max), using at most @free_bytes of free chunks; the pager
+	 * answers each with prefetch_done (@ok: its pages came back).
+	 * recompute_back: for an acquire of an offloaded regenerable @t,
+	 * true when regenerating it is cheaper than reloading it.
+	 */
+	void (*on_acquire)(void *priv, struct tp_tensor *t);
+	void (*forget)(void *priv, struct tp_tensor *t);
+	uint64_t (*release_bytes)(void *priv, uint64_t used, uint64_t budget);
+	size_t (*prefetch_pick)(void *priv, struct tp_tensor **out, size_t max,
+				uint64_t free_bytes, uint64_t used,
+				uint64_t budget);
+	void (*prefetch_done)(void *priv, struct tp_tensor *t, bool ok);
+	bool (*recompute_back)(void *priv, const struct tp_tensor *t);
 	void *priv;
 };
 

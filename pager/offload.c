@@ -207,8 +207,41 @@ int tp_pager_prefetch(struct tp_pager *pg, struct tp_tensor *t)
 	ret = tp_pager_back_pages(pg, t, 0, t->nr_pages - 1, false, true);
 	if (ret)
 		return ret;
+	/* Counted here whoever asked: tp_tensor_prefetch or the prefetcher. */
 	pg->c.prefetch_issued++;
 	t->prefetched = true;
 	tp_pager_cand_update(pg, t);
 	return 0;
+}
+
+void tp_pager_prefetch_answer(struct tp_pager *pg, struct tp_tensor *t, bool ok)
+{
+	t->pol_prefetch = false;
+	if (pg->victim.prefetch_done)
+		pg->victim.prefetch_done(pg->victim.priv, t, ok);
+}
+
+void tp_pager_prefetch_run(struct tp_pager *pg)
+{
+	struct tp_tensor *pick[8];
+	size_t n;
+
+	tp_vmm_reap(pg->vmm);
+	n = pg->victim.prefetch_pick(pg->victim.priv, pick, 8,
+				     (uint64_t)tp_vmm_chunks_free(pg->vmm) * pg->chunk,
+				     tp_pager_used_bytes(pg),
+				     tp_pager_budget_bytes(pg));
+	for (size_t i = 0; i < n; i++) {
+		struct tp_tensor *t = pick[i];
+		int ret = tp_pager_prefetch(pg, t);
+
+		if (ret || !t->inflight_pages) {
+			/* Refused, or nothing was in swap: answered now. */
+			if (pg->victim.prefetch_done)
+				pg->victim.prefetch_done(pg->victim.priv, t,
+							 !ret);
+			continue;
+		}
+		t->pol_prefetch = true;
+	}
 }

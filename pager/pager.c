@@ -275,6 +275,8 @@ static void inflight_done(struct tp_pager *pg, struct tp_tensor *t)
 		return;
 	t->on_inflight = false;
 	cds_list_del(&t->inflight);
+	if (t->pol_prefetch)
+		tp_pager_prefetch_answer(pg, t, true);
 	tp_pager_cand_update(pg, t);
 }
 
@@ -564,6 +566,10 @@ void tp_pager_tensor_put(struct tp_pager *pg, struct tp_tensor *t)
 	tp_pager_cand_update(pg, t);
 	if (!t->dead)
 		tp_lookup_del_tensor(pg, t);
+	if (t->pol_prefetch)
+		tp_pager_prefetch_answer(pg, t, false);
+	if (pg->victim.forget)
+		pg->victim.forget(pg->victim.priv, t);
 	tensor_teardown(pg, t);
 	if (t->on_inflight)
 		cds_list_del(&t->inflight);

@@ -237,6 +237,15 @@ int tp_pager_unmap_pages(struct tp_pager *pg, struct tp_tensor *t,
 int tp_pager_back_pages(struct tp_pager *pg, struct tp_tensor *t,
 			size_t first, size_t last, bool discard, bool prefetch);
 
+/**
+ * tp_pager_prefetch_run() - ask the victim ops' prefetch_pick for
+ * tensors to bring back now, and start their reloads.
+ */
+void tp_pager_prefetch_run(struct tp_pager *pg);
+
+/* @t's policy prefetch is over (@ok: its pages came back). */
+void tp_pager_prefetch_answer(struct tp_pager *pg, struct tp_tensor *t, bool ok);
+
 /* --- reclaim.c ------------------------------------------------------- */
 
 /**

@@ -150,10 +150,21 @@ void tp_pager_watermark(struct tp_pager *pg)
 	size_t budget = pg->vmm->nr_chunks, target;
 	struct skipped s = { 0 };
 
-	if (conf->pager_high_watermark >= 100 ||
-	    pg->held * 100.0 <= conf->pager_high_watermark * budget)
-		return;
-	target = (size_t)(conf->pager_low_watermark * budget / 100.0);
+	if (pg->victim.release_bytes) {
+		uint64_t bytes = pg->victim.release_bytes(pg->victim.priv,
+						tp_pager_used_bytes(pg),
+						tp_pager_budget_bytes(pg));
+		size_t n = (bytes + pg->chunk - 1) / pg->chunk;
+
+		if (!n)
+			return;
+		target = n < pg->held ? pg->held - n : 0;
+	} else {
+		if (conf->pager_high_watermark >= 100 ||
+		    pg->held * 100.0 <= conf->pager_high_watermark * budget)
+			return;
+		target = (size_t)(conf->pager_low_watermark * budget / 100.0);
+	}
 	while (pg->held > target) {
 		if (tp_range_cache_shrink(pg) || tp_slab_shrink(pg))
 			continue;

@@ -53,6 +53,7 @@ struct tp_tensor {
 	bool dead;			/* the user freed it */
 	bool candidate;			/* offered to the victim ops */
 	bool prefetched;		/* reloaded by prefetch, not yet used */
+	bool pol_prefetch;		/* owes the victim ops a prefetch_done */
 	bool on_inflight;		/* linked on the pager's in-flight list */
 	struct cds_list_head link;	/* the pager's list of tensors */
 	struct cds_list_head inflight;	/* copies to poll */

@@ -51,6 +51,8 @@ static int lru_choose(void *priv, size_t need_bytes, bool no_offload,
 
 void tp_victim_lru_init(struct tp_pager *pg, struct tp_victim_ops *ops)
 {
+	/* No optional member of the ops replaced may survive. */
+	*ops = (struct tp_victim_ops){ 0 };
 	ops->add = lru_add;
 	ops->del = lru_del;
 	ops->touch = lru_touch;

@@ -16,7 +16,7 @@ int main(void)
 
 	pt_probe();
 	plan_tests(31);
-	ctx = pt_ctx("pager.budget=128C");
+	ctx = pt_ctx("pager.budget=128C,policy.prefetch=0");
 	chunk = pt_chunk(ctx);
 	bytes = 3 * chunk + chunk / 3;
 	src = malloc(bytes);

@@ -115,7 +115,10 @@ static void row(const char *filter, const char *search, size_t n,
 	memset(&ctx, 0, sizeof(ctx));
 	tp_conf_defaults(&ctx.conf);
 	tp_conf_set(&ctx.conf, "policy.filter", filter, "bench", 0);
-	tp_conf_set(&ctx.conf, "policy.search", search, "bench", 0);
+	/* "tree" and "scan" force how exact search answers; "exact" is
+	 * the default, which picks between them. */
+	tp_conf_set(&ctx.conf, "policy.search",
+		    strcmp(search, "sample") ? "exact" : "sample", "bench", 0);
 	pol = tp_policy_create(&ctx);
 	if (!pol) {
 		perror("tp_policy_create");
@@ -124,6 +127,10 @@ static void row(const char *filter, const char *search, size_t n,
 	tp_policy_set_clock(pol, clock_fn, NULL);
 	tp_policy_set_cost_ops(pol, &cops);
 	tp_policy_seed(pol, rng);
+	if (!strcmp(search, "tree"))
+		tp_policy_set_index_mode(pol, 1);
+	else if (!strcmp(search, "scan"))
+		tp_policy_set_index_mode(pol, 2);
 	ops = tp_policy_victim_ops(pol);
 	now = 1ull << 40;
 	for (size_t i = 0; i < n; i++) {
@@ -204,6 +211,8 @@ int main(int argc, char **argv)
 	for (size_t s = 0; s < 3; s++) {
 		for (size_t f = 0; f < 6; f++)
 			row(filters[f], "exact", sizes[s], decisions);
+		row("delta", "tree", sizes[s], decisions);
+		row("delta", "scan", sizes[s], decisions);
 		row("delta", "sample", sizes[s], decisions);
 		row("dtr", "sample", sizes[s], decisions);
 	}

@@ -48,8 +48,22 @@ struct tp_pol_index {
 	size_t nholes;
 	struct node *node;	/* 2*cap: 1..cap-1 internal, cap.. leaves */
 	uint64_t now;
+	bool exact;		/* exact queries wanted (not sampling) */
 	bool tree;		/* tournament maintained */
+	enum tp_pol_index_mode mode;
+	bool scanning;		/* auto mode chose the linear scan */
+	/* work in the current window of queries, for the auto mode */
+	uint64_t queries, updates, refreshes;
 };
+
+/*
+ * Relative costs of one node refresh of the tournament (a comparison, a
+ * division, scattered memory) and of one candidate in a linear scan (a
+ * multiply-add over a dense array), and the queries between choices.
+ */
+#define COST_REFRESH	10
+#define COST_SCAN	1
+#define WINDOW		32
 
 #define INITIAL_CAP 64
 
@@ -71,6 +85,7 @@ struct tp_pol_index *tp_pol_index_create(void)
 		errno = ENOMEM;
 		return NULL;
 	}
+	idx->exact = true;
 	idx->tree = true;
 	tp_pol_index_rebuild(idx);
 	return idx;
@@ -169,6 +184,7 @@ static unsigned refresh(struct tp_pol_index *idx, size_t v, bool full)
 	int32_t win = nd->win;
 	double min_fail = nd->min_fail;
 
+	idx->refreshes++;
 	if (full)
 		recompute(idx, v);
 	else
@@ -189,6 +205,7 @@ static void fix_paths(struct tp_pol_index *idx, size_t a, size_t b)
 	size_t va = idx->cap + a, vb = idx->cap + b;
 	unsigned fa = CH_WIN, fb = CH_WIN;
 
+	idx->updates++;
 	if (!idx->tree)
 		return;
 	set_leaf_node(idx, a);
@@ -229,14 +246,85 @@ void tp_pol_index_rebuild(struct tp_pol_index *idx)
 		set_leaf_node(idx, s);
 	for (size_t v = idx->cap - 1; v; v--)
 		recompute(idx, v);
+	idx->refreshes += idx->cap;
+}
+
+/* Keep the tournament or not, as the search and the mode say. */
+static void apply_mode(struct tp_pol_index *idx)
+{
+	bool tree = idx->exact && (idx->mode == TP_INDEX_TREE ||
+				   (idx->mode == TP_INDEX_AUTO &&
+				    !idx->scanning));
+
+	idx->queries = idx->updates = idx->refreshes = 0;
+	if (idx->tree == tree)
+		return;
+	idx->tree = tree;
+	tp_pol_index_rebuild(idx);
 }
 
 void tp_pol_index_set_tree(struct tp_pol_index *idx, bool on)
 {
-	if (idx->tree == on)
+	idx->exact = on;
+	apply_mode(idx);
+}
+
+void tp_pol_index_set_mode(struct tp_pol_index *idx,
+			   enum tp_pol_index_mode mode)
+{
+	idx->mode = mode;
+	idx->scanning = mode == TP_INDEX_SCAN;
+	apply_mode(idx);
+}
+
+/*
+ * The auto mode's choice, once per WINDOW queries. The tournament's work
+ * grows with the updates and the crossings between queries; a scan's with
+ * the candidates per query. When queries are rare next to the changes
+ * (many touches and a clock that moves far between decisions, as in a
+ * training step with few evictions), a scan of the dense slots is the
+ * cheaper exact answer. Switching needs a factor of two either way, and
+ * the tournament's cost while scanning is a lower bound (updates times
+ * the height, no crossings), so the two do not flap.
+ */
+static void reconsider(struct tp_pol_index *idx)
+{
+	double scan = (double)idx->queries * (double)idx->n * COST_SCAN;
+	double height = log2((double)idx->cap);
+
+	if (idx->tree) {
+		if ((double)idx->refreshes * COST_REFRESH > 2 * scan) {
+			idx->scanning = true;
+			apply_mode(idx);
+			return;
+		}
+	} else if (2 * (double)idx->updates * height * COST_REFRESH < scan) {
+		idx->scanning = false;
+		apply_mode(idx);
 		return;
-	idx->tree = on;
-	tp_pol_index_rebuild(idx);
+	}
+	idx->queries = idx->updates = idx->refreshes = 0;
+}
+
+/* The largest value at idx->now by looking at every candidate. */
+static struct tp_tensor *scan(const struct tp_pol_index *idx)
+{
+	const struct leaf *best = NULL;
+	double bv = 0;
+
+	for (size_t s = 0; s < idx->slots; s++) {
+		const struct leaf *l = &idx->leaf[s];
+		double v;
+
+		if (!l->t)
+			continue;
+		v = tp_filter_value(&l->key, idx->now);
+		if (!best || v > bv || (v == bv && l->key.k > best->key.k)) {
+			best = l;
+			bv = v;
+		}
+	}
+	return best ? best->t : NULL;
 }
 
 static int grow(struct tp_pol_index *idx)
@@ -366,14 +454,22 @@ static unsigned advance(struct tp_pol_index *idx, size_t v)
 
 struct tp_tensor *tp_pol_index_top(struct tp_pol_index *idx, uint64_t now)
 {
+	struct tp_tensor *t;
+
 	if (!idx->n)
 		return NULL;
 	if (now > idx->now)
 		idx->now = now;
-	if (!idx->tree)
-		tp_pol_index_set_tree(idx, true);
-	advance(idx, 1);
-	return idx->leaf[idx->node[1].win].t;
+	if (idx->tree) {
+		advance(idx, 1);
+		t = idx->leaf[idx->node[1].win].t;
+	} else {
+		t = scan(idx);
+	}
+	if (idx->mode == TP_INDEX_AUTO && idx->exact &&
+	    ++idx->queries >= WINDOW)
+		reconsider(idx);
+	return t;
 }
 
 size_t tp_pol_index_count(const struct tp_pol_index *idx)

@@ -11,7 +11,9 @@
  * overtakes the winner's (its certificate). Advancing to a later time
  * replays only the nodes whose certificate failed, so the root is the exact
  * maximum at that time (up to rounding of the products), with every update
- * one leaf-to-root path.
+ * one leaf-to-root path. When the crossings and updates between queries
+ * cost more than looking at every candidate, the index answers by a
+ * linear scan instead (same answer, same ties) until that changes.
  */
 #ifndef TP_POLICY_INDEX_H
 #define TP_POLICY_INDEX_H
@@ -23,6 +25,16 @@
 #include "policy/filter.h"
 
 struct tp_pol_index;
+
+/*
+ * How exact queries are answered: the tournament, a linear scan of the
+ * slots, or whichever has been cheaper lately (the default).
+ */
+enum tp_pol_index_mode {
+	TP_INDEX_AUTO,
+	TP_INDEX_TREE,
+	TP_INDEX_SCAN,
+};
 
 /** tp_pol_index_create() - an empty index; NULL with errno (ENOMEM). */
 struct tp_pol_index *tp_pol_index_create(void);
@@ -63,10 +75,15 @@ void tp_pol_index_set_key(struct tp_pol_index *idx, size_t i,
 			  const struct tp_pol_key *key);
 
 /**
- * tp_pol_index_set_tree() - keep the tournament (exact search) or not
- * (sampling needs only the slots). Turning it on rebuilds it in O(n).
+ * tp_pol_index_set_tree() - whether exact queries will come (exact
+ * search) or not (sampling needs only the slots, so the tournament is not
+ * kept). Turning the tournament on rebuilds it in O(n).
  */
 void tp_pol_index_set_tree(struct tp_pol_index *idx, bool on);
+
+/* Force the tournament or the scan (tests, benchmarks), or let it choose. */
+void tp_pol_index_set_mode(struct tp_pol_index *idx,
+			   enum tp_pol_index_mode mode);
 
 /* Rebuild the tournament after many keys changed (O(n)). */
 void tp_pol_index_rebuild(struct tp_pol_index *idx);

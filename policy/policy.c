@@ -285,3 +285,8 @@ void tp_policy_seed(struct tp_policy *pol, uint64_t seed)
 {
 	pol->rng = seed ? seed : 1;
 }
+
+void tp_policy_set_index_mode(struct tp_policy *pol, int mode)
+{
+	tp_pol_index_set_mode(pol->idx, (enum tp_pol_index_mode)mode);
+}

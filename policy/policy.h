@@ -139,4 +139,10 @@ void tp_policy_prefetch_stats(struct tp_policy *pol,
 /* Test hook: the seed of the sampling generator (policy.search=sample). */
 void tp_policy_seed(struct tp_policy *pol, uint64_t seed);
 
+/*
+ * Test and benchmark hook: how exact search answers (enum
+ * tp_pol_index_mode of policy/index.h: auto, the tournament, or a scan).
+ */
+void tp_policy_set_index_mode(struct tp_policy *pol, int mode);
+
 #endif /* TP_POLICY_POLICY_H */

@@ -111,8 +111,10 @@ static size_t pick_live(size_t nlive)
 	return 0;
 }
 
-/* Run the random workload under filter @f; return chooses that differ. */
-static unsigned run(struct tp_ctx *ctx, const char *f, unsigned *chooses)
+/* Run the random workload under filter @f, exact search answered as
+ * @mode says; return chooses that differ from the linear scan. */
+static unsigned run(struct tp_ctx *ctx, const char *f, int mode,
+		    unsigned *chooses)
 {
 	struct tp_policy *pol;
 	const struct tp_victim_ops *ops;
@@ -127,10 +129,21 @@ static unsigned run(struct tp_ctx *ctx, const char *f, unsigned *chooses)
 		bail_out("tp_policy_create");
 	tp_policy_set_clock(pol, test_clock, NULL);
 	tp_policy_set_cost_ops(pol, &cost_ops);
+	tp_policy_set_index_mode(pol, mode);
 	ops = tp_policy_victim_ops(pol);
 	*chooses = 0;
 	for (unsigned op = 0; op < OPS; op++) {
 		unsigned r = rnd() % 100;
+
+		/*
+		 * Phases, so the auto mode switches: few decisions among many
+		 * updates in the middle third (a scan is cheaper), many in
+		 * the last (the tournament is).
+		 */
+		if (op / (OPS / 3) == 1 && r >= 83 && rnd() % 16)
+			r = 60;
+		else if (op / (OPS / 3) == 2 && r < 83 && rnd() % 2)
+			r = 90;
 
 		now += rnd() % 1000;
 		if (r < 35 || !nlive) {
@@ -196,6 +209,57 @@ static unsigned run(struct tp_ctx *ctx, const char *f, unsigned *chooses)
 	}
 	tp_policy_destroy(pol);
 	return bad;
+}
+
+/*
+ * The auto mode across its switches: 2000 candidates touched many times
+ * per decision (a scan is cheaper), then decisions with nothing between
+ * them (the tournament is); every victim checked against the formula.
+ */
+static void switching(struct tp_ctx *ctx)
+{
+	struct tp_policy *pol;
+	const struct tp_victim_ops *ops;
+	const size_t n = 2000;
+	unsigned bad = 0, chooses = 0;
+
+	memset(live, 0, sizeof(live));
+	tp_conf_set(&ctx->conf, "policy.filter", "delta", "test", 0);
+	tp_conf_set(&ctx->conf, "policy.search", "exact", "test", 0);
+	pol = tp_policy_create(ctx);
+	if (!pol)
+		bail_out("tp_policy_create");
+	tp_policy_set_clock(pol, test_clock, NULL);
+	ops = tp_policy_victim_ops(pol);
+	for (size_t i = 0; i < n; i++) {
+		fresh(i);
+		live[i] = true;
+		ops->add(ops->priv, &pool[i]);
+	}
+	for (unsigned round = 0; round < 4000; round++) {
+		bool busy = (round / 1000) % 2 == 0;
+		struct tp_tensor *v = NULL;
+		enum tp_leave how;
+		double best = INFINITY;
+
+		now += 1 + rnd() % 1000;
+		for (unsigned k = 0; busy && k < 100; k++) {
+			size_t i = rnd() % n;
+
+			pool[i].last_access_ns = now;
+			ops->touch(ops->priv, &pool[i]);
+		}
+		for (size_t i = 0; i < n; i++)
+			if (score("delta", &pool[i]) < best)
+				best = score("delta", &pool[i]);
+		chooses++;
+		if (ops->choose(ops->priv, 1, false, &v, &how) || !v ||
+		    score("delta", v) > best * (1 + 1e-9))
+			bad++;
+	}
+	ok(bad == 0, "auto mode across switches: %u chooses, %u differ",
+	   chooses, bad);
+	tp_policy_destroy(pol);
 }
 
 static void sampling(struct tp_ctx *ctx)
@@ -267,21 +331,26 @@ int main(void)
 	uint64_t seed = env ? strtoull(env, NULL, 0) : 0x5eedULL;
 	struct tp_ctx ctx;
 
-	plan_tests(NFILTERS + 3);
+	plan_tests(3 * NFILTERS + 4);
 	diag("seed %llu (TP_TEST_SEED to repeat)", (unsigned long long)seed);
 	rng = seed ? seed : 1;
 	memset(&ctx, 0, sizeof(ctx));
 	tp_conf_defaults(&ctx.conf);
 	tp_conf_set(&ctx.conf, "policy.director", "offload", "test", 0);
-	for (size_t f = 0; f < NFILTERS; f++) {
-		unsigned chooses, bad;
+	for (int mode = 0; mode < 3; mode++) {
+		static const char *const modes[] = { "auto", "tree", "scan" };
 
-		now = 1000000;
-		bad = run(&ctx, filters[f], &chooses);
-		ok(bad == 0 && chooses > 1000,
-		   "%s: index agrees with a linear scan on %u chooses (%u differ)",
-		   filters[f], chooses, bad);
+		for (size_t f = 0; f < NFILTERS; f++) {
+			unsigned chooses, bad;
+
+			now = 1000000;
+			bad = run(&ctx, filters[f], mode, &chooses);
+			ok(bad == 0 && chooses > 1000,
+			   "%s, %s: agrees with a linear scan on %u chooses (%u differ)",
+			   filters[f], modes[mode], chooses, bad);
+		}
 	}
+	switching(&ctx);
 	sampling(&ctx);
 	return exit_status();
 }

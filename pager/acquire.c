@@ -355,11 +355,14 @@ int tp_pager_acquire(struct tp_pager *pg, struct tp_tensor *t, size_t off,
 
 	if (need && !(mode & TP_ACQ_NO_RECLAIM))
 		tp_pager_watermark(pg);
-	if (pg->victim.prefetch_pick && !(mode & TP_ACQ_NO_RECLAIM))
-		tp_pager_prefetch_run(pg);
 out:
 	t->last_access_ns = tp_vmm_now_ns(pg->vmm);
 	t->access_seq = ++pg->access_seq;
+	/* Each access may make the prefetcher's prediction due; with nothing
+	 * in host swap there is nothing to bring back. */
+	if (pg->victim.prefetch_pick && pg->swap.used &&
+	    !(mode & TP_ACQ_NO_RECLAIM))
+		tp_pager_prefetch_run(pg);
 	*addr = (void *)(t->va + off);
 	return 0;
 

@@ -1,0 +1,469 @@
+// SPDX-License-Identifier: MIT
+/*
+ * tpager-sim: replay an op trace (tpager-trace(5) or a DTR log) through
+ * the real pager, lineage and policy on the sim backend, once without a
+ * limit and once under a budget, and report what the budget cost.
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "tpager.h"
+#include "trace/replay.h"
+#include "trace/trace.h"
+
+#define SWEEP_STEP	5	/* percent */
+
+enum budget_kind { B_NONE, B_BYTES, B_PERCENT, B_RATIO };
+
+struct sim_args {
+	const char *path;
+	enum tp_trace_format fmt;
+	enum budget_kind bkind;
+	uint64_t bbytes;
+	double bvalue;		/* percent or ratio */
+	char filter[32], director[32];
+	bool have_policy, sweep, json;
+	double thrash;		/* < 0: the format's default */
+	struct tp_replay_opts o;
+	char extra[512];
+};
+
+static const char *prog = "tpager-sim";
+
+static void usage(FILE *f)
+{
+	fprintf(f,
+		"usage: %s TRACE [--format auto|tpager|dtr] [--budget B|P%%|RATIO]\n"
+		"       [--policy FILTER/DIRECTOR] [--iterations N] [--bandwidth GB/s]\n"
+		"       [--remap-us N] [--chunk-size B] [--no-prefetch] [--async] [--thrash X]\n"
+		"       [--set KEY=VALUE]... [--sweep] [--json]\n", prog);
+}
+
+__attribute__((format(printf, 1, 2), noreturn))
+static void die(const char *fmt, ...)
+{
+	va_list ap;
+
+	fprintf(stderr, "%s: ", prog);
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fputc('\n', stderr);
+	exit(2);
+}
+
+static bool parse_double(const char *s, double *v)
+{
+	char *end;
+
+	errno = 0;
+	*v = strtod(s, &end);
+	return !errno && end != s && !*end && isfinite(*v);
+}
+
+static bool parse_uint(const char *s, unsigned long long max,
+		       unsigned long long *v)
+{
+	char *end;
+
+	if (*s < '0' || *s > '9')
+		return false;
+	errno = 0;
+	*v = strtoull(s, &end, 10);
+	return !errno && !*end && *v <= max;
+}
+
+/* Bytes with an optional K/M/G/T suffix (powers of 1024). */
+static bool parse_bytes(const char *s, uint64_t *v)
+{
+	unsigned long long n;
+	char *end;
+	unsigned shift = 0;
+
+	if (*s < '0' || *s > '9')
+		return false;
+	errno = 0;
+	n = strtoull(s, &end, 10);
+	if (errno)
+		return false;
+	switch (*end) {
+	case 'K': case 'k': shift = 10; end++; break;
+	case 'M': case 'm': shift = 20; end++; break;
+	case 'G': case 'g': shift = 30; end++; break;
+	case 'T': case 't': shift = 40; end++; break;
+	}
+	if (*end == 'B' || *end == 'b')
+		end++;
+	if (*end || (shift && n > (UINT64_MAX >> shift)))
+		return false;
+	*v = (uint64_t)n << shift;
+	return true;
+}
+
+static void parse_budget(struct sim_args *a, const char *s)
+{
+	size_t len = strlen(s);
+	char tmp[64];
+
+	if (len && s[len - 1] == '%') {
+		if (len >= sizeof(tmp))
+			die("--budget: '%s' is not a percent", s);
+		memcpy(tmp, s, len - 1);
+		tmp[len - 1] = 0;
+		if (!parse_double(tmp, &a->bvalue) || a->bvalue <= 0 ||
+		    a->bvalue > 100)
+			die("--budget: '%s' is not a percent in (0, 100]", s);
+		a->bkind = B_PERCENT;
+	} else if (strchr(s, '.')) {
+		if (!parse_double(s, &a->bvalue) || a->bvalue <= 0 ||
+		    a->bvalue > 1)
+			die("--budget: '%s' is not a ratio in (0, 1]", s);
+		a->bkind = B_RATIO;
+	} else {
+		if (!parse_bytes(s, &a->bbytes) || !a->bbytes)
+			die("--budget: '%s' is not a size (bytes, K/M/G/T), a percent or a ratio", s);
+		a->bkind = B_BYTES;
+	}
+}
+
+static void parse_policy(struct sim_args *a, const char *s)
+{
+	const char *slash = strchr(s, '/');
+	size_t fl = slash ? (size_t)(slash - s) : strlen(s);
+	size_t dl = slash ? strlen(slash + 1) : 0;
+
+	if (fl >= sizeof(a->filter) || dl >= sizeof(a->director) ||
+	    (!fl && !dl) || strchr(s, ','))
+		die("--policy: '%s' is not FILTER/DIRECTOR", s);
+	memcpy(a->filter, s, fl);
+	a->filter[fl] = 0;
+	if (slash)
+		memcpy(a->director, slash + 1, dl + 1);
+	a->have_policy = true;
+}
+
+static void add_extra(struct sim_args *a, const char *kv)
+{
+	size_t n = strlen(a->extra);
+
+	if (!strchr(kv, '=') || strchr(kv, ','))
+		die("--set: '%s' is not KEY=VALUE", kv);
+	if (n + strlen(kv) + 2 > sizeof(a->extra))
+		die("--set: too many settings");
+	snprintf(a->extra + n, sizeof(a->extra) - n, "%s%s", n ? "," : "", kv);
+}
+
+static void parse_args(struct sim_args *a, int argc, char **argv)
+{
+	enum { O_FORMAT = 256, O_BUDGET, O_POLICY, O_ITER, O_BW, O_REMAP,
+	       O_CHUNK, O_NOPF, O_ASYNC, O_THRASH, O_SET, O_SWEEP, O_JSON, O_HELP };
+	static const struct option lo[] = {
+		{ "format", required_argument, NULL, O_FORMAT },
+		{ "budget", required_argument, NULL, O_BUDGET },
+		{ "policy", required_argument, NULL, O_POLICY },
+		{ "iterations", required_argument, NULL, O_ITER },
+		{ "bandwidth", required_argument, NULL, O_BW },
+		{ "remap-us", required_argument, NULL, O_REMAP },
+		{ "chunk-size", required_argument, NULL, O_CHUNK },
+		{ "no-prefetch", no_argument, NULL, O_NOPF },
+		{ "async", no_argument, NULL, O_ASYNC },
+		{ "thrash", required_argument, NULL, O_THRASH },
+		{ "set", required_argument, NULL, O_SET },
+		{ "sweep", no_argument, NULL, O_SWEEP },
+		{ "json", no_argument, NULL, O_JSON },
+		{ "help", no_argument, NULL, O_HELP },
+		{ 0 }
+	};
+	unsigned long long u;
+	double d;
+	int c;
+
+	a->fmt = TP_TRACE_FMT_UNKNOWN;
+	a->thrash = -1;
+	a->o.prefetch = -1;
+	a->o.remap_ns = -2;	/* unset: the format's default */
+	opterr = 0;
+	while ((c = getopt_long(argc, argv, "h", lo, NULL)) != -1) {
+		switch (c) {
+		case O_FORMAT:
+			if (!strcmp(optarg, "auto"))
+				a->fmt = TP_TRACE_FMT_UNKNOWN;
+			else if (!strcmp(optarg, "tpager"))
+				a->fmt = TP_TRACE_FMT_TEXT;
+			else if (!strcmp(optarg, "dtr"))
+				a->fmt = TP_TRACE_FMT_DTR;
+			else
+				die("--format: '%s' is not auto, tpager or dtr", optarg);
+			break;
+		case O_BUDGET:
+			parse_budget(a, optarg);
+			break;
+		case O_POLICY:
+			parse_policy(a, optarg);
+			break;
+		case O_ITER:
+			if (!parse_uint(optarg, 1000000, &u) || !u)
+				die("--iterations: '%s' is not a count from 1 to 1000000", optarg);
+			a->o.iterations = (unsigned)u;
+			break;
+		case O_BW:
+			if (!parse_double(optarg, &d) || d < 0.001 || d > 10000)
+				die("--bandwidth: '%s' is not GB/s in [0.001, 10000]", optarg);
+			a->o.bandwidth = d;
+			break;
+		case O_REMAP:
+			if (!parse_double(optarg, &d) || d < 0 || d > 1e6)
+				die("--remap-us: '%s' is not microseconds in [0, 1000000]", optarg);
+			a->o.remap_ns = (int64_t)llround(d * 1000);
+			break;
+		case O_CHUNK:
+			if (!parse_bytes(optarg, &a->o.chunk_size) ||
+			    a->o.chunk_size < 4096 ||
+			    (a->o.chunk_size & (a->o.chunk_size - 1)))
+				die("--chunk-size: '%s' is not a power of two of at least 4096 bytes", optarg);
+			break;
+		case O_NOPF:
+			a->o.prefetch = 0;
+			break;
+		case O_ASYNC:
+			a->o.async = true;
+			break;
+		case O_THRASH:
+			if (!parse_double(optarg, &d) || (d != 0 && d <= 1))
+				die("--thrash: '%s' is not 0 (off) or a limit above 1", optarg);
+			a->thrash = d;
+			break;
+		case O_SET:
+			add_extra(a, optarg);
+			break;
+		case O_SWEEP:
+			a->sweep = true;
+			break;
+		case O_JSON:
+			a->json = true;
+			break;
+		case O_HELP:
+		case 'h':
+			usage(stdout);
+			exit(0);
+		default:
+			if (optopt >= O_FORMAT)
+				die("option '%s' needs a value", argv[optind - 1]);
+			die("unknown option '%s' (see --help)", argv[optind - 1]);
+		}
+	}
+	if (optind != argc - 1) {
+		usage(stderr);
+		die(optind >= argc ? "no trace given" : "more than one trace given");
+	}
+	a->path = argv[optind];
+	if (a->have_policy) {
+		a->o.filter = a->filter[0] ? a->filter : NULL;
+		a->o.director = a->director[0] ? a->director : NULL;
+	}
+	a->o.extra = a->extra;
+}
+
+static const char *status_name(enum tp_replay_status s)
+{
+	switch (s) {
+	case TP_REPLAY_OK: return "fits";
+	case TP_REPLAY_OOM: return "OOM";
+	case TP_REPLAY_THRASH: return "thrash";
+	default: return "error";
+	}
+}
+
+/* Replay; a library failure other than a verdict ends the program. */
+static void replay(const struct tp_trace *t, const struct tp_replay_opts *o,
+		   struct tp_replay_result *r)
+{
+	int ret = tp_replay_run(t, o, r);
+
+	if (ret || r->status == TP_REPLAY_ERROR)
+		die("replay failed: %s", r->error[0] ? r->error :
+		    tp_strerror(ret));
+}
+
+static void report_text(const struct sim_args *a,
+			const struct tp_trace_summary *sum,
+			const struct tp_replay_result *u,
+			const struct tp_replay_result *r)
+{
+	double extra = u->time_ns ? 100.0 * ((double)r->time_ns -
+					     (double)u->time_ns) / (double)u->time_ns : 0;
+
+	printf("trace            %s\n", a->path);
+	printf("ops              %" PRIu64 " (%" PRIu64 " tp_op_run calls)\n",
+	       r->ops, r->op_runs);
+	printf("peak (trace)     %" PRIu64 " bytes\n", sum->peak_bytes);
+	printf("peak (no limit)  %" PRIu64 " bytes\n", u->phys_peak);
+	printf("budget           %" PRIu64 " bytes (%.3f of the trace peak), chunk %" PRIu64 "\n",
+	       r->budget_bytes, sum->peak_bytes ?
+	       (double)r->budget_bytes / (double)sum->peak_bytes : 0.0,
+	       r->chunk_size);
+	printf("result           %s%s%s\n", status_name(r->status),
+	       r->status != TP_REPLAY_OK ? ": " : "",
+	       r->status != TP_REPLAY_OK ? r->error : "");
+	printf("physical peak    %" PRIu64 " bytes\n", r->phys_peak);
+	printf("overhead (DTR)   %.4f\n", tp_replay_overhead(r));
+	printf("extra time       %.2f %%\n", extra);
+	printf("evictions        %" PRIu64 "\n", r->evictions);
+	printf("offloads         %" PRIu64 "\n", r->offloads);
+	printf("reloads          %" PRIu64 "\n", r->reloads);
+	printf("recomputes       %" PRIu64 " (%.3f ms)\n", r->recomputes,
+	       r->recompute_ns / 1e6);
+	printf("prefetch hits    %" PRIu64 "\n", r->prefetch_hits);
+	printf("stall            %.3f ms\n", r->stall_ns / 1e6);
+	printf("PCIe busy        %.4f\n", r->time_ns ?
+	       (double)r->copy_ns / (double)r->time_ns : 0.0);
+	printf("decision latency %.0f ns (%" PRIu64 " decisions)\n",
+	       r->policy_decisions ? (double)r->policy_ns /
+	       (double)r->policy_decisions : 0.0, r->policy_decisions);
+	printf("time             %.3f ms (no limit %.3f ms)\n",
+	       r->time_ns / 1e6, u->time_ns / 1e6);
+	printf("replay speed     %.0f ops/s\n",
+	       r->wall_s > 0 ? r->ops / r->wall_s : 0.0);
+}
+
+static void report_json(const struct sim_args *a,
+			const struct tp_trace_summary *sum,
+			const struct tp_replay_result *u,
+			const struct tp_replay_result *r)
+{
+	double extra = u->time_ns ? 100.0 * ((double)r->time_ns -
+					     (double)u->time_ns) / (double)u->time_ns : 0;
+
+	printf("{\"ops\":%" PRIu64 ",\"op_runs\":%" PRIu64
+	       ",\"trace_peak\":%" PRIu64 ",\"unlimited_peak\":%" PRIu64
+	       ",\"budget\":%" PRIu64 ",\"chunk_size\":%" PRIu64
+	       ",\"result\":\"%s\",\"phys_peak\":%" PRIu64
+	       ",\"overhead\":%.6f,\"extra_time_pct\":%.4f"
+	       ",\"evictions\":%" PRIu64 ",\"offloads\":%" PRIu64
+	       ",\"reloads\":%" PRIu64 ",\"recomputes\":%" PRIu64
+	       ",\"recompute_ns\":%" PRIu64 ",\"prefetch_hits\":%" PRIu64
+	       ",\"stall_ns\":%" PRIu64 ",\"pcie_busy\":%.6f"
+	       ",\"decision_ns\":%.1f,\"time_ns\":%" PRIu64
+	       ",\"unlimited_time_ns\":%" PRIu64 ",\"ops_per_s\":%.0f}\n",
+	       r->ops, r->op_runs, sum->peak_bytes, u->phys_peak,
+	       r->budget_bytes, r->chunk_size, status_name(r->status),
+	       r->phys_peak, tp_replay_overhead(r), extra, r->evictions,
+	       r->offloads, r->reloads, r->recomputes, r->recompute_ns,
+	       r->prefetch_hits, r->stall_ns, r->time_ns ?
+	       (double)r->copy_ns / (double)r->time_ns : 0.0,
+	       r->policy_decisions ? (double)r->policy_ns /
+	       (double)r->policy_decisions : 0.0, r->time_ns, u->time_ns,
+	       r->wall_s > 0 ? r->ops / r->wall_s : 0.0);
+	(void)a;
+}
+
+/* Coop's metric: the smallest budget, in steps of 5 %, that still fits. */
+static int sweep(const struct sim_args *a, const struct tp_trace *t,
+		 const struct tp_trace_summary *sum)
+{
+	struct tp_replay_opts o = a->o;
+	struct tp_replay_result r;
+	int min = -1;
+
+	if (!a->json)
+		printf("%-8s %-7s %-8s %10s %10s %10s\n", "budget", "result",
+		       "overhead", "evictions", "offloads", "recomputes");
+	for (int p = 100; p > 0; p -= SWEEP_STEP) {
+		o.budget_bytes = (uint64_t)((double)sum->peak_bytes * p / 100.0);
+		if (o.budget_bytes < (o.chunk_size ? o.chunk_size : (1u << 20)))
+			break;
+		replay(t, &o, &r);
+		if (a->json)
+			printf("{\"budget_pct\":%d,\"result\":\"%s\",\"overhead\":%.6f,\"evictions\":%" PRIu64 ",\"offloads\":%" PRIu64 ",\"recomputes\":%" PRIu64 "}\n",
+			       p, status_name(r.status), tp_replay_overhead(&r),
+			       r.evictions, r.offloads, r.recomputes);
+		else
+			printf("%6d%%  %-7s %8.4f %10" PRIu64 " %10" PRIu64 " %10" PRIu64 "\n",
+			       p, status_name(r.status), tp_replay_overhead(&r),
+			       r.evictions, r.offloads, r.recomputes);
+		if (r.status != TP_REPLAY_OK)
+			break;
+		min = p;
+	}
+	if (a->json)
+		printf("{\"min_budget_pct\":%d}\n", min);
+	else if (min < 0)
+		printf("minimum budget   none fits\n");
+	else
+		printf("minimum budget   %d%% of the trace peak (%s/%s)\n", min,
+		       o.filter ? o.filter : "default",
+		       o.director ? o.director : "default");
+	return min < 0;
+}
+
+int main(int argc, char **argv)
+{
+	struct sim_args a = { 0 };
+	struct tp_trace *t = NULL;
+	struct tp_trace_error err;
+	struct tp_trace_summary sum;
+	struct tp_replay_result u, r;
+	struct tp_replay_opts uo;
+	char msg[512];
+	bool dtr;
+	int ret;
+
+	parse_args(&a, argc, argv);
+	ret = tp_replay_load(a.path, &a.fmt, &t, &err);
+	if (ret)
+		die("%s", tp_trace_error_str(&err, msg, sizeof(msg)));
+	ret = tp_trace_peak(t, &sum);
+	if (ret)
+		die("%s: %s", a.path, strerror(-ret));
+	/* DTR's simulator knows no remapping and stops past 2.0. */
+	dtr = a.fmt == TP_TRACE_FMT_DTR;
+	if (a.o.remap_ns == -2)
+		a.o.remap_ns = dtr ? 0 : -1;
+	a.o.thrash_limit = a.thrash >= 0 ? a.thrash : (dtr ? 2.0 : 0);
+
+	if (a.sweep) {
+		ret = sweep(&a, t, &sum);
+		tp_trace_free(t);
+		return ret;
+	}
+	switch (a.bkind) {
+	case B_BYTES:
+		a.o.budget_bytes = a.bbytes;
+		break;
+	case B_PERCENT:
+		a.o.budget_bytes = (uint64_t)((double)sum.peak_bytes *
+					      a.bvalue / 100.0);
+		break;
+	case B_RATIO:
+		a.o.budget_bytes = (uint64_t)((double)sum.peak_bytes * a.bvalue);
+		break;
+	default:
+		break;
+	}
+	if (a.bkind != B_NONE && a.o.budget_bytes <
+	    (a.o.chunk_size ? a.o.chunk_size : (1u << 20)))
+		die("--budget: %" PRIu64 " bytes is less than one chunk",
+		    a.o.budget_bytes);
+	uo = a.o;
+	uo.budget_bytes = 0;
+	uo.thrash_limit = 0;
+	replay(t, &uo, &u);
+	if (a.bkind == B_NONE)
+		r = u;
+	else
+		replay(t, &a.o, &r);
+	if (a.json)
+		report_json(&a, &sum, &u, &r);
+	else
+		report_text(&a, &sum, &u, &r);
+	tp_trace_free(t);
+	return r.status == TP_REPLAY_OK ? 0 : 1;
+}

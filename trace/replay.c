@@ -1,0 +1,687 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Replay of a trace through the public API on the sim backend (replay.h).
+ *
+ * The library sees storages, not the trace's tensor versions: every view
+ * and every version of one storage maps to the one tp_tensor that holds
+ * its pages, and a storage is freed when its last live trace tensor is,
+ * which is how a framework's reference counting drives an allocator. The
+ * cost an op recorded travels in its parameters and comes back from the
+ * op type's cost_ns, so the sim charges exactly that time, on first runs
+ * and recomputes alike.
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "ctx/ctx.h"
+#include "trace/replay.h"
+#include "vmm/vmm.h"
+
+#define REPLAY_CHUNK_DEFAULT	(1u << 20)
+
+/* The sim's default driver costs per chunk (vmm.sim.*), for the split. */
+#define SIM_MAP_NS		1500
+#define SIM_ACCESS_NS		36000
+#define SIM_UNMAP_NS		26000
+
+struct rp_storage {
+	struct tp_tensor *t;	/* NULL until created, and once freed */
+	uint32_t refs;		/* live trace tensors on it */
+	uint32_t refs_at_begin;	/* at MEASURE_BEGIN */
+	bool in_region;		/* created inside the measured region */
+};
+
+/* In-place op types, built on demand: one per (output, input) pair. */
+struct rp_inplace_type {
+	struct tp_op_type type;
+	struct rp_inplace_type *next;
+};
+
+struct replay {
+	const struct tp_trace *t;
+	const struct tp_replay_opts *o;
+	struct tp_replay_result *r;
+	struct tp_ctx *ctx;
+	struct rp_storage *st;
+	struct rp_inplace_type *inplace;
+	bool in_region, in_iteration;
+	uint64_t region_compute;	/* of one pass over the region */
+	uint64_t recompute_at_begin;
+	/* Scratch for one op. */
+	struct tp_tensor *in[TP_TRACE_MAX_ARGS];
+	struct tp_tensor *out[TP_TRACE_MAX_OUTS];
+	size_t out_bytes[TP_TRACE_MAX_OUTS];
+};
+
+static uint64_t op_cost(const void *params, size_t params_len,
+			const size_t *in_bytes, unsigned n_in)
+{
+	uint64_t ns;
+
+	if (params_len != sizeof(ns))
+		return 0;
+	memcpy(&ns, params, sizeof(ns));
+	return ns;
+}
+
+/* Never called on sim, which holds no data to compute on. */
+static int op_launch(const struct tp_op_launch *l)
+{
+	return 0;
+}
+
+static const struct tp_op_type replay_op = {
+	.name = "replay",
+	.launch = op_launch,
+	.cost_ns = op_cost,
+};
+
+static const struct tp_op_type *inplace_type(struct replay *rp, int out,
+					     int in)
+{
+	struct rp_inplace_type *it;
+
+	for (it = rp->inplace; it; it = it->next)
+		if (it->type.inplace_out == out && it->type.inplace_in == in)
+			return &it->type;
+	it = calloc(1, sizeof(*it));
+	if (!it)
+		return NULL;
+	it->type = replay_op;
+	it->type.name = "replay-inplace";
+	it->type.flags = TP_OP_INPLACE;
+	it->type.inplace_out = out;
+	it->type.inplace_in = in;
+	it->next = rp->inplace;
+	rp->inplace = it;
+	return &it->type;
+}
+
+__attribute__((format(printf, 3, 4)))
+static int fail(struct replay *rp, int err, const char *fmt, ...)
+{
+	struct tp_replay_result *r = rp->r;
+	va_list ap;
+	int n;
+
+	va_start(ap, fmt);
+	n = vsnprintf(r->error, sizeof(r->error), fmt, ap);
+	va_end(ap);
+	if (rp->ctx && n >= 0 && (size_t)n < sizeof(r->error) &&
+	    tp_last_error(rp->ctx)[0])
+		snprintf(r->error + n, sizeof(r->error) - n, ": %s",
+			 tp_last_error(rp->ctx));
+	r->err = err;
+	if (err == -ENOMEM)
+		r->status = TP_REPLAY_OOM;
+	else
+		r->status = TP_REPLAY_ERROR;
+	return err;
+}
+
+static unsigned kind_flags(unsigned f)
+{
+	unsigned k = 0;
+
+	if (f & TP_TRACE_INPUT)
+		k |= TP_KIND_INPUT;
+	if (f & TP_TRACE_PARAM)
+		k |= TP_KIND_PARAM;
+	if (f & TP_TRACE_GRAD)
+		k |= TP_KIND_GRAD;
+	if (f & TP_TRACE_OPTSTATE)
+		k |= TP_KIND_OPTSTATE;
+	if (f & TP_TRACE_ACTIVATION)
+		k |= TP_KIND_ACT;
+	return k;
+}
+
+/* The library takes no empty tensor; a 0-byte one gets a slab slot. */
+static size_t nonzero(uint64_t size)
+{
+	return size ? (size_t)size : 1;
+}
+
+/*
+ * A tensor from outside: uncomputable, and written once (the upload), so
+ * that it holds memory from its creation as it did in the program.
+ */
+static int create_storage(struct replay *rp, uint32_t s)
+{
+	const struct tp_trace_storage *ts = &rp->t->storages[s];
+	unsigned flags = TP_UNCOMPUTABLE |
+			 kind_flags(rp->t->tensors[ts->base].flags);
+	struct tp_tensor *x;
+	int ret;
+
+	x = tp_tensor_create(rp->ctx, nonzero(ts->size), flags);
+	if (!x)
+		return fail(rp, -errno, "tp_tensor_create(%" PRIu64 " bytes)",
+			    ts->size);
+	if (!tp_tensor_acquire(rp->ctx, x, TP_WRITE)) {
+		ret = -errno;
+		tp_tensor_free(rp->ctx, x);
+		return fail(rp, ret, "writing tensor %u (%" PRIu64 " bytes)",
+			    ts->base, ts->size);
+	}
+	tp_tensor_release(rp->ctx, x);
+	rp->st[s].t = x;
+	rp->st[s].refs = 1;
+	rp->st[s].in_region = rp->in_region;
+	return 0;
+}
+
+static int storage_put(struct replay *rp, uint32_t s)
+{
+	struct rp_storage *st = &rp->st[s];
+	int ret;
+
+	if (!st->refs || --st->refs)
+		return 0;
+	ret = tp_tensor_free(rp->ctx, st->t);
+	st->t = NULL;
+	return ret ? fail(rp, ret, "tp_tensor_free(storage %u)", s) : 0;
+}
+
+static int ev_tensor(struct replay *rp, uint32_t id)
+{
+	const struct tp_trace_tensor *tt = &rp->t->tensors[id];
+
+	if (rp->t->storages[tt->storage].base == id)
+		return create_storage(rp, tt->storage);
+	rp->st[tt->storage].refs++;	/* a view */
+	return 0;
+}
+
+/* Unless asynchronous: the host waits for the op (see replay.h). */
+static int op_done(struct replay *rp)
+{
+	int ret;
+
+	if (rp->o->async)
+		return 0;
+	ret = tp_vmm_stream_sync(rp->ctx->vmm, TP_STREAM_COMPUTE);
+	return ret ? fail(rp, ret, "waiting for the compute stream") : 0;
+}
+
+/* Charge an op that makes no memory (views only) on the compute stream. */
+static int charge_only(struct replay *rp, uint64_t cost)
+{
+	int ret = tp_vmm_launch(rp->ctx->vmm, TP_STREAM_COMPUTE, cost,
+				NULL, NULL);
+
+	if (ret)
+		return fail(rp, ret, "charging a view op");
+	return op_done(rp);
+}
+
+/*
+ * Run one tp_op_run: @n_fresh fresh outputs in rp->out_bytes, plus, when
+ * @ip_arg is not -1, the in-place output over argument @ip_arg placed
+ * last. Fills rp->out.
+ */
+static int run_op(struct replay *rp, const struct tp_trace_op *op,
+		  unsigned n_fresh, int ip_arg, uint64_t cost)
+{
+	const struct tp_op_type *type = &replay_op;
+	unsigned n_out = n_fresh;
+	struct tp_tensor *x = NULL;
+	int ret;
+
+	if (ip_arg >= 0) {
+		x = rp->in[ip_arg];
+		type = inplace_type(rp, (int)n_fresh, ip_arg);
+		if (!type)
+			return fail(rp, -ENOMEM, "in-place op type");
+		rp->out_bytes[n_out++] = tp_tensor_size(x);
+	}
+	ret = tp_op_run(rp->ctx, type, &cost, sizeof(cost), rp->in,
+			op->n_args, rp->out, rp->out_bytes, n_out);
+	if (ret)
+		return fail(rp, ret, "op %s",
+			    rp->t->names + op->name);
+	ret = op_done(rp);
+	if (ret)
+		return ret;
+	rp->r->op_runs += rp->in_region;
+	/*
+	 * A computable input updated in place stays behind as the old
+	 * version, regenerable by lineage; the program no longer holds it.
+	 */
+	if (x && rp->out[n_fresh] != x) {
+		ret = tp_tensor_free(rp->ctx, x);
+		if (ret)
+			return fail(rp, ret, "freeing an overwritten version");
+	}
+	return 0;
+}
+
+/* Give the @n fresh outputs just made (rp->out) to their storages. */
+static void assign_fresh(struct replay *rp, const struct tp_trace_op *op)
+{
+	const struct tp_trace *t = rp->t;
+	const struct tp_trace_out *outs = &t->outs[op->first_out];
+	unsigned j, k = 0;
+
+	for (j = 0; j < op->n_outs; j++)
+		if (outs[j].kind == TP_TRACE_OUT_FRESH)
+			rp->st[t->tensors[outs[j].tensor].storage].t =
+				rp->out[k++];
+}
+
+/*
+ * tp_op_run takes one in-place output: the first carries the fresh
+ * outputs and the cost, each further one is an op of its own, free,
+ * reading the same inputs (their new versions where already written).
+ */
+static int run_inplace(struct replay *rp, const struct tp_trace_op *op,
+		       unsigned n_fresh)
+{
+	const struct tp_trace *t = rp->t;
+	const struct tp_trace_out *outs = &t->outs[op->first_out];
+	uint64_t cost = op->cost_ns;
+	unsigned j, k;
+	int ret;
+
+	for (j = 0; j < op->n_outs; j++) {
+		struct tp_tensor *old, *new;
+
+		if (outs[j].kind != TP_TRACE_OUT_INPLACE)
+			continue;
+		old = rp->in[outs[j].alias];
+		ret = run_op(rp, op, n_fresh, outs[j].alias, cost);
+		if (ret)
+			return ret;
+		if (n_fresh)
+			assign_fresh(rp, op);
+		new = rp->out[n_fresh];
+		rp->st[t->tensors[outs[j].tensor].storage].t = new;
+		for (k = 0; k < op->n_args; k++)
+			if (rp->in[k] == old)
+				rp->in[k] = new;
+		n_fresh = 0;
+		cost = 0;
+	}
+	return 0;
+}
+
+static int ev_op(struct replay *rp, uint32_t id)
+{
+	const struct tp_trace *t = rp->t;
+	const struct tp_trace_op *op = &t->ops[id];
+	const struct tp_trace_out *outs = &t->outs[op->first_out];
+	unsigned j, n_fresh = 0, n_ip = 0;
+	int ret;
+
+	for (j = 0; j < op->n_args; j++) {
+		uint32_t a = t->args[op->first_arg + j];
+
+		rp->in[j] = rp->st[t->tensors[a].storage].t;
+		if (!rp->in[j])
+			return fail(rp, -EINVAL, "op %s: input %u has no storage",
+				    t->names + op->name, j);
+	}
+	for (j = 0; j < op->n_outs; j++) {
+		if (outs[j].kind == TP_TRACE_OUT_FRESH)
+			rp->out_bytes[n_fresh++] =
+				nonzero(t->tensors[outs[j].tensor].size);
+		else if (outs[j].kind == TP_TRACE_OUT_INPLACE)
+			n_ip++;
+	}
+	if (n_ip) {
+		ret = run_inplace(rp, op, n_fresh);
+	} else if (n_fresh) {
+		ret = run_op(rp, op, n_fresh, -1, op->cost_ns);
+		if (!ret)
+			assign_fresh(rp, op);
+	} else {
+		ret = charge_only(rp, op->cost_ns);
+	}
+	if (ret)
+		return ret;
+	for (j = 0; j < op->n_outs; j++) {
+		struct rp_storage *st =
+			&rp->st[t->tensors[outs[j].tensor].storage];
+
+		if (outs[j].kind == TP_TRACE_OUT_FRESH) {
+			st->refs = 1;
+			st->in_region = rp->in_region;
+		} else if (outs[j].kind == TP_TRACE_OUT_VIEW) {
+			st->refs++;
+		}
+		/* INPLACE: one version ends where the next begins. */
+	}
+	if (rp->in_region) {
+		rp->r->ops++;
+		rp->r->compute_ns += op->cost_ns;
+	}
+	return 0;
+}
+
+static int iteration_mark(struct replay *rp)
+{
+	int ret = 0;
+
+	if (rp->in_iteration)
+		ret = tp_iteration_end(rp->ctx);
+	if (!ret)
+		ret = tp_iteration_begin(rp->ctx);
+	rp->in_iteration = !ret;
+	return ret ? fail(rp, ret, "iteration boundary") : 0;
+}
+
+/* The clock and counters the region's figures are differences of. */
+struct rp_snap {
+	struct tp_stats s;
+	uint64_t now;
+	struct timespec wall;
+};
+
+static int snap(struct replay *rp, struct rp_snap *sn)
+{
+	int ret = tp_sync(rp->ctx);
+
+	if (!ret)
+		ret = tp_stats_get(rp->ctx, &sn->s);
+	if (ret)
+		return fail(rp, ret, "reading counters");
+	sn->now = tp_vmm_now_ns(rp->ctx->vmm);
+	clock_gettime(CLOCK_MONOTONIC, &sn->wall);
+	return 0;
+}
+
+static void region_figures(struct replay *rp, const struct rp_snap *a,
+			   const struct rp_snap *b)
+{
+	struct tp_replay_result *r = rp->r;
+
+#define D(f) (b->s.f - a->s.f)
+	r->time_ns = b->now - a->now;
+	r->evictions = D(evictions);
+	r->offloads = D(offloads);
+	r->reloads = D(reloads);
+	r->recomputes = D(recomputes);
+	r->recompute_ns = D(recompute_ns);
+	r->prefetch_hits = D(prefetch_hits);
+	r->stall_ns = D(stall_ns);
+	r->copy_ns = D(copy_d2h_ns) + D(copy_h2d_ns);
+	r->policy_decisions = D(policy_decisions);
+	r->policy_ns = D(policy_ns);
+#undef D
+	r->wall_s = (double)(b->wall.tv_sec - a->wall.tv_sec) +
+		    (double)(b->wall.tv_nsec - a->wall.tv_nsec) * 1e-9;
+}
+
+/* DTR's rule: stop once recomputing costs more than the limit allows. */
+static bool thrashing(struct replay *rp, unsigned passes)
+{
+	struct tp_stats s;
+	double limit = rp->o->thrash_limit;
+
+	if (limit <= 0 || !rp->in_region)
+		return false;
+	if (tp_stats_get(rp->ctx, &s))
+		return false;
+	return (double)(s.recompute_ns - rp->recompute_at_begin) >
+	       (limit - 1) * (double)rp->region_compute * passes;
+}
+
+/*
+ * Before a repeat of the region: the region's own storages go (a new
+ * iteration makes new ones), and those from before it that it freed come
+ * back fresh, as the next batch does.
+ */
+static int reset_region(struct replay *rp)
+{
+	size_t s;
+	int ret;
+
+	for (s = 0; s < rp->t->n_storages; s++) {
+		struct rp_storage *st = &rp->st[s];
+
+		if (st->in_region) {
+			if (st->t) {
+				ret = tp_tensor_free(rp->ctx, st->t);
+				if (ret)
+					return fail(rp, ret, "freeing storage %zu", s);
+			}
+			st->t = NULL;
+			st->refs = 0;
+			st->in_region = false;
+			continue;
+		}
+		if (!st->refs_at_begin)
+			continue;
+		if (!st->t) {
+			bool was = rp->in_region;
+
+			rp->in_region = false;
+			ret = create_storage(rp, (uint32_t)s);
+			rp->in_region = was;
+			if (ret)
+				return ret;
+		}
+		st->refs = st->refs_at_begin;
+	}
+	return 0;
+}
+
+static int apply(struct replay *rp, const struct tp_trace_event *e)
+{
+	switch (e->kind) {
+	case TP_TRACE_EV_TENSOR:
+		return ev_tensor(rp, e->arg);
+	case TP_TRACE_EV_OP:
+		return ev_op(rp, e->arg);
+	case TP_TRACE_EV_FREE:
+		return storage_put(rp, rp->t->tensors[e->arg].storage);
+	case TP_TRACE_EV_ITER:
+		return iteration_mark(rp);
+	default:
+		return 0;
+	}
+}
+
+static int build_opts(const struct tp_replay_opts *o, uint64_t chunk,
+		      uint64_t unlimited, char *buf, size_t len)
+{
+	size_t n;
+
+	n = (size_t)snprintf(buf, len, "vmm.backend=sim,vmm.chunk_size=%" PRIu64,
+			     chunk);
+	if (n < len)
+		n += (size_t)snprintf(buf + n, len - n, ",pager.budget=%" PRIu64
+				      ",vmm.device_memory=%" PRIu64,
+				      o->budget_bytes ? o->budget_bytes : unlimited,
+				      o->budget_bytes ? o->budget_bytes : unlimited);
+	if (o->filter && n < len)
+		n += (size_t)snprintf(buf + n, len - n, ",policy.filter=%s",
+				      o->filter);
+	if (o->director && n < len)
+		n += (size_t)snprintf(buf + n, len - n, ",policy.director=%s",
+				      o->director);
+	if (o->prefetch >= 0 && n < len)
+		n += (size_t)snprintf(buf + n, len - n, ",policy.prefetch=%d",
+				      !!o->prefetch);
+	if (o->bandwidth > 0 && n < len)
+		n += (size_t)snprintf(buf + n, len - n, ",vmm.sim.bandwidth=%.17g",
+				      o->bandwidth);
+	if (o->remap_ns >= 0 && n < len) {
+		const double sum = SIM_MAP_NS + SIM_ACCESS_NS + SIM_UNMAP_NS;
+		int64_t map = (int64_t)(o->remap_ns * (SIM_MAP_NS / sum) + 0.5);
+		int64_t acc = (int64_t)(o->remap_ns * (SIM_ACCESS_NS / sum) + 0.5);
+		int64_t unmap = o->remap_ns - map - acc;
+
+		if (unmap < 0)
+			unmap = 0;
+		n += (size_t)snprintf(buf + n, len - n,
+				      ",vmm.sim.map_ns=%" PRId64
+				      ",vmm.sim.set_access_ns=%" PRId64
+				      ",vmm.sim.unmap_ns=%" PRId64
+				      ",policy.remap_ns=%" PRId64,
+				      map, acc, unmap, o->remap_ns);
+	}
+	if (o->extra && o->extra[0] && n < len)
+		n += (size_t)snprintf(buf + n, len - n, ",%s", o->extra);
+	return n < len ? 0 : -E2BIG;
+}
+
+/* Compute time of one pass over the measured region. */
+static uint64_t region_compute(const struct tp_trace *t, size_t begin,
+			       size_t end)
+{
+	uint64_t ns = 0;
+
+	for (size_t i = begin; i < end; i++)
+		if (t->events[i].kind == TP_TRACE_EV_OP)
+			ns += t->ops[t->events[i].arg].cost_ns;
+	return ns;
+}
+
+int tp_replay_run(const struct tp_trace *t, const struct tp_replay_opts *o,
+		  struct tp_replay_result *r)
+{
+	struct replay rp = { .t = t, .o = o, .r = r };
+	uint64_t chunk = o->chunk_size ? o->chunk_size : REPLAY_CHUNK_DEFAULT;
+	unsigned passes = o->iterations ? o->iterations : 1;
+	struct rp_snap a, b;
+	uint64_t unlimited = 0;
+	size_t i, begin = 0, end = t->n_events;
+	char opts[1024];
+	int ret;
+
+	memset(r, 0, sizeof(*r));
+	if (o->remap_ns > 1000000000 || o->thrash_limit < 0)
+		return fail(&rp, -EINVAL, "replay options out of range");
+	/* The region: after MEASURE_BEGIN up to MEASURE_END. */
+	if (t->measured) {
+		for (i = 0; i < t->n_events; i++)
+			if (t->events[i].kind == TP_TRACE_EV_MEASURE_BEGIN)
+				break;
+		begin = i + 1;
+		for (i = begin; i < t->n_events; i++)
+			if (t->events[i].kind == TP_TRACE_EV_MEASURE_END)
+				break;
+		end = i;
+	}
+	rp.region_compute = region_compute(t, begin, end);
+
+	if (!o->budget_bytes) {
+		struct tp_trace_summary sum;
+
+		ret = tp_trace_peak(t, &sum);
+		if (ret)
+			return fail(&rp, ret, "trace accounting");
+		/*
+		 * "No limit" on a pool sized by its budget: twice what the
+		 * trace ever holds live, which chunk rounding, slabs and the
+		 * range cache cannot outgrow.
+		 */
+		unlimited = 2 * sum.peak_bytes + 256 * chunk;
+	}
+	rp.st = calloc(t->n_storages ? t->n_storages : 1, sizeof(*rp.st));
+	if (!rp.st)
+		return fail(&rp, -ENOMEM, "replay state");
+	if (build_opts(o, chunk, unlimited, opts, sizeof(opts))) {
+		ret = fail(&rp, -EINVAL, "replay options too long");
+		goto out_free;
+	}
+	rp.ctx = tp_ctx_create(opts);
+	if (!rp.ctx) {
+		ret = fail(&rp, -errno, "tp_ctx_create(\"%s\")", opts);
+		if (ret == -ENOMEM)	/* not the budget's doing */
+			r->status = TP_REPLAY_ERROR;
+		goto out_free;
+	}
+	for (i = 0; i < begin; i++) {
+		ret = apply(&rp, &t->events[i]);
+		if (ret)
+			goto out_verdict;
+	}
+	for (i = 0; i < t->n_storages; i++)
+		rp.st[i].refs_at_begin = rp.st[i].refs;
+	ret = snap(&rp, &a);
+	if (ret)
+		goto out_verdict;
+	rp.recompute_at_begin = a.s.recompute_ns;
+	rp.in_region = true;
+	for (unsigned p = 0; p < passes; p++) {
+		if (p) {
+			ret = reset_region(&rp);
+			if (!ret)
+				ret = iteration_mark(&rp);
+			if (ret)
+				goto out_verdict;
+		}
+		for (i = begin; i < end; i++) {
+			ret = apply(&rp, &t->events[i]);
+			if (ret)
+				goto out_verdict;
+			if (t->events[i].kind == TP_TRACE_EV_OP &&
+			    thrashing(&rp, passes)) {
+				r->status = TP_REPLAY_THRASH;
+				snprintf(r->error, sizeof(r->error),
+					 "recompute passed %.2fx the compute time",
+					 o->thrash_limit);
+				goto out_figures;
+			}
+		}
+	}
+	rp.in_region = false;
+	if (rp.in_iteration) {
+		ret = tp_iteration_end(rp.ctx);
+		if (ret) {
+			fail(&rp, ret, "iteration end");
+			goto out_verdict;
+		}
+	}
+out_figures:
+	ret = snap(&rp, &b);
+	if (ret)
+		goto out_verdict;
+	region_figures(&rp, &a, &b);
+	r->phys_peak = b.s.phys_peak;
+	r->budget_bytes = b.s.budget_bytes;
+	r->chunk_size = b.s.chunk_size;
+	ret = 0;
+	goto out_ctx;
+
+out_verdict:
+	/* Not fitting is a result, not an error. */
+	if (r->status == TP_REPLAY_OOM) {
+		struct tp_stats s;
+
+		if (!tp_stats_get(rp.ctx, &s)) {
+			r->phys_peak = s.phys_peak;
+			r->budget_bytes = s.budget_bytes;
+			r->chunk_size = s.chunk_size;
+		}
+		ret = 0;
+	}
+out_ctx:
+	tp_ctx_destroy(rp.ctx);
+out_free:
+	while (rp.inplace) {
+		struct rp_inplace_type *it = rp.inplace;
+
+		rp.inplace = it->next;
+		free(it);
+	}
+	free(rp.st);
+	return ret;
+}
+
+double tp_replay_overhead(const struct tp_replay_result *r)
+{
+	if (!r->compute_ns)
+		return 1.0;
+	return (double)(r->compute_ns + r->recompute_ns) /
+	       (double)r->compute_ns;
+}

@@ -1,0 +1,115 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Replaying a trace through the real library on the sim backend: every
+ * created tensor, op, free and iteration boundary of a struct tp_trace
+ * becomes the tp_* call a training program would have made, under a
+ * budget and a policy chosen by configuration keys. What tpager-sim and
+ * bench/policy-table run.
+ */
+#ifndef TP_TRACE_REPLAY_H
+#define TP_TRACE_REPLAY_H
+
+#include <stdint.h>
+
+#include "trace/trace.h"
+
+/* What to replay under. Zero means "the default" where it says so. */
+struct tp_replay_opts {
+	/* pager.budget; 0: no limit (twice the trace's peak, see replay.c) */
+	uint64_t budget_bytes;
+	uint64_t chunk_size;	/* vmm.chunk_size; 0: 1 MiB */
+	const char *filter;	/* policy.filter; NULL: its default */
+	const char *director;	/* policy.director; NULL: its default */
+	int prefetch;		/* policy.prefetch: 0, 1; -1: its default */
+	double bandwidth;	/* vmm.sim.bandwidth, GB/s; 0: its default */
+	/*
+	 * Cost of remapping one chunk, ns, split over map, set-access and
+	 * unmap in the proportions of the vmm.sim.* defaults and given to
+	 * policy.remap_ns too; negative: the keys' defaults.
+	 */
+	int64_t remap_ns;
+	unsigned iterations;	/* times the measured region runs; 0: 1 */
+	/*
+	 * Stop as thrashing once recompute time exceeds (limit - 1) times
+	 * the compute time of the measured region(s) (DTR's rule with 2.0);
+	 * 0: never.
+	 */
+	double thrash_limit;
+	/*
+	 * Let the host run ahead of the compute stream as an asynchronous
+	 * framework does. By default the host waits for each op to finish,
+	 * as DTR's simulator assumes: memory freed after an op is then free
+	 * for the next one, not held by unmaps deferred until the stream
+	 * catches up (which, with nothing to make the host wait, fills any
+	 * budget). Copies stay asynchronous either way.
+	 */
+	bool async;
+	const char *extra;	/* more "key=value,..." options, or NULL */
+};
+
+enum tp_replay_status {
+	TP_REPLAY_OK,		/* replayed to the end within the budget */
+	TP_REPLAY_OOM,		/* an op found no room: does not fit */
+	TP_REPLAY_THRASH,	/* stopped by thrash_limit */
+	TP_REPLAY_ERROR,	/* anything else (see error) */
+};
+
+/* Counters of the measured region(s), all repetitions together. */
+struct tp_replay_result {
+	enum tp_replay_status status;
+	int err;		/* the failing call's -errno, or 0 */
+	char error[256];	/* what failed, for the user */
+	uint64_t budget_bytes;	/* as the pager took it */
+	uint64_t chunk_size;
+	uint64_t phys_peak;	/* mapped bytes, whole replay incl. warm-up */
+	uint64_t ops;		/* trace ops replayed in the region */
+	uint64_t op_runs;	/* tp_op_run calls they took */
+	uint64_t compute_ns;	/* recorded cost of those ops */
+	uint64_t time_ns;	/* virtual time the region took */
+	uint64_t evictions, offloads, reloads, recomputes, recompute_ns;
+	uint64_t prefetch_hits, stall_ns, copy_ns;
+	uint64_t policy_decisions, policy_ns;
+	double wall_s;		/* real time of the region's replay */
+};
+
+/**
+ * tp_replay_run() - replay @t through a new sim context.
+ * @t:   the trace (not modified)
+ * @o:   budget, policy and costs
+ * @r:   filled with the outcome and the counters
+ *
+ * Tensors created from outside are uncomputable (TP_UNCOMPUTABLE, with
+ * their role as TP_KIND_*) and written once when created; ops run through
+ * tp_op_run() with their recorded cost; a view shares its base's tensor;
+ * an in-place output is a TP_OP_INPLACE op; a storage is freed when its
+ * last live tensor is. The measured region (MEASURE_BEGIN to MEASURE_END,
+ * else the whole trace) runs @o->iterations times, later times with fresh
+ * tensors for what the region creates and for the tensors from before it
+ * that it frees (a new batch), as a training loop does.
+ *
+ * Return: 0 when the replay ran to a verdict (@r->status: fits, OOM or
+ * thrash); -EINVAL bad options (@r->error says which); -ENOMEM; another
+ * -errno when the library failed otherwise (@r->status is then
+ * TP_REPLAY_ERROR and @r->error names the call).
+ */
+int tp_replay_run(const struct tp_trace *t, const struct tp_replay_opts *o,
+		  struct tp_replay_result *r);
+
+/**
+ * tp_replay_load() - tp_trace_load() that also reads gzip-compressed
+ * files (recognised by their magic bytes) through gzip -dc.
+ * @fmt: the format to parse, or TP_TRACE_FMT_UNKNOWN to detect it; set to
+ *       the format read.
+ *
+ * Return: as tp_trace_load(); -EIO when gzip fails on the file.
+ */
+int tp_replay_load(const char *path, enum tp_trace_format *fmt,
+		   struct tp_trace **out, struct tp_trace_error *err);
+
+/**
+ * tp_replay_overhead() - DTR's overhead of @r: (compute + recompute) /
+ * compute; 1.0 for an empty region.
+ */
+double tp_replay_overhead(const struct tp_replay_result *r);
+
+#endif /* TP_TRACE_REPLAY_H */

@@ -6,8 +6,10 @@
  * heuristics (not by timing runs, which could pick differently from one
  * run to the next), with FP32 FMA math so that no TF32 rounding creeps in.
  * The choice and its workspace size are cached per shape: a recompute
- * replays exactly the algorithm of the first run. Workspaces come from the
- * stream-ordered allocator and go back to it on the same stream.
+ * replays exactly the algorithm of the first run. The workspace is the
+ * op's optional last input (a tpager tensor, so the pager counts it), or
+ * else comes from the stream-ordered allocator and goes back to it on the
+ * same stream.
  *
  * The batch-norm entry points are the legacy ones, deprecated in cuDNN 9
  * in favour of the graph API but still shipped and still deterministic.
@@ -165,9 +167,14 @@ static int conv_choose(const struct tp_op_launch *l,
 		       const struct tp_conv2d_params *p, struct dnn_desc *d,
 		       struct conv_algo **out_algo)
 {
-	cudnnConvolutionFwdAlgoPerf_t fp[CUDNN_CONVOLUTION_FWD_ALGO_COUNT];
-	cudnnConvolutionBwdDataAlgoPerf_t dp[CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT];
-	cudnnConvolutionBwdFilterAlgoPerf_t wp[CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT];
+	enum {
+		NF = CUDNN_CONVOLUTION_FWD_ALGO_COUNT,
+		ND = CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT,
+		NW = CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT,
+	};
+	cudnnConvolutionFwdAlgoPerf_t fp[NF];
+	cudnnConvolutionBwdDataAlgoPerf_t dp[ND];
+	cudnnConvolutionBwdFilterAlgoPerf_t wp[NW];
 	struct conv_algo *a;
 	size_t ws_data, ws_filter;
 	int nf, nd, nw, rc = 0;
@@ -182,13 +189,11 @@ static int conv_choose(const struct tp_op_launch *l,
 		return -ENOMEM;
 	a->shape = *p;
 	DNN(cudnnGetConvolutionForwardAlgorithm_v7(dnn, d->x, d->w, d->conv,
-			d->y, CUDNN_CONVOLUTION_FWD_ALGO_COUNT, &nf, fp));
+			d->y, NF, &nf, fp));
 	DNN(cudnnGetConvolutionBackwardDataAlgorithm_v7(dnn, d->w, d->y,
-			d->conv, d->x, CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT,
-			&nd, dp));
+			d->conv, d->x, ND, &nd, dp));
 	DNN(cudnnGetConvolutionBackwardFilterAlgorithm_v7(dnn, d->x, d->y,
-			d->conv, d->w, CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT,
-			&nw, wp));
+			d->conv, d->w, NW, &nw, wp));
 	if (!PICK(fp, nf, &a->fwd, &a->fwd_math) ||
 	    !PICK(dp, nd, &a->bwd_data, &a->data_math) ||
 	    !PICK(wp, nw, &a->bwd_filter, &a->filter_math)) {
@@ -215,19 +220,54 @@ out:
 	return rc;
 }
 
-static int ws_alloc(const struct tp_op_launch *l, size_t bytes, void **ws)
+/*
+ * The workspace: the launch's last input when the caller gave one large
+ * enough (input @n, after the op's own), else stream-ordered memory.
+ */
+static int ws_get(const struct tp_op_launch *l, unsigned n, size_t bytes,
+		  void **ws, bool *owned)
 {
 	*ws = NULL;
+	*owned = false;
 	if (!bytes)
 		return 0;
+	if (l->n_in > n && l->in_bytes && l->in_bytes[n] >= bytes) {
+		*ws = l->in[n];
+		return 0;
+	}
+	*owned = true;
 	return tp_cuda_check(l, cudaMallocAsync(ws, bytes, TP_STREAM(l)),
 			     "cudaMallocAsync (convolution workspace)");
 }
 
-static void ws_free(void *ws, const struct tp_op_launch *l)
+static void ws_put(const struct tp_op_launch *l, void *ws, bool owned)
 {
-	if (ws)
+	if (owned && ws)
 		cudaFreeAsync(ws, TP_STREAM(l));
+}
+
+int tp_cuda_conv_workspace(const struct tp_conv2d_params *p, size_t *bytes)
+{
+	const struct tp_op_launch probe = {
+		.type = tp_kernels_find("conv2d"), .params = p,
+		.params_len = sizeof(*p),
+	};
+	const struct tp_op_launch *l = &probe;
+	struct dnn_desc d = { 0 };
+	struct conv_algo *a;
+	int rc = 0;
+
+	*bytes = 0;
+	tp_cuda_lock();
+	if (!dnn)
+		DNN(cudnnCreate(&dnn));
+	rc = conv_desc(l, p, &d);
+	if (!rc)
+		rc = conv_choose(l, p, &d, &a);
+	if (!rc)
+		*bytes = a->fwd_ws > a->bwd_ws ? a->fwd_ws : a->bwd_ws;
+out:
+	return dnn_end(&d, rc);
 }
 
 int tp_cuda_conv2d(const struct tp_op_launch *l)
@@ -236,6 +276,7 @@ int tp_cuda_conv2d(const struct tp_op_launch *l)
 	struct dnn_desc d = { 0 };
 	struct conv_algo *a;
 	void *ws = NULL;
+	bool owned = false;
 	int rc;
 
 	rc = dnn_begin(l);
@@ -245,7 +286,7 @@ int tp_cuda_conv2d(const struct tp_op_launch *l)
 	if (!rc)
 		rc = conv_choose(l, p, &d, &a);
 	if (!rc)
-		rc = ws_alloc(l, a->fwd_ws, &ws);
+		rc = ws_get(l, p->bias ? 3 : 2, a->fwd_ws, &ws, &owned);
 	if (rc)
 		goto out;
 	DNN(cudnnSetConvolutionMathType(d.conv, a->fwd_math));
@@ -256,7 +297,7 @@ int tp_cuda_conv2d(const struct tp_op_launch *l)
 		DNN(cudnnAddTensor(dnn, &one, d.b, TP_IN(l, 2), &one, d.y,
 				   TP_OUT(l, 0)));
 out:
-	ws_free(ws, l);
+	ws_put(l, ws, owned);
 	return dnn_end(&d, rc);
 }
 
@@ -266,6 +307,7 @@ int tp_cuda_conv2d_bwd(const struct tp_op_launch *l)
 	struct dnn_desc d = { 0 };
 	struct conv_algo *a;
 	void *ws = NULL;
+	bool owned = false;
 	int rc;
 
 	rc = dnn_begin(l);
@@ -275,7 +317,7 @@ int tp_cuda_conv2d_bwd(const struct tp_op_launch *l)
 	if (!rc)
 		rc = conv_choose(l, p, &d, &a);
 	if (!rc)
-		rc = ws_alloc(l, a->bwd_ws, &ws);
+		rc = ws_get(l, 3, a->bwd_ws, &ws, &owned);
 	if (rc)
 		goto out;
 	DNN(cudnnSetConvolutionMathType(d.conv, a->data_math));
@@ -291,7 +333,7 @@ int tp_cuda_conv2d_bwd(const struct tp_op_launch *l)
 		DNN(cudnnConvolutionBackwardBias(dnn, &one, d.y, TP_IN(l, 0),
 						 &zero, d.b, TP_OUT(l, 2)));
 out:
-	ws_free(ws, l);
+	ws_put(l, ws, owned);
 	return dnn_end(&d, rc);
 }
 

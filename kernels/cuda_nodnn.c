@@ -15,6 +15,12 @@
 		return -ENOTSUP; \
 	}
 
+int tp_cuda_conv_workspace(const struct tp_conv2d_params *p, size_t *bytes)
+{
+	*bytes = 0;
+	return 0;
+}
+
 NO_DNN(conv2d)
 NO_DNN(conv2d_bwd)
 NO_DNN(batchnorm)

@@ -6,6 +6,7 @@
 #ifndef TP_KERNELS_KERNEL_H
 #define TP_KERNELS_KERNEL_H
 
+#include <stdbool.h>
 #include <stddef.h>
 
 #include "kernels/ops.h"
@@ -34,6 +35,8 @@ struct tp_kernel {
 	/* The implementations; @cuda is NULL where there is none. */
 	int (*cpu)(const struct tp_op_launch *l);
 	int (*cuda)(const struct tp_op_launch *l);
+	/* Takes an optional last input: device scratch (see ops.h). */
+	bool workspace;
 };
 
 #define tp_kernel_of(t) \
@@ -71,6 +74,14 @@ TP_CPU_OPS(TP_DECLARE_CPU)
 #define TP_DECLARE_CUDA(name) int tp_cuda_##name(const struct tp_op_launch *l);
 TP_CPU_OPS(TP_DECLARE_CUDA)
 #undef TP_DECLARE_CUDA
+#endif
+
+#ifdef TP_HAVE_CUDA
+/**
+ * tp_cuda_conv_workspace() - the scratch the cuDNN algorithms chosen for
+ * @p need, forward and backward (the larger). Return: 0 or -errno.
+ */
+int tp_cuda_conv_workspace(const struct tp_conv2d_params *p, size_t *bytes);
 #endif
 
 /* CPU GEMM on row-major matrices: C = alpha op(A) op(B) + beta C. */

@@ -72,6 +72,9 @@ struct tp_model {
 	struct tp_tape_ent *tape;
 	unsigned n_tape, cap_tape;
 	struct tp_tensor *one;		/* d loss / d loss */
+	/* cuDNN scratch shared by every convolution, grown between steps */
+	struct tp_mvar ws;
+	size_t ws_need;
 	int err;			/* first failure of this step */
 	unsigned step;
 	uint64_t rng, init_rng;
@@ -110,7 +113,16 @@ struct tp_mvar *tp_model_input(struct tp_model *m, const void *data,
 
 int tp_model_backward(struct tp_model *m, struct tp_mvar *loss);
 int tp_model_optimize(struct tp_model *m);
-/* Free every tensor of the step and forget the tape. */
+/**
+ * tp_model_workspace() - note that op @type with @params wants a
+ * workspace; return the shared one if it is large enough, else NULL (the
+ * op then allocates its own, and the next step has a larger one).
+ */
+struct tp_mvar *tp_model_workspace(struct tp_model *m,
+				   const struct tp_op_type *type,
+				   const void *params, size_t plen);
+
+/* Free every tensor of the step and forget the tape; grow the workspace. */
 void tp_model_end_step(struct tp_model *m);
 void tp_model_free_params(struct tp_model *m);
 

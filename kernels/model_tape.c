@@ -191,6 +191,21 @@ err:
 	return NULL;
 }
 
+struct tp_mvar *tp_model_workspace(struct tp_model *m,
+				   const struct tp_op_type *type,
+				   const void *params, size_t plen)
+{
+	size_t need = 0;
+
+	/* 0 off the cuda backend; a failed query just means none */
+	if (tp_kernels_workspace_bytes(m->ctx, type, params, plen, &need) ||
+	    !need)
+		return NULL;
+	if (need > m->ws_need)
+		m->ws_need = need;
+	return m->ws.t && m->ws.bytes >= need ? &m->ws : NULL;
+}
+
 static void put_var(struct tp_model *m, struct tp_mvar *v)
 {
 	if (v->refs && --v->refs)
@@ -221,7 +236,10 @@ struct tp_mvar *tp_model_op(struct tp_model *m, const char *name,
 			return NULL;
 	rc = t ? tp_kernels_shape(t, params, plen, in_bytes, &ni, out_bytes,
 				  &no) : -ENOENT;
-	if (!rc && (ni != n_in || no > TP_TAPE_MAX_OUT || n_in > TP_TAPE_MAX_IN))
+	/* one more input may be a workspace */
+	if (!rc && ((ni != n_in && ni + 1 != n_in) ||
+		    no > TP_TAPE_MAX_OUT || n_in > TP_TAPE_MAX_IN ||
+		    plen > sizeof(union tp_op_params)))
 		rc = -EINVAL;
 	if (rc)
 		goto err;
@@ -314,6 +332,8 @@ static int backward_one(struct tp_model *m, struct tp_tape_ent *e)
 			      out_bytes, &no);
 	if (rc)
 		return rc;
+	if (tp_model_workspace(m, e->bwd, &e->p, e->plen))
+		bin[n++] = m->ws.t;
 	rc = tp_op_run(m->ctx, e->bwd, &e->p, e->plen, bin, n, bout,
 		       out_bytes, no);
 	if (rc)
@@ -430,6 +450,19 @@ void tp_model_end_step(struct tp_model *m)
 	m->n_vars = 0;
 	m->n_tape = 0;
 	m->next_param = 0;
+	/* nothing of the step is left to read the old workspace */
+	if (m->ws_need > m->ws.bytes) {
+		struct tp_tensor *t = tp_tensor_create(m->ctx, m->ws_need,
+				TP_UNCOMPUTABLE | TP_KIND_WORKSPACE);
+
+		if (t) {
+			if (m->ws.t)
+				tp_tensor_free(m->ctx, m->ws.t);
+			m->ws.t = t;
+			m->ws.bytes = m->ws_need;
+			m->ws.param = true;
+		}
+	}
 }
 
 void tp_model_free_params(struct tp_model *m)
@@ -446,4 +479,7 @@ void tp_model_free_params(struct tp_model *m)
 	free(m->params);
 	m->params = NULL;
 	m->n_params = 0;
+	if (m->ws.t)
+		tp_tensor_free(m->ctx, m->ws.t);
+	m->ws.t = NULL;
 }

@@ -51,7 +51,7 @@ static struct img conv(struct tp_model *m, struct img x, uint32_t k,
 		.stride_h = stride, .stride_w = stride, .pad_h = pad,
 		.pad_w = pad, .bias = bias,
 	};
-	struct tp_mvar *v[3] = {
+	struct tp_mvar *v[4] = {
 		x.v, tp_model_param(m, k * x.c * r * r, TP_INIT_NORMAL,
 				    sqrtf(2.0f / (x.c * r * r))),
 		bias ? tp_model_param(m, k, TP_INIT_ZERO, 0) : NULL,
@@ -60,8 +60,12 @@ static struct img conv(struct tp_model *m, struct img x, uint32_t k,
 		NULL, x.n, k, tp_out_dim(x.h, r, stride, pad),
 		tp_out_dim(x.w, r, stride, pad),
 	};
+	unsigned n = bias ? 3 : 2;
 
-	y.v = tp_model_op(m, "conv2d", &p, sizeof(p), v, bias ? 3 : 2, NULL);
+	v[n] = tp_model_workspace(m, tp_kernels_find("conv2d"), &p,
+				  sizeof(p));
+	y.v = tp_model_op(m, "conv2d", &p, sizeof(p), v, v[n] ? n + 1 : n,
+			  NULL);
 	return y;
 }
 

@@ -57,6 +57,12 @@
  * written in place (they are uncomputable: their pages hold the only copy).
  * Adam's two moments share one tensor, m then v.
  *
+ * conv2d and conv2d_bwd take one more, optional, last input: a workspace,
+ * scratch the CUDA implementation uses for cuDNN when it is at least
+ * tp_kernels_workspace_bytes() long (it allocates on the stream
+ * otherwise); the CPU ignores it. Its contents never affect the result,
+ * so it can be one long-lived tensor shared by every convolution.
+ *
  * Batch-norm and layer-norm use the biased variance and save
  * invstd = 1/sqrt(var + eps). Labels and indices out of range make the CPU
  * op fail with -EINVAL before anything is written; on CUDA (which cannot
@@ -190,6 +196,20 @@ const struct tp_op_type *tp_kernels_at(unsigned i);
 int tp_kernels_shape(const struct tp_op_type *type, const void *params,
 		     size_t params_len, size_t *in_bytes, unsigned *n_in,
 		     size_t *out_bytes, unsigned *n_out);
+
+/**
+ * tp_kernels_workspace_bytes() - the workspace an op wants on @ctx's
+ * backend: the cuDNN algorithms' scratch for a convolution on the cuda
+ * backend, 0 for every other op and backend.
+ * @bytes: filled with the size.
+ *
+ * Return: 0; -EINVAL for params the op does not accept; -EIO when cuDNN
+ * fails to choose.
+ */
+int tp_kernels_workspace_bytes(struct tp_ctx *ctx,
+			       const struct tp_op_type *type,
+			       const void *params, size_t params_len,
+			       size_t *bytes);
 
 /**
  * tp_kernels_launch_cpu() - run @l on the CPU whatever the backend.

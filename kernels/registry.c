@@ -537,7 +537,12 @@ static int check_launch(const struct tp_kernel *k,
 	rc = k->shape(l->params, in, &ni, out, &no);
 	if (rc)
 		return rc;
-	if (l->n_in != ni || l->n_out != no || !l->in || !l->out)
+	/* a workspace may follow the inputs; its size is the op's business */
+	if (k->workspace && l->n_in == ni + 1 && l->in && l->in[ni])
+		ni = l->n_in - 1;
+	else if (l->n_in != ni)
+		return -EINVAL;
+	if (l->n_out != no || !l->in || !l->out)
 		return -EINVAL;
 	/* A tensor may be larger than the op needs, never smaller. */
 	for (i = 0; i < ni; i++)
@@ -611,68 +616,66 @@ static int launch(const struct tp_op_launch *l)
 	static uint64_t cost_##name(const void *p, size_t len, \
 				    const size_t *in, unsigned n_in);
 
-#define KERNEL(op, ptype, shp, flp, fl, io, ii) \
+#define KERNEL_X(op, ptype, shp, flp, fl, ws) \
 	[K_##op] = { \
 		.type = { .name = #op, .launch = launch, \
 			  .cost_ns = cost_##op, .flags = fl, \
-			  .inplace_out = io, .inplace_in = ii, \
+			  .inplace_out = 0, .inplace_in = 0, \
 			  .split_dim = -1 }, \
 		.params_len = sizeof(struct ptype), \
 		.shape = shape_##shp, .flops = flops_##flp, \
 		.cpu = tp_cpu_##op, .cuda = CUDA_FN(op), \
+		.workspace = ws, \
 	},
+#define KERNEL(op, ptype, shp, flp) KERNEL_X(op, ptype, shp, flp, 0, false)
+/* takes a workspace input */
+#define KERNEL_WS(op, ptype, shp, flp) KERNEL_X(op, ptype, shp, flp, 0, true)
+/* output 0 takes input 0's pages */
+#define KERNEL_INPLACE(op, ptype, shp, flp) \
+	KERNEL_X(op, ptype, shp, flp, TP_OP_INPLACE, false)
 
 #define K_ENUM(name) K_##name,
 enum { TP_CPU_OPS(K_ENUM) K_COUNT };
 TP_CPU_OPS(COST_FN)
 
 static const struct tp_kernel kernels[K_COUNT] = {
-	KERNEL(linear, tp_linear_params, linear, linear, 0, 0, 0)
-	KERNEL(linear_bwd, tp_linear_params, linear_bwd, linear_bwd, 0, 0, 0)
-	KERNEL(gemm, tp_gemm_params, gemm, gemm, 0, 0, 0)
-	KERNEL(gemm_bwd, tp_gemm_params, gemm_bwd, gemm_bwd, 0, 0, 0)
-	KERNEL(conv2d, tp_conv2d_params, conv2d, conv2d, 0, 0, 0)
-	KERNEL(conv2d_bwd, tp_conv2d_params, conv2d_bwd, conv2d_bwd, 0, 0, 0)
-	KERNEL(batchnorm, tp_batchnorm_params, batchnorm, batchnorm, 0, 0, 0)
-	KERNEL(batchnorm_bwd, tp_batchnorm_params, batchnorm_bwd, batchnorm,
-	       0, 0, 0)
-	KERNEL(relu, tp_eltwise_params, eltwise, eltwise, 0, 0, 0)
-	KERNEL(relu_bwd, tp_eltwise_params, eltwise_bwd, eltwise, 0, 0, 0)
-	KERNEL(gelu, tp_eltwise_params, eltwise, eltwise, 0, 0, 0)
-	KERNEL(gelu_bwd, tp_eltwise_params, eltwise_bwd, eltwise, 0, 0, 0)
-	KERNEL(maxpool, tp_pool_params, pool, pool, 0, 0, 0)
-	KERNEL(maxpool_bwd, tp_pool_params, maxpool_bwd, pool, 0, 0, 0)
-	KERNEL(avgpool, tp_pool_params, pool, pool, 0, 0, 0)
-	KERNEL(avgpool_bwd, tp_pool_params, avgpool_bwd, pool, 0, 0, 0)
-	KERNEL(global_avgpool, tp_gap_params, global_avgpool, gap, 0, 0, 0)
-	KERNEL(global_avgpool_bwd, tp_gap_params, global_avgpool_bwd, gap,
-	       0, 0, 0)
-	KERNEL(softmax, tp_softmax_params, softmax, softmax, 0, 0, 0)
-	KERNEL(softmax_bwd, tp_softmax_params, softmax_bwd, softmax, 0, 0, 0)
-	KERNEL(layernorm, tp_layernorm_params, layernorm, layernorm, 0, 0, 0)
-	KERNEL(layernorm_bwd, tp_layernorm_params, layernorm_bwd, layernorm,
-	       0, 0, 0)
-	KERNEL(cross_entropy, tp_xent_params, cross_entropy, xent, 0, 0, 0)
-	KERNEL(cross_entropy_bwd, tp_xent_params, cross_entropy_bwd, xent,
-	       0, 0, 0)
-	KERNEL(embedding, tp_embedding_params, embedding, embedding, 0, 0, 0)
-	KERNEL(embedding_bwd, tp_embedding_params, embedding_bwd, embedding,
-	       0, 0, 0)
-	KERNEL(transpose12, tp_transpose_params, transpose12, transpose,
-	       0, 0, 0)
-	KERNEL(transpose12_bwd, tp_transpose_params, transpose12, transpose,
-	       0, 0, 0)
-	KERNEL(add, tp_eltwise_params, add, eltwise, 0, 0, 0)
-	KERNEL(add_bwd, tp_eltwise_params, add_bwd, eltwise, 0, 0, 0)
-	KERNEL(scale, tp_eltwise_params, eltwise, eltwise, 0, 0, 0)
-	KERNEL(scale_bwd, tp_eltwise_params, eltwise, eltwise, 0, 0, 0)
+	KERNEL(linear, tp_linear_params, linear, linear)
+	KERNEL(linear_bwd, tp_linear_params, linear_bwd, linear_bwd)
+	KERNEL(gemm, tp_gemm_params, gemm, gemm)
+	KERNEL(gemm_bwd, tp_gemm_params, gemm_bwd, gemm_bwd)
+	KERNEL_WS(conv2d, tp_conv2d_params, conv2d, conv2d)
+	KERNEL_WS(conv2d_bwd, tp_conv2d_params, conv2d_bwd, conv2d_bwd)
+	KERNEL(batchnorm, tp_batchnorm_params, batchnorm, batchnorm)
+	KERNEL(batchnorm_bwd, tp_batchnorm_params, batchnorm_bwd, batchnorm)
+	KERNEL(relu, tp_eltwise_params, eltwise, eltwise)
+	KERNEL(relu_bwd, tp_eltwise_params, eltwise_bwd, eltwise)
+	KERNEL(gelu, tp_eltwise_params, eltwise, eltwise)
+	KERNEL(gelu_bwd, tp_eltwise_params, eltwise_bwd, eltwise)
+	KERNEL(maxpool, tp_pool_params, pool, pool)
+	KERNEL(maxpool_bwd, tp_pool_params, maxpool_bwd, pool)
+	KERNEL(avgpool, tp_pool_params, pool, pool)
+	KERNEL(avgpool_bwd, tp_pool_params, avgpool_bwd, pool)
+	KERNEL(global_avgpool, tp_gap_params, global_avgpool, gap)
+	KERNEL(global_avgpool_bwd, tp_gap_params, global_avgpool_bwd, gap)
+	KERNEL(softmax, tp_softmax_params, softmax, softmax)
+	KERNEL(softmax_bwd, tp_softmax_params, softmax_bwd, softmax)
+	KERNEL(layernorm, tp_layernorm_params, layernorm, layernorm)
+	KERNEL(layernorm_bwd, tp_layernorm_params, layernorm_bwd, layernorm)
+	KERNEL(cross_entropy, tp_xent_params, cross_entropy, xent)
+	KERNEL(cross_entropy_bwd, tp_xent_params, cross_entropy_bwd, xent)
+	KERNEL(embedding, tp_embedding_params, embedding, embedding)
+	KERNEL(embedding_bwd, tp_embedding_params, embedding_bwd, embedding)
+	KERNEL(transpose12, tp_transpose_params, transpose12, transpose)
+	KERNEL(transpose12_bwd, tp_transpose_params, transpose12, transpose)
+	KERNEL(add, tp_eltwise_params, add, eltwise)
+	KERNEL(add_bwd, tp_eltwise_params, add_bwd, eltwise)
+	KERNEL(scale, tp_eltwise_params, eltwise, eltwise)
+	KERNEL(scale_bwd, tp_eltwise_params, eltwise, eltwise)
 	/* The optimizers update their state, then the parameter, in place. */
-	KERNEL(sgd_momentum, tp_sgd_params, sgd_momentum, sgd, TP_OP_INPLACE,
-	       0, 0)
-	KERNEL(sgd, tp_sgd_params, sgd, sgd, TP_OP_INPLACE, 0, 0)
-	KERNEL(adam_moments, tp_adam_params, adam_moments, adam,
-	       TP_OP_INPLACE, 0, 0)
-	KERNEL(adam, tp_adam_params, adam, adam, TP_OP_INPLACE, 0, 0)
+	KERNEL_INPLACE(sgd_momentum, tp_sgd_params, sgd_momentum, sgd)
+	KERNEL_INPLACE(sgd, tp_sgd_params, sgd, sgd)
+	KERNEL_INPLACE(adam_moments, tp_adam_params, adam_moments, adam)
+	KERNEL_INPLACE(adam, tp_adam_params, adam, adam)
 };
 
 #define COST_BODY(name) \
@@ -716,6 +719,30 @@ int tp_kernels_shape(const struct tp_op_type *type, const void *params,
 	if (params_len != k->params_len)
 		return -EINVAL;
 	return k->shape(params, in_bytes, n_in, out_bytes, n_out);
+}
+
+int tp_kernels_workspace_bytes(struct tp_ctx *ctx,
+			       const struct tp_op_type *type,
+			       const void *params, size_t params_len,
+			       size_t *bytes)
+{
+	size_t in[TP_KERNEL_MAX_IO], out[TP_KERNEL_MAX_IO];
+	const struct tp_vmm *vmm = ctx ? ctx->vmm : NULL;
+	unsigned ni, no;
+	int rc;
+
+	*bytes = 0;
+	rc = tp_kernels_shape(type, params, params_len, in, &ni, out, &no);
+	if (rc || !tp_kernel_of(type)->workspace || !vmm ||
+	    strcmp(vmm->ops->name, "cuda"))
+		return rc;
+#ifdef TP_HAVE_CUDA
+	if (tp_kernels_cuda_available())
+		return 0;
+	return tp_cuda_conv_workspace(params, bytes);
+#else
+	return 0;
+#endif
 }
 
 #ifndef TP_HAVE_CUDA

@@ -145,6 +145,45 @@ static void test_conv(void)
 	   "conv2d: 3x3 box, stride 2, pad 1, bias");
 }
 
+/* A workspace input is accepted by the convolutions only; the CPU ignores
+ * it, and no backend but cuda wants one. */
+static void test_workspace(void)
+{
+	struct tp_conv2d_params p = {
+		.n = 1, .c = 1, .h = 3, .w = 3, .k = 1, .r = 2, .s = 2,
+		.stride_h = 1, .stride_w = 1,
+	};
+	struct tp_eltwise_params ep = { .count = 4 };
+	float x[9] = { 1, 2, 3, 4, 5, 6, 7, 8, 9 }, w[] = { 1, 0, 0, 1 };
+	float y[4], ws[64], want[] = { 6, 8, 12, 14 };
+	float keep[4] = { 7, 7, 7, 7 }, r[4] = { 7, 7, 7, 7 };
+	size_t in_bytes[] = { sizeof(x), sizeof(w), sizeof(ws) };
+	size_t out_bytes[] = { sizeof(y) };
+	void *in[] = { x, w, ws }, *out[] = { y };
+	struct tp_op_launch l = {
+		.type = tp_kernels_find("conv2d"), .params = &p,
+		.params_len = sizeof(p), .in = in, .in_bytes = in_bytes,
+		.n_in = 3, .out = out, .out_bytes = out_bytes, .n_out = 1,
+	};
+	size_t bytes = 1;
+
+	ok(!l.type->launch(&l) && same(y, want, 4),
+	   "conv2d: a workspace input changes nothing on the CPU");
+	l.type = tp_kernels_find("relu");
+	l.params = &ep;
+	l.params_len = sizeof(ep);
+	out[0] = r;
+	ok(l.type->launch(&l) == -EINVAL && same(r, keep, 4),
+	   "relu: one input too many is -EINVAL");
+	ok(!tp_kernels_workspace_bytes(NULL, tp_kernels_find("conv2d"), &p,
+				       sizeof(p), &bytes) && bytes == 0,
+	   "workspace: none off the cuda backend");
+	p.stride_h = 0;
+	ok(tp_kernels_workspace_bytes(NULL, tp_kernels_find("conv2d"), &p,
+				      sizeof(p), &bytes) == -EINVAL,
+	   "workspace: bad params are -EINVAL");
+}
+
 static void test_norms(void)
 {
 	/* mean 2.5, biased var 1.25; with eps 0.3125 invstd is 0.8 */
@@ -404,10 +443,11 @@ static void test_registry(void)
 
 int main(void)
 {
-	plan_tests(46);
+	plan_tests(50);
 	test_linear();
 	test_gemm();
 	test_conv();
+	test_workspace();
 	test_norms();
 	test_activations();
 	test_pools();

@@ -100,8 +100,12 @@ struct tp_tensor *tp_lookup(struct tp_pager *pg, uintptr_t addr)
 
 		if (ln->slab) {
 			struct tp_slab *s = ln->slab;
+			size_t slot = (addr - s->va) >> s->cls;
 
-			t = rcu_dereference(s->owner[(addr - s->va) >> s->cls]);
+			/* A chunk size that is not a multiple of the slot
+			 * size leaves a tail no slot covers. */
+			if (slot < s->nr_slots)
+				t = rcu_dereference(s->owner[slot]);
 		} else {
 			t = rcu_dereference(ln->t);
 		}

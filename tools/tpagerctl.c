@@ -194,9 +194,11 @@ static void print_rows(const struct row *rows, size_t n, bool json,
 	}
 	printf("%-*s  %-*s  %-*s  %-5s  %s\n", wk, "KEY", wv, "VALUE", wd,
 	       "DEFAULT", "MODE", "HELP");
+	/* An empty string shows as "" so that the columns stay aligned. */
 	for (size_t i = 0; i < n; i++)
 		printf("%-*s  %-*s  %-*s  %-5s  %s\n", wk, rows[i].key, wv,
-		       rows[i].value, wd, rows[i].def, rows[i].mode,
+		       *rows[i].value ? rows[i].value : "\"\"", wd,
+		       *rows[i].def ? rows[i].def : "\"\"", rows[i].mode,
 		       rows[i].help);
 }
 

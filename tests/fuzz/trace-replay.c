@@ -2,8 +2,8 @@
 /*
  * The main() of the trace fuzz harnesses when they are not built for
  * libFuzzer: a TAP program that replays the committed corpus (files named
- * ok-* must be accepted, bad-* rejected, any other must only not break an
- * invariant), then a few thousand mutations of it from a printed seed
+ * ok-* must be accepted, bad-* rejected, any other (found-* inputs that
+ * libFuzzer kept for their coverage) must only not break an invariant), then a few thousand mutations of it from a printed seed
  * ($TP_FUZZ_SEED to change or reproduce it). With arguments, it replays
  * those files or directories instead, e.g. crashes found by libFuzzer.
  */
@@ -21,7 +21,8 @@
 #include "tests/fuzz/trace-fuzz.h"
 #include "tests/tap.h"
 
-#define MUTANTS_PER_FILE 3000
+/* Mutants in all, spread over the corpus files. */
+#define MUTANTS_TOTAL 30000
 
 struct input {
 	char *name;
@@ -239,7 +240,7 @@ int main(int argc, char **argv)
 		buf = malloc(in[k].size + 256);
 		if (!buf)
 			bail_out("out of memory");
-		for (int m = 0; m < MUTANTS_PER_FILE; m++) {
+		for (size_t m = 0; m < MUTANTS_TOTAL / n; m++) {
 			size_t len = mutate(buf, &in[k]);
 
 			accepted += trace_fuzz_one(buf, len);

@@ -43,12 +43,16 @@ static struct tp_ctx *open_ctx(const char *base, const char *extra)
 	return ctx;
 }
 
-static double bench_acquire(const char *extra)
+/* @alone: without the policy's hooks (the pager's default LRU). */
+static double bench_acquire(const char *extra, bool alone)
 {
 	struct tp_ctx *ctx = open_ctx("pager.budget=64M", extra);
 	struct tp_tensor *t = tp_tensor_create(ctx, 8 << 20, 0);
 	const unsigned n = 1000000;
 	uint64_t t0;
+
+	if (alone)
+		tp_pager_set_victim_ops(ctx->pager, NULL);
 
 	if (!t || !tp_tensor_acquire(ctx, t, TP_WRITE))
 		exit(1);
@@ -161,10 +165,11 @@ int main(int argc, char **argv)
 	char nocache[512];
 	struct cache_res on, off;
 	struct bw bw;
-	double ns;
+	double ns, ns_alone;
 	size_t bytes = 64 << 20;
 
-	ns = bench_acquire(extra);
+	ns = bench_acquire(extra, false);
+	ns_alone = bench_acquire(extra, true);
 	bench_bandwidth(extra, bytes, &bw);
 	bench_cache(extra, "", &on);
 	snprintf(nocache, sizeof(nocache), "%s%spager.range_cache=0", extra,
@@ -174,6 +179,7 @@ int main(int argc, char **argv)
 	printf("pager-bench (%s)\n", *extra ? extra : "defaults");
 	printf("%-44s %14s\n", "measure", "value");
 	printf("%-44s %14.1f\n", "acquire+release, resident tensor (ns)", ns);
+	printf("%-44s %14.1f\n", "  the same, pager alone, no policy hooks", ns_alone);
 	printf("%-44s %14.2f\n", "offload 64 MiB, to swap (GB/s)", bw.offload);
 	printf("%-44s %14.2f\n", "raw vmm copy d2h (GB/s)", bw.raw_d2h);
 	printf("%-44s %14.2f\n", "offload / raw d2h", bw.offload / bw.raw_d2h);

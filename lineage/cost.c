@@ -306,10 +306,8 @@ double tp_lineage_recompute_ns(struct tp_lineage *lin,
 			       const struct tp_tensor *t)
 {
 	struct tp_lin_rec *rec = t->lin.rec;
-	struct tp_lin_node **stk;
 	uint32_t seen[16];
 	unsigned nseen = 0, k;
-	size_t cap = 64;
 	double c;
 
 	if (!tp_lineage_can_regenerate(lin, t))
@@ -318,20 +316,22 @@ double tp_lineage_recompute_ns(struct tp_lineage *lin,
 	if (!rec->n_in)
 		return c;
 	uf_maybe_rebuild(lin);
-	stk = malloc(cap * sizeof(*stk));
-	if (!stk)
-		return c;
+	/* The policy asks on its hot path: the walk's stack is kept. */
+	if (!lin->uf_stk) {
+		lin->uf_stk = malloc(64 * sizeof(*lin->uf_stk));
+		if (!lin->uf_stk)
+			return c;
+		lin->uf_stk_cap = 64;
+	}
 	/* Build every class first: building one may merge another. */
 	for (k = 0; k < rec->n_in; k++) {
 		struct tp_lin_node *y = rec->in[k].node;
 
 		if (!tp_pager_has_evicted(y->t))
 			continue;
-		if (!y->t->lin.rec) {
-			free(stk);
+		if (!y->t->lin.rec)
 			return INFINITY;	/* an input that cannot come back */
-		}
-		uf_class(lin, y, &stk, &cap);
+		uf_class(lin, y, &lin->uf_stk, &lin->uf_stk_cap);
 	}
 	for (k = 0; k < rec->n_in; k++) {
 		struct tp_lin_node *y = rec->in[k].node;
@@ -349,7 +349,6 @@ double tp_lineage_recompute_ns(struct tp_lineage *lin,
 			seen[nseen++] = r;
 		c += lin->uf[r].cost;
 	}
-	free(stk);
 	return c;
 }
 
@@ -365,4 +364,7 @@ void tp_lin_cost_fini(struct tp_lineage *lin)
 	free(lin->uf);
 	lin->uf = NULL;
 	lin->uf_len = lin->uf_cap = 0;
+	free(lin->uf_stk);
+	lin->uf_stk = NULL;
+	lin->uf_stk_cap = 0;
 }

@@ -100,6 +100,8 @@ struct tp_lineage {
 	struct tp_lin_uf_node *uf;
 	uint32_t uf_len, uf_cap, uf_epoch, uf_dead;
 	uint64_t uf_queries;
+	struct tp_lin_node **uf_stk;	/* the class walk's stack */
+	size_t uf_stk_cap;
 
 	struct cds_list_head nodes;
 	struct cds_list_head recs;

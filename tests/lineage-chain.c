@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "tpager.h"
 #include "ctx/ctx.h"
@@ -73,6 +74,14 @@ static struct tp_tensor *chain(struct tp_tensor *x0, unsigned n)
 	return x;
 }
 
+static uint64_t now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
 static struct tp_tensor *sim_input(void)
 {
 	struct tp_tensor *t = tp_tensor_create(ctx, NF * sizeof(float), 0);
@@ -91,10 +100,13 @@ static void long_chain(const char *what, struct tp_tensor *x0, unsigned n,
 {
 	struct tp_lineage_stats st0, st;
 	float want[NF], got[NF];
+	uint64_t t0, t1, t2;
 	struct tp_tensor *xl;
 	void *addr;
 
+	t0 = now_ns();
 	xl = chain(x0, n);
+	t1 = now_ns();
 	ok(xl != NULL, "%s: a chain of %u ops", what, n);
 	if (!xl) {
 		skip(4, "no chain");
@@ -107,7 +119,12 @@ static void long_chain(const char *what, struct tp_tensor *x0, unsigned n,
 	   (unsigned long long)st0.records);
 	ok_rc(tp_tensor_evict(ctx, xl), "%s: evict the last tensor", what);
 	if (x0v) {
-		int ret = tp_tensor_read(ctx, xl, 0, got, sizeof(got));
+		int ret;
+
+		t2 = now_ns();
+		ret = tp_tensor_read(ctx, xl, 0, got, sizeof(got));
+		diag("%s: %u ops run in %.1f ms, regenerated in %.1f ms", what, n,
+		     (t1 - t0) / 1e6, (now_ns() - t2) / 1e6);
 
 		ref_chain(x0v, n, want);
 		ok(!ret && !memcmp(got, want, sizeof(got)),

@@ -81,10 +81,6 @@ struct tp_pager *tp_pager_create(struct tp_ctx *ctx)
 		tp_ctx_error(ctx, ret, "cannot create the chunk pool");
 		goto err_free;
 	}
-	pg->cache_max_chunks = tp_psize_bytes(&conf->pager_range_cache_max,
-					      vmm->device_bytes) / pg->chunk;
-	if (!conf->pager_range_cache)
-		pg->cache_max_chunks = 0;
 	ret = tp_swap_init(pg, conf->pager_host_budget);
 	if (ret)
 		goto err_free;

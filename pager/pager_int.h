@@ -140,7 +140,6 @@ struct tp_pager {
 	struct cds_lfht *ht;
 	struct tp_swap swap;
 	struct tp_range_cache cache;
-	size_t cache_max_chunks;
 	struct tp_slabs slabs;
 	struct tp_pager_counters c;
 	struct tp_copy_rec *copies;	/* in flight, oldest first */

@@ -17,11 +17,16 @@ bool tp_range_cache_put(struct tp_pager *pg, struct tp_tensor *t)
 {
 	struct tp_range_cache *rc = &pg->cache;
 	struct tp_cached_range *r;
+	size_t max = 0;
 
-	if (t->slab || t->nr_pages > pg->cache_max_chunks ||
+	/* pager.range_cache_max may change at run time (tp_ctl_set). */
+	if (pg->ctx->conf.pager_range_cache)
+		max = tp_psize_bytes(&pg->ctx->conf.pager_range_cache_max,
+				     pg->vmm->device_bytes) / pg->chunk;
+	if (t->slab || t->nr_pages > max ||
 	    t->resident_pages != t->nr_pages || t->inflight_pages)
 		return false;
-	while (rc->chunks + t->nr_pages > pg->cache_max_chunks)
+	while (rc->chunks + t->nr_pages > max)
 		tp_range_cache_shrink(pg);
 	r = malloc(sizeof(*r) + t->nr_pages * sizeof(r->chunks[0]));
 	if (!r)

@@ -278,6 +278,11 @@ static int run_all(void)
 		.n = 3, .c = 5, .h = 13, .w = 11, .k = 7, .r = 3, .s = 3,
 		.stride_h = 2, .stride_w = 1, .pad_h = 1, .pad_w = 1, .bias = 1,
 	};
+	/* the 1x1 stride-2 projection of a ResNet block, no bias */
+	struct tp_conv2d_params proj = {
+		.n = 2, .c = 8, .h = 14, .w = 14, .k = 16, .r = 1, .s = 1,
+		.stride_h = 2, .stride_w = 2,
+	};
 	struct tp_batchnorm_params bn = { .n = 4, .c = 6, .hw = 49,
 					  .eps = 1e-5f };
 	struct tp_eltwise_params ew = { .count = 3001, .alpha = 0.3f };
@@ -313,6 +318,7 @@ static int run_all(void)
 	for (i = 0; i < 4; i++)
 		CASE("gemm", "gemm", "gemm_bwd", gm[i], -1, 0, "d0 i0 i1");
 	CASE("conv2d", "conv2d", "conv2d_bwd", conv, -1, 0, "d0 i0 i1");
+	CASE("conv2d 1x1/2", "conv2d", "conv2d_bwd", proj, -1, 0, "d0 i0 i1");
 	CASE("batchnorm", "batchnorm", "batchnorm_bwd", bn, -1, 0,
 	     "d0 i0 i1 o1 o2");
 	CASE("relu", "relu", "relu_bwd", ew, -1, 0, "d0 i0");

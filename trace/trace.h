@@ -35,7 +35,7 @@ enum tp_trace_flag {
 	TP_TRACE_PARAM		= 1u << 1,	/* a model parameter */
 	TP_TRACE_GRAD		= 1u << 2,	/* a gradient */
 	TP_TRACE_OPTSTATE	= 1u << 3,	/* optimizer state (moments) */
-	TP_TRACE_ACTIVATION	= 1u << 4,	/* forward result kept for backward */
+	TP_TRACE_ACTIVATION	= 1u << 4,	/* forward result kept */
 	/* Regenerable by replaying its producer (lineage may evict it). */
 	TP_TRACE_COMPUTABLE	= 1u << 5,
 };

@@ -365,10 +365,10 @@ static void cnn_iteration(struct gen *g, struct block *bl, unsigned stem_w,
 			{ B * c_last * E, GRAD, TP_TRACE_OUT_FRESH, 0 },
 			{ c_last * K * E, GRAD, TP_TRACE_OUT_FRESH, 0 },
 		};
+		double fc_b = (double)(B * c_last + c_last * K + B * K) * E;
 
 		first = op_n(g, "linear_bw",
-			     tp_trace_gen_cost(4.0 * B * c_last * K,
-					       2.0 * (B * c_last + c_last * K + B * K) * E,
+			     tp_trace_gen_cost(4.0 * B * c_last * K, 2 * fc_b,
 					       true),
 			     (uint32_t[]){ dlogits, pool, g->p[fc].t }, 3, lo, 2);
 	}

@@ -29,7 +29,7 @@ struct tp_trace_gen_opts {
 	enum tp_trace_gen_optim optim;
 	unsigned batch;
 	unsigned layers;	/* CNN: residual blocks; transformer: layers */
-	unsigned width;		/* CNN: first-stage channels; transformer: hidden */
+	unsigned width;		/* CNN: first channels; transformer: hidden */
 	unsigned extent;	/* CNN: image side; transformer: sequence length */
 	unsigned heads;		/* transformer: attention heads (divides width) */
 	unsigned classes;	/* CNN: classes; transformer: vocabulary */

@@ -3,9 +3,10 @@
  * The main() of the trace fuzz harnesses when they are not built for
  * libFuzzer: a TAP program that replays the committed corpus (files named
  * ok-* must be accepted, bad-* rejected, any other (found-* inputs that
- * libFuzzer kept for their coverage) must only not break an invariant), then a few thousand mutations of it from a printed seed
- * ($TP_FUZZ_SEED to change or reproduce it). With arguments, it replays
- * those files or directories instead, e.g. crashes found by libFuzzer.
+ * libFuzzer kept for their coverage) must only not break an invariant),
+ * then mutations of it from a printed seed ($TP_FUZZ_SEED to change or
+ * reproduce it). With arguments, it replays those files or directories
+ * instead, e.g. crashes found by libFuzzer.
  */
 #include "config.h"
 
@@ -121,6 +122,8 @@ static const char *const tokens[] = {
 	"\"MUTATE\":[0]", "\"ALIAS\":\"0\"", "\"ARGS\":[]", "\0",
 };
 
+#define N_TOKENS (sizeof(tokens) / sizeof(tokens[0]))
+
 /* One mutant of @src in @dst (room for src size + 256 bytes). */
 static size_t mutate(uint8_t *dst, const struct input *src)
 {
@@ -144,7 +147,7 @@ static size_t mutate(uint8_t *dst, const struct input *src)
 			n -= len;
 			break;
 		case 2: { /* insert a token */
-			const char *tk = tokens[rnd() % (sizeof(tokens) / sizeof(tokens[0]))];
+			const char *tk = tokens[rnd() % N_TOKENS];
 
 			len = *tk ? strlen(tk) : 1;
 			if (n + len > src->size + 256)

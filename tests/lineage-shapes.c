@@ -72,7 +72,7 @@ int main(void)
 	void *addr;
 	size_t i;
 
-	plan_tests(42);
+	plan_tests(44);
 	ctx = tp_ctx_create("vmm.backend=host,vmm.chunk_size=64K,pager.budget=64M,pager.slab_fraction=0");
 	if (!ctx)
 		bail_out("tp_ctx_create: %s", strerror(errno));
@@ -137,6 +137,13 @@ int main(void)
 		want[i] = tops_ref_softsign(ref_a[i]) - ref_a[i] / 2.0f;
 	ok(same(s[1], N) && replays() == r0 + 2, "output 1 regenerated");
 	ok(!tp_pager_has_evicted(s[0]), "and output 0 with it, same replay");
+	ok(!tp_tensor_free(ctx, s[1]) && !tp_tensor_evict(ctx, s[0]),
+	   "free output 1 (nothing reads it), evict output 0");
+	rec0 = lst().scratch_outputs;
+	for (i = 0; i < N; i++)
+		want[i] = ref_a[i] + 1.0f;
+	ok(same(s[0], N) && lst().scratch_outputs == rec0 + 1,
+	   "output 0 regenerates; the freed output 1 goes to scratch");
 
 	/* Fake deletion: f1 freed while f2 still needs it. */
 	f1 = run1(&tops_scale, &sp, sizeof(sp), a, bytes);
@@ -178,7 +185,7 @@ int main(void)
 	/* Everything goes; no record outlives its tensors. */
 	ok(!tp_tensor_free(ctx, k) && !tp_tensor_free(ctx, h) &&
 	   !tp_tensor_free(ctx, g) && !tp_tensor_free(ctx, s[0]) &&
-	   !tp_tensor_free(ctx, s[1]) && !tp_tensor_free(ctx, e) &&
+	   !tp_tensor_free(ctx, e) &&
 	   !tp_tensor_free(ctx, d1) && !tp_tensor_free(ctx, d2) &&
 	   !tp_tensor_free(ctx, nd) && !tp_tensor_free(ctx, c) &&
 	   !tp_tensor_free(ctx, b), "free everything");

@@ -323,13 +323,11 @@ int tp_pager_acquire(struct tp_pager *pg, struct tp_tensor *t, size_t off,
 				goto err_unpin;
 			}
 			ret = pg->regen.regenerate(pg->regen.priv, t);
-			if (ret)
-				goto err_unpin;
-			for (size_t i = first; i <= last; i++)
-				if (t->pages[i].state == TP_PAGE_EVICTED) {
+			for (size_t i = first; i <= last && !ret; i++)
+				if (t->pages[i].state == TP_PAGE_EVICTED)
 					ret = -TP_ENOREGEN;
-					goto err_unpin;
-				}
+			if (ret)
+				goto err_regen;
 		}
 	}
 
@@ -365,6 +363,18 @@ out:
 		tp_pager_prefetch_run(pg);
 	*addr = (void *)(t->va + off);
 	return 0;
+
+err_regen:
+	/*
+	 * A failed replay may have written part of @t while our pin kept
+	 * lineage from dropping it: what it wrote cannot be trusted, so
+	 * the pages go back to EVICTED (all regenerable by definition).
+	 */
+	pin_range(t, first, last, -1);
+	if (!t->pins && tp_pager_can_evict(pg, t))
+		tp_pager_drop_contents(pg, t);
+	tp_pager_cand_update(pg, t);
+	return ret;
 
 err_unpin:
 	pin_range(t, first, last, -1);

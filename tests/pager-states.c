@@ -20,6 +20,8 @@ static bool test_can(void *priv, const struct tp_tensor *t)
 	return t->computable;
 }
 
+static bool regen_fails;
+
 static int test_regen(void *priv, struct tp_tensor *t)
 {
 	unsigned char *buf = malloc(t->bytes);
@@ -30,13 +32,16 @@ static int test_regen(void *priv, struct tp_tensor *t)
 			       &addr);
 	if (ret)
 		goto out;
-	pt_fill(buf, t->bytes, t->id);
+	/* A failing replay writes garbage, then reports the failure. */
+	pt_fill(buf, t->bytes, regen_fails ? 12345 : t->id);
 	ret = tp_vmm_copy_h2d(pg->vmm, (uintptr_t)addr, buf, t->bytes,
 			      TP_STREAM_COMPUTE);
 	if (!ret)
 		ret = tp_vmm_stream_sync(pg->vmm, TP_STREAM_COMPUTE);
 	tp_pager_release(pg, t, 0, t->bytes);
 	regens++;
+	if (regen_fails)
+		ret = -EIO;
 out:
 	free(buf);
 	return ret;
@@ -113,7 +118,7 @@ int main(void)
 	void *addr;
 
 	pt_probe();
-	plan_tests(27);
+	plan_tests(30);
 	test_table();
 	ctx = pt_ctx("pager.budget=16C,pager.high_watermark=100");
 	pg = ctx->pager;
@@ -160,10 +165,19 @@ int main(void)
 	   "read regenerates once (%u) and reloads: contents back", regens);
 	ok(all_pages(t, TP_PAGE_RESIDENT), "RESIDENT again");
 
+	/* A replay that fails after writing leaves nothing half-made. */
+	ok_rc(tp_tensor_evict(ctx, t), "evict before a failing replay");
+	regen_fails = true;
+	ok(tp_tensor_read(ctx, t, 0, buf, bytes) == -EIO &&
+	   all_pages(t, TP_PAGE_EVICTED) && !t->pins,
+	   "failed replay: -EIO, pages EVICTED again, not pinned");
+	regen_fails = false;
+	ok(holds_pattern(ctx, t, t->id) && regens == 3, "the next replay restores it");
+
 	ok_rc(tp_tensor_offload(ctx, t), "offload for a drop");
 	ok_rc(tp_pager_drop_contents(pg, t), "drop contents");
 	ok(all_pages(t, TP_PAGE_EVICTED), "OFFLOADED -> EVICTED");
-	ok(holds_pattern(ctx, t, t->id) && regens == 2, "regenerated again");
+	ok(holds_pattern(ctx, t, t->id) && regens == 4, "regenerated again");
 
 	/* Fake deletion: lineage keeps the struct, the memory goes. */
 	keep_record = true;
@@ -172,7 +186,7 @@ int main(void)
 	ok_rc(tp_tensor_free(ctx, t), "free while lineage needs it");
 	ok(all_pages(t, TP_PAGE_EVICTED) && tp_tensor_lookup(ctx, (void *)va_t) == NULL,
 	   "memory gone, not found by address");
-	ok(!tp_pager_acquire(pg, t, 0, bytes, TP_READ, &addr) && regens == 3,
+	ok(!tp_pager_acquire(pg, t, 0, bytes, TP_READ, &addr) && regens == 5,
 	   "lineage can still regenerate it");
 	tp_pager_release(pg, t, 0, bytes);
 	tp_pager_tensor_put(pg, t);

@@ -260,10 +260,9 @@ static void parse_args(struct sim_args *a, int argc, char **argv)
 			die("unknown option '%s' (see --help)", argv[optind - 1]);
 		}
 	}
-	if (optind != argc - 1) {
-		usage(stderr);
-		die(optind >= argc ? "no trace given" : "more than one trace given");
-	}
+	if (optind != argc - 1)
+		die(optind >= argc ? "no trace given (see --help)" :
+		    "more than one trace given (see --help)");
 	a->path = argv[optind];
 	if (a->have_policy) {
 		a->o.filter = a->filter[0] ? a->filter : NULL;
@@ -282,15 +281,34 @@ static const char *status_name(enum tp_replay_status s)
 	}
 }
 
+/*
+ * The library's last error message: a budget that does not fit is a
+ * result here, not something to print, and a bad key is reported once,
+ * by die().
+ */
+static char last_log[512];
+
+static void keep_log(enum tp_log_level level, const char *msg, void *priv)
+{
+	if (level <= TP_LOG_ERROR)
+		snprintf(last_log, sizeof(last_log), "%s", msg);
+}
+
 /* Replay; a library failure other than a verdict ends the program. */
 static void replay(const struct tp_trace *t, const struct tp_replay_opts *o,
 		   struct tp_replay_result *r)
 {
-	int ret = tp_replay_run(t, o, r);
+	int ret;
 
-	if (ret || r->status == TP_REPLAY_ERROR)
-		die("replay failed: %s", r->error[0] ? r->error :
-		    tp_strerror(ret));
+	last_log[0] = 0;
+	ret = tp_replay_run(t, o, r);
+	if (ret || r->status == TP_REPLAY_ERROR) {
+		const char *why = r->error[0] ? r->error : tp_strerror(ret);
+
+		if (!r->err || !last_log[0] || strstr(why, last_log))
+			die("%s", why);
+		die("%s: %s", why, last_log);
+	}
 }
 
 static void report_text(const struct sim_args *a,
@@ -417,6 +435,7 @@ int main(int argc, char **argv)
 	int ret;
 
 	parse_args(&a, argc, argv);
+	tp_set_log(keep_log, NULL);
 	ret = tp_replay_load(a.path, &a.fmt, &t, &err);
 	if (ret)
 		die("%s", tp_trace_error_str(&err, msg, sizeof(msg)));

@@ -595,7 +595,7 @@ int tp_replay_run(const struct tp_trace *t, const struct tp_replay_opts *o,
 	}
 	rp.ctx = tp_ctx_create(opts);
 	if (!rp.ctx) {
-		ret = fail(&rp, -errno, "tp_ctx_create(\"%s\")", opts);
+		ret = fail(&rp, -errno, "creating the sim context");
 		if (ret == -ENOMEM)	/* not the budget's doing */
 			r->status = TP_REPLAY_ERROR;
 		goto out_free;

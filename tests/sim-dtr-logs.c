@@ -1,0 +1,95 @@
+// SPDX-License-Identifier: MIT
+/*
+ * The two DTR logs shipped beside the tree (../shared/traces/dtr) replay
+ * through the library at budget ratio 0.5 with recompute only, fit within
+ * the budget, and land where DTR's own simulator did: within 10 % of its
+ * overhead above 1.0, plus 0.005 for its figures' rounding to two places
+ * (dtr-log-format.md).
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "tests/tap.h"
+#include "trace/replay.h"
+
+static const struct {
+	const char *file;
+	double dtr_at_half;	/* h_DTR at ratio 0.5 */
+} logs[] = {
+	{ "resnet32-56-9000000000.0-2020-10-1-13-3-30-default.log.gz", 1.11 },
+	{ "transformer-10-8000000000.0-2020-10-1-10-56-5-default.log.gz", 1.06 },
+};
+
+static void replay_log(const char *dir, unsigned i)
+{
+	char path[4096 + 128], msg[512];
+	enum tp_trace_format fmt = TP_TRACE_FMT_UNKNOWN;
+	struct tp_trace *t = NULL;
+	struct tp_trace_error err;
+	struct tp_trace_summary s;
+	struct tp_replay_opts o = {
+		.filter = "dtr",
+		.director = "evict",
+		.prefetch = 0,
+		.remap_ns = 0,
+		.thrash_limit = 2.0,
+		/* DTR evicts on demand, not from a watermark. */
+		.extra = "pager.high_watermark=100,pager.low_watermark=100",
+	};
+	struct tp_replay_result r;
+	double want, got;
+	int rc;
+
+	if ((size_t)snprintf(path, sizeof(path), "%s/%s", dir,
+			     logs[i].file) >= sizeof(path)) {
+		ok(0, "%s: path too long", logs[i].file);
+		skip(3, "no path");
+		return;
+	}
+	rc = tp_replay_load(path, &fmt, &t, &err);
+	ok(!rc && fmt == TP_TRACE_FMT_DTR, "%s: read as a DTR log (%s)",
+	   logs[i].file, rc ? tp_trace_error_str(&err, msg, sizeof(msg)) : "ok");
+	if (rc) {
+		skip(3, "unreadable");
+		return;
+	}
+	tp_trace_peak(t, &s);
+	o.budget_bytes = s.peak_bytes / 2;
+	rc = tp_replay_run(t, &o, &r);
+	ok(!rc && r.status == TP_REPLAY_OK, "%s: fits at ratio 0.5 (%s)",
+	   logs[i].file, r.error[0] ? r.error : "ok");
+	ok(r.phys_peak <= r.budget_bytes && r.budget_bytes <= o.budget_bytes &&
+	   r.ops && r.compute_ns == s.compute_ns,
+	   "%s: peak %llu within the budget %llu, all %llu ops run",
+	   logs[i].file, (unsigned long long)r.phys_peak,
+	   (unsigned long long)r.budget_bytes, (unsigned long long)r.ops);
+	want = logs[i].dtr_at_half;
+	got = tp_replay_overhead(&r);
+	ok(fabs(got - want) <= 0.1 * (want - 1) + 0.005,
+	   "%s: overhead %.4f against DTR's %.2f (%llu evictions, %.0f ops/s)",
+	   logs[i].file, got, want, (unsigned long long)r.evictions,
+	   r.wall_s > 0 ? r.ops / r.wall_s : 0.0);
+	tp_trace_free(t);
+}
+
+int main(void)
+{
+	const char *top = getenv("top_srcdir");
+	char dir[4096];
+
+	snprintf(dir, sizeof(dir), "%s/../shared/traces/dtr", top ? top : "..");
+	if (access(dir, R_OK)) {
+		plan_skip_all("no DTR logs at %s", dir);
+		return exit_status();
+	}
+	plan_tests(4 * 2);
+	for (unsigned i = 0; i < 2; i++)
+		replay_log(dir, i);
+	return exit_status();
+}

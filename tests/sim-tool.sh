@@ -1,0 +1,103 @@
+#!/bin/sh
+# SPDX-License-Identifier: MIT
+# tpager-sim end to end: a report, JSON, a sweep, and one-line errors with
+# a non-zero exit for bad arguments and bad traces.
+top_builddir=${top_builddir:-.}
+sim="$top_builddir/tools/tpager-sim"
+tmp=$(mktemp -d "${TMPDIR:-/tmp}/tp-sim-tool.XXXXXX") || exit 1
+trap 'rm -rf "$tmp"' EXIT
+export TPAGER_SYSCONF="$tmp/no-system-file"
+unset TPAGER_CONF TPAGER_OPTS
+
+n=0
+ok() { n=$((n + 1)); if [ "$1" = 0 ]; then echo "ok $n - $2"; else echo "not ok $n - $2"; fi; }
+# fails DESC ARGS...: exit 2 (bad usage) or 1, exactly one line on stderr
+# that names what was wrong (PATTERN), no core dump.
+fails() {
+	desc=$1; pat=$2; shift 2
+	"$sim" "$@" >"$tmp/out" 2>"$tmp/err"; rc=$?
+	lines=$(wc -l < "$tmp/err")
+	if [ $rc -ne 0 ] && [ $rc -lt 128 ] && [ "$lines" = 1 ] &&
+	   grep -q -- "$pat" "$tmp/err"; then
+		ok 0 "$desc"
+	else
+		ok 1 "$desc (rc $rc, stderr: $(head -c 300 "$tmp/err"))"
+	fi
+}
+
+# The chain of tests/sim-replay.c: DTR peak 13 chunks of 4 KiB; under 10
+# chunks DTR's policy evicts b once and recomputes it (1000 ns of 6500).
+cat > "$tmp/chain.log" <<'LOG'
+{"ANNOTATION":"START","INSTRUCTION":"ANNOTATE"}
+{"INSTRUCTION":"CONSTANT","NAME":"a"}
+{"INSTRUCTION":"MEMORY","MEMORY":"4096","NAME":"a"}
+{"ARGS":["a"],"INSTRUCTION":"CALL","NAME":"f","RESULT":["b"],"TIME":"1000"}
+{"INSTRUCTION":"MEMORY","MEMORY":"16384","NAME":"b"}
+{"ALIAS":"-1","INSTRUCTION":"ALIAS","NAME":"b"}
+{"ARGS":["b"],"INSTRUCTION":"CALL","NAME":"g","RESULT":["c"],"TIME":"2000"}
+{"INSTRUCTION":"MEMORY","MEMORY":"16384","NAME":"c"}
+{"ALIAS":"-1","INSTRUCTION":"ALIAS","NAME":"c"}
+{"ARGS":["c"],"INSTRUCTION":"CALL","NAME":"h","RESULT":["d"],"TIME":"3000"}
+{"INSTRUCTION":"MEMORY","MEMORY":"16384","NAME":"d"}
+{"ALIAS":"-1","INSTRUCTION":"ALIAS","NAME":"d"}
+{"INSTRUCTION":"RELEASE","NAME":"c"}
+{"ARGS":["b","d"],"INSTRUCTION":"CALL","NAME":"k","RESULT":["e"],"TIME":"500"}
+{"INSTRUCTION":"MEMORY","MEMORY":"4096","NAME":"e"}
+{"ALIAS":"-1","INSTRUCTION":"ALIAS","NAME":"e"}
+{"INSTRUCTION":"RELEASE","NAME":"b"}
+{"INSTRUCTION":"RELEASE","NAME":"d"}
+{"INSTRUCTION":"RELEASE","NAME":"e"}
+{"INSTRUCTION":"RELEASE","NAME":"a"}
+LOG
+gzip -c "$tmp/chain.log" > "$tmp/chain.log.gz"
+wm="--set pager.high_watermark=100 --set pager.low_watermark=100"
+
+echo "1..16"
+
+"$sim" "$tmp/chain.log" --chunk-size 4K --budget 40960 --policy dtr/evict $wm \
+	> "$tmp/out" 2>"$tmp/err"; rc=$?
+ok $([ $rc = 0 ] && grep -q '^result  *fits$' "$tmp/out" &&
+     grep -q '^overhead (DTR)  *1\.1538$' "$tmp/out" &&
+     grep -q '^evictions  *1$' "$tmp/out" &&
+     grep -q '^recomputes  *1 (0\.001 ms)$' "$tmp/out" && echo 0 || echo 1) \
+	"a report: fits, overhead 1.1538, one eviction, one recompute"
+ok $(grep -q '^budget  *40960 bytes (0\.769 of the trace peak), chunk 4096$' "$tmp/out" &&
+     grep -q '^peak (trace)  *53248 bytes$' "$tmp/out" && echo 0 || echo 1) \
+	"the report states the budget, its ratio and the chunk size"
+
+"$sim" "$tmp/chain.log.gz" --chunk-size 4K --budget 0.77 --policy dtr/evict $wm --json \
+	> "$tmp/json" 2>"$tmp/err"; rc=$?
+ok $([ $rc = 0 ] && grep -q '"result":"fits"' "$tmp/json" &&
+     grep -q '"overhead":1.153846' "$tmp/json" &&
+     grep -q '"budget":40960' "$tmp/json" && echo 0 || echo 1) \
+	"gzip input, a ratio, --json"
+if command -v python3 >/dev/null 2>&1; then
+	python3 -c 'import json,sys; json.load(sys.stdin)' < "$tmp/json"
+	ok $? "--json prints valid JSON"
+else
+	n=$((n + 1)); echo "ok $n # SKIP no python3"
+fi
+
+"$sim" "$tmp/chain.log" --chunk-size 4K --budget 36864 --policy dtr/evict $wm \
+	> "$tmp/out" 2>"$tmp/err"; rc=$?
+ok $([ $rc = 1 ] && grep -q '^result  *OOM' "$tmp/out" && echo 0 || echo 1) \
+	"9 chunks do not fit: exit 1, result OOM"
+
+"$sim" "$tmp/chain.log" --chunk-size 4K --policy dtr/evict $wm --sweep \
+	> "$tmp/out" 2>"$tmp/err"; rc=$?
+ok $([ $rc = 0 ] && grep -q '^minimum budget  *80% of the trace peak (dtr/evict)$' "$tmp/out" &&
+     grep -q '^    75%  OOM' "$tmp/out" && echo 0 || echo 1) \
+	"--sweep: the smallest budget that fits is 80% (10.4 of 13 chunks)"
+
+fails "no trace" "no trace given"
+fails "two traces" "more than one trace" "$tmp/chain.log" "$tmp/chain.log"
+fails "unknown option" "unknown option '--frobnicate'" "$tmp/chain.log" --frobnicate
+fails "bad budget" "--budget: 'lots'" "$tmp/chain.log" --budget lots
+fails "bad ratio" "--budget: '1.5' is not a ratio" "$tmp/chain.log" --budget 1.5
+fails "bad format" "--format: 'xml'" "$tmp/chain.log" --format xml
+fails "bad policy key" "policy.filter" "$tmp/chain.log" --policy nosuch/evict
+fails "missing file" "$tmp/none" "$tmp/none"
+printf '{"INSTRUCTION":"CONSTANT","NAME":"a"}\n{"INSTRUCTION":"RELEASE"}\n' > "$tmp/bad.log"
+fails "bad trace: file and line" "bad.log:2" "$tmp/bad.log"
+printf 'not a trace\n' > "$tmp/junk"
+fails "unknown format" "unknown trace format" "$tmp/junk"

@@ -75,7 +75,7 @@ int main(void)
 	struct tp_tensor *x0, *b, *c, *d, *e, *g, *t1, *t2, *t3;
 	double v;
 
-	plan_tests(20);
+	plan_tests(26);
 	ctx = tp_ctx_create("vmm.backend=sim,vmm.chunk_size=64K,pager.budget=64M,pager.slab_fraction=0");
 	if (!ctx)
 		bail_out("tp_ctx_create: %s", strerror(errno));
@@ -125,6 +125,43 @@ int main(void)
 	   "c_r(g) = 50 + one class {b, c, d} (%g)", cr(g));
 	ok(regen(d) && cr(g) == 50 && cr(e) == 400,
 	   "regenerating d brought b, c, d back: c_r(g) = 50, c_r(e) = 400");
+
+	/*
+	 * An offloaded input of a replay: regenerated when the policy finds
+	 * that cheaper than reloading it (DELTA §5.5), reloaded when it
+	 * cannot be regenerated.
+	 */
+	{
+		struct tp_lineage_stats l0, l1;
+		struct tp_stats s0, s1;
+		struct tp_tensor *cheap, *u, *x1, *w;
+
+		cheap = op(&priced, 10, x0, NULL);
+		u = op(&priced, 10, cheap, NULL);
+		x1 = tp_tensor_create(ctx, 65536, 0);
+		ok(x1 && tp_tensor_acquire(ctx, x1, TP_WRITE) &&
+		   !tp_tensor_release(ctx, x1), "a second input");
+		w = op(&priced, 10, x1, NULL);
+		ok(!tp_tensor_offload(ctx, cheap) && !tp_tensor_offload(ctx, x1) &&
+		   !tp_sync(ctx) && !tp_tensor_evict(ctx, u) &&
+		   !tp_tensor_evict(ctx, w), "inputs offloaded, their readers evicted");
+		tp_lineage_get_stats(ctx->lineage, &l0);
+		tp_stats_get(ctx, &s0);
+		ok(regen(u), "regenerate the reader of a cheap input");
+		tp_lineage_get_stats(ctx->lineage, &l1);
+		tp_stats_get(ctx, &s1);
+		ok(l1.replays - l0.replays == 2 && s1.reloads == s0.reloads,
+		   "the input was regenerated, not reloaded");
+		ok(regen(w), "regenerate the reader of the uncomputable input");
+		tp_lineage_get_stats(ctx->lineage, &l0);
+		tp_stats_get(ctx, &s0);
+		ok(l0.replays - l1.replays == 1 && s0.reloads > s1.reloads,
+		   "the input was reloaded");
+		tp_tensor_free(ctx, w);
+		tp_tensor_free(ctx, x1);
+		tp_tensor_free(ctx, u);
+		tp_tensor_free(ctx, cheap);
+	}
 
 	tp_tensor_free(ctx, g);
 	tp_tensor_free(ctx, e);

@@ -14,7 +14,7 @@ check() { desc=$1; shift; if "$@" >/dev/null 2>&1; then ok 0 "$desc"; else ok 1 
 have_json() { command -v python3 >/dev/null 2>&1; }
 json_ok() { python3 -c 'import json,sys; json.load(sys.stdin)'; }
 
-echo "1..20"
+echo "1..22"
 
 "$ctl" -a > "$tmp/all" 2>"$tmp/err"; rc=$?
 nkeys=$(grep -c '^TP_KEY(' "${top_srcdir:-.}/ctl/keys.def")
@@ -84,3 +84,12 @@ ok $([ "$out" = "pager.budget = 50%
 stats.budget_bytes = 2147483648
 stats.chunk_size = 65536
 vmm.backend = host" ] && echo 0 || echo 1) "-w shows the effect on a context: $(echo $out)"
+
+"$ctl" -w pager.budget=lots stats.budget_bytes > "$tmp/out" 2>&1; rc=$?
+ok $([ $rc = 1 ] && grep -q "tp_ctx_create: pager.budget = 'lots': expected a size" "$tmp/out" && echo 0 || echo 1) \
+	"-w with a bad value: exit 1 and the reason"
+if have_json; then
+	check "--json -w is JSON with the statistics" sh -c "'$ctl' --json -w vmm.chunk_size=64K stats.chunk_size | python3 -c 'import json,sys; d=json.load(sys.stdin); assert d[\"keys\"][0][\"value\"] == \"65536\"'"
+else
+	n=$((n + 1)); echo "ok $n # SKIP no python3 to parse JSON"
+fi

@@ -68,6 +68,12 @@ static bool glue_computable(void *priv, const struct tp_tensor *t)
 	return tp_lineage_can_regenerate(priv, t);
 }
 
+/* Lineage brought an evicted input back: c_r of what it feeds went down. */
+static void glue_cost_changed(void *priv, struct tp_tensor *t)
+{
+	tp_policy_cost_changed(priv, t);
+}
+
 static uint64_t glue_now(void *priv)
 {
 	return tp_vmm_now_ns(priv);
@@ -97,6 +103,7 @@ static int policy_create(struct tp_ctx *ctx)
 		.priv = ctx->lineage,
 	};
 	tp_policy_set_cost_ops(ctx->policy, ctx->cost_ops);
+	tp_lineage_set_cost_changed(ctx->lineage, glue_cost_changed, ctx->policy);
 	tp_policy_set_clock(ctx->policy, glue_now, ctx->vmm);
 
 	*ctx->vops = *tp_policy_victim_ops(ctx->policy);
@@ -118,6 +125,8 @@ static int policy_create(struct tp_ctx *ctx)
 static void policy_destroy(struct tp_ctx *ctx)
 {
 	ctx->iter_hook = NULL;
+	if (ctx->lineage)
+		tp_lineage_set_cost_changed(ctx->lineage, NULL, NULL);
 	if (ctx->policy) {
 		/* The pager falls back to its LRU before the policy goes. */
 		tp_pager_set_victim_ops(ctx->pager, NULL);

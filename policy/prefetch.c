@@ -12,6 +12,8 @@
 #define PF_USED		(1u << 0)	/* table slot holds an entry */
 #define PF_INFLIGHT	(1u << 1)	/* prefetch issued, not completed */
 #define PF_UNUSED	(1u << 2)	/* prefetched, not acquired since */
+#define PF_REFUSED	(1u << 3)	/* the pager could not bring it back:
+					 * not again until it is used or leaves */
 
 /* What is known of one tensor, by id. */
 struct pf_ent {
@@ -349,6 +351,7 @@ int tp_prefetch_on_acquire(struct tp_prefetch *pf, struct tp_tensor *t,
 		goto out;
 	}
 	e->t = t;
+	e->flags &= ~PF_REFUSED;
 	if (e->flags & PF_UNUSED) {
 		if (e->flags & PF_INFLIGHT)
 			pf->st.late++;
@@ -426,7 +429,7 @@ size_t tp_prefetch_pick(struct tp_prefetch *pf, struct tp_tensor **out,
 		if (!t || t->pins || t->resident_pages >= t->nr_pages)
 			continue;
 		e = lookup(pf, t->id);
-		if (!e || (e->flags & PF_INFLIGHT))
+		if (!e || (e->flags & (PF_INFLIGHT | PF_REFUSED)))
 			continue;
 		if (want && !want(priv, t, next_use_locked(pf, t)))
 			continue;
@@ -454,7 +457,17 @@ void tp_prefetch_done(struct tp_prefetch *pf, struct tp_tensor *t, bool ok)
 		e->flags &= ~PF_INFLIGHT;
 		pf->in_flight--;
 		if (!ok) {
+			/* not issued (no room now): may be asked again */
 			e->flags &= ~PF_UNUSED;
+			pf->st.issued--;
+		} else if (t->resident_pages < t->nr_pages) {
+			/*
+			 * "Done" but not back: its pages were not in host
+			 * swap (evicted). Not a prefetch, and asking again at
+			 * every acquire would only get the same answer.
+			 */
+			e->flags &= ~PF_UNUSED;
+			e->flags |= PF_REFUSED;
 			pf->st.issued--;
 		}
 	}
@@ -467,6 +480,8 @@ void tp_prefetch_left(struct tp_prefetch *pf, struct tp_tensor *t)
 
 	pthread_mutex_lock(&pf->lock);
 	e = lookup(pf, t->id);
+	if (e)
+		e->flags &= ~PF_REFUSED;	/* it may be in host swap now */
 	if (e && (e->flags & PF_UNUSED)) {
 		e->flags &= ~PF_UNUSED;
 		pf->st.wasted++;

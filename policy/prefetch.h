@@ -74,7 +74,11 @@ size_t tp_prefetch_pick(struct tp_prefetch *pf, struct tp_tensor **out,
 
 /**
  * tp_prefetch_done() - a prefetch of @t completed (@ok) or was never
- * issued (!@ok: it no longer counts as issued). Thread-safe.
+ * issued (!@ok: it no longer counts, and may be proposed again). One that
+ * completed without leaving @t fully resident (nothing of it was in host
+ * swap) does not count either, and @t is not proposed again until it is
+ * acquired or leaves.
+ * Thread-safe.
  */
 void tp_prefetch_done(struct tp_prefetch *pf, struct tp_tensor *t, bool ok);
 

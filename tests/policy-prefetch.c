@@ -128,9 +128,10 @@ static void resync(void)
 	n = pick(out, 1 << 20);
 	ok(n == 2 && out[0] == &c[7] && out[1] == &c[6],
 	   "extra acquisitions in the forward pass: still c[7], c[6]");
+	/* the pager marks the pages resident, then answers */
+	c[7].resident_pages = c[6].resident_pages = 2;
 	tp_policy_prefetch_done(pol, &c[7], true);
 	tp_policy_prefetch_done(pol, &c[6], true);
-	c[7].resident_pages = c[6].resident_pages = 2;
 	acquire(&c[9]);
 	acquire(&c[8]);
 	acquire(&c[1]);		/* a replay: c[1] is used later too */
@@ -175,7 +176,7 @@ int main(void)
 	uint64_t start;
 	size_t n;
 
-	plan_tests(25);
+	plan_tests(28);
 	memset(&ctx, 0, sizeof(ctx));
 	tp_conf_defaults(&ctx.conf);
 	tp_conf_set(&ctx.conf, "vmm.chunk_size", "4096", "test", 0);
@@ -240,8 +241,8 @@ int main(void)
 	ok(n == 2 && out[0] == &b[7] && out[1] == &b[6],
 	   "predicts b[7], b[6] next (b[9], b[8] are resident), depth 2");
 	ok(pick(out, 1 << 20) == 0, "depth 2 in flight: nothing more");
-	tp_policy_prefetch_done(pol, &b[7], true);
 	b[7].resident_pages = 2;
+	tp_policy_prefetch_done(pol, &b[7], true);
 	n = pick(out, 1 << 20);
 	ok(n == 1 && out[0] == &b[5],
 	   "one completed: the next predicted, b[5]");
@@ -262,6 +263,7 @@ int main(void)
 	tp_policy_prefetch_done(pol, &b[6], true);
 
 	/* b[5] completes but leaves again before use: wasted. */
+	b[5].resident_pages = 2;
 	tp_policy_prefetch_done(pol, &b[5], true);
 	{
 		const struct tp_victim_ops *ops = tp_policy_victim_ops(pol);
@@ -285,6 +287,30 @@ int main(void)
 	n = pick(out, 2 * CHUNK);
 	ok(n == 1 && out[0] == &b[5], "8 KiB free: b[5] alone");
 	tp_policy_prefetch_done(pol, &b[5], false);	/* not issued */
+	n = pick(out, 2 * CHUNK);
+	ok(n == 1 && out[0] == &b[5],
+	   "refused for want of room: proposed again at the next chance");
+	/* Answered done with its pages still not back (they were not in host
+	 * swap): not counted, and not proposed until it is used or leaves. */
+	tp_policy_prefetch_done(pol, &b[5], true);
+	n = pick(out, 2 * CHUNK);
+	ok(n == 1 && out[0] == &b[4],
+	   "a prefetch that brought nothing back is not repeated: b[4] next");
+	tp_policy_prefetch_done(pol, &b[4], false);
+	{
+		const struct tp_victim_ops *ops = tp_policy_victim_ops(pol);
+		struct tp_tensor *v;
+		enum tp_leave how;
+
+		b[5].resident_pages = 2;
+		ops->add(ops->priv, &b[5]);
+		ops->choose(ops->priv, 1, false, &v, &how);
+		ops->del(ops->priv, &b[5]);
+		b[5].resident_pages = 0;
+	}
+	n = pick(out, 2 * CHUNK);
+	ok(n == 1 && out[0] == &b[5], "after leaving again it is proposed");
+	tp_policy_prefetch_done(pol, &b[5], false);
 	tp_policy_prefetch_stats(pol, &st);
 	ok(st.issued == 3, "a prefetch not issued is not counted");
 

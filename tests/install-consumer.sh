@@ -16,6 +16,8 @@ ok() { n=$((n + 1)); if [ "$1" = 0 ]; then echo "ok $n - $2"; else echo "not ok 
 bail() { echo "Bail out! $*"; exit 1; }
 
 echo "1..10"
+# make check has built everything, so this install only copies; in a tree
+# edited while the tests run it would rebuild under the other tests' feet.
 # Parallel make's jobserver is not ours to share.
 if ! env -u MAKEFLAGS -u MFLAGS $MAKE -C "$top_builddir" install DESTDIR="$root" \
 		> "$tmp/install.log" 2>&1; then

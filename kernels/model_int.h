@@ -28,6 +28,7 @@ struct tp_mvar {
 struct tp_mparam {
 	struct tp_mvar v;
 	struct tp_tensor *state;	/* velocity, or Adam's m then v */
+	struct tp_tensor *kept;		/* check_grads: the last gradient */
 	uint32_t count;
 };
 
@@ -78,6 +79,7 @@ struct tp_model {
 	int err;			/* first failure of this step */
 	unsigned step;
 	uint64_t rng, init_rng;
+	uint64_t rng0;			/* rng after setup: the first batch */
 	/* synthetic data */
 	uint32_t in_c, in_h, in_w;	/* image or vector input */
 	int32_t *teacher;		/* bert: class of each token */

@@ -426,6 +426,14 @@ int tp_model_optimize(struct tp_model *m)
 
 		if (!p->v.grad)
 			continue;
+		if (m->o.check_grads) {
+			/* kept for tp_model_read_grads(), not applied */
+			if (p->kept)
+				tp_tensor_free(m->ctx, p->kept);
+			p->kept = p->v.grad;
+			p->v.grad = NULL;
+			continue;
+		}
 		if (!rc)
 			rc = optimize_one(m, p);
 		tp_tensor_free(m->ctx, p->v.grad);
@@ -474,6 +482,8 @@ void tp_model_free_params(struct tp_model *m)
 		tp_tensor_free(m->ctx, m->params[i]->state);
 		if (m->params[i]->v.grad)
 			tp_tensor_free(m->ctx, m->params[i]->v.grad);
+		if (m->params[i]->kept)
+			tp_tensor_free(m->ctx, m->params[i]->kept);
 		free(m->params[i]);
 	}
 	free(m->params);

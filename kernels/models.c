@@ -476,6 +476,7 @@ struct tp_model *tp_model_create(struct tp_ctx *ctx,
 						       sizeof(one));
 	if (rc)
 		goto err;
+	m->rng0 = m->rng;
 	return m;
 err:
 	tp_model_destroy(m);
@@ -491,6 +492,9 @@ int tp_model_step(struct tp_model *m, float *loss)
 
 	m->err = 0;
 	m->next_param = 0;
+	/* the same batch every step when checking gradients */
+	if (m->o.check_grads)
+		m->rng = m->rng0;
 	rc = m->forward(m, &l);
 	if (!rc && !l)
 		rc = -EIO;
@@ -521,7 +525,17 @@ size_t tp_model_param_bytes(const struct tp_model *m)
 	return bytes;
 }
 
+static int param_io(struct tp_model *m, void *buf, size_t len, bool grads,
+		    bool write);
+
 int tp_model_read_params(struct tp_model *m, void *buf, size_t len)
+{
+	return param_io(m, buf, len, false, false);
+}
+
+/* Copy parameters (or their kept gradients) out of or into @buf. */
+static int param_io(struct tp_model *m, void *buf, size_t len, bool grads,
+		    bool write)
 {
 	size_t off = 0;
 	unsigned i;
@@ -530,13 +544,31 @@ int tp_model_read_params(struct tp_model *m, void *buf, size_t len)
 	if (len < tp_model_param_bytes(m))
 		return -EINVAL;
 	for (i = 0; i < m->n_params; i++) {
-		rc = tp_tensor_read(m->ctx, m->params[i]->v.t, 0,
-				    (char *)buf + off, m->params[i]->v.bytes);
+		struct tp_mparam *p = m->params[i];
+		struct tp_tensor *t = grads ? p->kept : p->v.t;
+		char *at = (char *)buf + off;
+
+		if (!t)
+			return -EINVAL;
+		rc = write ? tp_tensor_write(m->ctx, t, 0, at, p->v.bytes) :
+			     tp_tensor_read(m->ctx, t, 0, at, p->v.bytes);
 		if (rc)
 			return rc;
-		off += m->params[i]->v.bytes;
+		off += p->v.bytes;
 	}
 	return 0;
+}
+
+int tp_model_write_params(struct tp_model *m, const void *buf, size_t len)
+{
+	return param_io(m, (void *)buf, len, false, true);
+}
+
+int tp_model_read_grads(struct tp_model *m, void *buf, size_t len)
+{
+	if (!m->o.check_grads || !m->n_params)
+		return -EINVAL;
+	return param_io(m, buf, len, true, false);
 }
 
 void tp_model_destroy(struct tp_model *m)

@@ -35,6 +35,12 @@ struct tp_model_opts {
 	const char *optim;	/* "sgd" (momentum 0.9) or "adam" */
 	float lr;
 	uint64_t seed;
+	/*
+	 * For checking gradients: every step draws the same batch, the
+	 * optimizer does not run, and the parameters' gradients are kept
+	 * for tp_model_read_grads() until the next step.
+	 */
+	unsigned check_grads;
 };
 
 /**
@@ -65,6 +71,20 @@ size_t tp_model_param_bytes(const struct tp_model *m);
  * @buf of @len >= tp_model_param_bytes(). Return: 0 or -errno.
  */
 int tp_model_read_params(struct tp_model *m, void *buf, size_t len);
+
+/**
+ * tp_model_write_params() - replace every parameter with @len >=
+ * tp_model_param_bytes() bytes of @buf, in creation order.
+ * Return: 0 or -errno.
+ */
+int tp_model_write_params(struct tp_model *m, const void *buf, size_t len);
+
+/**
+ * tp_model_read_grads() - with check_grads set, copy the gradients of the
+ * last step, laid out as tp_model_read_params() lays out the parameters.
+ * Return: 0, -EINVAL without check_grads or a step, or -errno.
+ */
+int tp_model_read_grads(struct tp_model *m, void *buf, size_t len);
 
 /** tp_model_destroy() - free the model's tensors and the model. */
 void tp_model_destroy(struct tp_model *m);

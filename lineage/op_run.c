@@ -23,6 +23,7 @@
 #include "ctx/ctx.h"
 #include "ctx/log.h"
 #include "lineage/lineage_int.h"
+#include "vmm/vmm.h"
 
 struct op_run {
 	struct tp_ctx *ctx;
@@ -184,6 +185,31 @@ static void free_outputs(struct op_run *o, int keep)
 }
 
 /*
+ * Make every page of @x EVICTED. Pages that were never backed cannot go
+ * there directly (the pager has no UNBACKED -> EVICTED edge): each is
+ * backed and dropped in turn, so this needs one chunk of room at most.
+ */
+static int evict_all(struct tp_pager *pg, struct tp_tensor *x, size_t chunk)
+{
+	size_t off;
+	void *addr;
+	int ret;
+
+	ret = tp_pager_drop_contents(pg, x);
+	for (off = 0; !ret && x->evicted_pages < x->nr_pages && off < x->bytes;
+	     off += chunk) {
+		size_t len = x->bytes - off < chunk ? x->bytes - off : chunk;
+
+		ret = tp_pager_acquire(pg, x, off, len, TP_WRITE, &addr);
+		if (ret)
+			break;
+		tp_pager_release(pg, x, off, len);
+		ret = tp_pager_drop_contents(pg, x);
+	}
+	return ret;
+}
+
+/*
  * Recomputable in-place on computable @x: @nt takes @x's identity, @x is
  * left EVICTED at @nt's old range. Made resident first so @nt gets data.
  */
@@ -197,21 +223,16 @@ static int take_identity(struct op_run *o, struct tp_tensor *x,
 	ret = tp_pager_acquire(pg, x, 0, x->bytes, TP_READ, &addr);
 	if (ret)
 		return ret;
-	/*
-	 * The range @x moves to must have pages that can become EVICTED:
-	 * the pager has no UNBACKED -> EVICTED edge, so back them (they are
-	 * dropped again at once).
-	 */
-	ret = tp_pager_acquire(pg, nt, 0, nt->bytes, TP_WRITE, &addr);
-	if (!ret)
-		tp_pager_release(pg, nt, 0, nt->bytes);
 	tp_pager_release(pg, x, 0, x->bytes);
-	if (ret)
-		return ret;
 	ret = tp_pager_swap_identity(pg, x, nt);
 	if (ret)
 		return ret;
-	ret = tp_pager_drop_contents(pg, x);
+	/* Pinned, the data moved to @nt cannot leave while @x is dropped. */
+	ret = tp_pager_acquire(pg, nt, 0, nt->bytes, TP_READ, &addr);
+	if (!ret) {
+		ret = evict_all(pg, x, o->ctx->vmm->granularity);
+		tp_pager_release(pg, nt, 0, nt->bytes);
+	}
 	if (ret)
 		tp_pager_swap_identity(pg, x, nt);
 	return ret;

@@ -188,8 +188,10 @@ static int replay(struct regen *r, struct tp_lin_rec *rec,
 	for (k = 0; k < rec->n_in; k++) {
 		struct tp_lin_use *u = &rec->in[k];
 
-		if (u->version != u->node->version)
-			return cannot(lin, u->t, "an input was updated in place since");
+		if (u->version != u->node->version) {
+			ret = cannot(lin, u->t, "an input was updated in place since");
+			goto out_release;
+		}
 		ret = tp_pager_acquire(lin->pg, u->t, 0, u->t->bytes,
 				       input_mode(lin, u->t), &in_addr[k]);
 		if (ret == -ESTALE) {

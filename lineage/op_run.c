@@ -359,14 +359,9 @@ TP_API int tp_op_run(struct tp_ctx *ctx, const struct tp_op_type *type,
 		for (k = 0; k < n_out; k++)
 			if (!o.out[k]->slab)
 				tp_lin_rec_attach(lin, rec, k, o.out[k]);
-		if (!rec->refs) {
-			tp_lin_note_cost(lin, rec, ns);
-			tp_lin_rec_discard(lin, rec);
-			rec = NULL;
-		}
-	}
-	if (rec) {
 		tp_lin_note_cost(lin, rec, ns);
+		if (!rec->refs)
+			tp_lin_rec_discard(lin, rec);
 	} else {
 		tp_lin_note_type_cost(lin, tp_lin_type_get(lin, type), ns);
 	}

@@ -68,11 +68,12 @@ int main(void)
 	struct tp_tensor *a, *b, *c, *d1, *d2, *e, *nd, *s[2], *f1, *f2, *g, *h,
 		*k, *in[2];
 	size_t bytes = N * sizeof(float), sz2[2] = { bytes, bytes };
+	float small[16];
 	uint64_t r0, rec0;
 	void *addr;
 	size_t i;
 
-	plan_tests(44);
+	plan_tests(50);
 	ctx = tp_ctx_create("vmm.backend=host,vmm.chunk_size=64K,pager.budget=64M,pager.slab_fraction=0");
 	if (!ctx)
 		bail_out("tp_ctx_create: %s", strerror(errno));
@@ -191,6 +192,40 @@ int main(void)
 	   !tp_tensor_free(ctx, b), "free everything");
 	ok(lst().records == 0 && lst().fake_deleted == 0, "no record left");
 	ok_rc(tp_tensor_free(ctx, a), "free the input");
+	tp_ctx_destroy(ctx);
+
+	/* Tensors small enough for slabs never leave: never recorded as
+	 * outputs, and a freed one lives on while records read it. */
+	ctx = tp_ctx_create("vmm.backend=host,vmm.chunk_size=64K,pager.budget=64M");
+	if (!ctx)
+		bail_out("tp_ctx_create: %s", strerror(errno));
+	a = tops_input(ctx, NG, 42);
+	g = tops_input(ctx, 16, 9);	/* 64 bytes: a slab */
+	ok(a && g && !tp_tensor_read(ctx, g, 0, small, sizeof(small)),
+	   "an input and a slab input");
+	in[0] = a;
+	in[1] = g;
+	e = NULL;
+	ok_rc(tp_op_run(ctx, &tops_add, NULL, 0, in, 2, &e, &bytes, 1), "e = a + slab");
+	k = NULL;
+	i = 64;
+	ok(!tp_op_run(ctx, &tops_reduce, NULL, 0, &a, 1, &k, &i, 1) && k &&
+	   !k->computable && tp_tensor_evict(ctx, k) == -EPERM,
+	   "a slab output is uncomputable and stays");
+	rec0 = lst().records;
+	ok(!tp_tensor_free(ctx, g) && lst().records == rec0, "free the slab input e reads");
+	for (i = 0; i < N; i++)
+		want[i] = ref_a[i] + small[i % 16];
+	ok(!tp_tensor_evict(ctx, e) && same(e, N), "e regenerates from it");
+	{
+		struct tp_stats ps;
+
+		ok(!tp_tensor_free(ctx, e) && !tp_tensor_free(ctx, k) &&
+		   !tp_tensor_free(ctx, a) && lst().records == 0 &&
+		   !tp_stats_get(ctx, &ps) && ps.tensors_live == 0,
+		   "the slab goes with the record (%llu live)",
+		   (unsigned long long)ps.tensors_live);
+	}
 	tp_ctx_destroy(ctx);
 	free(ref_a);
 	free(want);

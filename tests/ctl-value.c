@@ -4,6 +4,8 @@
 
 #include <errno.h>
 #include <locale.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "ctl/conf.h"
@@ -54,6 +56,31 @@ static void accepted(struct tp_conf *c, const char *name, const char *value,
 	   name, value, expect, rc ? "" : out, rc);
 }
 
+/*
+ * Where no decimal-comma locale is installed, compile one into a temporary
+ * directory with localedef(1) and point LOCPATH at it.
+ */
+static bool comma_locale(void)
+{
+	static char dir[] = "/tmp/tp-ctl-locale-XXXXXX";
+	char cmd[512];
+	bool ok;
+
+	if (!mkdtemp(dir))
+		return false;
+	snprintf(cmd, sizeof(cmd),
+		 "localedef -i de_DE -f UTF-8 '%s/de_DE.UTF-8' >/dev/null 2>&1",
+		 dir);
+	ok = system(cmd) == 0 && setenv("LOCPATH", dir, 1) == 0 &&
+	     setlocale(LC_NUMERIC, "de_DE.UTF-8") != NULL;
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
+	if (system(cmd))
+		diag("could not remove %s", dir);
+	if (ok)
+		diag("decimal-comma locale compiled with localedef");
+	return ok;
+}
+
 int main(void)
 {
 	struct tp_conf c;
@@ -61,7 +88,7 @@ int main(void)
 	uint64_t u;
 	char longval[400];
 
-	plan_tests(75);
+	plan_tests(76);
 	ctl_log_reset();
 	tp_conf_defaults(&c);
 	ok(ctl_log.errors == 0, "every built-in default parses");
@@ -174,13 +201,14 @@ int main(void)
 	   "format into 0 bytes: -ENOSPC");
 
 	/* a decimal comma locale does not change what a file means */
-	if (setlocale(LC_NUMERIC, "de_DE.UTF-8") ||
-	    setlocale(LC_NUMERIC, "fr_FR.UTF-8")) {
+	if (setlocale(LC_NUMERIC, "de_DE.UTF-8") || comma_locale()) {
+		ok(strtod("0,5", NULL) == 0.5,
+		   "the process now reads 0,5 as one half");
 		accepted(&c, "lineage.cost_alpha", "0.75", "0.75");
 		refused(&c, "lineage.cost_alpha", "0,5");
 		setlocale(LC_NUMERIC, "C");
 	} else {
-		skip(2, "no decimal-comma locale installed");
+		skip(3, "no decimal-comma locale installed");
 	}
 
 	/* messages name the source, key, value and expectation, and keep

@@ -226,11 +226,13 @@ int tp_pager_unmap_pages(struct tp_pager *pg, struct tp_tensor *t,
 /* --- acquire.c ------------------------------------------------------- */
 
 /**
- * tp_pager_back_pages() - give chunks to every page of [@first, @last]
- * of @t in @want state(s), reloading OFFLOADED ones unless @discard.
- * Nothing is reclaimed here: the chunks must be free. On the h2d copy
- * event, the compute stream is made to wait unless @prefetch, in which
- * case the pages stay RELOADING.
+ * tp_pager_back_pages() - give fresh chunks to the pages of [@first,
+ * @last] of @t that need one: UNBACKED and OFFLOADED pages, and EVICTED
+ * ones when @discard (the caller overwrites them); with @prefetch, the
+ * OFFLOADED ones only. OFFLOADED contents are copied back on the h2d
+ * stream unless @discard; the compute stream waits on that copy, or with
+ * @prefetch the pages stay RELOADING until it is seen complete.
+ * Nothing is reclaimed here: the chunks must be free.
  * Return: 0, -ENOMEM, -EIO...; on failure nothing changed.
  */
 int tp_pager_back_pages(struct tp_pager *pg, struct tp_tensor *t,

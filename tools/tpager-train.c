@@ -296,9 +296,11 @@ static void defaults(struct train_args *a)
 	 * Chunks on host: 64K keeps a resnet-mini budget tens of chunks wide
 	 * without paying a mapping call per few KiB; the mlp's whole step is
 	 * half a MiB, so it takes 16K. cuda uses the device granularity, sim
-	 * the library's default.
+	 * the library's default but for those two small models.
 	 */
-	if (!a->chunk[0] && !gpu && strcmp(a->backend, "sim"))
+	if (!a->chunk[0] && !gpu && (strcmp(a->backend, "sim") ||
+				     !strcmp(a->model, "mlp") ||
+				     !strcmp(a->model, "resnet-mini")))
 		snprintf(a->chunk, sizeof(a->chunk), "%s",
 			 !strcmp(a->model, "mlp") ? "16K" : "64K");
 	a->mo.name = a->model;
@@ -501,7 +503,7 @@ static void report(const struct train_args *a, uint64_t budget,
 
 	if (a->json) {
 		printf("{\"model\":\"%s\",\"depth\":%u,\"backend\":\"%s\","
-		       "\"batch\":%u,\"steps\":%u,\"budget\":%" PRIu64 ",",
+		       "\"batch\":%u,\"steps\":%u,\"budget_bytes\":%" PRIu64 ",",
 		       a->model, a->mo.depth, a->backend, a->mo.batch,
 		       a->steps, budget);
 		print_json_run("unconstrained", u, false);
@@ -698,7 +700,7 @@ static int max_batch(const struct train_args *a)
 		return 1;
 	if (a->json) {
 		printf("{\"model\":\"%s\",\"depth\":%u,\"backend\":\"%s\","
-		       "\"budget\":%" PRIu64 ",\"max_batch_without\":%u,"
+		       "\"budget_bytes\":%" PRIu64 ",\"max_batch_without\":%u,"
 		       "\"max_batch_with\":%u}\n", a->model, a->mo.depth,
 		       a->backend, budget, without, with);
 		return 0;
@@ -809,7 +811,7 @@ int main(int argc, char **argv)
 		case 'h': case O_HELP: usage(stdout); return 0;
 		default:
 			if (optopt)
-				die("unknown or incomplete option '%s' (try --help)",
+				die("option '%s' needs a value (try --help)",
 				    argv[optind - 1]);
 			die("unknown option '%s' (try --help)",
 			    argv[optind - 1]);

@@ -1,0 +1,124 @@
+#!/bin/sh
+# SPDX-License-Identifier: MIT
+# tpager-train end to end on the host backend: 20 steps of resnet-mini and
+# of the mlp whose loss falls and whose final weights under a 50% budget
+# are bit-identical to the unconstrained run's, with evictions that were
+# recomputed and offloads both happening; a trace that tpager-sim replays;
+# the shapes-only sim run; --max-batch; one-line errors for bad arguments.
+top_builddir=${top_builddir:-.}
+train="$top_builddir/tools/tpager-train"
+sim="$top_builddir/tools/tpager-sim"
+tmp=$(mktemp -d "${TMPDIR:-/tmp}/tp-train-tool.XXXXXX") || exit 1
+trap 'rm -rf "$tmp"' EXIT
+export TPAGER_SYSCONF="$tmp/no-system-file"
+unset TPAGER_CONF TPAGER_OPTS
+seed=${TP_TEST_SEED:-7}
+
+n=0
+ok() { n=$((n + 1)); if [ "$1" = 0 ]; then echo "ok $n - $2"; else echo "not ok $n - $2"; fi; }
+
+# field OBJECT KEY < json: KEY's value inside the object OBJECT ("" for top)
+field() {
+	if [ -n "$1" ]; then
+		sed -n "s/.*\"$1\":{\([^}]*\)}.*/\1/p"
+	else
+		cat
+	fi | sed -n "s/.*\"$2\":\([^,}]*\).*/\1/p"
+}
+
+# fails DESC PATTERN ARGS...: non-zero exit below 128, exactly one line on
+# stderr matching PATTERN, nothing on stdout.
+fails() {
+	desc=$1; pat=$2; shift 2
+	"$train" "$@" >"$tmp/out" 2>"$tmp/err"; rc=$?
+	lines=$(wc -l < "$tmp/err")
+	if [ $rc -ne 0 ] && [ $rc -lt 128 ] && [ "$lines" = 1 ] &&
+	   [ ! -s "$tmp/out" ] && grep -q -- "$pat" "$tmp/err"; then
+		ok 0 "$desc"
+	else
+		ok 1 "$desc (rc $rc, stderr: $(head -c 300 "$tmp/err"))"
+	fi
+}
+
+# trains NAME ARGS...: 20 steps under 50% with the checks of the header.
+trains() {
+	name=$1; shift
+	"$train" --backend host --steps 20 --budget 50% --seed "$seed" --json \
+		"$@" > "$tmp/$name.json" 2>"$tmp/err"; rc=$?
+	j=$(cat "$tmp/$name.json")
+	echo "# $name: $j"
+	ok $([ $rc = 0 ] && [ ! -s "$tmp/err" ]; echo $?) \
+		"$name: exit 0, quiet with --json"
+	ok $([ "$(echo "$j" | field "" weights_identical)" = true ]; echo $?) \
+		"$name: final weights bit-identical under 50%"
+	l0=$(echo "$j" | field unconstrained loss_first)
+	l1=$(echo "$j" | field unconstrained loss_last)
+	b0=$(echo "$j" | field budget loss_first)
+	b1=$(echo "$j" | field budget loss_last)
+	ok $(awk -v a="$l0" -v b="$l1" 'BEGIN { exit !(b < 0.9 * a) }'; echo $?) \
+		"$name: loss falls by more than 10% ($l0 -> $l1)"
+	ok $([ "$l0" = "$b0" ] && [ "$l1" = "$b1" ]; echo $?) \
+		"$name: same losses under the budget"
+	rec=$(echo "$j" | field budget recomputes)
+	off=$(echo "$j" | field budget offloads)
+	ok $([ "${rec:-0}" -gt 0 ] && [ "${off:-0}" -gt 0 ]; echo $?) \
+		"$name: recomputes ($rec) and offloads ($off) both > 0"
+	up=$(echo "$j" | field unconstrained phys_peak)
+	bp=$(echo "$j" | field budget phys_peak)
+	bud=$(echo "$j" | field "" budget_bytes)
+	ok $([ -n "$bp" ] && [ "$bp" -le "$bud" ] &&
+	     [ "$bud" -eq $((up / 2)) ]; echo $?) \
+		"$name: peak $bp within the budget $bud = half of $up"
+	ue=$(echo "$j" | field unconstrained evictions)
+	uo=$(echo "$j" | field unconstrained offloads)
+	ok $([ "$ue" = 0 ] && [ "$uo" = 0 ]; echo $?) \
+		"$name: the unconstrained run never pages"
+}
+
+echo "1..31"
+echo "# seed $seed"
+
+trains resnet-mini --model resnet-mini
+trains mlp --model mlp
+
+# The trace of 2 steps: header, two iterations, the second measured, and
+# tpager-sim replays it.
+"$train" --backend host --model mlp --steps 2 --seed "$seed" --quiet \
+	--trace-out "$tmp/mlp.trace" > "$tmp/out" 2>"$tmp/err"; rc=$?
+ok $([ $rc = 0 ] && [ "$(head -n 1 "$tmp/mlp.trace")" = "tpager-trace 1" ] &&
+     [ "$(grep -c '^iter ' "$tmp/mlp.trace")" = 2 ] &&
+     grep -q '^measure begin' "$tmp/mlp.trace" &&
+     [ "$(grep -c '^op linear ' "$tmp/mlp.trace")" = 6 ]; echo $?) \
+	"--trace-out writes two iterations of three linear layers"
+"$sim" "$tmp/mlp.trace" --chunk-size 16K --json > "$tmp/out" 2>"$tmp/err"
+ok $? "tpager-sim replays the trace ($(head -c 200 "$tmp/err"))"
+
+# sim: shapes only, no weights to compare, still exit 0.
+"$train" --backend sim --model resnet-mini --steps 2 --json \
+	> "$tmp/sim.json" 2>"$tmp/err"; rc=$?
+ok $([ $rc = 0 ] &&
+     [ "$(field "" weights_identical < "$tmp/sim.json")" = null ]; echo $?) \
+	"sim backend runs shapes only ($(head -c 200 "$tmp/err"))"
+
+# --max-batch: paging trains a larger batch than the same budget without.
+"$train" --backend host --model mlp --budget 1M --max-batch --json \
+	> "$tmp/mb.json" 2>"$tmp/err"; rc=$?
+w=$(field "" max_batch_with < "$tmp/mb.json")
+wo=$(field "" max_batch_without < "$tmp/mb.json")
+ok $([ $rc = 0 ] && [ "${wo:-0}" -gt 0 ] && [ "${w:-0}" -gt "$wo" ]; echo $?) \
+	"--max-batch: $w with paging > $wo without"
+
+fails "unknown model" "unknown model 'resnet-7'" --model resnet-7
+fails "non-numeric batch" "--batch: 'x'" --batch x
+fails "batch of zero" "--batch: '0'" --batch 0
+fails "percent over 100" "--budget: '150%'" --budget 150%
+fails "budget not a size" "--budget: 'lots'" --budget lots
+fails "budget below the working set" "below the working set" \
+	--backend host --model mlp --steps 1 --budget 32K
+fails "unknown policy" "unknown filter 'fifo'" --policy fifo
+fails "unknown director" "unknown director 'swap'" --policy dtr/swap
+fails "unknown backend" "unknown backend 'tpu'" --backend tpu
+fails "stray argument" "unexpected argument 'extra'" extra
+fails "unknown option" "unknown option '--frobnicate'" --frobnicate
+fails "option without its value" "'--steps' needs a value" --steps
+fails "heads not dividing hidden" "does not divide" --model bert --hidden 64 --heads 3

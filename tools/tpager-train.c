@@ -570,6 +570,7 @@ static int train(const struct train_args *a)
 		     a->trace_out ? &trace : NULL, &u);
 	if (u.rc) {
 		run_error(a, "unconstrained", &u);
+		tp_trace_free(trace);
 		free(u.params);
 		return 1;
 	}

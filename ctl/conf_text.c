@@ -120,19 +120,18 @@ int tp_conf_parse_text(struct tp_conf *c, const char *text, size_t len,
 		buf[n] = 0;
 		p = nl ? nl + 1 : end;
 
+		s = buf;
+		while (isspace((unsigned char)*s))
+			s++;
 		if (strlen(buf) != n) {
 			tp_log(TP_LOG_ERROR, "%s:%u: line holds a NUL byte",
 			       source, line);
 			err = -EINVAL;
-			goto next;
-		}
-		s = buf;
-		while (isspace((unsigned char)*s))
-			s++;
-		if (!*s || *s == '#' || *s == ';')
+		} else if (!*s || *s == '#' || *s == ';') {
 			continue;
-		err = apply_item(c, s, source, line, "key = value");
-next:
+		} else {
+			err = apply_item(c, s, source, line, "key = value");
+		}
 		if (err) {
 			errors++;
 			if (!rc)

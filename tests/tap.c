@@ -36,12 +36,14 @@ void plan_skip_all(const char *fmt, ...)
 
 static void vreport(bool cond, const char *fmt, va_list ap)
 {
+	char desc[1024];
+
+	vsnprintf(desc, sizeof(desc), fmt, ap);
 	ran++;
-	if (!cond)
+	/* A point marked "# TODO" is a known failure: TAP does not count it. */
+	if (!cond && !strstr(desc, "# TODO"))
 		failed++;
-	printf("%sok %u - ", cond ? "" : "not ", ran);
-	vprintf(fmt, ap);
-	printf("\n");
+	printf("%sok %u - %s\n", cond ? "" : "not ", ran, desc);
 }
 
 bool ok_at(bool cond, const char *file, int line, const char *fmt, ...)

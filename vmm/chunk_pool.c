@@ -10,6 +10,7 @@
 #include "ctx/log.h"
 #include "vmm/calls.h"
 #include "vmm/chunk_pool.h"
+#include "vmm/contig_pool.h"
 
 struct tp_chunk_pool *tp_chunk_pool_new(size_t nr)
 {
@@ -41,6 +42,18 @@ void tp_chunk_pool_free(struct tp_vmm *vmm, struct tp_chunk_pool *pool)
 
 	if (!pool)
 		return;
+	if (pool->contig) {
+		if (pool->contig->nfree != pool->nr)
+			tp_log(TP_LOG_WARN, "vmm: %zu chunks still taken at close",
+			       pool->nr - pool->contig->nfree);
+		for (i = 0; i < pool->nr; i++)
+			if (pool->chunks[i].flags & TP_CHUNK_CREATED)
+				tp_vmm_do_chunk_destroy(vmm, &pool->chunks[i]);
+		tp_contig_pool_free(pool->contig);
+		free(pool->chunks);
+		free(pool);
+		return;
+	}
 	if (pool->nfree != pool->created)
 		tp_log(TP_LOG_WARN, "vmm: %zu chunks still taken at close",
 		       pool->created - pool->nfree);
@@ -52,6 +65,8 @@ void tp_chunk_pool_free(struct tp_vmm *vmm, struct tp_chunk_pool *pool)
 
 size_t tp_chunk_pool_available(const struct tp_chunk_pool *pool)
 {
+	if (pool->contig)
+		return pool->contig->nfree;
 	return pool->nfree + (pool->nr - pool->created);
 }
 
@@ -74,13 +89,70 @@ static void push_free(struct tp_chunk_pool *pool, struct tp_chunk *c)
 	pool->nfree++;
 }
 
+int tp_chunk_pool_set_contiguous(struct tp_chunk_pool *pool)
+{
+	if (pool->contig)
+		return 0;
+	if (pool->created)
+		return -EBUSY;
+	pool->contig = tp_contig_pool_new(pool->nr);
+	if (!pool->contig)
+		return -ENOMEM;
+	for (size_t i = 0; i < pool->nr; i++)
+		pool->chunks[i].flags = TP_CHUNK_FREE;
+	return 0;
+}
+
+/* One run of @n consecutive chunks; handles made on first use. */
+static int take_run(struct tp_vmm *vmm, struct tp_chunk_pool *pool,
+		    struct tp_chunk **out, size_t n, enum tp_pool_side side)
+{
+	size_t start, i;
+	int ret;
+
+	ret = tp_contig_pool_take(pool->contig, n, side, &start);
+	if (ret)
+		return ret;
+	for (i = 0; i < n; i++) {
+		struct tp_chunk *c = &pool->chunks[start + i];
+
+		if (c->flags & TP_CHUNK_CREATED)
+			continue;
+		ret = tp_vmm_do_chunk_create(vmm, c);
+		if (ret) {
+			/* Handles made so far stay for later. */
+			tp_contig_pool_put(pool->contig, start, n);
+			vmm->stats.chunks_created = pool->created;
+			return ret;
+		}
+		c->flags |= TP_CHUNK_CREATED;
+		pool->created++;
+	}
+	for (i = 0; i < n; i++) {
+		pool->chunks[start + i].flags &= ~TP_CHUNK_FREE;
+		out[i] = &pool->chunks[start + i];
+	}
+	vmm->stats.chunks_created = pool->created;
+	return 0;
+}
+
 int tp_chunk_pool_take(struct tp_vmm *vmm, struct tp_chunk_pool *pool,
 		       struct tp_chunk **out, size_t n)
 {
-	size_t recycled = n < pool->nfree ? n : pool->nfree;
-	size_t fresh = n - recycled, i;
+	return tp_chunk_pool_take_side(vmm, pool, out, n, TP_SIDE_LEFT);
+}
+
+int tp_chunk_pool_take_side(struct tp_vmm *vmm, struct tp_chunk_pool *pool,
+			    struct tp_chunk **out, size_t n,
+			    enum tp_pool_side side)
+{
+	size_t recycled, fresh, i;
 	int ret;
 
+	if (pool->contig)
+		return take_run(vmm, pool, out, n, side);
+	recycled = n < pool->nfree ? n : pool->nfree;
+	fresh = n - recycled;
 	if (n > tp_chunk_pool_available(pool))
 		return -ENOMEM;
 	/*
@@ -113,11 +185,39 @@ err_keep:
 	return ret;
 }
 
+/* Contiguous pool: give back each run of consecutive indices in one put. */
+static void put_runs(struct tp_chunk_pool *pool, struct tp_chunk *const *c,
+		     size_t n)
+{
+	for (size_t i = 0; i < n;) {
+		size_t j = i + 1;
+
+		if (c[i]->flags & TP_CHUNK_FREE) {
+			tp_log(TP_LOG_ERROR, "vmm: chunk %u returned twice",
+			       c[i]->index);
+			i++;
+			continue;
+		}
+		c[i]->flags |= TP_CHUNK_FREE;
+		while (j < n && c[j]->index == c[j - 1]->index + 1 &&
+		       !(c[j]->flags & TP_CHUNK_FREE)) {
+			c[j]->flags |= TP_CHUNK_FREE;
+			j++;
+		}
+		tp_contig_pool_put(pool->contig, c[i]->index, j - i);
+		i = j;
+	}
+}
+
 void tp_chunk_pool_put(struct tp_chunk_pool *pool, struct tp_chunk *const *c,
 		       size_t n)
 {
 	size_t i;
 
+	if (pool->contig) {
+		put_runs(pool, c, n);
+		return;
+	}
 	/* Backwards, so that a later take gets them in the order given. */
 	for (i = n; i-- > 0;) {
 		if (c[i]->flags & TP_CHUNK_FREE) {

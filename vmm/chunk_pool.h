@@ -22,6 +22,9 @@ struct tp_chunk_pool {
 	size_t created;			/* handles made: chunks[0..created) */
 	size_t nfree;			/* created and on the free list */
 	struct tp_chunk *free_list;
+	/* vmm.mode = contiguous: free runs instead of the free list, and
+	 * handles created lazily at any index (TP_CHUNK_CREATED says). */
+	struct tp_contig_pool *contig;
 };
 
 /**
@@ -46,6 +49,21 @@ void tp_chunk_pool_free(struct tp_vmm *vmm, struct tp_chunk_pool *pool);
  */
 int tp_chunk_pool_take(struct tp_vmm *vmm, struct tp_chunk_pool *pool,
 		       struct tp_chunk **out, size_t n);
+
+/**
+ * tp_chunk_pool_take_side() - tp_chunk_pool_take(); on a contiguous pool
+ * the @n chunks are one run of consecutive indices, best fit, from end
+ * @side, and -ENOMEM also means no free run is long enough.
+ */
+int tp_chunk_pool_take_side(struct tp_vmm *vmm, struct tp_chunk_pool *pool,
+			    struct tp_chunk **out, size_t n,
+			    enum tp_pool_side side);
+
+/**
+ * tp_chunk_pool_set_contiguous() - switch a pool nothing was taken from to
+ * contiguous runs. Return: 0, -EBUSY, -ENOMEM.
+ */
+int tp_chunk_pool_set_contiguous(struct tp_chunk_pool *pool);
 
 /** tp_chunk_pool_put() - return @n taken chunks to the free list. */
 void tp_chunk_pool_put(struct tp_chunk_pool *pool, struct tp_chunk *const *c,

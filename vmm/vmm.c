@@ -14,6 +14,7 @@
 #include "ctx/log.h"
 #include "vmm/calls.h"
 #include "vmm/chunk_pool.h"
+#include "vmm/contig_pool.h"
 #include "vmm/deferred.h"
 #include "vmm/event.h"
 #include "vmm/vmm.h"
@@ -208,6 +209,61 @@ int tp_vmm_chunks_take(struct tp_vmm *vmm, struct tp_chunk **out, size_t n)
 	if (vmm->deferred->head)
 		tp_deferred_reap(vmm, vmm->deferred);
 	return tp_chunk_pool_take(vmm, vmm->pool, out, n);
+}
+
+int tp_vmm_chunks_take_side(struct tp_vmm *vmm, struct tp_chunk **out,
+			    size_t n, enum tp_pool_side side)
+{
+	if (!vmm->pool)
+		return -EINVAL;
+	if (!n)
+		return 0;
+	if (vmm->deferred->head)
+		tp_deferred_reap(vmm, vmm->deferred);
+	return tp_chunk_pool_take_side(vmm, vmm->pool, out, n, side);
+}
+
+int tp_vmm_pool_set_contiguous(struct tp_vmm *vmm)
+{
+	if (!vmm->pool)
+		return -EINVAL;
+	/* The driver's physical memory is not one indexable run. */
+	if (vmm->ops == &tp_vmm_cuda_ops)
+		return -EOPNOTSUPP;
+	return tp_chunk_pool_set_contiguous(vmm->pool);
+}
+
+bool tp_vmm_pool_contiguous(const struct tp_vmm *vmm)
+{
+	return vmm->pool && vmm->pool->contig;
+}
+
+bool tp_vmm_chunks_fit(const struct tp_vmm *vmm, size_t n)
+{
+	if (!vmm->pool)
+		return false;
+	if (vmm->pool->contig)
+		return tp_contig_pool_fits(vmm->pool->contig, n);
+	return tp_chunk_pool_available(vmm->pool) >= n;
+}
+
+uint64_t tp_vmm_frag_ppm(const struct tp_vmm *vmm)
+{
+	return tp_vmm_pool_contiguous(vmm) ?
+	       tp_contig_pool_frag_ppm(vmm->pool->contig) : 0;
+}
+
+void tp_vmm_free_runs(const struct tp_vmm *vmm,
+		      void (*fn)(void *arg, size_t start, size_t len),
+		      void *arg)
+{
+	const struct tp_contig_pool *cp;
+
+	if (!tp_vmm_pool_contiguous(vmm))
+		return;
+	cp = vmm->pool->contig;
+	for (size_t i = 0; i < cp->nruns; i++)
+		fn(arg, cp->runs[i].start, cp->runs[i].len);
 }
 
 void tp_vmm_chunks_put(struct tp_vmm *vmm, struct tp_chunk *const *c, size_t n)
@@ -420,6 +476,28 @@ struct tp_event *tp_vmm_event_create(struct tp_vmm *vmm)
 	return ev;
 }
 
+struct tp_event *tp_vmm_event_create_timed(struct tp_vmm *vmm)
+{
+	int (*create)(struct tp_vmm *, struct tp_event **);
+	struct tp_event *ev = NULL;
+	uint64_t t0;
+	int ret;
+
+	create = vmm->ops->event_create_timed ? vmm->ops->event_create_timed :
+		 vmm->ops->event_create;
+	ret = tp_vmm_call_begin(vmm, TP_CALL_EVENT, true, &t0);
+	if (!ret) {
+		ret = create(vmm, &ev);
+		tp_vmm_call_end(vmm, TP_CALL_EVENT, t0, 0);
+	}
+	if (ret) {
+		errno = -ret;
+		return NULL;
+	}
+	atomic_init(&ev->refs, 1);
+	return ev;
+}
+
 struct tp_event *tp_vmm_event_get(struct tp_event *ev)
 {
 	atomic_fetch_add_explicit(&ev->refs, 1, memory_order_relaxed);
@@ -470,6 +548,17 @@ int tp_vmm_event_query(struct tp_vmm *vmm, struct tp_event *ev)
 int tp_vmm_event_sync(struct tp_vmm *vmm, struct tp_event *ev)
 {
 	return EVENT_CALL(vmm, vmm->ops->event_sync(vmm, ev));
+}
+
+int tp_vmm_event_elapsed_ns(struct tp_vmm *vmm, struct tp_event *a,
+			    struct tp_event *b, uint64_t *ns)
+{
+	if (!a || !b || !ns)
+		return -EINVAL;
+	if (!vmm->ops->event_elapsed_ns)
+		return -EOPNOTSUPP;
+	/* Not counted nor injected: it reads, it never changes a stream. */
+	return vmm->ops->event_elapsed_ns(vmm, a, b, ns);
 }
 
 int tp_vmm_stream_sync(struct tp_vmm *vmm, enum tp_stream s)

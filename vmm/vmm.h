@@ -31,6 +31,15 @@ enum tp_stream {
 	TP_NR_STREAMS,
 };
 
+/*
+ * Which end of the pool a take prefers (vmm.mode = contiguous; Coop §3.4
+ * cheap-tensor partitioning). The chunked pool has no ends and ignores it.
+ */
+enum tp_pool_side {
+	TP_SIDE_LEFT,		/* lowest chunk indices: expensive tensors */
+	TP_SIDE_RIGHT,		/* highest chunk indices: cheap tensors */
+};
+
 /* Access rights for set_access. */
 #define TP_PROT_NONE	0u
 #define TP_PROT_RW	3u
@@ -135,6 +144,24 @@ struct tp_vmm_ops {
 	/* Block until everything enqueued on @s has completed. */
 	int (*stream_sync)(struct tp_vmm *vmm, enum tp_stream s);
 
+	/*
+	 * Optional: create an event that can be timed by event_elapsed_ns
+	 * (cuda events are otherwise created without timing, which is
+	 * cheaper to record). NULL: event_create's events can be timed.
+	 */
+	int (*event_create_timed)(struct tp_vmm *vmm, struct tp_event **ev);
+	/*
+	 * Store in *@ns the time between the moments the streams reached
+	 * @a and @b (both recorded and complete; @b after @a): cuda asks the
+	 * driver (cuEventElapsedTime, 0.5 us resolution), host keeps the
+	 * host time at which an event's work had completed and it was
+	 * recorded, sim takes the difference of virtual times. -EAGAIN when
+	 * either has not completed, -EINVAL when one was never recorded.
+	 * Never blocks. Thread-safe.
+	 */
+	int (*event_elapsed_ns)(struct tp_vmm *vmm, struct tp_event *a,
+				struct tp_event *b, uint64_t *ns);
+
 	/* Host swap buffers (pinned on cuda); NULL on failure. On sim a
 	 * unique token that must not be dereferenced. */
 	void *(*host_alloc)(struct tp_vmm *vmm, size_t len);
@@ -225,6 +252,33 @@ int tp_vmm_pool_create(struct tp_vmm *vmm, uint64_t budget_bytes);
  * unchanged (no partial take). First reaps completed deferred unmaps.
  */
 int tp_vmm_chunks_take(struct tp_vmm *vmm, struct tp_chunk **out, size_t n);
+/*
+ * vmm.mode = contiguous (contig_pool.c): make the pool hand out each take
+ * as one run of contiguous chunk indices, best fit. Only before the first
+ * take, and not on cuda (whose pool is the driver's). Return 0, -EBUSY
+ * when chunks were taken, -EOPNOTSUPP on cuda, -ENOMEM.
+ */
+int tp_vmm_pool_set_contiguous(struct tp_vmm *vmm);
+/* Whether the pool is contiguous. */
+bool tp_vmm_pool_contiguous(const struct tp_vmm *vmm);
+/*
+ * tp_vmm_chunks_take() preferring end @side of a contiguous pool; on a
+ * contiguous pool the chunks taken are consecutive in index order.
+ */
+int tp_vmm_chunks_take_side(struct tp_vmm *vmm, struct tp_chunk **out,
+			    size_t n, enum tp_pool_side side);
+/* Whether a take of @n would find room now (contiguous: a long enough
+ * free run; chunked: enough free chunks). */
+bool tp_vmm_chunks_fit(const struct tp_vmm *vmm, size_t n);
+/* Fragmentation rate in ppm (contig_pool.h); 0 on a chunked pool. */
+uint64_t tp_vmm_frag_ppm(const struct tp_vmm *vmm);
+/*
+ * The free runs of a contiguous pool in index order, as (start, len)
+ * pairs through @fn; nothing on a chunked pool. For Coop's window.
+ */
+void tp_vmm_free_runs(const struct tp_vmm *vmm,
+		      void (*fn)(void *arg, size_t start, size_t len),
+		      void *arg);
 /* Return chunks that are not mapped anywhere. */
 void tp_vmm_chunks_put(struct tp_vmm *vmm, struct tp_chunk *const *c, size_t n);
 /* Free chunks now (not counting those waiting on deferred unmaps). */
@@ -280,6 +334,31 @@ int tp_vmm_stream_wait(struct tp_vmm *vmm, enum tp_stream s,
 int tp_vmm_event_query(struct tp_vmm *vmm, struct tp_event *ev);
 int tp_vmm_event_sync(struct tp_vmm *vmm, struct tp_event *ev);
 int tp_vmm_stream_sync(struct tp_vmm *vmm, enum tp_stream s);
+
+/**
+ * tp_vmm_event_create_timed() - create an event usable by
+ * tp_vmm_event_elapsed_ns() (one reference, like tp_vmm_event_create).
+ * @vmm: the vmm.
+ *
+ * Return: the event, or NULL with errno set.
+ */
+struct tp_event *tp_vmm_event_create_timed(struct tp_vmm *vmm);
+
+/**
+ * tp_vmm_event_elapsed_ns() - time between two completed timed events.
+ * @vmm: the vmm.
+ * @a: the earlier event, created by tp_vmm_event_create_timed().
+ * @b: the later event, likewise.
+ * @ns: where the elapsed nanoseconds go (0 if @b was reached before @a).
+ *
+ * Never synchronises: the caller queries @b (or waits) first.
+ *
+ * Return: 0; -EAGAIN when @a or @b has not completed (nothing stored);
+ * -EINVAL for a NULL argument or an event never recorded; -EIO on a
+ * backend error.
+ */
+int tp_vmm_event_elapsed_ns(struct tp_vmm *vmm, struct tp_event *a,
+			    struct tp_event *b, uint64_t *ns);
 /* Wait for all streams and reap every deferred unmap. */
 int tp_vmm_sync_all(struct tp_vmm *vmm);
 

@@ -17,6 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <time.h>
 #include <unistd.h>
 
 #define FAKE_GRAN	(2u << 20)
@@ -254,15 +255,51 @@ API CUresult cuStreamWaitEvent(CUstream s, CUevent e, unsigned int flags)
 	return s && e ? CUDA_SUCCESS : CUDA_ERROR_INVALID_HANDLE;
 }
 
+/*
+ * An event remembers whether it can be timed and when it was recorded:
+ * as with the real driver, timing an event created with
+ * CU_EVENT_DISABLE_TIMING, or one never recorded, is an error.
+ */
+struct fake_event {
+	unsigned int flags;
+	int recorded;
+	struct timespec at;
+};
+
 API CUresult cuEventCreate(CUevent *e, unsigned int flags)
 {
-	*e = malloc(1);
-	return *e ? CUDA_SUCCESS : CUDA_ERROR_OUT_OF_MEMORY;
+	struct fake_event *fe = calloc(1, sizeof(*fe));
+
+	if (!fe)
+		return CUDA_ERROR_OUT_OF_MEMORY;
+	fe->flags = flags;
+	*e = (CUevent)fe;
+	return CUDA_SUCCESS;
 }
 
 API CUresult cuEventRecord(CUevent e, CUstream s)
 {
-	return s && e ? CUDA_SUCCESS : CUDA_ERROR_INVALID_HANDLE;
+	struct fake_event *fe = (struct fake_event *)e;
+
+	if (!s || !e)
+		return CUDA_ERROR_INVALID_HANDLE;
+	fe->recorded = 1;
+	clock_gettime(CLOCK_MONOTONIC, &fe->at);
+	return CUDA_SUCCESS;
+}
+
+API CUresult cuEventElapsedTime(float *ms, CUevent a, CUevent b)
+{
+	struct fake_event *fa = (struct fake_event *)a;
+	struct fake_event *fb = (struct fake_event *)b;
+
+	if (!fa || !fb || ((fa->flags | fb->flags) & CU_EVENT_DISABLE_TIMING))
+		return CUDA_ERROR_INVALID_HANDLE;
+	if (!fa->recorded || !fb->recorded)
+		return CUDA_ERROR_INVALID_HANDLE;
+	*ms = (float)((fb->at.tv_sec - fa->at.tv_sec) * 1e3 +
+		      (fb->at.tv_nsec - fa->at.tv_nsec) / 1e6);
+	return CUDA_SUCCESS;
 }
 
 API CUresult cuEventQuery(CUevent e) { return CUDA_SUCCESS; }

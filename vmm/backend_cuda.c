@@ -76,6 +76,11 @@ struct cuda_backend {
 	CUmemAllocationProp prop;
 	CUmemAccessDesc access_rw, access_none;
 	CUstream streams[TP_NR_STREAMS];
+	/*
+	 * Looked up apart, by either of its names: cuda.h maps it to the
+	 * _v2 entry point that older drivers lack. NULL: no event timing.
+	 */
+	CUresult (*p_elapsed)(float *ms, CUevent start, CUevent end);
 };
 
 struct cuda_event {
@@ -135,6 +140,9 @@ static int cu_resolve(struct cuda_backend *c)
 	}
 	CU_ENTRY_POINTS(CU_LOOKUP)
 #undef CU_LOOKUP
+	*(void **)&c->p_elapsed = dlsym(c->lib, "cuEventElapsedTime_v2");
+	if (!c->p_elapsed)
+		*(void **)&c->p_elapsed = dlsym(c->lib, "cuEventElapsedTime");
 	return 0;
 }
 
@@ -347,7 +355,8 @@ static int cuda_copy_h2d(struct tp_vmm *vmm, uintptr_t va, const void *host,
 				       c->streams[s]));
 }
 
-static int cuda_event_create(struct tp_vmm *vmm, struct tp_event **ev)
+static int event_create_flags(struct tp_vmm *vmm, struct tp_event **ev,
+			      unsigned int flags)
 {
 	struct cuda_backend *c = cb(vmm);
 	struct cuda_event *ce = calloc(1, sizeof(*ce));
@@ -355,12 +364,43 @@ static int cuda_event_create(struct tp_vmm *vmm, struct tp_event **ev)
 
 	if (!ce)
 		return -ENOMEM;
-	ret = CU(c, cuEventCreate(&ce->ev, CU_EVENT_DISABLE_TIMING));
+	ret = CU(c, cuEventCreate(&ce->ev, flags));
 	if (ret) {
 		free(ce);
 		return ret;
 	}
 	*ev = &ce->base;
+	return 0;
+}
+
+static int cuda_event_create(struct tp_vmm *vmm, struct tp_event **ev)
+{
+	return event_create_flags(vmm, ev, CU_EVENT_DISABLE_TIMING);
+}
+
+static int cuda_event_create_timed(struct tp_vmm *vmm, struct tp_event **ev)
+{
+	return event_create_flags(vmm, ev, CU_EVENT_DEFAULT);
+}
+
+static int cuda_event_elapsed_ns(struct tp_vmm *vmm, struct tp_event *a,
+				 struct tp_event *b, uint64_t *ns)
+{
+	struct cuda_event *ca = container_of(a, struct cuda_event, base);
+	struct cuda_event *ce = container_of(b, struct cuda_event, base);
+	struct cuda_backend *c = cb(vmm);
+	float ms = 0;
+	CUresult r;
+
+	if (!c->p_elapsed)
+		return -EOPNOTSUPP;
+	cu_bind(c);
+	r = c->p_elapsed(&ms, ca->ev, ce->ev);
+	if (r == CUDA_ERROR_NOT_READY)
+		return -EAGAIN;
+	if (r != CUDA_SUCCESS)
+		return cu_err(c, r, "cuEventElapsedTime");
+	*ns = ms > 0 ? (uint64_t)((double)ms * 1e6 + 0.5) : 0;
 	return 0;
 }
 
@@ -478,6 +518,8 @@ const struct tp_vmm_ops tp_vmm_cuda_ops = {
 	.stream_wait = cuda_stream_wait,
 	.event_query = cuda_event_query,
 	.event_sync = cuda_event_sync,
+	.event_create_timed = cuda_event_create_timed,
+	.event_elapsed_ns = cuda_event_elapsed_ns,
 	.stream_sync = cuda_stream_sync,
 	.host_alloc = cuda_host_alloc,
 	.host_free = cuda_host_free,

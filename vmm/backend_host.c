@@ -33,6 +33,12 @@
 #include "vmm/vmm.h"
 
 #define HOST_DEFAULT_DEVICE_BYTES	(4ULL << 30)
+/*
+ * Completion times kept per stream, by sequence number, for event timing;
+ * an event older than this many completions is timed when first seen
+ * complete (query, sync, elapsed) instead.
+ */
+#define HOST_DONE_RING			256u
 /* Copies at least this long are split among an engine's threads. */
 #define HOST_SPLIT_MIN			(1u << 20)
 
@@ -44,6 +50,9 @@ struct host_need {
 struct host_event {
 	struct tp_event base;
 	struct host_need need;
+	uint64_t rec_ns;		/* host time of the record */
+	uint64_t done_ns;		/* when the stream reached it; 0: not known */
+	bool recorded;
 };
 
 struct host_copy {
@@ -76,6 +85,7 @@ struct host_stream {
 	bool gated;
 	struct host_copy *head, **tail;
 	uint64_t enqueued, completed;
+	uint64_t done_ns[HOST_DONE_RING];	/* by completed % ring */
 	struct host_need wait;		/* applies to the next work */
 	struct host_helper *helpers;	/* copy_threads - 1 of them */
 	unsigned nr_helpers;
@@ -206,6 +216,7 @@ static void *engine_main(void *arg)
 		if (!st->head)
 			st->tail = &st->head;
 		st->completed = c->seq;
+		st->done_ns[c->seq % HOST_DONE_RING] = tp_vmm_mono_ns();
 		free(c);
 		pthread_cond_broadcast(&h->cond);
 	}
@@ -240,6 +251,7 @@ static void compute_end(struct host_backend *h)
 
 	pthread_mutex_lock(&h->lock);
 	st->completed = ++st->enqueued;
+	st->done_ns[st->completed % HOST_DONE_RING] = tp_vmm_mono_ns();
 	pthread_cond_broadcast(&h->cond);
 	pthread_mutex_unlock(&h->lock);
 }
@@ -314,8 +326,35 @@ static int host_event_record(struct tp_vmm *vmm, struct tp_event *ev,
 	/* Everything enqueued so far, and what later work would wait on. */
 	he->need = st->wait;
 	he->need.seq[s] = st->enqueued;
+	he->rec_ns = tp_vmm_mono_ns();
+	he->done_ns = 0;
+	he->recorded = true;
 	pthread_mutex_unlock(&h->lock);
 	return 0;
+}
+
+/*
+ * Fix the time the streams reached @he, once it has completed: the later
+ * of its record and the completion of the last work it waits for (what a
+ * GPU timestamps). Called with h->lock held.
+ */
+static void event_stamp(struct host_backend *h, struct host_event *he)
+{
+	uint64_t t = he->rec_ns;
+	int s;
+
+	if (he->done_ns || !need_met(h, &he->need))
+		return;
+	for (s = 0; s < TP_NR_STREAMS; s++) {
+		const struct host_stream *st = &h->streams[s];
+		uint64_t seq = he->need.seq[s];
+
+		if (!seq || st->completed - seq >= HOST_DONE_RING)
+			continue;
+		if (st->done_ns[seq % HOST_DONE_RING] > t)
+			t = st->done_ns[seq % HOST_DONE_RING];
+	}
+	he->done_ns = t;
 }
 
 static int host_stream_wait(struct tp_vmm *vmm, enum tp_stream s,
@@ -338,6 +377,8 @@ static int host_event_query(struct tp_vmm *vmm, struct tp_event *ev)
 
 	pthread_mutex_lock(&h->lock);
 	done = need_met(h, &he->need);
+	if (done && he->recorded)
+		event_stamp(h, he);
 	pthread_mutex_unlock(&h->lock);
 	return done ? 0 : -EAGAIN;
 }
@@ -349,8 +390,32 @@ static int host_event_sync(struct tp_vmm *vmm, struct tp_event *ev)
 
 	pthread_mutex_lock(&h->lock);
 	wait_need(h, &he->need);
+	if (he->recorded)
+		event_stamp(h, he);
 	pthread_mutex_unlock(&h->lock);
 	return 0;
+}
+
+static int host_event_elapsed_ns(struct tp_vmm *vmm, struct tp_event *a,
+				 struct tp_event *b, uint64_t *ns)
+{
+	struct host_event *ha = container_of(a, struct host_event, base);
+	struct host_event *hb_ = container_of(b, struct host_event, base);
+	struct host_backend *h = hb(vmm);
+	int ret = 0;
+
+	pthread_mutex_lock(&h->lock);
+	if (!ha->recorded || !hb_->recorded) {
+		ret = -EINVAL;
+	} else if (!need_met(h, &ha->need) || !need_met(h, &hb_->need)) {
+		ret = -EAGAIN;
+	} else {
+		event_stamp(h, ha);
+		event_stamp(h, hb_);
+		*ns = hb_->done_ns > ha->done_ns ? hb_->done_ns - ha->done_ns : 0;
+	}
+	pthread_mutex_unlock(&h->lock);
+	return ret;
 }
 
 static int host_stream_sync(struct tp_vmm *vmm, enum tp_stream s)
@@ -682,4 +747,5 @@ const struct tp_vmm_ops tp_vmm_host_ops = {
 	.launch = host_launch,
 	.stream_handle = NULL,
 	.now_ns = host_now_ns,
+	.event_elapsed_ns = host_event_elapsed_ns,
 };

@@ -31,6 +31,9 @@
 struct sim_event {
 	struct tp_event base;
 	uint64_t time;			/* stream clock when recorded */
+	/* When the stream got there: it waits for the host when idle. */
+	uint64_t reached;
+	bool recorded;
 };
 
 struct sim_backend {
@@ -160,6 +163,8 @@ static int sim_event_record(struct tp_vmm *vmm, struct tp_event *ev,
 
 	pthread_mutex_lock(&s->lock);
 	se->time = s->stream[st];
+	se->reached = max_u64(s->stream[st], s->host);
+	se->recorded = true;
 	pthread_mutex_unlock(&s->lock);
 	return 0;
 }
@@ -197,6 +202,25 @@ static int sim_event_sync(struct tp_vmm *vmm, struct tp_event *ev)
 	s->host = max_u64(s->host, se->time);
 	pthread_mutex_unlock(&s->lock);
 	return 0;
+}
+
+static int sim_event_elapsed_ns(struct tp_vmm *vmm, struct tp_event *a,
+				struct tp_event *b, uint64_t *ns)
+{
+	struct sim_event *sa = container_of(a, struct sim_event, base);
+	struct sim_event *se = container_of(b, struct sim_event, base);
+	struct sim_backend *s = sb(vmm);
+	int ret = 0;
+
+	pthread_mutex_lock(&s->lock);
+	if (!sa->recorded || !se->recorded)
+		ret = -EINVAL;
+	else if (sa->time > s->host || se->time > s->host)
+		ret = -EAGAIN;
+	else
+		*ns = se->reached > sa->reached ? se->reached - sa->reached : 0;
+	pthread_mutex_unlock(&s->lock);
+	return ret;
 }
 
 static int sim_stream_sync(struct tp_vmm *vmm, enum tp_stream st)
@@ -299,6 +323,7 @@ const struct tp_vmm_ops tp_vmm_sim_ops = {
 	.stream_wait = sim_stream_wait,
 	.event_query = sim_event_query,
 	.event_sync = sim_event_sync,
+	.event_elapsed_ns = sim_event_elapsed_ns,
 	.stream_sync = sim_stream_sync,
 	.host_alloc = sim_host_alloc,
 	.host_free = sim_host_free,

@@ -185,31 +185,6 @@ static void free_outputs(struct op_run *o, int keep)
 }
 
 /*
- * Make every page of @x EVICTED. Pages that were never backed cannot go
- * there directly (the pager has no UNBACKED -> EVICTED edge): each is
- * backed and dropped in turn, so this needs one chunk of room at most.
- */
-static int evict_all(struct tp_pager *pg, struct tp_tensor *x, size_t chunk)
-{
-	size_t off;
-	void *addr;
-	int ret;
-
-	ret = tp_pager_drop_contents(pg, x);
-	for (off = 0; !ret && x->evicted_pages < x->nr_pages && off < x->bytes;
-	     off += chunk) {
-		size_t len = x->bytes - off < chunk ? x->bytes - off : chunk;
-
-		ret = tp_pager_acquire(pg, x, off, len, TP_WRITE, &addr);
-		if (ret)
-			break;
-		tp_pager_release(pg, x, off, len);
-		ret = tp_pager_drop_contents(pg, x);
-	}
-	return ret;
-}
-
-/*
  * Recomputable in-place on computable @x: @nt takes @x's identity, @x is
  * left EVICTED at @nt's old range. Made resident first so @nt gets data.
  */
@@ -227,10 +202,14 @@ static int take_identity(struct op_run *o, struct tp_tensor *x,
 	ret = tp_pager_swap_identity(pg, x, nt);
 	if (ret)
 		return ret;
-	/* Pinned, the data moved to @nt cannot leave while @x is dropped. */
+	/*
+	 * Pinned, the data moved to @nt cannot leave while @x is dropped.
+	 * @x's new range was never backed: its pages become EVICTED without
+	 * a chunk, so the op needs no memory beyond its input and outputs.
+	 */
 	ret = tp_pager_acquire(pg, nt, 0, nt->bytes, TP_READ, &addr);
 	if (!ret) {
-		ret = evict_all(pg, x, o->ctx->vmm->granularity);
+		ret = tp_pager_drop_contents(pg, x);
 		tp_pager_release(pg, nt, 0, nt->bytes);
 	}
 	if (ret)
@@ -260,7 +239,7 @@ TP_API int tp_op_run(struct tp_ctx *ctx, const struct tp_op_type *type,
 	struct tp_lineage *lin;
 	struct tp_lin_rec *rec = NULL;
 	struct tp_tensor *x = NULL, *nt = NULL;
-	bool inplace, recorded;
+	bool inplace, recorded, timed;
 	int io = -1, ii = -1, rw_in = -1;
 	uint64_t ns = 0;
 	unsigned k;
@@ -354,15 +333,19 @@ TP_API int tp_op_run(struct tp_ctx *ctx, const struct tp_op_type *type,
 			     type->name ? type->name : "?");
 		goto out_release;
 	}
+	/* Timed on the device: the cost is folded in when it is known. */
+	timed = tp_lin_timing_claim(lin, rec,
+				    rec ? NULL : tp_lin_type_get(lin, type));
 	if (rec) {
 		/* Slab tensors never leave: nothing to regenerate. */
 		for (k = 0; k < n_out; k++)
 			if (!o.out[k]->slab)
 				tp_lin_rec_attach(lin, rec, k, o.out[k]);
-		tp_lin_note_cost(lin, rec, ns);
+		if (!timed)
+			tp_lin_note_cost(lin, rec, ns);
 		if (!rec->refs)
 			tp_lin_rec_discard(lin, rec);
-	} else {
+	} else if (!timed) {
 		tp_lin_note_type_cost(lin, tp_lin_type_get(lin, type), ns);
 	}
 	if (inplace && !recorded) {
@@ -373,7 +356,8 @@ TP_API int tp_op_run(struct tp_ctx *ctx, const struct tp_op_type *type,
 		if (xn)
 			xn->version++;
 	}
-	tp_pager_note_compute(ctx->pager, ns);
+	if (!timed)
+		tp_pager_note_compute(ctx->pager, ns);
 	release_all(&o);
 	for (k = 0; k < n_out; k++)
 		outputs[k] = o.out[k];

@@ -7,8 +7,10 @@
  *
  * OFFLOADING -> RESIDENT is the way back when an offload's backend call
  * fails before the chunk was handed to a deferred unmap. OFFLOADED ->
- * EVICTED drops a swapped copy whose contents lineage no longer needs
- * (tp_pager_drop_contents). Every change goes through tp_page_set().
+ * EVICTED drops a swapped copy whose contents lineage no longer needs,
+ * and UNBACKED -> EVICTED marks a page that was never written as one to
+ * regenerate (both by tp_pager_drop_contents: an in-place input's old
+ * version moved to a fresh range needs no chunk to become EVICTED). Every change goes through tp_page_set().
  */
 #include <assert.h>
 #include <stdio.h>
@@ -37,7 +39,8 @@ static const uint64_t legal_edges =
 	EDGE(TP_PAGE_RELOADING, TP_PAGE_RESIDENT) |
 	EDGE(TP_PAGE_RESIDENT, TP_PAGE_EVICTED) |
 	EDGE(TP_PAGE_EVICTED, TP_PAGE_RESIDENT) |
-	EDGE(TP_PAGE_OFFLOADED, TP_PAGE_EVICTED);
+	EDGE(TP_PAGE_OFFLOADED, TP_PAGE_EVICTED) |
+	EDGE(TP_PAGE_UNBACKED, TP_PAGE_EVICTED);
 
 const char *tp_page_state_name(enum tp_page_state s)
 {

@@ -81,6 +81,14 @@ struct tp_pager *tp_pager_create(struct tp_ctx *ctx)
 		tp_ctx_error(ctx, ret, "cannot create the chunk pool");
 		goto err_free;
 	}
+	if (conf->vmm_mode == TP_VMM_MODE_CONTIGUOUS) {
+		ret = tp_vmm_pool_set_contiguous(vmm);
+		if (ret) {
+			tp_ctx_error(ctx, ret, "vmm.mode = contiguous: not on the %s backend",
+				     vmm->ops->name);
+			goto err_free;
+		}
+	}
 	ret = tp_swap_init(pg, conf->pager_host_budget);
 	if (ret)
 		goto err_free;
@@ -656,6 +664,12 @@ int tp_pager_drop_contents(struct tp_pager *pg, struct tp_tensor *t)
 	for (size_t i = 0; i < t->nr_pages; i++) {
 		struct tp_page *p = &t->pages[i];
 
+		if (p->state == TP_PAGE_UNBACKED) {
+			/* Nothing to drop: marked so that acquire regenerates
+			 * it rather than hand out a fresh chunk. */
+			tp_page_set(t, p, TP_PAGE_EVICTED);
+			continue;
+		}
 		if (p->state != TP_PAGE_OFFLOADED)
 			continue;
 		tp_swap_put(pg, &p->swap, 1);
@@ -715,5 +729,5 @@ void tp_pager_stats(struct tp_pager *pg, struct tp_stats *st)
 	 * an upper bound, as exact as the caller's calls are frequent. */
 	st->copy_d2h_ns = pg->c.copy_d2h_ns;
 	st->copy_h2d_ns = pg->c.copy_h2d_ns;
-	st->fragmentation_ppm = 0;
+	st->fragmentation_ppm = tp_vmm_frag_ppm(pg->vmm);
 }

@@ -91,6 +91,7 @@ static void test_table(void)
 		{ TP_PAGE_RESIDENT, TP_PAGE_EVICTED },
 		{ TP_PAGE_EVICTED, TP_PAGE_RESIDENT },
 		{ TP_PAGE_OFFLOADED, TP_PAGE_EVICTED },
+		{ TP_PAGE_UNBACKED, TP_PAGE_EVICTED },
 	};
 	unsigned n = 0, wrong = 0;
 
@@ -104,7 +105,7 @@ static void test_table(void)
 			wrong += tp_page_legal(a, b) != want;
 		}
 	}
-	ok(n == 9 && wrong == 0, "exactly the 9 legal transitions (%u, %u wrong)",
+	ok(n == 10 && wrong == 0, "exactly the 10 legal transitions (%u, %u wrong)",
 	   n, wrong);
 }
 
@@ -115,10 +116,11 @@ int main(void)
 	unsigned char *buf;
 	size_t chunk, bytes;
 	uintptr_t va_t, va_u;
+	uint64_t used;
 	void *addr;
 
 	pt_probe();
-	plan_tests(30);
+	plan_tests(33);
 	test_table();
 	ctx = pt_ctx("pager.budget=16C,pager.high_watermark=100");
 	pg = ctx->pager;
@@ -179,6 +181,21 @@ int main(void)
 	ok(all_pages(t, TP_PAGE_EVICTED), "OFFLOADED -> EVICTED");
 	ok(holds_pattern(ctx, t, t->id) && regens == 4, "regenerated again");
 
+	/* Never written: EVICTED without backing a chunk (in-place's old
+	 * version at its fresh range). */
+	u = tp_tensor_create(ctx, bytes, 0);
+	u->computable = true;
+	used = tp_pager_used_bytes(pg);
+	ok_rc(tp_pager_drop_contents(pg, u), "drop a never-written tensor");
+	ok(all_pages(u, TP_PAGE_EVICTED) && u->evicted_pages == 3 &&
+	   !u->resident_pages && tp_pager_used_bytes(pg) == used,
+	   "UNBACKED -> EVICTED, no chunk used (%llu -> %llu bytes)",
+	   (unsigned long long)used,
+	   (unsigned long long)tp_pager_used_bytes(pg));
+	ok(holds_pattern(ctx, u, u->id) && regens == 5,
+	   "read regenerates it (%u)", regens);
+	tp_tensor_free(ctx, u);
+
 	/* Fake deletion: lineage keeps the struct, the memory goes. */
 	keep_record = true;
 	tp_pager_tensor_get(t);
@@ -186,7 +203,7 @@ int main(void)
 	ok_rc(tp_tensor_free(ctx, t), "free while lineage needs it");
 	ok(all_pages(t, TP_PAGE_EVICTED) && tp_tensor_lookup(ctx, (void *)va_t) == NULL,
 	   "memory gone, not found by address");
-	ok(!tp_pager_acquire(pg, t, 0, bytes, TP_READ, &addr) && regens == 5,
+	ok(!tp_pager_acquire(pg, t, 0, bytes, TP_READ, &addr) && regens == 6,
 	   "lineage can still regenerate it");
 	tp_pager_release(pg, t, 0, bytes);
 	tp_pager_tensor_put(pg, t);

@@ -3,8 +3,9 @@
  * Launching an op on the compute stream and measuring what it cost: the
  * host clock around the launch function on the host backend (it computes
  * on the caller's thread), the charged cost on sim (which holds no data,
- * so the launch function is not called), and on cuda the prior the op
- * type gives, since the vmm has no event timer to read the device's time.
+ * so the launch function is not called), and on cuda the device's time
+ * between two events around the launch, read later (op_timing.c): until
+ * then the caller gets the prior the op type gives and a pair to claim.
  */
 #include <errno.h>
 
@@ -54,6 +55,7 @@ int tp_lin_launch(struct tp_lineage *lin, const struct tp_op_type *type,
 		},
 		.vmm = vmm,
 	};
+	bool timed;
 	int ret;
 
 	if (!tp_vmm_has_data(vmm)) {
@@ -61,9 +63,13 @@ int tp_lin_launch(struct tp_lineage *lin, const struct tp_op_type *type,
 		return tp_vmm_launch(vmm, TP_STREAM_COMPUTE, prior, NULL, NULL);
 	}
 	a.l.stream = tp_vmm_stream_handle(vmm, TP_STREAM_COMPUTE);
+	timed = a.l.stream && !tp_lin_timing_begin(lin);
 	ret = tp_vmm_launch(vmm, TP_STREAM_COMPUTE, prior, launch_fn, &a);
 	if (!ret && a.ret)
 		ret = a.ret;
+	/* A failed launch leaves its pair unclaimed; the next one drops it. */
+	if (timed && !ret)
+		tp_lin_timing_end(lin, recompute);
 	if (ret > 0)	/* a launch function that forgot the sign */
 		ret = -ret;
 	/* On a device the host clock saw only the enqueue. */

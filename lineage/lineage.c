@@ -57,6 +57,7 @@ void tp_lineage_destroy(struct tp_lineage *lin)
 	if (!lin)
 		return;
 	tp_pager_set_regen_ops(lin->pg, NULL);
+	tp_lin_timing_fini(lin);
 	tp_lin_records_fini(lin);
 	tp_lin_cost_fini(lin);
 	free(lin);

@@ -115,6 +115,8 @@ struct tp_lineage {
 	void (*cost_changed)(void *priv, struct tp_tensor *t);
 	void *cost_changed_priv;
 
+	struct tp_lin_timing *timing;	/* device timing of launches */
+
 	struct tp_lineage_stats st;
 };
 
@@ -199,6 +201,37 @@ void tp_lin_note_cost(struct tp_lineage *lin, struct tp_lin_rec *rec,
 /* Fold a measurement into @ts alone (ops that leave no record). */
 void tp_lin_note_type_cost(struct tp_lineage *lin, struct tp_lin_type *ts,
 			   uint64_t ns);
+
+/* --- op_timing.c: device time of launches, read without synchronising. */
+
+/**
+ * tp_lin_timing_begin() - record a start event on the compute stream
+ * before an asynchronous launch (harvesting completed pairs first).
+ * Return: 0, -EOPNOTSUPP where launches are timed on the host or charged
+ * (nothing recorded), or a backend error.
+ */
+int tp_lin_timing_begin(struct tp_lineage *lin);
+/**
+ * tp_lin_timing_end() - record the end event after a launch that
+ * succeeded; the pair then waits for tp_lin_timing_claim().
+ * @recompute: a replay (its time counts as recompute time).
+ */
+int tp_lin_timing_end(struct tp_lineage *lin, bool recompute);
+/**
+ * tp_lin_timing_claim() - give the pair just ended its owner: @rec (its
+ * and its type's averages), or @ts alone when @rec is NULL. The cost and
+ * the pager's compute or recompute time are noted when the device time
+ * is read. Return: false when no pair is waiting (the caller notes the
+ * cost it measured itself).
+ */
+bool tp_lin_timing_claim(struct tp_lineage *lin, struct tp_lin_rec *rec,
+			 struct tp_lin_type *ts);
+/* Fold every completed pair in; never waits. */
+void tp_lin_timing_harvest(struct tp_lineage *lin);
+/* @rec is going: its pending pairs fold into its type alone. */
+void tp_lin_timing_forget(struct tp_lineage *lin, struct tp_lin_rec *rec);
+/* Drop pending pairs and their events (lineage destroy). */
+void tp_lin_timing_fini(struct tp_lineage *lin);
 
 /* Union-find bookkeeping: @t is resident again / leaves lineage. */
 void tp_lin_uf_forget(struct tp_lineage *lin, struct tp_lin_node *n);

@@ -164,6 +164,8 @@ static void rec_destroy(struct tp_lineage *lin, struct tp_lin_rec *rec)
 {
 	unsigned k;
 
+	tp_lin_timing_forget(lin, rec);
+
 	for (k = 0; k < rec->n_in; k++) {
 		struct tp_lin_use *u = &rec->in[k];
 		struct tp_lin_node *n = u->node;

@@ -58,7 +58,9 @@ int tp_pager_back_pages(struct tp_pager *pg, struct tp_tensor *t,
 		ret = -ENOMEM;
 		goto out_free;
 	}
-	ret = tp_vmm_chunks_take(pg->vmm, chunks, n);
+	/* Coop §3.4: the policy sends cheap tensors to the pool's right end. */
+	ret = tp_vmm_chunks_take_side(pg->vmm, chunks, n,
+				      t->pol.right ? TP_SIDE_RIGHT : TP_SIDE_LEFT);
 	if (ret)
 		goto out_free;
 
@@ -260,6 +262,20 @@ static void prefer_regen(struct tp_pager *pg, struct tp_tensor *t,
 	}
 }
 
+/*
+ * vmm.mode = contiguous: like the caching allocators it stands for, a
+ * tensor is one block, backed and pinned whole, never page by page; a
+ * write of part of it keeps the rest's contents.
+ */
+static void whole_tensor(const struct tp_tensor *t, size_t off, size_t len,
+			 size_t *first, size_t *last, bool *discard)
+{
+	*first = 0;
+	*last = t->nr_pages - 1;
+	if (discard && (off || len != t->bytes))
+		*discard = false;
+}
+
 static int acquire_slab(struct tp_pager *pg, struct tp_tensor *t, size_t off,
 			void **addr)
 {
@@ -285,6 +301,8 @@ int tp_pager_acquire(struct tp_pager *pg, struct tp_tensor *t, size_t off,
 		return acquire_slab(pg, t, off, addr);
 	first = off / pg->chunk;
 	last = (off + len - 1) / pg->chunk;
+	if (tp_vmm_pool_contiguous(pg->vmm))
+		whole_tensor(t, off, len, &first, &last, &discard);
 	if (t->resident_pages == t->nr_pages && !t->prefetched) {
 		/* The hot path: resident, nothing in flight, nothing to do
 		 * but pin. */
@@ -337,7 +355,7 @@ int tp_pager_acquire(struct tp_pager *pg, struct tp_tensor *t, size_t off,
 	if (need) {
 		if (mode & TP_ACQ_NO_RECLAIM) {
 			tp_vmm_reap(pg->vmm);
-			ret = tp_vmm_chunks_free(pg->vmm) >= need ? 0 : -ENOMEM;
+			ret = tp_vmm_chunks_fit(pg->vmm, need) ? 0 : -ENOMEM;
 		} else {
 			ret = tp_pager_make_room(pg, need);
 		}
@@ -395,6 +413,8 @@ int tp_pager_release(struct tp_pager *pg, struct tp_tensor *t, size_t off,
 	}
 	first = off / pg->chunk;
 	last = (off + len - 1) / pg->chunk;
+	if (tp_vmm_pool_contiguous(pg->vmm))
+		whole_tensor(t, off, len, &first, &last, NULL);
 	for (size_t i = first; i <= last; i++)
 		if (!t->pages[i].pins)
 			return -EINVAL;

@@ -202,7 +202,7 @@ int tp_pager_prefetch(struct tp_pager *pg, struct tp_tensor *t)
 	if (!n)
 		return 0;
 	tp_vmm_reap(pg->vmm);
-	if (tp_vmm_chunks_free(pg->vmm) < n)
+	if (!tp_vmm_chunks_fit(pg->vmm, n))
 		return -ENOMEM;
 	ret = tp_pager_back_pages(pg, t, 0, t->nr_pages - 1, false, true);
 	if (ret)

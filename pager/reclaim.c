@@ -107,7 +107,7 @@ int tp_pager_make_room(struct tp_pager *pg, size_t n)
 	int ret = 0;
 
 	tp_vmm_reap(vmm);
-	if (tp_vmm_chunks_free(vmm) >= n)
+	if (tp_vmm_chunks_fit(vmm, n))
 		return 0;
 	if (n > vmm->nr_chunks)
 		return -ENOMEM;
@@ -119,10 +119,12 @@ int tp_pager_make_room(struct tp_pager *pg, size_t n)
 	for (;;) {
 		tp_vmm_reap(vmm);
 		free_now = tp_vmm_chunks_free(vmm);
-		if (free_now >= n)
+		/* Contiguous pool: enough free is not enough, it must be
+		 * one run (contig_pool.c). */
+		if (tp_vmm_chunks_fit(vmm, n))
 			break;
 		pending = tp_vmm_chunks_pending(vmm);
-		if (free_now + pending >= n) {
+		if (pending && free_now + pending >= n) {
 			uint64_t t0 = tp_vmm_now_ns(vmm);
 
 			ret = tp_vmm_reap_wait(vmm);
@@ -133,7 +135,8 @@ int tp_pager_make_room(struct tp_pager *pg, size_t n)
 		}
 		if (tp_range_cache_shrink(pg) || tp_slab_shrink(pg))
 			continue;
-		if (!send_victim(pg, n - free_now - pending, &s))
+		if (!send_victim(pg, free_now + pending < n ?
+				 n - free_now - pending : n, &s))
 			continue;
 		if (pending && !tp_vmm_reap_wait(vmm))
 			continue;

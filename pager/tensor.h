@@ -34,6 +34,9 @@ struct tp_tensor {
 		int64_t idx;
 		void *p;
 		double key;
+		/* read by the pager: back from the pool's right end
+		 * (vmm.mode = contiguous; Coop §3.4 cheap tensors) */
+		bool right;
 	} pol;
 	/* lineage/'s slot: the record that produced it and which output */
 	struct {

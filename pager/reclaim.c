@@ -109,6 +109,7 @@ int tp_pager_make_room(struct tp_pager *pg, size_t n)
 	tp_vmm_reap(vmm);
 	if (tp_vmm_chunks_fit(vmm, n))
 		return 0;
+	tp_vmm_frag_sample(vmm, n);
 	if (n > vmm->nr_chunks)
 		return -ENOMEM;
 	/* Fail before moving anything when the shortfall is certain. */

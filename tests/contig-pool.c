@@ -71,7 +71,7 @@ static void best_fit(void)
 		ok(runs_are(cp, left, 1), "one run [26,32) left");
 	}
 	ok(tp_contig_pool_take(cp, 7, TP_SIDE_LEFT, &s) == -ENOMEM &&
-	   cp->frag_fails == 0,
+	   !tp_contig_pool_sample(cp, 7) && cp->frag_fails == 0,
 	   "7 with 6 free: -ENOMEM, not a fragmentation sample");
 	ok(tp_contig_pool_largest(cp) == 6 && tp_contig_pool_fits(cp, 6) &&
 	   !tp_contig_pool_fits(cp, 7), "largest run 6");
@@ -125,12 +125,14 @@ static void fragmentation(void)
 	ok(tp_contig_pool_take(cp, 4, TP_SIDE_LEFT, &s) == -ENOMEM &&
 	   runs_are(cp, runs, 3),
 	   "4 with 6 free in runs of 2: -ENOMEM, pool unchanged");
-	ok(cp->frag_fails == 1 && tp_contig_pool_frag_ppm(cp) == 375000,
+	ok(tp_contig_pool_sample(cp, 4) && cp->frag_fails == 1 &&
+	   tp_contig_pool_frag_ppm(cp) == 375000,
 	   "one fragmentation sample: 6/16 = 375000 ppm (got %" PRIu64 ")",
 	   tp_contig_pool_frag_ppm(cp));
 	ok(tp_contig_pool_take(cp, 7, TP_SIDE_LEFT, &s) == -ENOMEM &&
+	   !tp_contig_pool_sample(cp, 7) && !tp_contig_pool_sample(cp, 2) &&
 	   cp->frag_fails == 1,
-	   "7 with 6 free is a shortage, not fragmentation");
+	   "7 with 6 free is a shortage, 2 fits: neither is fragmentation");
 	tp_contig_pool_free(cp);
 }
 

@@ -20,8 +20,9 @@
  * other chunk free) at creation, so neither take nor put allocates.
  *
  * Fragmentation rate (Coop §4.2: free memory / memory held by the
- * allocator): sampled at each take that fails while at least the requested
- * number of chunks is free in total, as free chunks / pool chunks (the pool
+ * allocator): sampled at each allocation that finds no run long enough
+ * while at least the requested number of chunks is free in total (the
+ * pager asks once per allocation, before it makes room), as free chunks / pool chunks (the pool
  * holds its whole budget, like a caching allocator that has grown to it);
  * reported as the mean of those samples. A chunked pool never fails that
  * way, so its rate is 0.
@@ -82,6 +83,16 @@ uint64_t tp_contig_pool_frag_ppm(const struct tp_contig_pool *cp)
 	return cp->frag_fails ? cp->frag_ppm_sum / cp->frag_fails : 0;
 }
 
+bool tp_contig_pool_sample(struct tp_contig_pool *cp, size_t n)
+{
+	if (cp->nfree < n || tp_contig_pool_largest(cp) >= n)
+		return false;
+	cp->frag_fails++;
+	cp->frag_ppm_sum += (uint64_t)((double)cp->nfree * 1000000.0 /
+				       (double)cp->nr);
+	return true;
+}
+
 static void remove_run(struct tp_contig_pool *cp, size_t i)
 {
 	memmove(&cp->runs[i], &cp->runs[i + 1],
@@ -109,14 +120,8 @@ int tp_contig_pool_take(struct tp_contig_pool *cp, size_t n,
 		if (len == n && side == TP_SIDE_LEFT)
 			break;		/* exact and leftmost: cannot do better */
 	}
-	if (best == cp->nruns) {
-		if (cp->nfree >= n) {
-			cp->frag_fails++;
-			cp->frag_ppm_sum += (uint64_t)(cp->nfree * 1000000.0 /
-						       (double)cp->nr);
-		}
+	if (best == cp->nruns)
 		return -ENOMEM;
-	}
 	r = &cp->runs[best];
 	if (side == TP_SIDE_LEFT) {
 		*start = r->start;

@@ -46,8 +46,6 @@ void tp_contig_pool_free(struct tp_contig_pool *cp);
  *         low end; RIGHT the highest-addressed one from its high end
  * @start: set to the first index taken
  *
- * A failure while @n or more chunks are free in total is counted as a
- * fragmentation sample (free / nr).
  * Return: 0; -ENOMEM when no free run is @n long (pool unchanged);
  * -EINVAL for @n = 0.
  */
@@ -71,6 +69,13 @@ static inline bool tp_contig_pool_fits(const struct tp_contig_pool *cp,
 {
 	return tp_contig_pool_largest(cp) >= n;
 }
+
+/**
+ * tp_contig_pool_sample() - an allocation of @n found no room: when @n or
+ * more chunks are free in total but no run is @n long, count it as a
+ * fragmentation sample (free / nr). Return: whether it was counted.
+ */
+bool tp_contig_pool_sample(struct tp_contig_pool *cp, size_t n);
 
 /**
  * tp_contig_pool_frag_ppm() - the fragmentation rate (Coop §4.2: free

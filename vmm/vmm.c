@@ -247,6 +247,12 @@ bool tp_vmm_chunks_fit(const struct tp_vmm *vmm, size_t n)
 	return tp_chunk_pool_available(vmm->pool) >= n;
 }
 
+void tp_vmm_frag_sample(struct tp_vmm *vmm, size_t n)
+{
+	if (tp_vmm_pool_contiguous(vmm))
+		tp_contig_pool_sample(vmm->pool->contig, n);
+}
+
 uint64_t tp_vmm_frag_ppm(const struct tp_vmm *vmm)
 {
 	return tp_vmm_pool_contiguous(vmm) ?

@@ -270,6 +270,12 @@ int tp_vmm_chunks_take_side(struct tp_vmm *vmm, struct tp_chunk **out,
 /* Whether a take of @n would find room now (contiguous: a long enough
  * free run; chunked: enough free chunks). */
 bool tp_vmm_chunks_fit(const struct tp_vmm *vmm, size_t n);
+/*
+ * An allocation of @n chunks found no room (tp_vmm_chunks_fit() false):
+ * on a contiguous pool with @n chunks free in total, a fragmentation
+ * sample. Call once per allocation.
+ */
+void tp_vmm_frag_sample(struct tp_vmm *vmm, size_t n);
 /* Fragmentation rate in ppm (contig_pool.h); 0 on a chunked pool. */
 uint64_t tp_vmm_frag_ppm(const struct tp_vmm *vmm);
 /*

@@ -62,7 +62,7 @@ static int check_args(struct tp_ctx *ctx, const struct tp_op_type *type,
 			return -EINVAL;
 		}
 		n = inputs[k]->lin.p;
-		if (inputs[k]->dead || (n && n->user_freed)) {
+		if (tp_pager_is_freed(inputs[k]) || (n && n->user_freed)) {
 			tp_ctx_error(ctx, -EINVAL, "tp_op_run(%s): input %u (tensor %llu) was freed",
 				     type->name ? type->name : "?", k,
 				     (unsigned long long)inputs[k]->id);
@@ -149,7 +149,7 @@ static int acquire_all(struct op_run *o, const size_t *out_bytes,
 			o->out[k] = t;
 			o->n_out_made = k + 1;
 			/* Recorded outputs need a node for on_free. */
-			if (o->recorded && !t->slab &&
+			if (o->recorded && !tp_pager_in_slab(t) &&
 			    !tp_lin_node_get(o->lin, t))
 				return -ENOMEM;
 			ret = tp_pager_acquire(pg, t, 0, t->bytes, TP_WRITE,
@@ -277,7 +277,8 @@ TP_API int tp_op_run(struct tp_ctx *ctx, const struct tp_op_type *type,
 	 * contents that cannot be regenerated (the old version is gone).
 	 */
 	recorded = !(type->flags & TP_OP_NONDETERMINISTIC) &&
-		   !(inplace && (!tp_lineage_can_regenerate(lin, x) || x->slab));
+		   !(inplace && (!tp_lineage_can_regenerate(lin, x) ||
+				tp_pager_in_slab(x)));
 	o.recorded = recorded;
 	if (recorded) {
 		rec = tp_lin_rec_new(lin, type, params, params_len, inputs,
@@ -339,7 +340,7 @@ TP_API int tp_op_run(struct tp_ctx *ctx, const struct tp_op_type *type,
 	if (rec) {
 		/* Slab tensors never leave: nothing to regenerate. */
 		for (k = 0; k < n_out; k++)
-			if (!o.out[k]->slab)
+			if (!tp_pager_in_slab(o.out[k]))
 				tp_lin_rec_attach(lin, rec, k, o.out[k]);
 		if (!timed)
 			tp_lin_note_cost(lin, rec, ns);

@@ -179,11 +179,11 @@ static void rec_destroy(struct tp_lineage *lin, struct tp_lin_rec *rec)
 			u->next->prev = u->prev;
 		n->nr_users--;
 		/*
-		 * A fake-deleted input no one reads any more really goes
-		 * (slab tensors are never fake-deleted, the pager only marks
-		 * them dead); an input not made by an op needs no node.
+		 * A freed input no one reads any more really goes (fake
+		 * deleted, or kept for the records: tp_lin_on_free saw every
+		 * free); an input not made by an op needs no node.
 		 */
-		if (!n->nr_users && (n->user_freed || t->dead || !t->lin.rec))
+		if (!n->nr_users && (n->user_freed || n->kept || !t->lin.rec))
 			node_gone(lin, n);
 		tp_pager_tensor_put(lin->pg, t);
 	}

@@ -81,9 +81,12 @@ struct tp_regen_ops {
 	 */
 	int (*regenerate)(void *priv, struct tp_tensor *t);
 	/*
-	 * The user freed @t. Return true when lineage still needs its record
-	 * (fake deletion): the pager then releases @t's memory but keeps the
-	 * struct until lineage calls tp_pager_tensor_put().
+	 * The user freed @t (any tensor, slab ones included). Return true
+	 * when lineage still needs its record and can regenerate it (fake
+	 * deletion): the pager then releases @t's memory but keeps the
+	 * struct until lineage calls tp_pager_tensor_put(). Return false
+	 * otherwise: the user's reference goes, and the memory is kept
+	 * while other references (records reading @t) remain.
 	 */
 	bool (*on_free)(void *priv, struct tp_tensor *t);
 	void *priv;

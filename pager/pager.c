@@ -582,15 +582,33 @@ void tp_pager_tensor_put(struct tp_pager *pg, struct tp_tensor *t)
 	call_rcu(&t->lk->rcu, tensor_free_rcu);
 }
 
+bool tp_pager_is_freed(const struct tp_tensor *t)
+{
+	return t->dead;
+}
+
+bool tp_pager_in_slab(const struct tp_tensor *t)
+{
+	return t->slab;
+}
+
 int tp_pager_tensor_free(struct tp_pager *pg, struct tp_tensor *t)
 {
+	bool keep;
+
 	if (t->dead)
 		return -EINVAL;
 	if (t->pins)
 		return -EBUSY;
 	tp_lookup_del_tensor(pg, t);
 	t->dead = true;
-	if (!t->slab && pg->regen.on_free(pg->regen.priv, t)) {
+	/*
+	 * Lineage hears of every free, slab tensors included. A slab tensor
+	 * is never fake-deleted (it cannot be evicted): while records hold
+	 * it, their references keep its memory.
+	 */
+	keep = pg->regen.on_free(pg->regen.priv, t);
+	if (keep && !t->slab) {
 		/* Fake deletion: the memory goes, lineage keeps the record. */
 		tp_pager_drop_contents(pg, t);
 	}

@@ -58,6 +58,10 @@ int tp_pager_prefetch(struct tp_pager *pg, struct tp_tensor *t);
 /* True when any page of @t is EVICTED / not resident. */
 bool tp_pager_has_evicted(const struct tp_tensor *t);
 bool tp_pager_is_resident(const struct tp_tensor *t);
+/* True once the user freed @t (its struct may live on for lineage). */
+bool tp_pager_is_freed(const struct tp_tensor *t);
+/* True when @t is packed in a slab chunk: never paged out or evicted. */
+bool tp_pager_in_slab(const struct tp_tensor *t);
 
 /*
  * References: the user holds one until tp_tensor_free(); lineage takes its
@@ -88,6 +92,16 @@ uint64_t tp_pager_used_bytes(const struct tp_pager *pg);
 
 /* Global access counter, advanced by each acquire (policy staleness). */
 uint64_t tp_pager_access_seq(const struct tp_pager *pg);
+
+/*
+ * The runs of consecutive chunk indices behind @t's RESIDENT pages, in
+ * page order, each through @fn (chunk_runs.c); slab tensors have none.
+ * Return: the number of runs.
+ */
+size_t tp_pager_chunk_runs(const struct tp_tensor *t,
+			   void (*fn)(void *arg, const struct tp_tensor *t,
+				      size_t start, size_t len),
+			   void *arg);
 
 /* Observe every copy that completed (after tp_vmm_sync_all: all). */
 void tp_pager_sync(struct tp_pager *pg);

@@ -73,7 +73,7 @@ int main(void)
 	void *addr;
 	size_t i;
 
-	plan_tests(50);
+	plan_tests(52);
 	ctx = tp_ctx_create("vmm.backend=host,vmm.chunk_size=64K,pager.budget=64M,pager.slab_fraction=0");
 	if (!ctx)
 		bail_out("tp_ctx_create: %s", strerror(errno));
@@ -213,7 +213,11 @@ int main(void)
 	   !k->computable && tp_tensor_evict(ctx, k) == -EPERM,
 	   "a slab output is uncomputable and stays");
 	rec0 = lst().records;
+	r0 = lst().kept;
 	ok(!tp_tensor_free(ctx, g) && lst().records == rec0, "free the slab input e reads");
+	ok(lst().kept == r0 + 1,
+	   "lineage hears of the slab tensor's free and keeps it for the record (%llu -> %llu)",
+	   (unsigned long long)r0, (unsigned long long)lst().kept);
 	for (i = 0; i < N; i++)
 		want[i] = ref_a[i] + small[i % 16];
 	ok(!tp_tensor_evict(ctx, e) && same(e, N), "e regenerates from it");
@@ -225,6 +229,8 @@ int main(void)
 		   !tp_stats_get(ctx, &ps) && ps.tensors_live == 0,
 		   "the slab goes with the record (%llu live)",
 		   (unsigned long long)ps.tensors_live);
+		ok(lst().kept == 0, "nothing kept after the record went (%llu)",
+		   (unsigned long long)lst().kept);
 	}
 	tp_ctx_destroy(ctx);
 	free(ref_a);

@@ -10,6 +10,7 @@
 #include "config.h"
 #include "ctx/ctx.h"
 #include "ctx/log.h"
+#include "ctx/tracer.h"
 #include "lineage/lineage.h"
 #include "pager/pager.h"
 #include "policy/policy.h"
@@ -163,6 +164,15 @@ TP_API struct tp_ctx *tp_ctx_create(const char *opts)
 		tp_ctx_error(ctx, ret, "cannot open the vmm backend");
 		goto err_free;
 	}
+	if (ctx->conf.stats_trace[0]) {
+		ctx->tracer = tp_tracer_open(ctx->vmm, ctx->conf.stats_trace);
+		if (!ctx->tracer) {
+			ret = -errno;
+			tp_ctx_error(ctx, ret, "stats.trace: cannot write %s",
+				     ctx->conf.stats_trace);
+			goto err_vmm;
+		}
+	}
 	ctx->pager = tp_pager_create(ctx);
 	if (!ctx->pager) {
 		ret = -errno;
@@ -186,6 +196,7 @@ err_policy:
 err_pager:
 	tp_pager_destroy(ctx->pager);
 err_vmm:
+	tp_tracer_close(ctx->tracer);
 	tp_vmm_close(ctx->vmm);
 err_free:
 	free(ctx);
@@ -197,6 +208,9 @@ TP_API void tp_ctx_destroy(struct tp_ctx *ctx)
 {
 	if (!ctx)
 		return;
+	/* Written while every layer is still there; nothing traced after. */
+	tp_tracer_close(ctx->tracer);
+	ctx->tracer = NULL;
 	policy_destroy(ctx);
 	/* Lineage drops the references its records hold. */
 	tp_lineage_destroy(ctx->lineage);

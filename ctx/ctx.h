@@ -15,6 +15,7 @@ struct tp_lineage;
 struct tp_policy;
 struct tp_victim_ops;
 struct tp_cost_ops;
+struct tp_tracer;
 
 struct tp_ctx {
 	struct tp_conf conf;
@@ -32,6 +33,8 @@ struct tp_ctx {
 	/* The policy's victim ops with the context's glue (ctx.c). */
 	struct tp_victim_ops *vops;
 	struct tp_cost_ops *cost_ops;
+	/* stats.trace, or NULL when the key is empty (ctx/tracer.h). */
+	struct tp_tracer *tracer;
 };
 
 /* Keep @msg as the context's last error (tp_last_error) and log it. */

@@ -10,6 +10,7 @@
 #include <errno.h>
 
 #include "ctx/ctx.h"
+#include "ctx/tracer.h"
 #include "lineage/lineage_int.h"
 #include "vmm/vmm.h"
 
@@ -55,18 +56,24 @@ int tp_lin_launch(struct tp_lineage *lin, const struct tp_op_type *type,
 		},
 		.vmm = vmm,
 	};
+	struct tp_tracer *tr = lin->ctx->tracer;
 	bool timed;
-	int ret;
+	int span, ret;
 
 	if (!tp_vmm_has_data(vmm)) {
 		*ns = prior;
-		return tp_vmm_launch(vmm, TP_STREAM_COMPUTE, prior, NULL, NULL);
+		span = tp_tracer_op_begin(tr);
+		ret = tp_vmm_launch(vmm, TP_STREAM_COMPUTE, prior, NULL, NULL);
+		tp_tracer_op_end(tr, span, type->name, recompute, !ret);
+		return ret;
 	}
 	a.l.stream = tp_vmm_stream_handle(vmm, TP_STREAM_COMPUTE);
 	timed = a.l.stream && !tp_lin_timing_begin(lin);
+	span = tp_tracer_op_begin(tr);
 	ret = tp_vmm_launch(vmm, TP_STREAM_COMPUTE, prior, launch_fn, &a);
 	if (!ret && a.ret)
 		ret = a.ret;
+	tp_tracer_op_end(tr, span, type->name, recompute, !ret);
 	/* A failed launch leaves its pair unclaimed; the next one drops it. */
 	if (timed && !ret)
 		tp_lin_timing_end(lin, recompute);

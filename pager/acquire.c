@@ -8,7 +8,9 @@
 #include <stdlib.h>
 
 #include "config.h"
+#include "ctx/ctx.h"
 #include "ctx/log.h"
+#include "ctx/tracer.h"
 #include "pager/pager_int.h"
 
 /* Whether page @p needs a chunk for an access that @discard-s contents. */
@@ -157,6 +159,8 @@ int tp_pager_back_pages(struct tp_pager *pg, struct tp_tensor *t,
 	if (copies) {
 		pg->c.reloads++;
 		tp_pager_copy_issued(pg, ev, t0, copied, false);
+		tp_tracer_copy(pg->ctx->tracer, TP_STREAM_H2D, prefetch, t->id,
+			       copied, t0, (uint64_t)pg->swap.used * pg->chunk);
 	}
 	if (prefetch && copies)
 		tp_pager_inflight_add(pg, t);

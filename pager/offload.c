@@ -7,6 +7,8 @@
 #include <stdlib.h>
 
 #include "config.h"
+#include "ctx/ctx.h"
+#include "ctx/tracer.h"
 #include "pager/pager_int.h"
 
 /* A prefetched tensor leaving again before anyone used it. */
@@ -129,6 +131,9 @@ int tp_pager_offload(struct tp_pager *pg, struct tp_tensor *t)
 	ret = offload_commit(pg, t, bufs, ev, &moved);
 	if (moved) {
 		tp_pager_copy_issued(pg, ev, t0, pg->c.bytes_d2h - d2h0, true);
+		tp_tracer_copy(pg->ctx->tracer, TP_STREAM_D2H, false, t->id,
+			       pg->c.bytes_d2h - d2h0, t0,
+			       (uint64_t)pg->swap.used * pg->chunk);
 		pg->c.offloads++;
 		note_leave(pg, t);
 		tp_pager_inflight_add(pg, t);
@@ -174,6 +179,9 @@ int tp_pager_evict(struct tp_pager *pg, struct tp_tensor *t)
 	tp_vmm_event_put(pg->vmm, ev);
 	if (t->resident_pages != before) {
 		pg->c.evictions++;
+		tp_tracer_evict(pg->ctx->tracer, t->id,
+				(uint64_t)(before - t->resident_pages) * pg->chunk,
+				(uint64_t)pg->swap.used * pg->chunk);
 		note_leave(pg, t);
 	}
 	tp_pager_cand_update(pg, t);

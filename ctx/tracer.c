@@ -1,0 +1,429 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The stats.trace writer (see tracer.h). Spans wait in a FIFO until the
+ * event recorded after their work has completed; finished records are
+ * buffered and written in batches, the JSON array opened at start and
+ * closed at tp_tracer_close(), so a trace is valid only once closed.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ctx/log.h"
+#include "ctx/tracer.h"
+
+#define TRACE_SPANS	256u	/* spans in flight before the oldest is waited for */
+#define TRACE_BUF	4096u	/* records buffered before a write */
+#define TRACE_NAME	64u
+#define TRACE_PID	1
+
+/* One tid per stream, named like the stream (Perfetto shows the names). */
+static const char *const track_name[TP_NR_STREAMS] = {
+	[TP_STREAM_COMPUTE] = "compute",
+	[TP_STREAM_D2H] = "d2h",
+	[TP_STREAM_H2D] = "h2d",
+};
+
+struct trace_span {
+	struct tp_event *a, *b;		/* created once per slot, reused */
+	bool op;			/* an op (a and b) or copies (b only) */
+	bool ended;			/* b recorded */
+	bool dropped;			/* a failed launch: not written */
+	enum tp_stream s;
+	const char *cat;
+	char name[TRACE_NAME];
+	uint64_t tensor, bytes, issue_ns;
+};
+
+struct trace_rec {
+	char ph;			/* 'X', 'C', 'i' */
+	enum tp_stream s;
+	const char *cat;
+	char name[TRACE_NAME];
+	uint64_t ts, dur;		/* ns on the backend clock */
+	uint64_t tensor, bytes;		/* X, i */
+	uint64_t dev, host;		/* C */
+};
+
+struct tp_tracer {
+	struct tp_vmm *vmm;
+	FILE *f;
+	char *path;
+	int err;			/* first write error */
+	struct tp_event *epoch;
+	uint64_t t0;			/* backend clock at the epoch */
+	struct trace_span span[TRACE_SPANS];
+	unsigned head, count;
+	uint64_t last_end[TP_NR_STREAMS];
+	struct trace_rec *buf;
+	unsigned nr_buf;
+	uint64_t last_dev, last_host, last_c_ts;
+	bool sampled;
+};
+
+static void json_str(FILE *f, const char *s)
+{
+	fputc('"', f);
+	for (; *s; s++) {
+		unsigned char c = (unsigned char)*s;
+
+		if (c == '"' || c == '\\')
+			fprintf(f, "\\%c", c);
+		else if (c < 0x20)
+			fprintf(f, "\\u%04x", c);
+		else
+			fputc(c, f);
+	}
+	fputc('"', f);
+}
+
+static double us(const struct tp_tracer *tr, uint64_t ns)
+{
+	return ns > tr->t0 ? (double)(ns - tr->t0) / 1e3 : 0.0;
+}
+
+static void write_rec(struct tp_tracer *tr, const struct trace_rec *r)
+{
+	FILE *f = tr->f;
+
+	fputs(",\n{", f);
+	switch (r->ph) {
+	case 'X':
+		fputs("\"name\":", f);
+		json_str(f, r->name);
+		fprintf(f, ",\"cat\":\"%s\",\"ph\":\"X\",\"ts\":%.3f,\"dur\":%.3f,\"pid\":%d,\"tid\":%d",
+			r->cat, us(tr, r->ts), (double)r->dur / 1e3, TRACE_PID,
+			(int)r->s + 1);
+		/* Copies say which tensor moved and how much. */
+		if (r->bytes)
+			fprintf(f, ",\"args\":{\"tensor\":%" PRIu64 ",\"bytes\":%" PRIu64 "}",
+				r->tensor, r->bytes);
+		fputc('}', f);
+		break;
+	case 'i':
+		fputs("\"name\":", f);
+		json_str(f, r->name);
+		fprintf(f, ",\"cat\":\"%s\",\"ph\":\"i\",\"s\":\"t\",\"ts\":%.3f,\"pid\":%d,\"tid\":%d,\"args\":{\"tensor\":%" PRIu64 ",\"bytes\":%" PRIu64 "}}",
+			r->cat, us(tr, r->ts), TRACE_PID, (int)r->s + 1,
+			r->tensor, r->bytes);
+		break;
+	default:
+		fprintf(f, "\"name\":\"memory\",\"ph\":\"C\",\"ts\":%.3f,\"pid\":%d,\"args\":{\"device_bytes\":%" PRIu64 ",\"host_swap_bytes\":%" PRIu64 "}}",
+			us(tr, r->ts), TRACE_PID, r->dev, r->host);
+		break;
+	}
+}
+
+static void check_io(struct tp_tracer *tr)
+{
+	if (!tr->err && ferror(tr->f)) {
+		tr->err = -EIO;
+		tp_log(TP_LOG_ERROR, "stats.trace: writing %s failed; the trace is incomplete",
+		       tr->path);
+	}
+}
+
+static void flush(struct tp_tracer *tr)
+{
+	unsigned i;
+
+	if (!tr->err)
+		for (i = 0; i < tr->nr_buf; i++)
+			write_rec(tr, &tr->buf[i]);
+	tr->nr_buf = 0;
+	if (!tr->err)
+		fflush(tr->f);
+	check_io(tr);
+}
+
+static struct trace_rec *rec_new(struct tp_tracer *tr, char ph)
+{
+	struct trace_rec *r;
+
+	if (tr->nr_buf == TRACE_BUF)
+		flush(tr);
+	r = &tr->buf[tr->nr_buf++];
+	memset(r, 0, sizeof(*r));
+	r->ph = ph;
+	return r;
+}
+
+/* A counter sample now, when the memory in use changed. */
+static void sample(struct tp_tracer *tr, uint64_t host_bytes)
+{
+	uint64_t dev = tr->vmm->stats.chunks_mapped * tr->vmm->granularity;
+	uint64_t now = tp_vmm_now_ns(tr->vmm);
+	struct trace_rec *r;
+
+	if (tr->sampled && dev == tr->last_dev && host_bytes == tr->last_host)
+		return;
+	/* Counter samples must not go back in time. */
+	if (now < tr->last_c_ts)
+		now = tr->last_c_ts;
+	r = rec_new(tr, 'C');
+	r->ts = now;
+	r->dev = dev;
+	r->host = host_bytes;
+	tr->last_dev = dev;
+	tr->last_host = host_bytes;
+	tr->last_c_ts = now;
+	tr->sampled = true;
+}
+
+static int when(struct tp_tracer *tr, struct tp_event *ev, uint64_t *ns)
+{
+	uint64_t d;
+	int ret = tp_vmm_event_elapsed_ns(tr->vmm, tr->epoch, ev, &d);
+
+	if (!ret)
+		*ns = tr->t0 + d;
+	return ret;
+}
+
+/* The span at the head has completed: write it down and pop it. */
+static void finish_head(struct tp_tracer *tr)
+{
+	struct trace_span *sp = &tr->span[tr->head];
+	uint64_t start = 0, end = 0;
+	struct trace_rec *r;
+
+	if (!sp->dropped && !when(tr, sp->b, &end) &&
+	    (!sp->op || !when(tr, sp->a, &start))) {
+		/* Copies start when issued, or when the stream's previous
+		 * work ended: a stream runs its work in order. */
+		if (!sp->op)
+			start = sp->issue_ns > tr->last_end[sp->s] ?
+				sp->issue_ns : tr->last_end[sp->s];
+		if (start > end)
+			start = end;
+		tr->last_end[sp->s] = end;
+		r = rec_new(tr, 'X');
+		r->s = sp->s;
+		r->cat = sp->cat;
+		memcpy(r->name, sp->name, sizeof(r->name));
+		r->ts = start;
+		r->dur = end - start;
+		r->tensor = sp->tensor;
+		r->bytes = sp->bytes;
+	}
+	tr->head = (tr->head + 1) % TRACE_SPANS;
+	tr->count--;
+}
+
+/* Write down completed spans; @wait: every one, waiting for them. */
+static void harvest(struct tp_tracer *tr, bool wait)
+{
+	while (tr->count) {
+		struct trace_span *sp = &tr->span[tr->head];
+		int ret;
+
+		if (!sp->ended) {
+			if (!wait)
+				break;
+			sp->dropped = true;	/* begun, never ended */
+		} else if (!sp->dropped) {
+			ret = wait ? tp_vmm_event_sync(tr->vmm, sp->b) :
+				     tp_vmm_event_query(tr->vmm, sp->b);
+			if (ret == -EAGAIN)
+				break;
+			if (ret)
+				sp->dropped = true;
+		}
+		finish_head(tr);
+	}
+}
+
+/* A fresh slot at the tail, its events created; NULL when none. */
+static struct trace_span *span_new(struct tp_tracer *tr, bool op)
+{
+	struct trace_span *sp;
+
+	harvest(tr, false);
+	if (tr->count == TRACE_SPANS) {
+		struct trace_span *h = &tr->span[tr->head];
+
+		if (h->ended && !h->dropped && tp_vmm_event_sync(tr->vmm, h->b))
+			h->dropped = true;
+		if (!h->ended)
+			h->dropped = true;
+		finish_head(tr);
+	}
+	sp = &tr->span[(tr->head + tr->count) % TRACE_SPANS];
+	if (!sp->b)
+		sp->b = tp_vmm_event_create_timed(tr->vmm);
+	if (op && !sp->a)
+		sp->a = tp_vmm_event_create_timed(tr->vmm);
+	if (!sp->b || (op && !sp->a))
+		return NULL;
+	sp->op = op;
+	sp->ended = false;
+	sp->dropped = false;
+	sp->name[0] = '\0';
+	sp->tensor = sp->bytes = sp->issue_ns = 0;
+	tr->count++;
+	return sp;
+}
+
+int tp_tracer_op_begin(struct tp_tracer *tr)
+{
+	struct trace_span *sp;
+
+	if (!tr)
+		return -1;
+	sp = span_new(tr, true);
+	if (!sp)
+		return -1;
+	sp->s = TP_STREAM_COMPUTE;
+	if (tp_vmm_event_record(tr->vmm, sp->a, TP_STREAM_COMPUTE)) {
+		sp->ended = true;
+		sp->dropped = true;
+		return -1;
+	}
+	return (int)(sp - tr->span);
+}
+
+void tp_tracer_op_end(struct tp_tracer *tr, int span, const char *name,
+		      bool recompute, bool ok)
+{
+	struct trace_span *sp;
+
+	if (!tr || span < 0)
+		return;
+	sp = &tr->span[span];
+	sp->ended = true;
+	if (!ok || tp_vmm_event_record(tr->vmm, sp->b, TP_STREAM_COMPUTE)) {
+		sp->dropped = true;
+		return;
+	}
+	sp->cat = recompute ? "recompute" : "op";
+	snprintf(sp->name, sizeof(sp->name), recompute ? "%s (recompute)" : "%s",
+		 name ? name : "op");
+	sample(tr, tr->last_host);
+}
+
+void tp_tracer_copy(struct tp_tracer *tr, enum tp_stream s, bool prefetch,
+		    uint64_t tensor, uint64_t bytes, uint64_t issue_ns,
+		    uint64_t host_bytes)
+{
+	struct trace_span *sp;
+
+	if (!tr || s == TP_STREAM_COMPUTE || (unsigned)s >= TP_NR_STREAMS)
+		return;
+	sp = span_new(tr, false);
+	if (!sp)
+		return;
+	sp->s = s;
+	sp->ended = true;
+	if (tp_vmm_event_record(tr->vmm, sp->b, s)) {
+		sp->dropped = true;
+		return;
+	}
+	sp->cat = s == TP_STREAM_D2H ? "offload" : prefetch ? "prefetch" : "reload";
+	snprintf(sp->name, sizeof(sp->name), "%s", sp->cat);
+	sp->tensor = tensor;
+	sp->bytes = bytes;
+	sp->issue_ns = issue_ns;
+	sample(tr, host_bytes);
+}
+
+void tp_tracer_evict(struct tp_tracer *tr, uint64_t tensor, uint64_t bytes,
+		     uint64_t host_bytes)
+{
+	struct trace_rec *r;
+
+	if (!tr)
+		return;
+	r = rec_new(tr, 'i');
+	r->s = TP_STREAM_COMPUTE;
+	r->cat = "evict";
+	snprintf(r->name, sizeof(r->name), "evict");
+	r->ts = tp_vmm_now_ns(tr->vmm);
+	r->tensor = tensor;
+	r->bytes = bytes;
+	sample(tr, host_bytes);
+}
+
+struct tp_tracer *tp_tracer_open(struct tp_vmm *vmm, const char *path)
+{
+	struct tp_tracer *tr = calloc(1, sizeof(*tr));
+	int s, err = ENOMEM;
+
+	if (!tr)
+		goto err;
+	tr->vmm = vmm;
+	tr->path = strdup(path);
+	tr->buf = calloc(TRACE_BUF, sizeof(*tr->buf));
+	if (!tr->path || !tr->buf)
+		goto err_free;
+	tr->f = fopen(path, "w");
+	if (!tr->f) {
+		err = errno;
+		tp_log(TP_LOG_ERROR, "stats.trace: cannot open %s: %s", path,
+		       strerror(err));
+		goto err_free;
+	}
+	/* The epoch: every span is timed against it. */
+	tr->epoch = tp_vmm_event_create_timed(vmm);
+	tr->t0 = tp_vmm_now_ns(vmm);
+	if (!tr->epoch ||
+	    (err = -tp_vmm_event_record(vmm, tr->epoch, TP_STREAM_COMPUTE)) ||
+	    (err = -tp_vmm_event_sync(vmm, tr->epoch))) {
+		err = err ? err : errno;
+		tp_log(TP_LOG_ERROR, "stats.trace: cannot time events on the %s backend",
+		       vmm->ops->name);
+		goto err_close;
+	}
+	for (s = 0; s < TP_NR_STREAMS; s++)
+		tr->last_end[s] = tr->t0;
+	fprintf(tr->f, "{\"displayTimeUnit\":\"ns\",\"traceEvents\":[\n");
+	fprintf(tr->f, "{\"name\":\"process_name\",\"ph\":\"M\",\"pid\":%d,\"args\":{\"name\":\"tpager (%s)\"}}",
+		TRACE_PID, vmm->ops->name);
+	for (s = 0; s < TP_NR_STREAMS; s++)
+		fprintf(tr->f, ",\n{\"name\":\"thread_name\",\"ph\":\"M\",\"pid\":%d,\"tid\":%d,\"args\":{\"name\":\"%s\"}}",
+			TRACE_PID, s + 1, track_name[s]);
+	check_io(tr);
+	sample(tr, 0);
+	return tr;
+
+err_close:
+	tp_vmm_event_put(vmm, tr->epoch);
+	fclose(tr->f);
+err_free:
+	free(tr->buf);
+	free(tr->path);
+	free(tr);
+err:
+	errno = err;
+	return NULL;
+}
+
+int tp_tracer_close(struct tp_tracer *tr)
+{
+	unsigned i;
+	int ret;
+
+	if (!tr)
+		return 0;
+	harvest(tr, true);
+	flush(tr);
+	if (!tr->err)
+		fputs("\n]}\n", tr->f);
+	check_io(tr);
+	if (fclose(tr->f) && !tr->err) {
+		tr->err = -errno;
+		tp_log(TP_LOG_ERROR, "stats.trace: closing %s failed: %s",
+		       tr->path, strerror(errno));
+	}
+	for (i = 0; i < TRACE_SPANS; i++) {
+		tp_vmm_event_put(tr->vmm, tr->span[i].a);
+		tp_vmm_event_put(tr->vmm, tr->span[i].b);
+	}
+	tp_vmm_event_put(tr->vmm, tr->epoch);
+	ret = tr->err;
+	free(tr->buf);
+	free(tr->path);
+	free(tr);
+	return ret;
+}

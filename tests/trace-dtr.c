@@ -236,6 +236,8 @@ static void test_full_log(void)
 	ok(storages_match(t), "storages: views and in-place writes add none");
 	ok(ops_match(t), "ops: names, costs, inputs, outputs, aliasing");
 	ok(events_match(t), "events in program order; undefined release ignored");
+	ok(t->releases_ignored == 1, "one release ignored (%llu)",
+	   (unsigned long long)t->releases_ignored);
 	ok(t->iterations == 1 && t->measured && t->measure_open,
 	   "one iteration, measured to the end");
 
@@ -481,12 +483,45 @@ static void test_escapes(void)
 	free(buf);
 }
 
+/* A name released once more than it was referenced: ignored, counted. */
+static void test_release_twice(void)
+{
+	static const char *const lines[] = {
+		"{\"ARGS\":[],\"INSTRUCTION\":\"CALL\",\"NAME\":\"f\",\"RESULT\":[\"y\"],\"TIME\":\"1\"}",
+		"{\"INSTRUCTION\":\"MEMORY\",\"MEMORY\":\"8\",\"NAME\":\"y\"}",
+		"{\"ALIAS\":\"-1\",\"INSTRUCTION\":\"ALIAS\",\"NAME\":\"y\"}",
+		"{\"INSTRUCTION\":\"RELEASE\",\"NAME\":\"y\"}",
+		"{\"INSTRUCTION\":\"RELEASE\",\"NAME\":\"y\"}",
+		"{\"INSTRUCTION\":\"RELEASE\",\"NAME\":\"z\"}",
+	};
+	struct tp_trace *t = NULL;
+	struct tp_trace_error err;
+	size_t len, frees = 0;
+	char *buf = join(lines, ARRAY_SIZE(lines), &len);
+	int rc;
+
+	rc = tp_trace_parse_dtr(buf, len, "twice.log", &t, &err);
+	if (rc)
+		diag("%s:%lu: %s", err.file, err.line, err.reason);
+	for (size_t i = 0; !rc && i < t->n_events; i++)
+		frees += t->events[i].kind == TP_TRACE_EV_FREE;
+	ok(!rc && t->n_ops == 1 && frees == 1,
+	   "a second release of a name parses; the tensor is freed once (%zu)",
+	   frees);
+	ok(!rc && t->releases_ignored == 2,
+	   "the second release and the undefined one are counted (%llu)",
+	   rc ? 0ULL : (unsigned long long)t->releases_ignored);
+	tp_trace_free(t);
+	free(buf);
+}
+
 int main(void)
 {
-	plan_tests(17 + 6 + 2 + ARRAY_SIZE(bad));
+	plan_tests(18 + 6 + 2 + 2 + ARRAY_SIZE(bad));
 	test_escapes();
 	test_full_log();
 	test_no_start();
 	test_malformed();
+	test_release_twice();
 	return exit_status();
 }

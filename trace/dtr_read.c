@@ -543,11 +543,14 @@ static int do_release(struct dtr_parser *p)
 	if (rc)
 		return rc;
 	h = tp_symtab_get(&p->names, name.s, name.len);
-	if (h == UINT32_MAX)
-		return 0;	/* never defined: ignored, as DTR does */
-	if (!p->handles[h].refs)
-		return fail(p, "RELEASE: %.*s has no reference left",
-			    SHOW(name));
+	/*
+	 * Never defined, or released already: ignored, as DTR does (its
+	 * longer logs release some names twice), and counted.
+	 */
+	if (h == UINT32_MAX || !p->handles[h].refs) {
+		p->t->releases_ignored++;
+		return 0;
+	}
 	if (--p->handles[h].refs)
 		return 0;
 	rc = tp_trace_add_free(p->t, p->handles[h].tensor);

@@ -126,6 +126,9 @@ struct tp_trace {
 	bool measure_open;	/* between MEASURE_BEGIN and MEASURE_END */
 	bool measured;		/* a MEASURE_BEGIN was seen */
 	uint64_t records;	/* source records parsed into this trace */
+	/* DTR logs: RELEASEs ignored, of a name never defined or with no
+	 * reference left (longer logs release some names twice). */
+	uint64_t releases_ignored;
 };
 
 /* One output to create with tp_trace_add_op(). */

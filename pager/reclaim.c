@@ -136,8 +136,9 @@ int tp_pager_make_room(struct tp_pager *pg, size_t n)
 		}
 		if (tp_range_cache_shrink(pg) || tp_slab_shrink(pg))
 			continue;
-		if (!send_victim(pg, free_now + pending < n ?
-				 n - free_now - pending : n, &s))
+		/* Contiguous: the victims must make one run of all n. */
+		if (!send_victim(pg, tp_vmm_pool_contiguous(vmm) ? n :
+				 n - free_now - pending, &s))
 			continue;
 		if (pending && !tp_vmm_reap_wait(vmm))
 			continue;

@@ -211,6 +211,7 @@ void tp_policy_on_acquire(struct tp_policy *pol, struct tp_tensor *t)
 		pol->access_clock = t->last_access_ns;
 	/* -ENOMEM only loses a prediction. */
 	(void)tp_prefetch_on_acquire(pol->pf, t, tp_policy_now(pol));
+	tp_coop_place(pol, t);
 }
 
 /* A reload is worth it unless recomputing is cheaper (DELTA §5.5). */

@@ -10,6 +10,7 @@
 #include "policy/bandwidth.h"
 #include "policy/director.h"
 #include "policy/filter.h"
+#include "policy/filter_coop.h"
 #include "policy/index.h"
 #include "policy/policy.h"
 #include "policy/prefetch.h"
@@ -43,6 +44,7 @@ struct tp_policy {
 	struct tp_watermark wm;
 	struct tp_prefetch *pf;
 
+	struct tp_coop_part coop;	/* Coop §3.4 (filter_coop.c) */
 	uint64_t decisions, decision_ns;
 	uint64_t chose_evict, chose_offload;
 };

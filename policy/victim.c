@@ -13,6 +13,7 @@
 
 #include "ctx/log.h"
 #include "policy/policy_priv.h"
+#include "vmm/vmm.h"
 
 /* DTR's sampling: ignore tensors under 1% of the mean candidate size. */
 #define TP_SAMPLE_SMALL_FRACTION 0.01
@@ -242,6 +243,12 @@ static int victim_choose(void *priv, size_t need_bytes, bool no_offload,
 
 	tp_policy_sync_conf(pol);
 	now = tp_policy_now(pol);
+	/* Coop's window needs the pool's layout: only a contiguous pool. */
+	if (pol->filter == TP_FILTER_COOP &&
+	    tp_vmm_pool_contiguous(pol->ctx->vmm)) {
+		rc = tp_coop_choose(pol, need_bytes, no_offload, &t, how);
+		goto out;
+	}
 	for (;;) {
 		struct tp_director_in in;
 
@@ -266,6 +273,7 @@ static int victim_choose(void *priv, size_t need_bytes, bool no_offload,
 		if (!tp_pol_index_add(pol->idx, s->t, &s->key))
 			pol->mem_sum += s->key.m;
 	}
+out:
 	if (!rc) {
 		*victim = t;
 		tp_prefetch_left(pol->pf, t);

@@ -75,7 +75,7 @@ trains() {
 		"$name: the unconstrained run never pages"
 }
 
-echo "1..31"
+echo "1..32"
 echo "# seed $seed"
 
 trains resnet-mini --model resnet-mini
@@ -121,4 +121,5 @@ fails "unknown backend" "unknown backend 'tpu'" --backend tpu
 fails "stray argument" "unexpected argument 'extra'" extra
 fails "unknown option" "unknown option '--frobnicate'" --frobnicate
 fails "option without its value" "'--steps' needs a value" --steps
+fails "image too small for resnet" "at least 32 pixels" --model resnet-18 --image 16
 fails "heads not dividing hidden" "does not divide" --model bert --hidden 64 --heads 3

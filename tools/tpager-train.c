@@ -828,6 +828,11 @@ int main(int argc, char **argv)
 	if (a.mo.hidden && a.mo.heads && a.mo.hidden % a.mo.heads)
 		die("--heads %u does not divide --hidden %u", a.mo.heads,
 		    a.mo.hidden);
+	/* VGG's five pools and ResNet's /32 need 32 pixels (kernels/models.c) */
+	if (a.mo.image && a.mo.image < 32 && (!strcmp(a.model, "resnet") ||
+					      !strcmp(a.model, "vgg16")))
+		die("--image: %s needs images of at least 32 pixels",
+		    a.model);
 	if (a.max_batch && a.trace_out)
 		die("--trace-out and --max-batch do not go together");
 	return a.max_batch ? max_batch(&a) : train(&a);

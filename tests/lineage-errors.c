@@ -68,7 +68,7 @@ int main(void)
 	uint64_t recs, live;
 	int ret;
 
-	plan_tests(30);
+	plan_tests(33);
 	ctx = tp_ctx_create("vmm.backend=host,vmm.chunk_size=64K,pager.budget=16M,pager.slab_fraction=0");
 	if (!ctx)
 		bail_out("tp_ctx_create: %s", strerror(errno));
@@ -106,6 +106,13 @@ int main(void)
 	sz[0] = bytes;
 	ok(out[0] == NULL && nrecords() == recs && nlive() == live,
 	   "no output, no record, no tensor made");
+	ok(tp_tensor_acquire(ctx, b, TP_READ) != NULL, "acquire b");
+	ok(tp_op_run(ctx, &tops_relu_, NULL, 0, &b, 1, out, &bytes, 1) == -EBUSY &&
+	   strstr(tp_last_error(ctx), "acquired"),
+	   "in place on an acquired input: -EBUSY (%s)", tp_last_error(ctx));
+	tp_tensor_release(ctx, b);
+	ok(out[0] == NULL && nrecords() == recs && nlive() == live &&
+	   intact(b, pb), "no output, no record, b unchanged");
 
 	/* A wrong output size, found by the launch function. */
 	in[0] = a;

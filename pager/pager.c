@@ -513,17 +513,44 @@ static void tensor_free_rcu(struct rcu_head *head)
 	free(lk);
 }
 
-/* Give back everything @t holds. Pages in flight are waited for. */
+/*
+ * Pages of @t whose offload is in flight: the vmm already returns their
+ * chunks after the copy (deferred unmap), and their swap buffers come back
+ * after it too. Nothing waits.
+ */
+static void drop_offloading(struct tp_pager *pg, struct tp_tensor *t)
+{
+	for (size_t i = 0; i < t->nr_pages && t->inflight_pages; i++) {
+		struct tp_page *p = &t->pages[i];
+
+		if (p->state != TP_PAGE_OFFLOADING)
+			continue;
+		p->chunk = NULL;
+		tp_page_set(t, p, TP_PAGE_OFFLOADED);
+		tp_swap_put_after(pg, p->swap, p->ev);
+		p->swap = NULL;
+		tp_vmm_event_put(pg->vmm, p->ev);
+		p->ev = NULL;
+	}
+}
+
+/*
+ * Give back everything @t holds. Offloads in flight are not waited for,
+ * nor is the range's release (the vmm defers it behind the unmaps);
+ * reloads in flight are (their chunks are being written).
+ */
 static void tensor_teardown(struct tp_pager *pg, struct tp_tensor *t)
 {
 	struct tp_event *ev;
-	int ret;
+	int ret = 0;
 
 	if (t->slab) {
 		tp_slab_free(pg, t);
 		return;
 	}
-	ret = tp_pager_settle(pg, t, 0, t->nr_pages - 1);
+	drop_offloading(pg, t);
+	if (t->inflight_pages)
+		ret = tp_pager_settle(pg, t, 0, t->nr_pages - 1);
 	if (ret) {
 		/* The copies cannot be observed: wait for the whole device. */
 		tp_vmm_sync_all(pg->vmm);
@@ -556,7 +583,7 @@ static void tensor_teardown(struct tp_pager *pg, struct tp_tensor *t)
 			t->pages[i].swap = NULL;
 		}
 	}
-	/* Waits for the unmaps above (vmm flushes the range first). */
+	/* Deferred by the vmm while unmaps over the range are pending. */
 	ret = tp_vmm_release(pg->vmm, t->va, t->nr_pages * pg->chunk);
 	if (ret)
 		tp_log(TP_LOG_ERROR, "pager: releasing tensor %llu's range: %s",

@@ -30,6 +30,9 @@ int tp_vmm_do_chunk_create(struct tp_vmm *vmm, struct tp_chunk *c);
 void tp_vmm_do_chunk_destroy(struct tp_vmm *vmm, struct tp_chunk *c);
 int tp_vmm_do_unmap(struct tp_vmm *vmm, uintptr_t va, size_t len,
 		    bool inject);
+/* Release @va now, counting the call and ranges_reserved. */
+int tp_vmm_do_release(struct tp_vmm *vmm, uintptr_t va, size_t len,
+		      bool inject);
 
 /** tp_vmm_mono_ns() - CLOCK_MONOTONIC in ns. */
 uint64_t tp_vmm_mono_ns(void);

@@ -76,6 +76,63 @@ static int complete(struct tp_vmm *vmm, struct tp_deferred *d,
 	return 0;
 }
 
+bool tp_deferred_overlaps(const struct tp_vmm *vmm,
+			  const struct tp_deferred *d, uintptr_t va,
+			  size_t len)
+{
+	const struct tp_deferred_unmap *u;
+
+	for (u = d->head; u; u = u->next)
+		if (u->va < va + len && va < u->va + u->n * vmm->granularity)
+			return true;
+	return false;
+}
+
+int tp_deferred_add_release(struct tp_vmm *vmm, struct tp_deferred *d,
+			    uintptr_t va, size_t len)
+{
+	struct tp_deferred_release *r = malloc(sizeof(*r));
+
+	if (!r)
+		return -ENOMEM;
+	r->va = va;
+	r->len = len;
+	r->next = d->releases;
+	d->releases = r;
+	d->nr_releases++;
+	vmm->stats.deferred_releases = d->nr_releases;
+	return 0;
+}
+
+/*
+ * Release the queued ranges that no pending unmap overlaps any more (all
+ * of them when @all: at close, after every unmap). A failed release is
+ * logged and dropped: retrying a range the backend refused cannot help.
+ */
+static void release_ranges(struct tp_vmm *vmm, struct tp_deferred *d,
+			   bool all)
+{
+	struct tp_deferred_release **link = &d->releases;
+
+	while (*link) {
+		struct tp_deferred_release *r = *link;
+		int ret;
+
+		if (!all && tp_deferred_overlaps(vmm, d, r->va, r->len)) {
+			link = &r->next;
+			continue;
+		}
+		ret = tp_vmm_do_release(vmm, r->va, r->len, false);
+		if (ret)
+			tp_log(TP_LOG_ERROR, "vmm: deferred release of %zu bytes failed: %d",
+			       r->len, ret);
+		*link = r->next;
+		d->nr_releases--;
+		free(r);
+	}
+	vmm->stats.deferred_releases = d->nr_releases;
+}
+
 size_t tp_deferred_reap(struct tp_vmm *vmm, struct tp_deferred *d)
 {
 	struct tp_deferred_unmap **link = &d->head;
@@ -89,6 +146,8 @@ size_t tp_deferred_reap(struct tp_vmm *vmm, struct tp_deferred *d)
 		}
 		link = &(*link)->next;
 	}
+	if (d->releases)
+		release_ranges(vmm, d, false);
 	return done;
 }
 
@@ -128,6 +187,8 @@ int tp_deferred_flush_range(struct tp_vmm *vmm, struct tp_deferred *d,
 		if (ret)
 			return ret;
 	}
+	if (d->releases)
+		release_ranges(vmm, d, false);
 	return 0;
 }
 
@@ -146,5 +207,6 @@ void tp_deferred_free(struct tp_vmm *vmm, struct tp_deferred *d)
 			free(u);
 		}
 	}
+	release_ranges(vmm, d, true);
 	free(d);
 }

@@ -22,10 +22,19 @@ struct tp_deferred_unmap {
 	struct tp_chunk *chunks[];	/* n of them */
 };
 
+/* A range to release once no pending unmap overlaps it. */
+struct tp_deferred_release {
+	struct tp_deferred_release *next;
+	uintptr_t va;
+	size_t len;
+};
+
 struct tp_deferred {
 	struct tp_deferred_unmap *head, **tail;	/* FIFO, oldest first */
 	size_t nr;			/* entries */
 	size_t chunks;			/* chunks they hold */
+	struct tp_deferred_release *releases;	/* any order */
+	size_t nr_releases;
 };
 
 /**
@@ -48,8 +57,25 @@ int tp_deferred_add(struct tp_vmm *vmm, struct tp_deferred *d, uintptr_t va,
 		    struct tp_event *ev);
 
 /**
- * tp_deferred_reap() - complete every entry whose event has completed.
- * Return: the number completed.
+ * tp_deferred_overlaps() - whether a pending unmap overlaps [@va, @va +
+ * @len).
+ */
+bool tp_deferred_overlaps(const struct tp_vmm *vmm,
+			  const struct tp_deferred *d, uintptr_t va,
+			  size_t len);
+
+/**
+ * tp_deferred_add_release() - release [@va, @va + @len) once no pending
+ * unmap overlaps it (reaped by tp_deferred_reap()).
+ * Return: 0, -ENOMEM (nothing queued).
+ */
+int tp_deferred_add_release(struct tp_vmm *vmm, struct tp_deferred *d,
+			    uintptr_t va, size_t len);
+
+/**
+ * tp_deferred_reap() - complete every entry whose event has completed,
+ * then release the deferred ranges no pending unmap overlaps any more.
+ * Return: the number of unmaps completed.
  */
 size_t tp_deferred_reap(struct tp_vmm *vmm, struct tp_deferred *d);
 

@@ -311,18 +311,13 @@ int tp_vmm_reserve(struct tp_vmm *vmm, size_t len, uintptr_t *va)
 	return ret;
 }
 
-int tp_vmm_release(struct tp_vmm *vmm, uintptr_t va, size_t len)
+int tp_vmm_do_release(struct tp_vmm *vmm, uintptr_t va, size_t len,
+		      bool inject)
 {
 	uint64_t t0;
 	int ret;
 
-	if (!len || !aligned(vmm, va) || !aligned(vmm, len))
-		return -EINVAL;
-	/* Pages still waiting on a deferred unmap are mapped: finish them. */
-	ret = tp_deferred_flush_range(vmm, vmm->deferred, va, len);
-	if (ret)
-		return ret;
-	ret = tp_vmm_call_begin(vmm, TP_CALL_RELEASE, true, &t0);
+	ret = tp_vmm_call_begin(vmm, TP_CALL_RELEASE, inject, &t0);
 	if (ret)
 		return ret;
 	ret = vmm->ops->release(vmm, va, len);
@@ -330,6 +325,24 @@ int tp_vmm_release(struct tp_vmm *vmm, uintptr_t va, size_t len)
 	if (!ret)
 		vmm->stats.ranges_reserved--;
 	return ret;
+}
+
+int tp_vmm_release(struct tp_vmm *vmm, uintptr_t va, size_t len)
+{
+	if (!len || !aligned(vmm, va) || !aligned(vmm, len))
+		return -EINVAL;
+	/*
+	 * Pages still waiting on a deferred unmap are mapped, and waiting
+	 * for their work would block the host: the range goes when the
+	 * last of them is reaped.
+	 */
+	if (vmm->deferred->head) {
+		tp_deferred_reap(vmm, vmm->deferred);
+		if (tp_deferred_overlaps(vmm, vmm->deferred, va, len))
+			return tp_deferred_add_release(vmm, vmm->deferred, va,
+						       len);
+	}
+	return tp_vmm_do_release(vmm, va, len, true);
 }
 
 int tp_vmm_do_unmap(struct tp_vmm *vmm, uintptr_t va, size_t len, bool inject)

@@ -206,6 +206,7 @@ struct tp_vmm_stats {
 	uint64_t chunks_created;
 	uint64_t ranges_reserved;	/* now */
 	uint64_t deferred_unmaps;	/* pending now */
+	uint64_t deferred_releases;	/* ranges waiting on their unmaps */
 };
 
 /*
@@ -293,6 +294,11 @@ size_t tp_vmm_chunks_free(const struct tp_vmm *vmm);
 size_t tp_vmm_chunks_pending(const struct tp_vmm *vmm);
 
 int tp_vmm_reserve(struct tp_vmm *vmm, size_t len, uintptr_t *va);
+/*
+ * Release a reserved range. When deferred unmaps are still pending over
+ * it, the release is deferred too: done when the last of them is reaped
+ * (ranges_reserved counts it until then). Never synchronises the device.
+ */
 int tp_vmm_release(struct tp_vmm *vmm, uintptr_t va, size_t len);
 
 /*

@@ -343,6 +343,8 @@ static void report_text(const struct sim_args *a,
 	printf("stall            %.3f ms\n", r->stall_ns / 1e6);
 	printf("PCIe busy        %.4f\n", r->time_ns ?
 	       (double)r->copy_ns / (double)r->time_ns : 0.0);
+	printf("fragmentation    %.4f (free / held at allocations that found no run)\n",
+	       r->fragmentation_ppm / 1e6);
 	printf("decision latency %.0f ns (%" PRIu64 " decisions)\n",
 	       r->policy_decisions ? (double)r->policy_ns /
 	       (double)r->policy_decisions : 0.0, r->policy_decisions);
@@ -370,7 +372,8 @@ static void report_json(const struct sim_args *a,
 	       ",\"recompute_ns\":%" PRIu64 ",\"prefetch_hits\":%" PRIu64
 	       ",\"stall_ns\":%" PRIu64 ",\"pcie_busy\":%.6f"
 	       ",\"decision_ns\":%.1f,\"time_ns\":%" PRIu64
-	       ",\"unlimited_time_ns\":%" PRIu64 ",\"ops_per_s\":%.0f}\n",
+	       ",\"unlimited_time_ns\":%" PRIu64 ",\"ops_per_s\":%.0f"
+	       ",\"fragmentation_ppm\":%" PRIu64 "}\n",
 	       r->ops, r->op_runs, sum->peak_bytes, u->phys_peak,
 	       r->budget_bytes, r->chunk_size, status_name(r->status),
 	       r->phys_peak, tp_replay_overhead(r), extra, r->evictions,
@@ -379,7 +382,8 @@ static void report_json(const struct sim_args *a,
 	       (double)r->copy_ns / (double)r->time_ns : 0.0,
 	       r->policy_decisions ? (double)r->policy_ns /
 	       (double)r->policy_decisions : 0.0, r->time_ns, u->time_ns,
-	       r->wall_s > 0 ? r->ops / r->wall_s : 0.0);
+	       r->wall_s > 0 ? r->ops / r->wall_s : 0.0,
+	       r->fragmentation_ppm);
 	(void)a;
 }
 

@@ -647,6 +647,7 @@ out_figures:
 	if (ret)
 		goto out_verdict;
 	region_figures(&rp, &a, &b);
+	r->fragmentation_ppm = b.s.fragmentation_ppm;
 	r->phys_peak = b.s.phys_peak;
 	r->budget_bytes = b.s.budget_bytes;
 	r->chunk_size = b.s.chunk_size;
@@ -659,6 +660,7 @@ out_verdict:
 		struct tp_stats s;
 
 		if (!tp_stats_get(rp.ctx, &s)) {
+			r->fragmentation_ppm = s.fragmentation_ppm;
 			r->phys_peak = s.phys_peak;
 			r->budget_bytes = s.budget_bytes;
 			r->chunk_size = s.chunk_size;

@@ -69,6 +69,9 @@ struct tp_replay_result {
 	uint64_t evictions, offloads, reloads, recomputes, recompute_ns;
 	uint64_t prefetch_hits, stall_ns, copy_ns;
 	uint64_t policy_decisions, policy_ns;
+	/* vmm.mode = contiguous: fragmentation rate of the whole replay
+	 * (tp_stats.fragmentation_ppm); 0 on chunks */
+	uint64_t fragmentation_ppm;
 	double wall_s;		/* real time of the region's replay */
 };
 

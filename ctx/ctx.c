@@ -227,6 +227,9 @@ TP_API int tp_sync(struct tp_ctx *ctx)
 		return -EINVAL;
 	ret = tp_vmm_sync_all(ctx->vmm);
 	tp_pager_sync(ctx->pager);
+	/* Device op costs are read once their events completed: now. */
+	if (ctx->lineage)
+		tp_lineage_harvest_costs(ctx->lineage);
 	return ret;
 }
 

@@ -70,6 +70,13 @@ double tp_lineage_op_cost_ns(struct tp_lineage *lin,
 			     const struct tp_op_type *type);
 
 /**
+ * tp_lineage_harvest_costs() - fold in the device times of launches whose
+ * end event has completed (on a device, costs are measured by events and
+ * read late); never waits. For tp_sync(), after the streams drained.
+ */
+void tp_lineage_harvest_costs(struct tp_lineage *lin);
+
+/**
  * tp_lineage_regenerate() - make every EVICTED page of @t resident again
  * by replaying ops. @t need not be pinned.
  * Return: 0, -ENOMEM, TP_ENOREGEN (-), TP_EDEPTH (-), or the launch's

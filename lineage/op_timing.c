@@ -105,6 +105,17 @@ void tp_lin_timing_harvest(struct tp_lineage *lin)
 		;
 }
 
+void tp_lineage_harvest_costs(struct tp_lineage *lin)
+{
+	struct tp_lin_timing *tm = lin->timing;
+
+	/* The newest pair is complete too once claimed. */
+	if (!tm || tm->off || tm->claimable)
+		return;
+	while (tm->count && !harvest_one(lin, tm, false))
+		;
+}
+
 int tp_lin_timing_begin(struct tp_lineage *lin)
 {
 	struct tp_lin_timing *tm = timing(lin);

@@ -63,14 +63,14 @@ int main(void)
 	ok(in && !ret, "%d runs of a 4 ms op", RUNS);
 	/* The last run is still pending until something harvests it. */
 	cost = tp_lineage_op_cost_ns(ctx->lineage, &slow);
-	ok(cost >= (SLEEP_MS - 0.5) * MS && cost < 50 * MS,
+	ok(cost >= (SLEEP_MS - 0.5) * MS && cost < 1000 * MS,
 	   "its cost is the measured %.3f ms, not the 0.001 ms prior",
 	   cost / MS);
 	/* tp_sync reads the last one too. */
 	ret = tp_sync(ctx);
 	tp_stats_get(ctx, &st);
 	ok(!ret && st.compute_ns >= (uint64_t)(RUNS * (SLEEP_MS - 0.5) * MS) &&
-	   st.compute_ns < (uint64_t)(RUNS * 50 * MS),
+	   st.compute_ns < (uint64_t)(RUNS * 1000 * MS),
 	   "after tp_sync the pager counts the measured time of all %d runs (%.3f ms)",
 	   RUNS, st.compute_ns / MS);
 	tp_ctx_destroy(ctx);

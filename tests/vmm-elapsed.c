@@ -17,7 +17,7 @@
 
 #define MS 1000000ull
 #define WORK_MS 20ull
-#define IDLE_MS 40ull
+#define IDLE_MS 200ull
 
 static void sleep_ms(unsigned long long ms)
 {

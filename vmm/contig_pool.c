@@ -8,11 +8,10 @@
  * this pool behaves like those allocators. A tensor's memory is ONE run of
  * physically contiguous chunk indices, chosen best-fit among the free runs;
  * a tensor is backed whole or not at all (the pager backs every page of it
- * in one take); freeing coalesces with the free neighbours. The run is
- * (A tensor left partly resident, as by an in-place update that drops its
- * old version page by page, has its missing pages backed as one run of
- * their own.) The run is
- * still mapped at the tensor's reserved address, so addresses stay stable
+ * in one take); freeing coalesces with the free neighbours. (A tensor left
+ * partly resident, as by an in-place update that drops its old version
+ * page by page, has its missing pages backed as one run of their own.)
+ * The run is still mapped at the tensor's reserved address, so addresses stay stable
  * and data is unchanged on host, but a take can fail while enough chunks
  * are free in total: that is fragmentation, and the pager must then send
  * victims away until a run fits.

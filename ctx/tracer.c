@@ -14,7 +14,7 @@
 #include "ctx/log.h"
 #include "ctx/tracer.h"
 
-#define TRACE_SPANS	256u	/* spans in flight before the oldest is waited for */
+#define TRACE_SPANS	256u	/* spans in flight at first; grows, never waits */
 #define TRACE_BUF	4096u	/* records buffered before a write */
 #define TRACE_NAME	64u
 #define TRACE_PID	1
@@ -54,8 +54,8 @@ struct tp_tracer {
 	int err;			/* first write error */
 	struct tp_event *epoch;
 	uint64_t t0;			/* backend clock at the epoch */
-	struct trace_span span[TRACE_SPANS];
-	unsigned head, count;
+	struct trace_span *span;	/* a FIFO ring of @cap slots */
+	unsigned cap, head, count;
 	uint64_t last_end[TP_NR_STREAMS];
 	struct trace_rec *buf;
 	unsigned nr_buf;
@@ -208,7 +208,7 @@ static void finish_head(struct tp_tracer *tr)
 		r->tensor = sp->tensor;
 		r->bytes = sp->bytes;
 	}
-	tr->head = (tr->head + 1) % TRACE_SPANS;
+	tr->head = (tr->head + 1) % tr->cap;
 	tr->count--;
 }
 
@@ -235,22 +235,36 @@ static void harvest(struct tp_tracer *tr, bool wait)
 	}
 }
 
+/*
+ * Double the ring, oldest first, keeping the events of free slots too.
+ * Waiting for the oldest span instead would make tracing change when
+ * the caller's thread runs.
+ */
+static int grow(struct tp_tracer *tr)
+{
+	struct trace_span *n = calloc(2 * (size_t)tr->cap, sizeof(*n));
+	unsigned i;
+
+	if (!n)
+		return -ENOMEM;
+	for (i = 0; i < tr->cap; i++)
+		n[i] = tr->span[(tr->head + i) % tr->cap];
+	free(tr->span);
+	tr->span = n;
+	tr->head = 0;
+	tr->cap *= 2;
+	return 0;
+}
+
 /* A fresh slot at the tail, its events created; NULL when none. */
 static struct trace_span *span_new(struct tp_tracer *tr, bool op)
 {
 	struct trace_span *sp;
 
 	harvest(tr, false);
-	if (tr->count == TRACE_SPANS) {
-		struct trace_span *h = &tr->span[tr->head];
-
-		if (h->ended && !h->dropped && tp_vmm_event_sync(tr->vmm, h->b))
-			h->dropped = true;
-		if (!h->ended)
-			h->dropped = true;
-		finish_head(tr);
-	}
-	sp = &tr->span[(tr->head + tr->count) % TRACE_SPANS];
+	if (tr->count == tr->cap && grow(tr))
+		return NULL;
+	sp = &tr->span[(tr->head + tr->count) % tr->cap];
 	if (!sp->b)
 		sp->b = tp_vmm_event_create_timed(tr->vmm);
 	if (op && !sp->a)
@@ -281,7 +295,7 @@ int tp_tracer_op_begin(struct tp_tracer *tr)
 		sp->dropped = true;
 		return -1;
 	}
-	return (int)(sp - tr->span);
+	return 0;
 }
 
 void tp_tracer_op_end(struct tp_tracer *tr, int span, const char *name,
@@ -289,9 +303,12 @@ void tp_tracer_op_end(struct tp_tracer *tr, int span, const char *name,
 {
 	struct trace_span *sp;
 
-	if (!tr || span < 0)
+	if (!tr || span < 0 || !tr->count)
 		return;
-	sp = &tr->span[span];
+	/* Nothing is traced during a launch: the op is the newest span. */
+	sp = &tr->span[(tr->head + tr->count - 1) % tr->cap];
+	if (!sp->op || sp->ended)
+		return;
 	sp->ended = true;
 	if (!ok || tp_vmm_event_record(tr->vmm, sp->b, TP_STREAM_COMPUTE)) {
 		sp->dropped = true;
@@ -355,7 +372,9 @@ struct tp_tracer *tp_tracer_open(struct tp_vmm *vmm, const char *path)
 	tr->vmm = vmm;
 	tr->path = strdup(path);
 	tr->buf = calloc(TRACE_BUF, sizeof(*tr->buf));
-	if (!tr->path || !tr->buf)
+	tr->cap = TRACE_SPANS;
+	tr->span = calloc(tr->cap, sizeof(*tr->span));
+	if (!tr->path || !tr->buf || !tr->span)
 		goto err_free;
 	tr->f = fopen(path, "w");
 	if (!tr->f) {
@@ -391,6 +410,7 @@ err_close:
 	tp_vmm_event_put(vmm, tr->epoch);
 	fclose(tr->f);
 err_free:
+	free(tr->span);
 	free(tr->buf);
 	free(tr->path);
 	free(tr);
@@ -416,12 +436,13 @@ int tp_tracer_close(struct tp_tracer *tr)
 		tp_log(TP_LOG_ERROR, "stats.trace: closing %s failed: %s",
 		       tr->path, strerror(errno));
 	}
-	for (i = 0; i < TRACE_SPANS; i++) {
+	for (i = 0; i < tr->cap; i++) {
 		tp_vmm_event_put(tr->vmm, tr->span[i].a);
 		tp_vmm_event_put(tr->vmm, tr->span[i].b);
 	}
 	tp_vmm_event_put(tr->vmm, tr->epoch);
 	ret = tr->err;
+	free(tr->span);
 	free(tr->buf);
 	free(tr->path);
 	free(tr);

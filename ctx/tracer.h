@@ -45,8 +45,9 @@ int tp_tracer_close(struct tp_tracer *tr);
  * tp_tracer_op_begin() - an op is about to be launched on the compute
  * stream: record where it starts.
  *
- * Return: a span handle for tp_tracer_op_end(), or -1 when none (no
+ * Return: 0, a handle for tp_tracer_op_end(), or -1 when none (no
  * tracer, or an event could not be recorded: the op goes untraced).
+ * Nothing else may be traced before the matching tp_tracer_op_end().
  */
 int tp_tracer_op_begin(struct tp_tracer *tr);
 

@@ -93,8 +93,9 @@ TP_API struct tp_tensor *tp_tensor_create(struct tp_ctx *ctx, size_t bytes,
 
 /**
  * tp_tensor_acquire() - make the whole tensor resident and pin it.
- * @mode: TP_READ, TP_WRITE or both. TP_WRITE alone on pages that were never
- *        written skips their reload.
+ * @mode: TP_READ, TP_WRITE or both. Pages that hold data are brought back
+ *        whatever the mode, so a partial write never loses the rest of a
+ *        page; pages never written are backed by fresh chunks.
  *
  * Waits on an in-flight reload, reloads offloaded pages or regenerates
  * evicted ones, making room through the policy. The compute stream is

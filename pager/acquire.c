@@ -43,7 +43,7 @@ int tp_pager_back_pages(struct tp_pager *pg, struct tp_tensor *t,
 {
 	size_t span = last - first + 1, n = 0, k, copies = 0, copied = 0;
 	struct tp_chunk **chunks;
-	struct tp_event *ev = NULL;
+	struct tp_event *ev = NULL, *cstart = NULL;
 	bool *mapped;
 	uint64_t t0;
 	int ret;
@@ -97,6 +97,8 @@ int tp_pager_back_pages(struct tp_pager *pg, struct tp_tensor *t,
 
 		if (p->state != TP_PAGE_OFFLOADED || discard)
 			continue;
+		if (!copies)
+			cstart = tp_pager_copy_start(pg, TP_STREAM_H2D);
 		ret = tp_vmm_copy_h2d(pg->vmm, t->va + i * pg->chunk, p->swap,
 				      tp_page_len(pg, t, i), TP_STREAM_H2D);
 		if (ret)
@@ -105,7 +107,7 @@ int tp_pager_back_pages(struct tp_pager *pg, struct tp_tensor *t,
 		copied += tp_page_len(pg, t, i);
 	}
 	if (copies) {
-		ev = tp_vmm_event_create(pg->vmm);
+		ev = tp_vmm_event_create_timed(pg->vmm);
 		if (!ev) {
 			ret = -errno;
 			goto err_sync;
@@ -158,7 +160,8 @@ int tp_pager_back_pages(struct tp_pager *pg, struct tp_tensor *t,
 	tp_pager_held_add(pg, n);
 	if (copies) {
 		pg->c.reloads++;
-		tp_pager_copy_issued(pg, ev, t0, copied, false);
+		tp_pager_copy_issued(pg, cstart, ev, t0, copied, false);
+		cstart = NULL;
 		tp_tracer_copy(pg->ctx->tracer, TP_STREAM_H2D, prefetch, t->id,
 			       copied, t0, (uint64_t)pg->swap.used * pg->chunk);
 	}
@@ -175,6 +178,8 @@ err_unback:
 out_free:
 	if (ev)
 		tp_vmm_event_put(pg->vmm, ev);
+	if (cstart)
+		tp_vmm_event_put(pg->vmm, cstart);
 	free(mapped);
 	free(chunks);
 	return ret;

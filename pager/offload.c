@@ -81,7 +81,7 @@ static int offload_commit(struct tp_pager *pg, struct tp_tensor *t,
 
 int tp_pager_offload(struct tp_pager *pg, struct tp_tensor *t)
 {
-	struct tp_event *ev = NULL;
+	struct tp_event *ev = NULL, *start = NULL;
 	size_t n, k, moved;
 	uint64_t t0, d2h0;
 	void **bufs;
@@ -109,6 +109,7 @@ int tp_pager_offload(struct tp_pager *pg, struct tp_tensor *t)
 	ret = d2h_after_compute(pg);
 	if (ret)
 		goto err_put;
+	start = tp_pager_copy_start(pg, TP_STREAM_D2H);
 	t0 = tp_vmm_now_ns(pg->vmm);
 	k = 0;
 	for (size_t i = 0; i < t->nr_pages; i++) {
@@ -119,7 +120,7 @@ int tp_pager_offload(struct tp_pager *pg, struct tp_tensor *t)
 		if (ret)
 			goto err_sync;
 	}
-	ev = tp_vmm_event_create(pg->vmm);
+	ev = tp_vmm_event_create_timed(pg->vmm);
 	if (!ev) {
 		ret = -errno;
 		goto err_sync;
@@ -130,7 +131,9 @@ int tp_pager_offload(struct tp_pager *pg, struct tp_tensor *t)
 	d2h0 = pg->c.bytes_d2h;
 	ret = offload_commit(pg, t, bufs, ev, &moved);
 	if (moved) {
-		tp_pager_copy_issued(pg, ev, t0, pg->c.bytes_d2h - d2h0, true);
+		tp_pager_copy_issued(pg, start, ev, t0,
+				     pg->c.bytes_d2h - d2h0, true);
+		start = NULL;
 		tp_tracer_copy(pg->ctx->tracer, TP_STREAM_D2H, false, t->id,
 			       pg->c.bytes_d2h - d2h0, t0,
 			       (uint64_t)pg->swap.used * pg->chunk);
@@ -149,6 +152,8 @@ err_put:
 out_free:
 	if (ev)
 		tp_vmm_event_put(pg->vmm, ev);
+	if (start)
+		tp_vmm_event_put(pg->vmm, start);
 	free(bufs);
 	return ret;
 }

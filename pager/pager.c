@@ -307,24 +307,47 @@ static void poll_tensor(struct tp_pager *pg, struct tp_tensor *t, bool wait)
 	inflight_done(pg, t);
 }
 
-void tp_pager_copy_issued(struct tp_pager *pg, struct tp_event *ev,
-			  uint64_t t0, uint64_t bytes, bool d2h)
+struct tp_event *tp_pager_copy_start(struct tp_pager *pg, enum tp_stream s)
+{
+	struct tp_event *ev = tp_vmm_event_create_timed(pg->vmm);
+
+	if (ev && tp_vmm_event_record(pg->vmm, ev, s)) {
+		tp_vmm_event_put(pg->vmm, ev);
+		ev = NULL;
+	}
+	return ev;
+}
+
+void tp_pager_copy_issued(struct tp_pager *pg, struct tp_event *start,
+			  struct tp_event *ev, uint64_t t0, uint64_t bytes,
+			  bool d2h)
 {
 	if (pg->nr_copies == pg->cap_copies) {
 		size_t cap = pg->cap_copies ? 2 * pg->cap_copies : 32;
 		struct tp_copy_rec *r = realloc(pg->copies, cap * sizeof(*r));
 
-		if (!r)
-			return;		/* only a measurement is lost */
+		if (!r) {
+			/* only a measurement is lost */
+			if (start)
+				tp_vmm_event_put(pg->vmm, start);
+			return;
+		}
 		pg->copies = r;
 		pg->cap_copies = cap;
 	}
 	pg->copies[pg->nr_copies++] = (struct tp_copy_rec){
-		.ev = tp_vmm_event_get(ev), .t0 = t0, .bytes = bytes, .d2h = d2h,
+		.start = start, .ev = tp_vmm_event_get(ev), .t0 = t0,
+		.bytes = bytes, .d2h = d2h,
 	};
 }
 
-/* Account the timed copies that completed: time in flight, bandwidth. */
+/*
+ * Account the timed copies that completed: time on the link, bandwidth.
+ * A batch is timed from when its stream started it (its start event:
+ * after the work before it on the stream and what it waited on) to its
+ * completion, not from its issue, which would count the time it queued
+ * behind compute. Without a start event, from issue to now.
+ */
 static void poll_copies(struct tp_pager *pg, bool all)
 {
 	uint64_t now = tp_vmm_now_ns(pg->vmm);
@@ -332,11 +355,17 @@ static void poll_copies(struct tp_pager *pg, bool all)
 
 	for (size_t i = 0; i < pg->nr_copies; i++) {
 		struct tp_copy_rec *r = &pg->copies[i];
-		uint64_t ns = now - r->t0;
+		uint64_t ns = now - r->t0, el;
 
 		if (!all && tp_vmm_event_query(pg->vmm, r->ev) == -EAGAIN) {
 			pg->copies[j++] = *r;
 			continue;
+		}
+		if (r->start) {
+			if (!tp_vmm_event_elapsed_ns(pg->vmm, r->start, r->ev,
+						     &el))
+				ns = el;
+			tp_vmm_event_put(pg->vmm, r->start);
 		}
 		if (r->d2h)
 			pg->c.copy_d2h_ns += ns;
@@ -770,8 +799,8 @@ void tp_pager_stats(struct tp_pager *pg, struct tp_stats *st)
 		st->driver_calls += vs->call[driver[i]].calls;
 		st->driver_ns += vs->call[driver[i]].ns;
 	}
-	/* Copy time runs from issue until the pager saw the event complete:
-	 * an upper bound, as exact as the caller's calls are frequent. */
+	/* Copy time runs from when the stream started a batch to its
+	 * completion (poll_copies). */
 	st->copy_d2h_ns = pg->c.copy_d2h_ns;
 	st->copy_h2d_ns = pg->c.copy_h2d_ns;
 	st->fragmentation_ppm = tp_vmm_frag_ppm(pg->vmm);

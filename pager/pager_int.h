@@ -107,6 +107,7 @@ struct tp_slabs {
 
 /* A batch of copies in flight, timed until its event is seen complete. */
 struct tp_copy_rec {
+	struct tp_event *start;		/* on the copy stream before it, or NULL */
 	struct tp_event *ev;
 	uint64_t t0;
 	uint64_t bytes;
@@ -193,12 +194,22 @@ void tp_pager_poll(struct tp_pager *pg);
 int tp_pager_settle(struct tp_pager *pg, struct tp_tensor *t, size_t first,
 		    size_t last);
 
+/**
+ * tp_pager_copy_start() - a timed event recorded on copy stream @s before
+ * a batch of copies is issued (after the stream waits on what the copies
+ * depend on): where the batch starts. NULL when it cannot be made (the
+ * batch is then timed from its issue).
+ */
+struct tp_event *tp_pager_copy_start(struct tp_pager *pg, enum tp_stream s);
+
 /*
  * tp_pager_copy_issued() - time a batch of @bytes issued at @t0 whose
- * completion is @ev (a reference is taken).
+ * completion is @ev (a reference is taken), from @start (from
+ * tp_pager_copy_start(); its reference is handed over; NULL: from @t0).
  */
-void tp_pager_copy_issued(struct tp_pager *pg, struct tp_event *ev,
-			  uint64_t t0, uint64_t bytes, bool d2h);
+void tp_pager_copy_issued(struct tp_pager *pg, struct tp_event *start,
+			  struct tp_event *ev, uint64_t t0, uint64_t bytes,
+			  bool d2h);
 
 /* Mark @t as having copies to poll. */
 void tp_pager_inflight_add(struct tp_pager *pg, struct tp_tensor *t);

@@ -308,6 +308,11 @@ int tp_pager_acquire(struct tp_pager *pg, struct tp_tensor *t, size_t off,
 		pg->victim.on_acquire(pg->victim.priv, t);
 	if (t->slab)
 		return acquire_slab(pg, t, off, addr);
+	if (t->unreserved) {
+		ret = tp_pager_rereserve(pg, t);
+		if (ret)
+			return ret;
+	}
 	first = off / pg->chunk;
 	last = (off + len - 1) / pg->chunk;
 	if (tp_vmm_pool_contiguous(pg->vmm))

@@ -215,12 +215,44 @@ bool tp_pager_is_resident(const struct tp_tensor *t)
 	return t->resident_pages == t->nr_pages;
 }
 
+/*
+ * A fake-deleted tensor whose memory is all gone keeps no virtual range:
+ * its address no longer matters (the user freed it), and on the host
+ * backend every range is a kernel mapping, of which a long chain of
+ * fake-deleted tensors would exhaust vm.max_map_count. A regeneration
+ * reserves one again (tp_pager_rereserve). The vmm defers the release
+ * behind pending unmaps.
+ */
+static void drop_range(struct tp_pager *pg, struct tp_tensor *t)
+{
+	if (!t->dead || t->unreserved || t->slab || t->pins ||
+	    t->inflight_pages || !t->refs || t->evicted_pages != t->nr_pages)
+		return;
+	if (tp_vmm_release(pg->vmm, t->va, t->nr_pages * pg->chunk))
+		return;		/* kept; tried again at the next change */
+	t->unreserved = true;
+}
+
+int tp_pager_rereserve(struct tp_pager *pg, struct tp_tensor *t)
+{
+	int ret;
+
+	if (!t->unreserved)
+		return 0;
+	ret = tp_vmm_reserve(pg->vmm, t->nr_pages * pg->chunk, &t->va);
+	if (!ret)
+		t->unreserved = false;
+	return ret;
+}
+
 void tp_pager_cand_update(struct tp_pager *pg, struct tp_tensor *t)
 {
 	bool want = !t->slab && !t->pins && t->resident_pages &&
 		    !t->inflight_pages && t->refs &&
 		    !(t->flags & TP_NO_PAGING);
 
+	if (t->dead && !t->resident_pages)
+		drop_range(pg, t);
 	if (want == t->candidate)
 		return;
 	t->candidate = want;
@@ -613,6 +645,8 @@ static void tensor_teardown(struct tp_pager *pg, struct tp_tensor *t)
 		}
 	}
 	/* Deferred by the vmm while unmaps over the range are pending. */
+	if (t->unreserved)
+		return;
 	ret = tp_vmm_release(pg->vmm, t->va, t->nr_pages * pg->chunk);
 	if (ret)
 		tp_log(TP_LOG_ERROR, "pager: releasing tensor %llu's range: %s",

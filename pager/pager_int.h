@@ -195,6 +195,13 @@ int tp_pager_settle(struct tp_pager *pg, struct tp_tensor *t, size_t first,
 		    size_t last);
 
 /**
+ * tp_pager_rereserve() - reserve a range again for a fake-deleted tensor
+ * whose range was released with its memory (before backing its pages).
+ * Return: 0 or the vmm's error.
+ */
+int tp_pager_rereserve(struct tp_pager *pg, struct tp_tensor *t);
+
+/**
  * tp_pager_copy_start() - a timed event recorded on copy stream @s before
  * a batch of copies is issued (after the stream waits on what the copies
  * depend on): where the batch starts. NULL when it cannot be made (the

@@ -54,6 +54,7 @@ struct tp_tensor {
 	size_t inflight_pages;		/* pages OFFLOADING or RELOADING */
 	unsigned refs;			/* user's + lineage's references */
 	bool dead;			/* the user freed it */
+	bool unreserved;		/* dead, memory gone: va released */
 	bool candidate;			/* offered to the victim ops */
 	bool prefetched;		/* reloaded by prefetch, not yet used */
 	bool pol_prefetch;		/* owes the victim ops a prefetch_done */

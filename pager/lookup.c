@@ -35,7 +35,7 @@ static int match(struct cds_lfht_node *node, const void *key)
 
 int tp_lookup_init(struct tp_pager *pg)
 {
-	pg->ht = cds_lfht_new(64, 64, 0, CDS_LFHT_AUTO_RESIZE, NULL);
+	pg->ht = cds_lfht_new(64, 64, 0, CDS_LFHT_AUTO_RESIZE | CDS_LFHT_ACCOUNTING, NULL);
 	return pg->ht ? 0 : -ENOMEM;
 }
 

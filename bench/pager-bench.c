@@ -70,6 +70,7 @@ static double bench_acquire(const char *extra, bool alone)
 
 struct bw {
 	double offload, reload, raw_d2h, raw_h2d;
+	double copies;		/* copy calls per offload + reload */
 };
 
 static void bench_bandwidth(const char *extra, size_t bytes, struct bw *bw)
@@ -78,7 +79,7 @@ static void bench_bandwidth(const char *extra, size_t bytes, struct bw *bw)
 	struct tp_tensor *t = tp_tensor_create(ctx, bytes, 0);
 	struct tp_vmm *vmm = ctx->vmm;
 	const int reps = 5;
-	uint64_t off_ns = 0, re_ns = 0, d2h_ns = 0, h2d_ns = 0, t0;
+	uint64_t off_ns = 0, re_ns = 0, d2h_ns = 0, h2d_ns = 0, t0, c0 = 0;
 	void *host, *addr;
 
 	host = tp_vmm_host_alloc(vmm, bytes);
@@ -92,6 +93,7 @@ static void bench_bandwidth(const char *extra, size_t bytes, struct bw *bw)
 	for (int r = -1; r < reps; r++) {
 		if (r == 0)
 			off_ns = re_ns = d2h_ns = h2d_ns = 0;
+		c0 = vmm->stats.call[TP_CALL_COPY].calls;
 		t0 = now_ns();
 		tp_tensor_offload(ctx, t);
 		tp_sync(ctx);
@@ -101,6 +103,7 @@ static void bench_bandwidth(const char *extra, size_t bytes, struct bw *bw)
 		tp_sync(ctx);
 		re_ns += now_ns() - t0;
 		tp_tensor_release(ctx, t);
+		bw->copies = (double)(vmm->stats.call[TP_CALL_COPY].calls - c0);
 
 		/* The raw copies the pager's rest on, same bytes, same streams. */
 		t0 = now_ns();
@@ -186,6 +189,7 @@ int main(int argc, char **argv)
 	printf("%-44s %14.2f\n", "reload 64 MiB, from swap (GB/s)", bw.reload);
 	printf("%-44s %14.2f\n", "raw vmm copy h2d (GB/s)", bw.raw_h2d);
 	printf("%-44s %14.2f\n", "reload / raw h2d", bw.reload / bw.raw_h2d);
+	printf("%-44s %14.0f\n", "copies per offload + reload (64 MiB)", bw.copies);
 	printf("%-44s %14.3f\n", "range cache hit rate", on.hit_rate);
 	printf("%-44s %14.0f\n", "driver calls, first iteration", on.calls_first);
 	printf("%-44s %14.2f\n", "driver calls / iteration, steady", on.calls_steady);

@@ -92,19 +92,29 @@ int tp_pager_back_pages(struct tp_pager *pg, struct tp_tensor *t,
 
 	/* Copy offloaded contents back on the h2d stream. */
 	t0 = tp_vmm_now_ns(pg->vmm);
-	for (size_t i = first; i <= last; i++) {
+	for (size_t i = first; i <= last && !discard;) {
 		struct tp_page *p = &t->pages[i];
+		size_t len, m;
 
-		if (p->state != TP_PAGE_OFFLOADED || discard)
+		if (p->state != TP_PAGE_OFFLOADED) {
+			i++;
 			continue;
+		}
+		/* Adjacent buffers into adjacent pages: one copy. */
+		len = tp_page_len(pg, t, i);
+		for (m = 1; i + m <= last &&
+		     p[m].state == TP_PAGE_OFFLOADED &&
+		     (char *)p[m].swap == (char *)p->swap + m * pg->chunk; m++)
+			len += tp_page_len(pg, t, i + m);
 		if (!copies)
 			cstart = tp_pager_copy_start(pg, TP_STREAM_H2D);
 		ret = tp_vmm_copy_h2d(pg->vmm, t->va + i * pg->chunk, p->swap,
-				      tp_page_len(pg, t, i), TP_STREAM_H2D);
+				      len, TP_STREAM_H2D);
 		if (ret)
 			goto err_sync;
 		copies++;
-		copied += tp_page_len(pg, t, i);
+		copied += len;
+		i += m;
 	}
 	if (copies) {
 		ev = tp_vmm_event_create_timed(pg->vmm);

@@ -112,13 +112,25 @@ int tp_pager_offload(struct tp_pager *pg, struct tp_tensor *t)
 	start = tp_pager_copy_start(pg, TP_STREAM_D2H);
 	t0 = tp_vmm_now_ns(pg->vmm);
 	k = 0;
-	for (size_t i = 0; i < t->nr_pages; i++) {
-		if (t->pages[i].state != TP_PAGE_RESIDENT)
+	for (size_t i = 0; i < t->nr_pages;) {
+		size_t len, m;
+
+		if (t->pages[i].state != TP_PAGE_RESIDENT) {
+			i++;
 			continue;
-		ret = tp_vmm_copy_d2h(pg->vmm, bufs[k++], t->va + i * pg->chunk,
-				      tp_page_len(pg, t, i), TP_STREAM_D2H);
+		}
+		/* Adjacent pages into adjacent buffers: one copy. */
+		len = tp_page_len(pg, t, i);
+		for (m = 1; i + m < t->nr_pages &&
+		     t->pages[i + m].state == TP_PAGE_RESIDENT &&
+		     (char *)bufs[k + m] == (char *)bufs[k] + m * pg->chunk; m++)
+			len += tp_page_len(pg, t, i + m);
+		ret = tp_vmm_copy_d2h(pg->vmm, bufs[k], t->va + i * pg->chunk,
+				      len, TP_STREAM_D2H);
 		if (ret)
 			goto err_sync;
+		i += m;
+		k += m;
 	}
 	ev = tp_vmm_event_create_timed(pg->vmm);
 	if (!ev) {

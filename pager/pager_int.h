@@ -68,6 +68,14 @@ struct tp_swap {
 	size_t nr_free, cap_free;
 	struct tp_swap_defer *defer;	/* buffers waiting on an event */
 	size_t nr_defer, cap_defer;
+	/* What the backend gave: runs of buffers, freed whole at the end. */
+	struct tp_swap_block *blocks;
+	size_t nr_blocks, cap_blocks;
+};
+
+struct tp_swap_block {
+	void *base;
+	size_t n;		/* buffers */
 };
 
 /* A freed tensor's range kept mapped for the next tensor of its size. */

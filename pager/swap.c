@@ -3,6 +3,10 @@
  * Host swap: chunk-sized buffers (pinned on cuda) obtained from the
  * backend once and recycled, within pager.host_budget. A buffer that a
  * copy in flight still reads waits on that copy's event before reuse.
+ *
+ * Buffers a take lacks are obtained as one block, and a take hands its
+ * buffers out in address order: a tensor's pages then often land in
+ * adjacent buffers, which the offload and reload copy as one run.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -23,8 +27,13 @@ void tp_swap_fini(struct tp_pager *pg)
 	struct tp_swap *sw = &pg->swap;
 
 	tp_swap_reap(pg, true);
-	for (size_t i = 0; i < sw->nr_free; i++)
-		tp_vmm_host_free(pg->vmm, sw->free[i], pg->chunk);
+	/* Every buffer is back by now (all tensors are gone). */
+	for (size_t i = 0; i < sw->nr_blocks; i++)
+		tp_vmm_host_free(pg->vmm, sw->blocks[i].base,
+				 sw->blocks[i].n * pg->chunk);
+	free(sw->blocks);
+	sw->blocks = NULL;
+	sw->nr_blocks = 0;
 	free(sw->free);
 	free(sw->defer);
 	sw->free = NULL;
@@ -98,6 +107,14 @@ size_t tp_swap_room(struct tp_pager *pg)
 	return sw->max - sw->used + sw->nr_defer;
 }
 
+static int cmp_ptr(const void *a, const void *b)
+{
+	uintptr_t x = (uintptr_t)*(void *const *)a;
+	uintptr_t y = (uintptr_t)*(void *const *)b;
+
+	return x < y ? -1 : x > y;
+}
+
 int tp_swap_take(struct tp_pager *pg, void **out, size_t n)
 {
 	struct tp_swap *sw = &pg->swap;
@@ -121,17 +138,37 @@ int tp_swap_take(struct tp_pager *pg, void **out, size_t n)
 	}
 	while (got < n && sw->nr_free)
 		out[got++] = sw->free[--sw->nr_free];
-	while (got < n) {
-		void *buf = tp_vmm_host_alloc(pg->vmm, pg->chunk);
+	/* In address order: buffers freed together come back as a run. */
+	if (got > 1)
+		qsort(out, got, sizeof(*out), cmp_ptr);
+	if (got < n) {
+		size_t more = n - got;
+		char *base = NULL;
 
-		if (!buf) {
+		if (sw->nr_blocks == sw->cap_blocks) {
+			size_t cap = sw->cap_blocks ? 2 * sw->cap_blocks : 16;
+			struct tp_swap_block *b;
+
+			b = realloc(sw->blocks, cap * sizeof(*b));
+			if (b) {
+				sw->blocks = b;
+				sw->cap_blocks = cap;
+			}
+		}
+		if (sw->nr_blocks < sw->cap_blocks)
+			base = tp_vmm_host_alloc(pg->vmm, more * pg->chunk);
+		if (!base) {
 			/* Give back what this call took. */
-			for (size_t i = 0; i < got; i++)
-				sw->free[sw->nr_free++] = out[i];
+			while (got)
+				sw->free[sw->nr_free++] = out[--got];
 			return -ENOMEM;
 		}
-		sw->allocated++;
-		out[got++] = buf;
+		sw->blocks[sw->nr_blocks++] = (struct tp_swap_block){
+			.base = base, .n = more,
+		};
+		sw->allocated += more;
+		for (size_t i = 0; i < more; i++)
+			out[got++] = base + i * pg->chunk;
 	}
 	sw->used += n;
 	if (sw->used > sw->peak)

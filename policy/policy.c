@@ -126,8 +126,13 @@ static double remap_ns_per_chunk(struct tp_policy *pol)
 				s[TP_CALL_UNMAP].ns) /
 		       (double)s[TP_CALL_MAP].units;
 	}
+	/* The sim charges its costs per vmm.sim.driver_granule when set. */
 	return (double)(c->vmm_sim_map_ns + c->vmm_sim_set_access_ns +
-			c->vmm_sim_unmap_ns);
+			c->vmm_sim_unmap_ns) *
+	       (c->vmm_sim_driver_granule ?
+		(double)(vmm && vmm->granularity ? vmm->granularity :
+			 c->vmm_chunk_size) /
+		(double)c->vmm_sim_driver_granule : 1.0);
 }
 
 static uint64_t chunk_bytes(struct tp_policy *pol)

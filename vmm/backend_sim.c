@@ -2,7 +2,8 @@
 /*
  * The sim backend: no memory at all, only time. Each stream has a virtual
  * clock, and so does the host (the caller). Driver calls (map, set access,
- * unmap) are charged to the host clock per chunk from the vmm.sim.* keys;
+ * unmap) are charged to the host clock per driver granule they span (at
+ * least one a call) from the vmm.sim.* keys;
  * a copy or a launch on a stream starts when both the stream and the host
  * have got there and lasts its cost; events carry the time of the stream
  * they were recorded on. Everything is integer nanoseconds and depends on
@@ -44,6 +45,7 @@ struct sim_backend {
 	uintptr_t next_va;
 	uintptr_t next_host;
 	uint64_t map_ns, set_access_ns, unmap_ns, copy_latency_ns;
+	uint64_t driver_granule;	/* bytes a driver cost covers */
 	double bytes_per_ns;		/* GB/s == bytes/ns */
 };
 
@@ -99,23 +101,40 @@ static void sim_chunk_destroy(struct tp_vmm *vmm, struct tp_chunk *c)
 {
 }
 
+/*
+ * The driver maps, sets access and unmaps whole granules (2 MiB on NVIDIA
+ * GPUs), and the vmm.sim.* costs are per granule: a call over @len bytes
+ * is charged for the granules it spans, at least one. With
+ * vmm.sim.driver_granule = 2M, a chunk smaller than 2 MiB (for byte
+ * accuracy) does not multiply the cost of a run, and a call for a lone
+ * small chunk still pays a whole driver call. 0: the granule is a chunk.
+ */
+static uint64_t sim_driver_ns(struct tp_vmm *vmm, uint64_t per_granule_ns,
+			      size_t len)
+{
+	uint64_t g = sb(vmm)->driver_granule;
+	uint64_t granules = (len + g - 1) / g;
+
+	return (granules ? granules : 1) * per_granule_ns;
+}
+
 static int sim_map(struct tp_vmm *vmm, uintptr_t va,
 		   struct tp_chunk *const *chunks, size_t n)
 {
-	charge_host(vmm, n * sb(vmm)->map_ns);
+	charge_host(vmm, sim_driver_ns(vmm, sb(vmm)->map_ns, n * vmm->granularity));
 	return 0;
 }
 
 static int sim_set_access(struct tp_vmm *vmm, uintptr_t va, size_t len,
 			  unsigned prot)
 {
-	charge_host(vmm, len / vmm->granularity * sb(vmm)->set_access_ns);
+	charge_host(vmm, sim_driver_ns(vmm, sb(vmm)->set_access_ns, len));
 	return 0;
 }
 
 static int sim_unmap(struct tp_vmm *vmm, uintptr_t va, size_t len)
 {
-	charge_host(vmm, len / vmm->granularity * sb(vmm)->unmap_ns);
+	charge_host(vmm, sim_driver_ns(vmm, sb(vmm)->unmap_ns, len));
 	return 0;
 }
 
@@ -284,6 +303,8 @@ static int sim_open(struct tp_vmm *vmm, const struct tp_conf *conf)
 	s->map_ns = (uint64_t)conf->vmm_sim_map_ns;
 	s->set_access_ns = (uint64_t)conf->vmm_sim_set_access_ns;
 	s->unmap_ns = (uint64_t)conf->vmm_sim_unmap_ns;
+	s->driver_granule = conf->vmm_sim_driver_granule ?
+			    conf->vmm_sim_driver_granule : vmm->granularity;
 	s->copy_latency_ns = (uint64_t)conf->vmm_sim_copy_latency_ns;
 	s->bytes_per_ns = conf->vmm_sim_bandwidth;
 	if (s->bytes_per_ns <= 0) {

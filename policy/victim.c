@@ -244,7 +244,7 @@ static int victim_choose(void *priv, size_t need_bytes, bool no_offload,
 	tp_policy_sync_conf(pol);
 	now = tp_policy_now(pol);
 	/* Coop's window needs the pool's layout: only a contiguous pool. */
-	if (pol->filter == TP_FILTER_COOP &&
+	if (pol->filter == TP_FILTER_COOP && pol->ctx->vmm &&
 	    tp_vmm_pool_contiguous(pol->ctx->vmm)) {
 		rc = tp_coop_choose(pol, need_bytes, no_offload, &t, how);
 		goto out;

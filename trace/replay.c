@@ -410,6 +410,8 @@ static void region_figures(struct replay *rp, const struct rp_snap *a,
 	r->recomputes = D(recomputes);
 	r->recompute_ns = D(recompute_ns);
 	r->prefetch_hits = D(prefetch_hits);
+	r->prefetch_issued = D(prefetch_issued);
+	r->prefetch_late = D(prefetch_late);
 	r->stall_ns = D(stall_ns);
 	r->copy_ns = D(copy_d2h_ns) + D(copy_h2d_ns);
 	r->policy_decisions = D(policy_decisions);

@@ -68,6 +68,8 @@ struct tp_replay_result {
 	uint64_t time_ns;	/* virtual time the region took */
 	uint64_t evictions, offloads, reloads, recomputes, recompute_ns;
 	uint64_t prefetch_hits, stall_ns, copy_ns;
+	/* prefetches started, and those still in flight when acquired */
+	uint64_t prefetch_issued, prefetch_late;
 	uint64_t policy_decisions, policy_ns;
 	/* vmm.mode = contiguous: fragmentation rate of the whole replay
 	 * (tp_stats.fragmentation_ppm); 0 on chunks */

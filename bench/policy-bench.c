@@ -7,6 +7,14 @@
  *
  * usage: policy-bench [decisions per row (default 20000)] [seed] [filter]
  *        [search] [N]   (the last three pick one row)
+ *
+ * policy-bench sim [cnn|transformer]: the policies on the sim backend
+ * instead: a CNN-like and a transformer-like training iteration from
+ * trace/trace_gen.c (H100 costs), under 100/75/50/35% of the
+ * unconstrained physical peak, driver costs per 2 MiB granule; per
+ * policy and budget: whether it fits, extra time over the unconstrained
+ * replay, evictions, offloads, recomputes, prefetch hits/issued/late.
+ * A replay stops as thrashing past 20x the compute in recomputation.
  */
 #include "config.h"
 
@@ -18,6 +26,8 @@
 
 #include "ctx/ctx.h"
 #include "policy/policy.h"
+#include "trace/replay.h"
+#include "trace/trace_gen.h"
 
 static uint64_t now, rng;
 static double *cost;
@@ -184,13 +194,112 @@ static void row(const char *filter, const char *search, size_t n,
 	free(lat);
 }
 
+static const char *verdict(const struct tp_replay_result *r)
+{
+	switch (r->status) {
+	case TP_REPLAY_OK:
+		return "fits";
+	case TP_REPLAY_OOM:
+		return "oom";
+	case TP_REPLAY_THRASH:
+		return "thrash";
+	default:
+		return "error";
+	}
+}
+
+static int sim_table(const char *only)
+{
+	static const struct {
+		const char *name;
+		struct tp_trace_gen_opts o;
+	} models[] = {
+		{ "cnn", { TP_TRACE_GEN_CNN, TP_TRACE_GEN_SGD, 64, 16, 64, 56,
+			   0, 1000, 2 } },
+		{ "transformer", { TP_TRACE_GEN_TRANSFORMER,
+				   TP_TRACE_GEN_ADAM, 32, 12, 768, 128, 12,
+				   30522, 2 } },
+	};
+	static const char *const policies[][2] = {
+		{ "delta", "delta" }, { "delta", "delta-overlap" },
+		{ "lru", "delta" }, { "delta", "evict" }, { "lru", "evict" },
+		{ "dtr", "evict" }, { "msps", "delta" }, { "delta", "offload" },
+		{ "lru", "offload" },
+	};
+	static const unsigned pct[] = { 100, 75, 50, 35 };
+	struct tp_replay_opts o = {
+		.prefetch = -1,
+		.remap_ns = -1,
+		.iterations = 1,
+		.extra = "vmm.sim.driver_granule=2M",
+	};
+
+	printf("# sim backend, H100 costs, driver costs per 2 MiB granule; budget %% of the unconstrained peak\n");
+	printf("%-11s %-20s %4s %-6s %10s %7s %7s %7s %14s\n", "trace",
+	       "policy", "pct", "result", "extra_%", "evict", "offload",
+	       "recomp", "pf_hit/iss/late");
+	for (size_t m = 0; m < sizeof(models) / sizeof(models[0]); m++) {
+		struct tp_replay_result u, r;
+		struct tp_trace *t;
+
+		if (only && strcmp(only, models[m].name))
+			continue;
+		if (tp_trace_generate(&models[m].o, &t))
+			return 1;
+		o.budget_bytes = 0;
+		o.thrash_limit = 0;
+		if (tp_replay_run(t, &o, &u) || u.status != TP_REPLAY_OK) {
+			tp_trace_free(t);
+			return 1;
+		}
+		printf("# %s: unconstrained peak %llu bytes, %.3f ms\n",
+		       models[m].name, (unsigned long long)u.phys_peak,
+		       (double)u.time_ns / 1e6);
+		for (size_t b = 0; b < sizeof(pct) / sizeof(pct[0]); b++) {
+			for (size_t p = 0; p < sizeof(policies) /
+					       sizeof(policies[0]); p++) {
+				char name[32];
+
+				o.budget_bytes = u.phys_peak * pct[b] / 100;
+				o.filter = policies[p][0];
+				o.director = policies[p][1];
+				o.thrash_limit = 20;
+				if (tp_replay_run(t, &o, &r))
+					r.status = TP_REPLAY_ERROR;
+				snprintf(name, sizeof(name), "%s/%s",
+					 policies[p][0], policies[p][1]);
+				printf("%-11s %-20s %4u %-6s %10.1f %7llu %7llu %7llu %6llu/%llu/%llu\n",
+				       models[m].name, name, pct[b],
+				       verdict(&r),
+				       r.status == TP_REPLAY_OK ?
+				       100.0 * ((double)r.time_ns -
+						(double)u.time_ns) /
+				       (double)u.time_ns : NAN,
+				       (unsigned long long)r.evictions,
+				       (unsigned long long)r.offloads,
+				       (unsigned long long)r.recomputes,
+				       (unsigned long long)r.prefetch_hits,
+				       (unsigned long long)r.prefetch_issued,
+				       (unsigned long long)r.prefetch_late);
+				fflush(stdout);
+			}
+		}
+		tp_trace_free(t);
+	}
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	static const char *const filters[] = {
 		"delta", "lru", "greedy", "dtr", "msps", "coop",
 	};
 	static const size_t sizes[] = { 1000, 10000, 100000 };
-	unsigned decisions = argc > 1 ? (unsigned)atoi(argv[1]) : 20000;
+	unsigned decisions;
+
+	if (argc > 1 && !strcmp(argv[1], "sim"))
+		return sim_table(argc > 2 ? argv[2] : NULL);
+	decisions = argc > 1 ? (unsigned)atoi(argv[1]) : 20000;
 
 	rng = argc > 2 ? strtoull(argv[2], NULL, 0) : 0x5eed;
 	if (!decisions || !rng) {

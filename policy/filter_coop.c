@@ -173,7 +173,7 @@ void tp_coop_place(struct tp_policy *pol, struct tp_tensor *t)
 	double c, m, d;
 
 	t->pol.right = false;
-	if (pol->conf->policy_filter != TP_FILTER_COOP ||
+	if (pol->conf->policy_filter != TP_FILTER_COOP || !pol->ctx->vmm ||
 	    !tp_vmm_pool_contiguous(pol->ctx->vmm) ||
 	    t->resident_pages == t->nr_pages)
 		return;

@@ -18,6 +18,7 @@
 #include "tpager.h"
 #include "trace/replay.h"
 #include "trace/trace.h"
+#include "ctl/conf.h"
 
 #define SWEEP_STEP	5	/* percent */
 
@@ -81,31 +82,10 @@ static bool parse_uint(const char *s, unsigned long long max,
 	return !errno && !*end && *v <= max;
 }
 
-/* Bytes with an optional K/M/G/T suffix (powers of 1024). */
+/* Bytes with an optional K/M/G/T suffix, as the configuration reads them. */
 static bool parse_bytes(const char *s, uint64_t *v)
 {
-	unsigned long long n;
-	char *end;
-	unsigned shift = 0;
-
-	if (*s < '0' || *s > '9')
-		return false;
-	errno = 0;
-	n = strtoull(s, &end, 10);
-	if (errno)
-		return false;
-	switch (*end) {
-	case 'K': case 'k': shift = 10; end++; break;
-	case 'M': case 'm': shift = 20; end++; break;
-	case 'G': case 'g': shift = 30; end++; break;
-	case 'T': case 't': shift = 40; end++; break;
-	}
-	if (*end == 'B' || *end == 'b')
-		end++;
-	if (*end || (shift && n > (UINT64_MAX >> shift)))
-		return false;
-	*v = (uint64_t)n << shift;
-	return true;
+	return tp_parse_size(s, v) == 0;
 }
 
 static void parse_budget(struct sim_args *a, const char *s)

@@ -1,15 +1,26 @@
 // SPDX-License-Identifier: MIT
 /*
- * bench/policy-table: replay DTR's recorded logs through the library on
- * the sim backend under budget ratios of their unconstrained peak, with
- * each policy, and print the overhead tables of dtr-log-format.md beside
- * DTR's own reference figures.
+ * bench/policy-table: the policy comparison of tpager-sim, as tables.
  *
- *   policy-table [--chunk-size B] [LOG...]
+ *   policy-table [--chunk-size B] [--no-sweep] [TRACE...]
+ *   policy-table --dtr [--chunk-size B] [LOG...]
  *
- * Without LOG arguments it reads the logs in $top_srcdir/../shared/traces/dtr
- * (or ../shared/traces/dtr, ../../shared/traces/dtr from the current
- * directory).
+ * Default: the shipped traces (the .trace files of traces/ in $top_srcdir,
+ * . or ..), or the TRACEs named (a path, or the start of a shipped
+ * trace's name: "vgg16"). For each trace, each policy of the comparison on chunks (dtr,
+ * lru, greedy, msps, delta, delta-overlap) and on the contiguous pool
+ * (coop, delta), under 75/50/35/25 % of the trace's peak of live bytes:
+ * extra time over the unconstrained replay in the same mode, or why it
+ * did not fit; then the minimum budget (Coop's metric: from 100 % down in
+ * steps of 5 % until a run fails, or up from 100 % until one fits) and
+ * the fragmentation rate of the run at that minimum (Coop §4.2; 0 on
+ * chunks). Driver costs are the sim's
+ * defaults, charged per 2 MiB granule as on a GPU; copies at the sim's
+ * default link bandwidth; prefetch on.
+ *
+ * --dtr: DTR's recorded logs (the .log.gz files of
+ * $top_srcdir/../shared/traces/dtr, or the LOGs named) under budget ratios of their unconstrained peak,
+ * beside DTR's own reference figures (dtr-log-format.md):
  *
  * Table 1, recompute only, DTR's semantics: remap cost 0, no offload, no
  * prefetch, eviction on demand (watermarks at 100 %), runs stopped past
@@ -30,6 +41,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "tpager.h"
 #include "trace/replay.h"
 
 static const double ratios[] = { 0.2, 0.3, 0.5, 0.7, 0.9 };
@@ -59,6 +71,19 @@ static const struct {
 };
 
 static uint64_t chunk_size;
+
+/*
+ * A budget that does not fit is a cell of the table, not an error to
+ * print: the library's messages are kept, and shown only with a failure
+ * that is not a verdict.
+ */
+static char last_log[512];
+
+static void keep_log(enum tp_log_level level, const char *msg, void *priv)
+{
+	if (level <= TP_LOG_ERROR)
+		snprintf(last_log, sizeof(last_log), "%s", msg);
+}
 
 static const char *base_name(const char *path)
 {
@@ -202,64 +227,395 @@ static int cmp_str(const void *a, const void *b)
 	return strcmp(*(char *const *)a, *(char *const *)b);
 }
 
+/*
+ * The files ending in @suffix in the first of @dirs that opens, sorted,
+ * as malloc'd paths in @paths (at most @max). Return: how many, or -1
+ * when no directory opened.
+ */
+static int list_dir(const char *const *dirs, size_t n_dirs,
+		    const char *suffix, char **paths, size_t max)
+{
+	size_t n = 0, sl = strlen(suffix);
+	const char *dir = NULL;
+	struct dirent *e;
+	DIR *d = NULL;
+
+	for (size_t i = 0; i < n_dirs && !d; i++) {
+		d = opendir(dirs[i]);
+		if (d)
+			dir = dirs[i];
+	}
+	if (!d)
+		return -1;
+	while ((e = readdir(d)) && n < max) {
+		size_t l = strlen(e->d_name);
+
+		if (l <= sl || strcmp(e->d_name + l - sl, suffix))
+			continue;
+		paths[n] = malloc(strlen(dir) + l + 2);
+		if (!paths[n])
+			break;
+		sprintf(paths[n++], "%s/%s", dir, e->d_name);
+	}
+	closedir(d);
+	qsort(paths, n, sizeof(paths[0]), cmp_str);
+	return (int)n;
+}
+
 /* Every *.log.gz in the first directory of the default places found. */
 static int run_default(void)
 {
 	const char *top = getenv("top_srcdir");
-	char dirs[3][4096], *names[64], path[4096 + 512];
-	size_t n = 0;
-	int ret = 0;
-	DIR *d = NULL;
-	struct dirent *e;
+	char dir0[4096], *paths[64];
+	const char *dirs[] = { dir0, "../shared/traces/dtr",
+			       "../../shared/traces/dtr" };
+	int n, ret = 0;
 
-	snprintf(dirs[0], sizeof(dirs[0]), "%s/../shared/traces/dtr",
+	snprintf(dir0, sizeof(dir0), "%s/../shared/traces/dtr",
 		 top ? top : ".");
-	snprintf(dirs[1], sizeof(dirs[1]), "../shared/traces/dtr");
-	snprintf(dirs[2], sizeof(dirs[2]), "../../shared/traces/dtr");
-	for (int i = 0; i < 3 && !d; i++) {
-		d = opendir(dirs[i]);
-		if (d)
-			top = dirs[i];
-	}
-	if (!d) {
+	n = list_dir(dirs, 3, ".log.gz", paths, 64);
+	if (n < 0) {
 		fprintf(stderr, "policy-table: no DTR logs found; give their paths\n");
 		return 1;
 	}
-	while ((e = readdir(d)) && n < 64) {
-		size_t l = strlen(e->d_name);
-
-		if (l > 7 && !strcmp(e->d_name + l - 7, ".log.gz"))
-			names[n++] = strdup(e->d_name);
-	}
-	closedir(d);
-	qsort(names, n, sizeof(names[0]), cmp_str);
-	for (size_t i = 0; i < n; i++) {
-		if (names[i] && !ret) {
-			if ((size_t)snprintf(path, sizeof(path), "%s/%s", top,
-					     names[i]) < sizeof(path))
-				ret = run_log(path);
-		}
-		free(names[i]);
+	for (int i = 0; i < n; i++) {
+		if (!ret)
+			ret = run_log(paths[i]);
+		free(paths[i]);
 	}
 	return ret ? 1 : 0;
 }
 
+/* --- the shipped traces: issue 8's comparison ----------------------- */
+
+/* A row: a policy on a pool. */
+struct row {
+	const char *filter, *director;
+	bool contiguous;
+};
+
+/*
+ * DTR, LRU and GREEDY are recompute-only in their papers; Capuchin's
+ * MSPS chooses swap or recompute per tensor, as the delta director does;
+ * Coop evicts. The last two rows are the same as two above them but on
+ * the fragmenting pool: what remapping buys.
+ */
+static const struct row rows[] = {
+	{ "dtr", "evict", false },
+	{ "lru", "evict", false },
+	{ "greedy", "evict", false },
+	{ "msps", "delta", false },
+	{ "delta", "delta", false },
+	{ "delta", "delta-overlap", false },
+	{ "coop", "evict", true },
+	{ "delta", "delta", true },
+};
+#define NR_ROWS (sizeof(rows) / sizeof(rows[0]))
+
+static const unsigned table_pct[] = { 75, 50, 35, 25 };
+#define NR_PCT (sizeof(table_pct) / sizeof(table_pct[0]))
+
+#define SWEEP_STEP	5	/* percent, as tpager-sim --sweep */
+#define NR_STEPS	(100 / SWEEP_STEP)
+#define SWEEP_MAX	200	/* percent, when 100 does not fit */
+
+/*
+ * Recomputation past this many times the compute of the iteration is
+ * stopped as thrashing: such a run would "fit" after hours of virtual
+ * time, which no one would call fitting.
+ */
+#define TRACE_THRASH	10.0
+
+static bool no_sweep;
+
+static void trace_opts(struct tp_replay_opts *o, const struct row *rw,
+		       uint64_t budget)
+{
+	memset(o, 0, sizeof(*o));
+	o->budget_bytes = budget;
+	o->chunk_size = chunk_size;
+	o->filter = rw->filter;
+	o->director = rw->director;
+	o->prefetch = -1;
+	o->remap_ns = -1;
+	o->thrash_limit = budget ? TRACE_THRASH : 0;
+	o->extra = rw->contiguous ?
+		   "vmm.sim.driver_granule=2M,vmm.mode=contiguous" :
+		   "vmm.sim.driver_granule=2M";
+}
+
+/* One run of a row; what a cell and the sweep need of it. */
+struct outcome {
+	bool done;
+	enum tp_replay_status status;
+	uint64_t time_ns;
+	uint64_t frag_ppm;
+};
+
+static int run_row(const struct tp_trace *t, const struct row *rw,
+		   uint64_t budget, struct outcome *out, double *speed)
+{
+	struct tp_replay_opts o;
+	struct tp_replay_result r;
+	int ret;
+
+	trace_opts(&o, rw, budget);
+	ret = tp_replay_run(t, &o, &r);
+	if (ret || r.status == TP_REPLAY_ERROR) {
+		fprintf(stderr, "policy-table: %s/%s%s at %llu bytes: %s (%s)\n",
+			rw->filter, rw->director,
+			rw->contiguous ? " (contiguous)" : "",
+			(unsigned long long)budget, r.error, last_log);
+		return ret ? ret : (r.err ? r.err : -EIO);
+	}
+	out->done = true;
+	out->status = r.status;
+	out->time_ns = r.time_ns;
+	out->frag_ppm = r.fragmentation_ppm;
+	if (r.wall_s > 0)
+		*speed = (double)r.ops / r.wall_s;
+	return 0;
+}
+
+static void print_cell(const struct outcome *c, uint64_t base_ns)
+{
+	char buf[32];
+
+	if (c->status == TP_REPLAY_OOM)
+		snprintf(buf, sizeof(buf), "OOM");
+	else if (c->status == TP_REPLAY_THRASH)
+		snprintf(buf, sizeof(buf), "thr");
+	else
+		snprintf(buf, sizeof(buf), "%.1f%%", base_ns ?
+			 100.0 * ((double)c->time_ns - (double)base_ns) /
+			 (double)base_ns : 0.0);
+	printf(" %9s", buf);
+}
+
+static int trace_row(const struct tp_trace *t, uint64_t peak,
+		     const struct row *rw, uint64_t base_ns, double *speed)
+{
+	struct outcome at[NR_STEPS + 1] = { 0 };	/* by percent / step */
+	uint64_t frag = 0;
+	int min = -1, ret;
+	char name[48];
+
+	snprintf(name, sizeof(name), "%s/%s", rw->filter, rw->director);
+	printf("  %-20s %-10s", name, rw->contiguous ? "contiguous" :
+	       "chunked");
+	fflush(stdout);
+	/*
+	 * Coop's minimum budget: down from 100 % until a run fails; when
+	 * 100 % fails (a fragmenting pool), up to SWEEP_MAX % until one fits.
+	 */
+	for (int p = 100; !no_sweep && p > 0; p -= SWEEP_STEP) {
+		struct outcome *c = &at[p / SWEEP_STEP];
+
+		ret = run_row(t, rw, (uint64_t)((double)peak * p / 100.0), c,
+			      speed);
+		if (ret)
+			return ret;
+		if (c->status != TP_REPLAY_OK)
+			break;
+		min = p;
+		frag = c->frag_ppm;
+	}
+	for (int p = 100 + SWEEP_STEP; !no_sweep && min < 0 &&
+	     p <= SWEEP_MAX; p += SWEEP_STEP) {
+		struct outcome c = { 0 };
+
+		ret = run_row(t, rw, (uint64_t)((double)peak * p / 100.0), &c,
+			      speed);
+		if (ret)
+			return ret;
+		if (c.status == TP_REPLAY_OK) {
+			min = p;
+			frag = c.frag_ppm;
+		}
+	}
+	for (size_t k = 0; k < NR_PCT; k++) {
+		struct outcome *c = &at[table_pct[k] / SWEEP_STEP];
+
+		if (!c->done) {
+			ret = run_row(t, rw, (uint64_t)((double)peak *
+							table_pct[k] / 100.0),
+				      c, speed);
+			if (ret)
+				return ret;
+		}
+		print_cell(c, base_ns);
+	}
+	if (no_sweep)
+		printf(" %6s %8s\n", "-", "-");
+	else if (min < 0)
+		printf("  >%3d%% %8s\n", SWEEP_MAX, "-");
+	else
+		printf(" %5d%% %8.4f\n", min, frag / 1e6);
+	return 0;
+}
+
+static int run_trace(const char *path)
+{
+	enum tp_trace_format fmt = TP_TRACE_FMT_UNKNOWN;
+	struct tp_replay_result u[2];
+	struct tp_trace *t = NULL;
+	struct tp_trace_error err;
+	struct tp_trace_summary s;
+	double speed = 0;
+	char msg[512];
+	int ret;
+
+	ret = tp_replay_load(path, &fmt, &t, &err);
+	if (ret) {
+		fprintf(stderr, "policy-table: %s\n",
+			tp_trace_error_str(&err, msg, sizeof(msg)));
+		return ret;
+	}
+	ret = tp_trace_peak(t, &s);
+	if (ret)
+		goto out;
+	/* The unconstrained replay of each pool, the base of extra time. */
+	for (int m = 0; m < 2; m++) {
+		struct row free_row = { NULL, NULL, m == 1 };
+		struct tp_replay_opts o;
+
+		trace_opts(&o, &free_row, 0);
+		ret = tp_replay_run(t, &o, &u[m]);
+		if (ret || u[m].status != TP_REPLAY_OK) {
+			fprintf(stderr, "policy-table: %s: unconstrained replay: %s\n",
+				path, u[m].error);
+			ret = ret ? ret : -EIO;
+			goto out;
+		}
+	}
+	printf("\n%s: peak %.3f GB of live tensors, %llu ops, chunk %llu\n",
+	       base_name(path), s.peak_bytes / 1e9,
+	       (unsigned long long)u[0].ops,
+	       (unsigned long long)u[0].chunk_size);
+	printf("  unconstrained: %.3f ms on chunks, %.3f ms contiguous\n",
+	       u[0].time_ns / 1e6, u[1].time_ns / 1e6);
+	printf("  extra time over the unconstrained replay of the same pool; budget %% of the peak\n");
+	printf("  %-20s %-10s", "policy", "pool");
+	for (size_t k = 0; k < NR_PCT; k++)
+		printf(" %8u%%", table_pct[k]);
+	printf(" %6s %8s\n", "min", "frag@min");
+	for (size_t i = 0; i < NR_ROWS && !ret; i++)
+		ret = trace_row(t, s.peak_bytes, &rows[i],
+				u[rows[i].contiguous].time_ns, &speed);
+	if (!ret)
+		printf("  replay speed of the last run: %.0f ops/s\n", speed);
+out:
+	tp_trace_free(t);
+	return ret;
+}
+
+/* The shipped traces' directory, or NULL. */
+static const char *const *trace_dirs(size_t *n)
+{
+	static char dir0[4096];
+	static const char *dirs[] = { dir0, "traces", "../traces" };
+	const char *top = getenv("top_srcdir");
+
+	snprintf(dir0, sizeof(dir0), "%s/traces", top ? top : ".");
+	*n = 3;
+	return dirs;
+}
+
+/* A path as given, else the shipped trace whose name starts with @arg. */
+static int run_named(const char *arg)
+{
+	const char *const *dirs;
+	char *paths[64];
+	size_t nd, hits = 0, hit = 0;
+	int n, ret;
+
+	if (!access(arg, R_OK))
+		return run_trace(arg);
+	dirs = trace_dirs(&nd);
+	n = list_dir(dirs, nd, ".trace", paths, 64);
+	for (int i = 0; i < n; i++)
+		if (!strncmp(base_name(paths[i]), arg, strlen(arg)))
+			hit = (size_t)i, hits++;
+	if (hits == 1) {
+		ret = run_trace(paths[hit]);
+	} else {
+		fprintf(stderr, "policy-table: '%s': %s\n", arg, hits ?
+			"names more than one shipped trace" :
+			"no such file or shipped trace");
+		ret = -ENOENT;
+	}
+	for (int i = 0; i < n; i++)
+		free(paths[i]);
+	return ret;
+}
+
+static int run_shipped(void)
+{
+	const char *const *dirs;
+	char *paths[64];
+	size_t nd;
+	int n, ret = 0;
+
+	dirs = trace_dirs(&nd);
+	n = list_dir(dirs, nd, ".trace", paths, 64);
+	if (n <= 0) {
+		fprintf(stderr, "policy-table: no shipped traces found (set top_srcdir or give their paths)\n");
+		return 1;
+	}
+	for (int i = 0; i < n; i++) {
+		if (!ret)
+			ret = run_trace(paths[i]);
+		free(paths[i]);
+	}
+	return ret ? 1 : 0;
+}
+
+static void usage(FILE *f)
+{
+	fprintf(f, "usage: policy-table [--chunk-size B] [--no-sweep] [TRACE...]\n"
+		   "       policy-table --dtr [--chunk-size B] [LOG...]\n");
+}
+
 int main(int argc, char **argv)
 {
-	int i = 1, ret = 0;
+	bool dtr = false;
+	int i, ret = 0;
 
-	if (i + 1 < argc && !strcmp(argv[i], "--chunk-size")) {
-		chunk_size = strtoull(argv[i + 1], NULL, 0);
-		if (chunk_size < 4096 || (chunk_size & (chunk_size - 1))) {
-			fprintf(stderr, "policy-table: --chunk-size: a power of two of at least 4096\n");
+	tp_set_log(keep_log, NULL);
+	for (i = 1; i < argc && argv[i][0] == '-'; i++) {
+		if (!strcmp(argv[i], "--dtr")) {
+			dtr = true;
+		} else if (!strcmp(argv[i], "--no-sweep")) {
+			no_sweep = true;
+		} else if (!strcmp(argv[i], "--chunk-size") && i + 1 < argc) {
+			chunk_size = strtoull(argv[++i], NULL, 0);
+			if (chunk_size < 4096 || (chunk_size & (chunk_size - 1))) {
+				fprintf(stderr, "policy-table: --chunk-size: a power of two of at least 4096\n");
+				return 2;
+			}
+		} else if (!strcmp(argv[i], "--help")) {
+			usage(stdout);
+			return 0;
+		} else {
+			usage(stderr);
 			return 2;
 		}
-		i += 2;
 	}
-	printf("tpager policy table: DTR logs replayed on the sim backend, remap cost 0\n");
+	if (dtr) {
+		printf("tpager policy table: DTR logs replayed on the sim backend, remap cost 0\n");
+		if (i == argc)
+			return run_default();
+		for (; i < argc && !ret; i++)
+			ret = run_log(argv[i]);
+		return ret ? 1 : 0;
+	}
+	printf("tpager policy table: shipped traces on the sim backend; driver costs per 2 MiB,\n"
+	       "OOM = did not fit, thr = recompute passed %.0fx the compute; min = smallest budget\n"
+	       "in steps of %d%% that fits, frag@min = fragmentation rate there (Coop 4.2)\n",
+	       TRACE_THRASH, SWEEP_STEP);
 	if (i == argc)
-		return run_default();
+		return run_shipped();
 	for (; i < argc && !ret; i++)
-		ret = run_log(argv[i]);
+		ret = run_named(argv[i]);
 	return ret ? 1 : 0;
 }

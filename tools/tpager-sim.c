@@ -21,6 +21,7 @@
 #include "ctl/conf.h"
 
 #define SWEEP_STEP	5	/* percent */
+#define SWEEP_MAX	200	/* percent, when 100 does not fit */
 
 enum budget_kind { B_NONE, B_BYTES, B_PERCENT, B_RATIO };
 
@@ -367,38 +368,62 @@ static void report_json(const struct sim_args *a,
 	(void)a;
 }
 
-/* Coop's metric: the smallest budget, in steps of 5 %, that still fits. */
+static void sweep_line(const struct sim_args *a, int p,
+		       const struct tp_replay_result *r)
+{
+	if (a->json)
+		printf("{\"budget_pct\":%d,\"result\":\"%s\",\"overhead\":%.6f,\"evictions\":%" PRIu64 ",\"offloads\":%" PRIu64 ",\"recomputes\":%" PRIu64 ",\"fragmentation_ppm\":%" PRIu64 "}\n",
+		       p, status_name(r->status), tp_replay_overhead(r),
+		       r->evictions, r->offloads, r->recomputes,
+		       r->fragmentation_ppm);
+	else
+		printf("%6d%%  %-7s %8.4f %10" PRIu64 " %10" PRIu64 " %10" PRIu64 " %8.4f\n",
+		       p, status_name(r->status), tp_replay_overhead(r),
+		       r->evictions, r->offloads, r->recomputes,
+		       r->fragmentation_ppm / 1e6);
+}
+
+/*
+ * Coop's metric: the smallest budget, in steps of 5 % of the trace's
+ * peak, that still fits: down from 100 % until a run fails. A pool that
+ * fragments may not fit even at 100 % of the live bytes; the sweep then
+ * goes up instead, to SWEEP_MAX %, until a run fits.
+ */
 static int sweep(const struct sim_args *a, const struct tp_trace *t,
 		 const struct tp_trace_summary *sum)
 {
 	struct tp_replay_opts o = a->o;
+	uint64_t least = o.chunk_size ? o.chunk_size : (1u << 20);
 	struct tp_replay_result r;
-	int min = -1;
+	int min = -1, p;
 
 	if (!a->json)
-		printf("%-8s %-7s %-8s %10s %10s %10s\n", "budget", "result",
-		       "overhead", "evictions", "offloads", "recomputes");
-	for (int p = 100; p > 0; p -= SWEEP_STEP) {
+		printf("%-8s %-7s %-8s %10s %10s %10s %8s\n", "budget",
+		       "result", "overhead", "evictions", "offloads",
+		       "recomputes", "frag");
+	for (p = 100; p > 0; p -= SWEEP_STEP) {
 		o.budget_bytes = (uint64_t)((double)sum->peak_bytes * p / 100.0);
-		if (o.budget_bytes < (o.chunk_size ? o.chunk_size : (1u << 20)))
+		if (o.budget_bytes < least)
 			break;
 		replay(t, &o, &r);
-		if (a->json)
-			printf("{\"budget_pct\":%d,\"result\":\"%s\",\"overhead\":%.6f,\"evictions\":%" PRIu64 ",\"offloads\":%" PRIu64 ",\"recomputes\":%" PRIu64 "}\n",
-			       p, status_name(r.status), tp_replay_overhead(&r),
-			       r.evictions, r.offloads, r.recomputes);
-		else
-			printf("%6d%%  %-7s %8.4f %10" PRIu64 " %10" PRIu64 " %10" PRIu64 "\n",
-			       p, status_name(r.status), tp_replay_overhead(&r),
-			       r.evictions, r.offloads, r.recomputes);
+		sweep_line(a, p, &r);
 		if (r.status != TP_REPLAY_OK)
 			break;
 		min = p;
 	}
+	for (p = 100 + SWEEP_STEP; min < 0 && p <= SWEEP_MAX; p += SWEEP_STEP) {
+		o.budget_bytes = (uint64_t)((double)sum->peak_bytes * p / 100.0);
+		if (o.budget_bytes < least)
+			continue;
+		replay(t, &o, &r);
+		sweep_line(a, p, &r);
+		if (r.status == TP_REPLAY_OK)
+			min = p;
+	}
 	if (a->json)
 		printf("{\"min_budget_pct\":%d}\n", min);
 	else if (min < 0)
-		printf("minimum budget   none fits\n");
+		printf("minimum budget   none fits up to %d%%\n", SWEEP_MAX);
 	else
 		printf("minimum budget   %d%% of the trace peak (%s/%s)\n", min,
 		       o.filter ? o.filter : "default",

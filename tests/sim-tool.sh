@@ -52,7 +52,7 @@ LOG
 gzip -c "$tmp/chain.log" > "$tmp/chain.log.gz"
 wm="--set pager.high_watermark=100 --set pager.low_watermark=100"
 
-echo "1..16"
+echo "1..18"
 
 "$sim" "$tmp/chain.log" --chunk-size 4K --budget 40960 --policy dtr/evict $wm \
 	> "$tmp/out" 2>"$tmp/err"; rc=$?
@@ -88,6 +88,32 @@ ok $([ $rc = 1 ] && grep -q '^result  *OOM' "$tmp/out" && echo 0 || echo 1) \
 ok $([ $rc = 0 ] && grep -q '^minimum budget  *80% of the trace peak (dtr/evict)$' "$tmp/out" &&
      grep -q '^    75%  OOM' "$tmp/out" && echo 0 || echo 1) \
 	"--sweep: the smallest budget that fits is 80% (10.4 of 13 chunks)"
+
+# The trace of tests/sim-frag.c (see there): 24 chunks of 4 KiB live at
+# its peak; chunks fit in 17, the contiguous pool needs 30, above the peak,
+# which the sweep finds by going up from 100%.
+{
+	echo "tpager-trace 1"
+	for i in 1 3 5 7 9 11 13 15; do
+		echo "tensor $i 4096 param"
+		echo "op fill 1000 $i => $((i + 1)):8192:activation,computable"
+	done
+	for i in 2 4 6 8 10 12 14 16; do echo "free $i"; done
+	echo "op big 4000 1 => 17:32768:activation,computable"
+	echo "op use 1000 17 3 => 18:4096:activation,computable"
+	echo "free 17"; echo "free 18"
+} > "$tmp/frag.trace"
+"$sim" "$tmp/frag.trace" --chunk-size 4K --policy dtr/evict --sweep \
+	> "$tmp/out" 2>"$tmp/err"; rc=$?
+ok $([ $rc = 0 ] && grep -q '^minimum budget  *75% of the trace peak (dtr/evict)$' "$tmp/out" &&
+     grep -q '^    70%  OOM' "$tmp/out" && echo 0 || echo 1) \
+	"--sweep on chunks: 75% (18 of 24 chunks; 17 needed)"
+"$sim" "$tmp/frag.trace" --chunk-size 4K --policy dtr/evict --sweep \
+	--set vmm.mode=contiguous > "$tmp/out" 2>"$tmp/err"; rc=$?
+ok $([ $rc = 0 ] && grep -q '^minimum budget  *125% of the trace peak (dtr/evict)$' "$tmp/out" &&
+     grep '^   100%  OOM' "$tmp/out" | grep -qv ' 0\.0000$' &&
+     grep -q '^   120%  OOM' "$tmp/out" && echo 0 || echo 1) \
+	"--sweep contiguous: OOM at 100% with fragmentation, up to 125% (30 chunks)"
 
 fails "no trace" "no trace given"
 fails "two traces" "more than one trace" "$tmp/chain.log" "$tmp/chain.log"

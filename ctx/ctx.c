@@ -43,10 +43,9 @@ static void glue_copy_done(void *priv, bool d2h, uint64_t bytes, uint64_t ns)
 }
 
 static size_t glue_prefetch_pick(void *priv, struct tp_tensor **out,
-				 size_t max, uint64_t free_bytes, uint64_t used,
-				 uint64_t budget)
+				 size_t max)
 {
-	return tp_policy_prefetch_pick(priv, out, max, free_bytes, used, budget);
+	return tp_policy_prefetch_pick(priv, out, max);
 }
 
 static void glue_prefetch_done(void *priv, struct tp_tensor *t, bool ok)

@@ -40,6 +40,19 @@ struct tp_victim_ops {
 	int (*choose)(void *priv, size_t need_bytes, bool no_offload,
 		      struct tp_tensor **victim, enum tp_leave *how);
 	/*
+	 * Optional: choose as above, for room made ahead of need. For a
+	 * prefetch of @ahead_of, only a victim predicted to be used after
+	 * it (DELTA Alg. 4: never evict something needed sooner); for a
+	 * proactive release (@ahead_of NULL), only a victim that would be
+	 * offloaded, since evicting before anyone needs the room throws
+	 * away work for nothing. -ENOENT when the best candidate does not
+	 * qualify. NULL: releases use choose() and stop at an eviction, and
+	 * prefetches take free chunks only.
+	 */
+	int (*choose_ahead)(void *priv, const struct tp_tensor *ahead_of,
+			    size_t need_bytes, bool no_offload,
+			    struct tp_tensor **victim, enum tp_leave *how);
+	/*
 	 * Optional (may be NULL): a host copy of @bytes (@d2h: offload,
 	 * else reload) was seen complete @ns after it was issued; the
 	 * measured link bandwidth. Called on the caller's thread.
@@ -55,17 +68,18 @@ struct tp_victim_ops {
 	 * release_bytes: bytes to release proactively now, given @used of
 	 * @budget (replaces the pager's pager.high/low_watermark rule).
 	 * prefetch_pick: offloaded tensors to reload now into @out (room for
-	 * @max), using at most @free_bytes of free chunks; the pager
-	 * answers each with prefetch_done (@ok: its pages came back).
+	 * @max), soonest use first; the pager makes room for each from
+	 * victims needed after it (choose_ahead), stops at the first it
+	 * cannot, and answers each with prefetch_done (@ok: its pages came
+	 * back).
 	 * recompute_back: for an acquire of an offloaded regenerable @t,
 	 * true when regenerating it is cheaper than reloading it.
 	 */
 	void (*on_acquire)(void *priv, struct tp_tensor *t);
 	void (*forget)(void *priv, struct tp_tensor *t);
 	uint64_t (*release_bytes)(void *priv, uint64_t used, uint64_t budget);
-	size_t (*prefetch_pick)(void *priv, struct tp_tensor **out, size_t max,
-				uint64_t free_bytes, uint64_t used,
-				uint64_t budget);
+	size_t (*prefetch_pick)(void *priv, struct tp_tensor **out,
+				size_t max);
 	void (*prefetch_done)(void *priv, struct tp_tensor *t, bool ok);
 	bool (*recompute_back)(void *priv, const struct tp_tensor *t);
 	void *priv;

@@ -235,6 +235,12 @@ int tp_pager_prefetch(struct tp_pager *pg, struct tp_tensor *t)
 	/* Counted here whoever asked: tp_tensor_prefetch or the prefetcher. */
 	pg->c.prefetch_issued++;
 	t->prefetched = true;
+	/*
+	 * A prefetch is a use foretold: as stale as it was, the tensor would
+	 * be the filter's first choice the moment it lands.
+	 */
+	t->last_access_ns = tp_vmm_now_ns(pg->vmm);
+	t->access_seq = ++pg->access_seq;
 	tp_pager_cand_update(pg, t);
 	return 0;
 }
@@ -252,14 +258,21 @@ void tp_pager_prefetch_run(struct tp_pager *pg)
 	size_t n;
 
 	tp_vmm_reap(pg->vmm);
-	n = pg->victim.prefetch_pick(pg->victim.priv, pick, 8,
-				     (uint64_t)tp_vmm_chunks_free(pg->vmm) * pg->chunk,
-				     tp_pager_used_bytes(pg),
-				     tp_pager_budget_bytes(pg));
+	n = pg->victim.prefetch_pick(pg->victim.priv, pick, 8);
 	for (size_t i = 0; i < n; i++) {
 		struct tp_tensor *t = pick[i];
-		int ret = tp_pager_prefetch(pg, t);
+		size_t missing = 0;
+		int ret = 0;
 
+		for (size_t j = 0; j < t->nr_pages; j++)
+			missing += t->pages[j].state == TP_PAGE_OFFLOADED ||
+				   t->pages[j].state == TP_PAGE_OFFLOADING;
+		/* Room from tensors needed later, or not at all: then
+		 * neither this one nor those after it, needed later still. */
+		if (missing && !tp_vmm_chunks_fit(pg->vmm, missing))
+			ret = tp_pager_make_room_ahead(pg, t, missing);
+		if (!ret)
+			ret = tp_pager_prefetch(pg, t);
 		if (ret || !t->inflight_pages) {
 			/* Refused, or nothing was in swap: answered now. */
 			if (pg->victim.prefetch_done)

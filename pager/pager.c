@@ -59,6 +59,7 @@ struct tp_pager *tp_pager_create(struct tp_ctx *ctx)
 	pg->next_id = 1;
 	CDS_INIT_LIST_HEAD(&pg->tensors);
 	CDS_INIT_LIST_HEAD(&pg->inflight);
+	CDS_INIT_LIST_HEAD(&pg->cands);
 	CDS_INIT_LIST_HEAD(&pg->lru);
 	CDS_INIT_LIST_HEAD(&pg->cache.ranges);
 	/*
@@ -140,16 +141,14 @@ void tp_pager_set_victim_ops(struct tp_pager *pg, const struct tp_victim_ops *op
 	struct tp_tensor *t;
 
 	/* Hand the candidates over: the old ops forget them, the new learn. */
-	cds_list_for_each_entry(t, &pg->tensors, link)
-		if (t->candidate)
-			pg->victim.del(pg->victim.priv, t);
+	cds_list_for_each_entry(t, &pg->cands, cand)
+		pg->victim.del(pg->victim.priv, t);
 	if (ops)
 		pg->victim = *ops;
 	else
 		tp_victim_lru_init(pg, &pg->victim);
-	cds_list_for_each_entry(t, &pg->tensors, link)
-		if (t->candidate)
-			pg->victim.add(pg->victim.priv, t);
+	cds_list_for_each_entry(t, &pg->cands, cand)
+		pg->victim.add(pg->victim.priv, t);
 }
 
 void tp_pager_set_regen_ops(struct tp_pager *pg, const struct tp_regen_ops *ops)
@@ -255,11 +254,22 @@ void tp_pager_cand_update(struct tp_pager *pg, struct tp_tensor *t)
 		drop_range(pg, t);
 	if (want == t->candidate)
 		return;
-	t->candidate = want;
-	if (want)
+	if (want) {
+		t->candidate = true;
+		cds_list_add_tail(&t->cand, &pg->cands);
 		pg->victim.add(pg->victim.priv, t);
-	else
-		pg->victim.del(pg->victim.priv, t);
+	} else {
+		tp_pager_cand_drop(pg, t);
+	}
+}
+
+void tp_pager_cand_drop(struct tp_pager *pg, struct tp_tensor *t)
+{
+	if (!t->candidate)
+		return;
+	t->candidate = false;
+	cds_list_del(&t->cand);
+	pg->victim.del(pg->victim.priv, t);
 }
 
 struct tp_event *tp_pager_compute_event(struct tp_pager *pg)
@@ -722,14 +732,8 @@ int tp_pager_swap_identity(struct tp_pager *pg, struct tp_tensor *a,
 		ret = tp_pager_settle(pg, b, 0, b->nr_pages - 1);
 	if (ret)
 		return ret;
-	if (a->candidate) {
-		pg->victim.del(pg->victim.priv, a);
-		a->candidate = false;
-	}
-	if (b->candidate) {
-		pg->victim.del(pg->victim.priv, b);
-		b->candidate = false;
-	}
+	tp_pager_cand_drop(pg, a);
+	tp_pager_cand_drop(pg, b);
 #define SWAP(x, y) do { __typeof__(x) _s = (x); (x) = (y); (y) = _s; } while (0)
 	SWAP(a->va, b->va);
 	SWAP(a->pages, b->pages);

@@ -143,6 +143,7 @@ struct tp_pager {
 	size_t tensors_live;
 	struct cds_list_head tensors;
 	struct cds_list_head inflight;	/* tensors with copies in flight */
+	struct cds_list_head cands;	/* tensors offered to the victim ops */
 	struct tp_victim_ops victim;
 	struct tp_regen_ops regen;
 	struct cds_list_head lru;	/* default victim ops' candidates */
@@ -187,6 +188,12 @@ static inline size_t tp_page_len(const struct tp_pager *pg,
  * after anything that changes whether it can leave.
  */
 void tp_pager_cand_update(struct tp_pager *pg, struct tp_tensor *t);
+
+/**
+ * tp_pager_cand_drop() - withdraw @t from the victim ops (if offered), as
+ * when it is chosen and on its way out.
+ */
+void tp_pager_cand_drop(struct tp_pager *pg, struct tp_tensor *t);
 
 /**
  * tp_pager_poll() - observe completed copies: OFFLOADING pages become
@@ -274,6 +281,16 @@ void tp_pager_prefetch_run(struct tp_pager *pg);
 void tp_pager_prefetch_answer(struct tp_pager *pg, struct tp_tensor *t, bool ok);
 
 /* --- reclaim.c ------------------------------------------------------- */
+
+/**
+ * tp_pager_make_room_ahead() - room for @n chunks to prefetch @t into,
+ * made only of victims the victim ops predict to be used after @t
+ * (choose_ahead); never waits. Return 0, -EAGAIN when the room is still
+ * on its way back (deferred unmaps), -ENOMEM when no victim qualifies
+ * (what left already stays left).
+ */
+int tp_pager_make_room_ahead(struct tp_pager *pg, struct tp_tensor *t,
+			     size_t n);
 
 /**
  * tp_pager_make_room() - make @n chunks free in the pool: shrink the range

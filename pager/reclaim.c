@@ -19,18 +19,20 @@ int tp_pager_leave(struct tp_pager *pg, struct tp_tensor *t, enum tp_leave how)
 }
 
 /*
- * Chunks the candidates could give back: evictable pages all, offloadable
- * tensors as far as host swap has room for them whole. An upper bound of what the victim
- * ops can find, so that a request beyond it fails before anything moves.
+ * Whether the candidates could give back @want chunks: evictable pages
+ * all, offloadable tensors as far as host swap has room for them whole.
+ * An upper bound of what the victim ops can find, so that a request
+ * beyond it fails before anything moves. Only candidates are walked, and
+ * only until @want is covered: the usual shortfall is a chunk or two.
  */
-static size_t reclaimable(struct tp_pager *pg)
+static bool reclaimable(struct tp_pager *pg, size_t want)
 {
 	size_t room = tp_swap_room(pg), sum = 0;
 	struct tp_tensor *t;
 
-	cds_list_for_each_entry(t, &pg->tensors, link) {
-		if (!t->candidate)
-			continue;
+	cds_list_for_each_entry(t, &pg->cands, cand) {
+		if (sum >= want)
+			return true;
 		if (tp_pager_can_evict(pg, t)) {
 			sum += t->resident_pages;
 		} else if (tp_pager_can_offload(t) &&
@@ -40,7 +42,43 @@ static size_t reclaimable(struct tp_pager *pg)
 			room -= t->resident_pages;
 		}
 	}
-	return sum;
+	return sum >= want;
+}
+
+/* Chunks held by prefetches in flight, which become candidates when they
+ * land. */
+static size_t prefetch_pages(struct tp_pager *pg)
+{
+	struct tp_tensor *t;
+	size_t n = 0;
+
+	cds_list_for_each_entry(t, &pg->inflight, inflight)
+		if (t->prefetched && !t->pins)
+			n += t->inflight_pages;
+	return n;
+}
+
+/*
+ * Wait for the oldest prefetch in flight to land, so that it can be a
+ * victim: the room a demand needs comes before a prediction. Return
+ * whether one landed.
+ */
+static bool land_prefetch(struct tp_pager *pg)
+{
+	struct tp_tensor *t;
+
+	cds_list_for_each_entry(t, &pg->inflight, inflight) {
+		uint64_t t0;
+		int ret;
+
+		if (!t->prefetched || t->pins || !t->inflight_pages)
+			continue;
+		t0 = tp_vmm_now_ns(pg->vmm);
+		ret = tp_pager_settle(pg, t, 0, t->nr_pages - 1);
+		pg->c.stall_ns += tp_vmm_now_ns(pg->vmm) - t0;
+		return !ret;
+	}
+	return false;
 }
 
 struct skipped {
@@ -77,22 +115,36 @@ static void unskip(struct tp_pager *pg, struct skipped *s)
 
 /*
  * Send one victim away. Return 0 when something left (or was skipped and
- * another may), -ENOENT when no candidate is left.
+ * another may), -ENOENT when no candidate is left or, @ahead, none
+ * qualifies for leaving ahead of need (see choose_ahead in hooks.h:
+ * @ahead_of is the tensor a prefetch makes room for, NULL for a
+ * proactive release).
  */
-static int send_victim(struct tp_pager *pg, size_t need, struct skipped *s)
+static int send_victim(struct tp_pager *pg, size_t need, bool ahead,
+		       const struct tp_tensor *ahead_of, struct skipped *s)
 {
+	bool no_offload = tp_swap_room(pg) == 0;
 	struct tp_tensor *v;
 	enum tp_leave how;
 	int ret;
 
-	ret = pg->victim.choose(pg->victim.priv, need * pg->chunk,
-				tp_swap_room(pg) == 0, &v, &how);
+	if (!ahead)
+		ret = pg->victim.choose(pg->victim.priv, need * pg->chunk,
+					no_offload, &v, &how);
+	else if (pg->victim.choose_ahead)
+		ret = pg->victim.choose_ahead(pg->victim.priv, ahead_of,
+					      need * pg->chunk, no_offload,
+					      &v, &how);
+	else if (ahead_of)
+		ret = -ENOENT;	/* no prediction: free chunks only */
+	else
+		ret = pg->victim.choose(pg->victim.priv, need * pg->chunk,
+					no_offload, &v, &how);
 	if (ret)
 		return -ENOENT;
-	if (v->candidate) {
-		pg->victim.del(pg->victim.priv, v);
-		v->candidate = false;
-	}
+	if (ahead && !ahead_of && how == TP_LEAVE_EVICT)
+		return -ENOENT;
+	tp_pager_cand_drop(pg, v);
 	ret = tp_pager_leave(pg, v, how);
 	if (ret || v->resident_pages)
 		skip(pg, s, v);
@@ -103,7 +155,7 @@ int tp_pager_make_room(struct tp_pager *pg, size_t n)
 {
 	struct tp_vmm *vmm = pg->vmm;
 	struct skipped s = { 0 };
-	size_t free_now, pending;
+	size_t free_now, pending, have;
 	int ret = 0;
 
 	tp_vmm_reap(vmm);
@@ -113,8 +165,9 @@ int tp_pager_make_room(struct tp_pager *pg, size_t n)
 	if (n > vmm->nr_chunks)
 		return -ENOMEM;
 	/* Fail before moving anything when the shortfall is certain. */
-	if (tp_vmm_chunks_free(vmm) + tp_vmm_chunks_pending(vmm) +
-	    pg->cache.chunks + pg->slabs.idle + reclaimable(pg) < n)
+	have = tp_vmm_chunks_free(vmm) + tp_vmm_chunks_pending(vmm) +
+	       pg->cache.chunks + pg->slabs.idle + prefetch_pages(pg);
+	if (have < n && !reclaimable(pg, n - have))
 		return -ENOMEM;
 
 	for (;;) {
@@ -138,9 +191,11 @@ int tp_pager_make_room(struct tp_pager *pg, size_t n)
 			continue;
 		/* Contiguous: the victims must make one run of all n. */
 		if (!send_victim(pg, tp_vmm_pool_contiguous(vmm) ? n :
-				 n - free_now - pending, &s))
+				 n - free_now - pending, false, NULL, &s))
 			continue;
 		if (pending && !tp_vmm_reap_wait(vmm))
+			continue;
+		if (land_prefetch(pg))
 			continue;
 		ret = -ENOMEM;
 		break;
@@ -173,8 +228,45 @@ void tp_pager_watermark(struct tp_pager *pg)
 	while (pg->held > target) {
 		if (tp_range_cache_shrink(pg) || tp_slab_shrink(pg))
 			continue;
-		if (send_victim(pg, pg->held - target, &s))
+		if (send_victim(pg, pg->held - target, true, NULL, &s))
 			break;
 	}
 	unskip(pg, &s);
+}
+
+int tp_pager_make_room_ahead(struct tp_pager *pg, struct tp_tensor *t,
+			     size_t n)
+{
+	struct tp_vmm *vmm = pg->vmm;
+	struct skipped s = { 0 };
+	int ret = 0;
+
+	/* @t itself is no victim while room is made for it. */
+	t->pins++;
+	tp_pager_cand_update(pg, t);
+	for (;;) {
+		size_t free_now, pending;
+
+		tp_vmm_reap(vmm);
+		if (tp_vmm_chunks_fit(vmm, n))
+			break;
+		free_now = tp_vmm_chunks_free(vmm);
+		pending = tp_vmm_chunks_pending(vmm);
+		/* Chunks on their way back: a prefetch never waits. */
+		if (pending && free_now + pending >= n) {
+			ret = -EAGAIN;
+			break;
+		}
+		if (tp_range_cache_shrink(pg) || tp_slab_shrink(pg))
+			continue;
+		if (send_victim(pg, tp_vmm_pool_contiguous(vmm) ? n :
+				n - free_now - pending, true, t, &s)) {
+			ret = -ENOMEM;
+			break;
+		}
+	}
+	unskip(pg, &s);
+	t->pins--;
+	tp_pager_cand_update(pg, t);
+	return ret;
 }

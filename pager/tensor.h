@@ -62,6 +62,7 @@ struct tp_tensor {
 	struct cds_list_head link;	/* the pager's list of tensors */
 	struct cds_list_head inflight;	/* copies to poll */
 	struct cds_list_head lru;	/* the default victim ops' order */
+	struct cds_list_head cand;	/* the pager's candidates */
 };
 
 #endif /* TP_PAGER_TENSOR_H */

@@ -76,9 +76,9 @@ bool tp_director_decide(int kind, const struct tp_director_in *in,
 	return true;
 }
 
-bool tp_director_recompute_back(const struct tp_director_in *in)
+bool tp_director_recompute_back(int kind, const struct tp_director_in *in)
 {
-	if (!in->computable || isinf(in->c_r))
+	if (kind == TP_DIRECTOR_OFFLOAD || !in->computable || isinf(in->c_r))
 		return false;
 	/* DELTA §5.5: recompute when it costs less than the reload. */
 	return in->c_r < exposed(in->m, in->b, in->hide_ns);

@@ -49,8 +49,10 @@ double tp_director_f(int kind, const struct tp_director_in *in);
 /**
  * tp_director_recompute_back() - DELTA §5.5: whether an offloaded tensor
  * is cheaper to recompute than to reload (m/b plus remap, minus what the
- * copy can hide) and can be recomputed.
+ * copy can hide) and can be recomputed. Never under @kind
+ * TP_DIRECTOR_OFFLOAD: the swap-only baseline does not recompute what it
+ * swapped out.
  */
-bool tp_director_recompute_back(const struct tp_director_in *in);
+bool tp_director_recompute_back(int kind, const struct tp_director_in *in);
 
 #endif /* TP_POLICY_DIRECTOR_H */

@@ -229,27 +229,37 @@ static bool want_reload(void *priv, struct tp_tensor *t, uint64_t next_use_ns)
 	/* m(t) of the pages to bring back, not of those still resident */
 	in.m = (double)t->bytes - in.m;
 	in.hide_ns = hidden_ns(pol, next_use_ns);
-	return !tp_director_recompute_back(&in);
+	return !tp_director_recompute_back(pol->conf->policy_director, &in);
 }
 
 size_t tp_policy_prefetch_pick(struct tp_policy *pol, struct tp_tensor **out,
-			       size_t max, uint64_t free_bytes, uint64_t used,
-			       uint64_t budget)
+			       size_t max)
 {
 	const struct tp_conf *c = pol->conf;
-	double high = (double)budget * c->pager_high_watermark / 100;
-	uint64_t allowance;
+	struct tp_prefetch_room room = {
+		.chunk = chunk_bytes(pol),
+		.bytes_per_ns = tp_bw_get(&pol->bw, c),
+		.remap_ns = remap_ns_per_chunk(pol),
+	};
 
-	if (!c->policy_prefetch || (double)used >= high)
+	/*
+	 * Each tensor comes back when due, free chunks or not: the pager
+	 * makes room from tensors predicted to be used after it
+	 * (choose_ahead), and stops at the first it finds no room for.
+	 * Free memory is no reason to come back early: the work before the
+	 * use may need it.
+	 */
+	if (!c->policy_prefetch)
 		return 0;
-	/* Prefetching past the high watermark would start a release that
-	 * takes the stalest tensors: those just prefetched. */
-	allowance = (uint64_t)(high - (double)used);
-	if (allowance > free_bytes)
-		allowance = free_bytes;
 	return tp_prefetch_pick(pol->pf, out, max,
-				(unsigned)c->policy_prefetch_depth, allowance,
-				chunk_bytes(pol), want_reload, pol);
+				(unsigned)c->policy_prefetch_depth, &room,
+				want_reload, pol);
+}
+
+bool tp_policy_used_after(struct tp_policy *pol, const struct tp_tensor *v,
+			  const struct tp_tensor *t)
+{
+	return tp_prefetch_used_after(pol->pf, v, t);
 }
 
 void tp_policy_prefetch_done(struct tp_policy *pol, struct tp_tensor *t,
@@ -265,7 +275,7 @@ bool tp_policy_recompute_back(struct tp_policy *pol,
 
 	director_in_base(pol, t, false, &in);
 	in.m = (double)t->bytes - in.m;	/* hide_ns 0: the acquire waits */
-	return tp_director_recompute_back(&in);
+	return tp_director_recompute_back(pol->conf->policy_director, &in);
 }
 
 void tp_policy_forget(struct tp_policy *pol, struct tp_tensor *t)

@@ -98,17 +98,22 @@ void tp_policy_on_acquire(struct tp_policy *pol, struct tp_tensor *t);
 
 /**
  * tp_policy_prefetch_pick() - offloaded tensors to reload now, soonest
- * predicted use first, into @out (room for @max). At most
- * policy.prefetch.depth in flight; only into @free_bytes of free chunks
- * and without taking use above pager.high_watermark of @budget. Tensors
- * cheaper to recompute than to reload are left to be recomputed at use
- * (DELTA §5.5). Each one returned must be answered with
+ * predicted use first, into @out (room for @max): those due (see
+ * TP_PREFETCH_DUE_SLACK), at most policy.prefetch.depth in flight.
+ * Tensors cheaper to recompute than to reload are left to be recomputed
+ * at use (DELTA §5.5). Each one returned must be answered with
  * tp_policy_prefetch_done().
  * Return: how many were written (0 when policy.prefetch is off).
  */
 size_t tp_policy_prefetch_pick(struct tp_policy *pol, struct tp_tensor **out,
-			       size_t max, uint64_t free_bytes, uint64_t used,
-			       uint64_t budget);
+			       size_t max);
+
+/**
+ * tp_policy_used_after() - whether @v's next use is predicted after @t's
+ * (from the last iteration's record); false when either is not known.
+ */
+bool tp_policy_used_after(struct tp_policy *pol, const struct tp_tensor *v,
+			  const struct tp_tensor *t);
 
 /* The reload of a picked tensor completed (@ok) or was not issued. */
 void tp_policy_prefetch_done(struct tp_policy *pol, struct tp_tensor *t,

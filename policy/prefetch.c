@@ -25,6 +25,7 @@ struct pf_ent {
 	int32_t ppos;		/* last iteration's step matching its latest
 				 * acquisition, -1 */
 	uint32_t flags;
+	uint64_t bytes;		/* PF_INFLIGHT: what its reload moves */
 };
 
 struct step {
@@ -53,7 +54,9 @@ struct tp_prefetch {
 	struct pf_ent *cand;	/* an acquisition matched past pos, */
 	size_t cand_pos;	/* at this step: to be confirmed */
 	uint64_t prev_len_ns;
+	uint32_t rec_gen;	/* the iteration recorded in prev */
 	unsigned in_flight;
+	uint64_t in_flight_bytes;
 	struct tp_prefetch_stats st;
 };
 
@@ -191,6 +194,21 @@ void tp_prefetch_iteration_begin(struct tp_prefetch *pf, uint64_t now)
 	}
 	if (pf->prev_n)
 		memset(pf->by_pname, 0, pf->prev_n * sizeof(*pf->by_pname));
+	/*
+	 * Tensors that outlive an iteration (parameters, optimizer state)
+	 * are predicted to be acquired again where they were first acquired
+	 * in the record, so that their first use can be prefetched too; an
+	 * acquisition that turns out otherwise takes the slot back (below).
+	 */
+	if (pf->rec_gen == pf->gen) {
+		for (size_t i = 0; i < pf->tab_cap; i++) {
+			struct pf_ent *e = &pf->tab[i];
+
+			if ((e->flags & PF_USED) && e->gen == pf->gen &&
+			    e->first >= 0 && (size_t)e->first < pf->prev_n)
+				pf->by_pname[e->first] = e->t;
+		}
+	}
 	pf->gen++;
 	pf->cur_n = 0;
 	pf->pos = 0;
@@ -230,6 +248,7 @@ void tp_prefetch_iteration_end(struct tp_prefetch *pf, uint64_t now)
 	pf->cur_cap = cap;
 	pf->cur_n = 0;
 	pf->prev_n = n;
+	pf->rec_gen = pf->gen;
 	pf->prev_len_ns = now > pf->t0 ? now - pf->t0 : 0;
 	for (size_t i = 0; i < n; i++)
 		seen[i] = -1;
@@ -254,6 +273,43 @@ out:
 	pthread_mutex_unlock(&pf->lock);
 }
 
+/*
+ * The record's name @e's tensor was predicted under, when it has not been
+ * acquired yet in this iteration; -1 otherwise.
+ */
+static int32_t predicted_name(const struct tp_prefetch *pf,
+			      const struct pf_ent *e)
+{
+	if (e->gen + 1 != pf->gen || pf->rec_gen + 1 != pf->gen ||
+	    e->first < 0 || (size_t)e->first >= pf->prev_n ||
+	    pf->by_pname[e->first] != e->t)
+		return -1;
+	return e->first;
+}
+
+/*
+ * The record's step of @e's next use from the cursor on: -1 when not
+ * known, INT32_MAX when not again in this iteration.
+ */
+static int64_t next_step(const struct tp_prefetch *pf, const struct pf_ent *e)
+{
+	int32_t next;
+
+	if (!pf->active)
+		return -1;
+	if (e->gen == pf->gen) {
+		if (e->ppos < 0)
+			return -1;
+		/* past uses of the record this iteration skipped */
+		next = pf->prev_next[e->ppos];
+		while (next >= 0 && (size_t)next < pf->pos)
+			next = pf->prev_next[next];
+		return next < 0 ? INT32_MAX : next;
+	}
+	next = predicted_name(pf, e);
+	return next >= 0 && (size_t)next >= pf->pos ? next : -1;
+}
+
 /* Room for step @k in the current recording. */
 static int reserve_step(struct tp_prefetch *pf, size_t k)
 {
@@ -271,17 +327,32 @@ static int reserve_step(struct tp_prefetch *pf, size_t k)
 	return 0;
 }
 
+/*
+ * Whether the record's name @j is free for @t: no tensor of this
+ * iteration took it (a tensor from before may be predicted to).
+ */
+static bool slot_free(struct tp_prefetch *pf, size_t j,
+		      const struct tp_tensor *t)
+{
+	const struct tp_tensor *held = pf->by_pname[j];
+	const struct pf_ent *h;
+
+	if (!held || held == t)
+		return true;
+	h = lookup(pf, held->id);
+	return !h || h->gen != pf->gen;
+}
+
 /* Whether @e's tensor can be the record's step @j. */
-static bool matches(const struct tp_prefetch *pf, const struct pf_ent *e,
-		    size_t j)
+static bool matches(struct tp_prefetch *pf, const struct pf_ent *e, size_t j)
 {
 	int32_t name = pf->prev[j].name;
 
 	if (e->pname >= 0)
 		return name == e->pname;
 	/* first seen: a first acquisition of that size no tensor took */
-	return name == (int32_t)j && !pf->by_pname[j] &&
-	       pf->prev[j].bytes == e->t->bytes;
+	return name == (int32_t)j && pf->prev[j].bytes == e->t->bytes &&
+	       slot_free(pf, j, e->t);
 }
 
 static void take(struct tp_prefetch *pf, struct pf_ent *e, size_t j)
@@ -321,7 +392,7 @@ static void align(struct tp_prefetch *pf, struct pf_ent *e)
 	if (cand && j < pf->prev_n && matches(pf, e, j)) {
 		/* confirmed: the candidate is the record's step j - 1 */
 		if (cand->gen == pf->gen && cand->t &&
-		    (cand->pname >= 0 || !pf->by_pname[j - 1]))
+		    (cand->pname >= 0 || slot_free(pf, j - 1, cand->t)))
 			take(pf, cand, j - 1);
 		take(pf, e, j);
 		return;
@@ -367,6 +438,11 @@ int tp_prefetch_on_acquire(struct tp_prefetch *pf, struct tp_tensor *t,
 		goto out;
 	}
 	if (e->gen != pf->gen) {
+		int32_t slot = predicted_name(pf, e);
+
+		/* matched below like any first acquisition */
+		if (slot >= 0)
+			pf->by_pname[slot] = NULL;
 		e->gen = pf->gen;
 		e->first = (int32_t)k;
 		e->pname = -1;
@@ -388,13 +464,12 @@ static uint64_t next_use_locked(struct tp_prefetch *pf,
 				const struct tp_tensor *t)
 {
 	struct pf_ent *e = lookup(pf, t->id);
+	int64_t next = e ? next_step(pf, e) : -1;
 	uint64_t ref;
-	int32_t next;
 
-	if (!pf->active || !e || e->gen != pf->gen || e->ppos < 0)
-		return 0;	/* not matched to the last iteration */
-	next = pf->prev_next[e->ppos];
 	if (next < 0)
+		return 0;	/* not matched to the last iteration */
+	if (next == INT32_MAX)
 		return UINT64_MAX;
 	/* The record's time from where we are to the next use: this
 	 * iteration may run slower (replays), but what lies between is the
@@ -403,16 +478,27 @@ static uint64_t next_use_locked(struct tp_prefetch *pf,
 	return pf->prev[next].at > ref ? pf->prev[next].at - ref : 0;
 }
 
+/* Stop counting @e in flight. */
+static void landed(struct tp_prefetch *pf, struct pf_ent *e)
+{
+	e->flags &= ~PF_INFLIGHT;
+	pf->in_flight--;
+	pf->in_flight_bytes -= e->bytes;
+	e->bytes = 0;
+}
+
 size_t tp_prefetch_pick(struct tp_prefetch *pf, struct tp_tensor **out,
-			size_t max, unsigned depth, uint64_t allowance,
-			uint64_t chunk,
+			size_t max, unsigned depth,
+			const struct tp_prefetch_room *room,
 			bool (*want)(void *priv, struct tp_tensor *t,
 				     uint64_t next_use_ns),
 			void *priv)
 {
+	uint64_t queued;
 	size_t n = 0, k, end;
 
 	pthread_mutex_lock(&pf->lock);
+	queued = pf->in_flight_bytes;
 	if (!pf->active || pf->in_flight >= depth)
 		goto out;
 	if (max > depth - pf->in_flight)
@@ -422,23 +508,35 @@ size_t tp_prefetch_pick(struct tp_prefetch *pf, struct tp_tensor **out,
 	      k + TP_PREFETCH_HORIZON : pf->prev_n;
 	for (size_t j = k; j < end && n < max; j++) {
 		struct tp_tensor *t = pf->by_pname[pf->prev[j].name];
+		uint64_t need, next;
 		struct pf_ent *e;
-		uint64_t need;
+		double lead;
 
-		/* NULL: not created yet in this iteration, or freed. */
-		if (!t || t->pins || t->resident_pages >= t->nr_pages)
+		/* NULL: not created yet in this iteration, or freed. Only
+		 * pages in host swap come back by copy: evicted ones are
+		 * regenerated at use. */
+		if (!t || t->pins ||
+		    t->resident_pages + t->evicted_pages >= t->nr_pages)
 			continue;
 		e = lookup(pf, t->id);
 		if (!e || (e->flags & (PF_INFLIGHT | PF_REFUSED)))
 			continue;
-		if (want && !want(priv, t, next_use_locked(pf, t)))
-			continue;
-		need = (uint64_t)(t->nr_pages - t->resident_pages) * chunk;
-		if (need > allowance)
+		next = next_use_locked(pf, t);
+		if (!next || (want && !want(priv, t, next)))
+			continue;	/* not known, or cheaper recomputed */
+		need = (uint64_t)(t->nr_pages - t->resident_pages -
+				  t->evicted_pages) * room->chunk;
+		lead = (double)(queued + need) / room->bytes_per_ns +
+		       room->remap_ns * (double)(need / room->chunk);
+		/* Not due yet: neither is any later one. Earlier, it would
+		 * only take room the work before its use needs. */
+		if (next > TP_PREFETCH_DUE_SLACK * lead)
 			break;
-		allowance -= need;
+		queued += need;
 		e->flags |= PF_INFLIGHT | PF_UNUSED;
+		e->bytes = need;
 		pf->in_flight++;
+		pf->in_flight_bytes += need;
 		pf->st.issued++;
 		out[n++] = t;
 	}
@@ -454,8 +552,7 @@ void tp_prefetch_done(struct tp_prefetch *pf, struct tp_tensor *t, bool ok)
 	pthread_mutex_lock(&pf->lock);
 	e = lookup(pf, t->id);
 	if (e && (e->flags & PF_INFLIGHT)) {
-		e->flags &= ~PF_INFLIGHT;
-		pf->in_flight--;
+		landed(pf, e);
 		if (!ok) {
 			/* not issued (no room now): may be asked again */
 			e->flags &= ~PF_UNUSED;
@@ -496,16 +593,37 @@ void tp_prefetch_forget(struct tp_prefetch *pf, struct tp_tensor *t)
 	pthread_mutex_lock(&pf->lock);
 	e = lookup(pf, t->id);
 	if (e) {
+		int32_t slot = predicted_name(pf, e);
+
+		if (slot >= 0)
+			pf->by_pname[slot] = NULL;
 		if (e->gen == pf->gen && e->pname >= 0 &&
 		    pf->by_pname[e->pname] == t)
 			pf->by_pname[e->pname] = NULL;
 		if (e->flags & PF_INFLIGHT)
-			pf->in_flight--;
+			landed(pf, e);
 		if (e->flags & PF_UNUSED)
 			pf->st.wasted++;
 		erase(pf, e);
 	}
 	pthread_mutex_unlock(&pf->lock);
+}
+
+bool tp_prefetch_used_after(struct tp_prefetch *pf, const struct tp_tensor *v,
+			    const struct tp_tensor *t)
+{
+	const struct pf_ent *ev, *et;
+	int64_t nv = -1, nt = -1;
+
+	pthread_mutex_lock(&pf->lock);
+	ev = lookup(pf, v->id);
+	et = lookup(pf, t->id);
+	if (ev && et) {
+		nv = next_step(pf, ev);
+		nt = next_step(pf, et);
+	}
+	pthread_mutex_unlock(&pf->lock);
+	return nv >= 0 && nt >= 0 && nv > nt;
 }
 
 uint64_t tp_prefetch_next_use_ns(struct tp_prefetch *pf,

@@ -50,24 +50,40 @@ void tp_prefetch_iteration_end(struct tp_prefetch *pf, uint64_t now);
 int tp_prefetch_on_acquire(struct tp_prefetch *pf, struct tp_tensor *t,
 			   uint64_t now);
 
+/* What one pick needs to know of the device and the link. */
+struct tp_prefetch_room {
+	uint64_t chunk;		/* to count what missing pages take */
+	double bytes_per_ns;	/* the host link's bandwidth */
+	double remap_ns;	/* mapping one chunk back */
+};
+
+/*
+ * A tensor is picked when it is due: its use comes within this many
+ * times the time its reload takes (mapping its chunks, then the copy
+ * queued behind the reloads already in flight) (Capuchin's in-trigger:
+ * start the swap-in so that it lands just before the use). Earlier, it
+ * would only take room that the work before its use needs. Where free
+ * chunks do not hold it, the pager makes room from tensors needed later.
+ */
+#define TP_PREFETCH_DUE_SLACK	2
+
 /**
  * tp_prefetch_pick() - tensors to bring back now, soonest use first.
  * @out, @max: room for the answer.
  * @depth: most prefetches in flight (policy.prefetch.depth).
- * @allowance: bytes of free chunks the prefetches may take.
- * @chunk: chunk size, to count the bytes a tensor's missing pages take.
+ * @room: chunk size, link speed and remap cost (TP_PREFETCH_DUE_SLACK).
  * @want: whether a non-resident tensor is worth reloading (not cheaper to
  *        recompute), given the ns until its predicted use (as
  *        tp_prefetch_next_use_ns()); NULL accepts all. Called with the
  *        prefetcher locked: it must not call back into it.
  *
  * Each tensor returned is counted in flight until tp_prefetch_done().
- * Scanning stops at the first tensor that does not fit, so a later use
- * never takes chunks a sooner one needs.
+ * Scanning stops at the first tensor not due, so a later use never goes
+ * ahead of a sooner one.
  */
 size_t tp_prefetch_pick(struct tp_prefetch *pf, struct tp_tensor **out,
-			size_t max, unsigned depth, uint64_t allowance,
-			uint64_t chunk,
+			size_t max, unsigned depth,
+			const struct tp_prefetch_room *room,
 			bool (*want)(void *priv, struct tp_tensor *t,
 				     uint64_t next_use_ns),
 			void *priv);
@@ -87,6 +103,14 @@ void tp_prefetch_left(struct tp_prefetch *pf, struct tp_tensor *t);
 
 /* @t is being freed: drop every reference to it. */
 void tp_prefetch_forget(struct tp_prefetch *pf, struct tp_tensor *t);
+
+/**
+ * tp_prefetch_used_after() - whether @v's predicted next use comes after
+ * @t's, both predicted from the last iteration; false when either is not
+ * known. A tensor not used again in this iteration comes after any other.
+ */
+bool tp_prefetch_used_after(struct tp_prefetch *pf, const struct tp_tensor *v,
+			    const struct tp_tensor *t);
 
 /**
  * tp_prefetch_next_use_ns() - time until @t's next use, as the last

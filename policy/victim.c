@@ -229,10 +229,23 @@ static uint64_t mono_ns(void)
 	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
-static int victim_choose(void *priv, size_t need_bytes, bool no_offload,
-			 struct tp_tensor **victim, enum tp_leave *how)
+/*
+ * Whether the director's answer for @t may be carried out ahead of need
+ * (see choose_ahead in pager/hooks.h).
+ */
+static bool ahead_ok(struct tp_policy *pol, const struct tp_tensor *t,
+		     const struct tp_tensor *ahead_of, enum tp_leave how)
 {
-	struct tp_policy *pol = priv;
+	if (!ahead_of)
+		return how == TP_LEAVE_OFFLOAD;
+	return tp_prefetch_used_after(pol->pf, t, ahead_of);
+}
+
+static int choose(struct tp_policy *pol, bool ahead,
+		  const struct tp_tensor *ahead_of, size_t need_bytes,
+		  bool no_offload, struct tp_tensor **victim,
+		  enum tp_leave *how)
+{
 	/* Reading the clock costs as much as a decision: time one in
 	 * TP_POLICY_TIME_EVERY and count it for all of them. */
 	bool timed = !(pol->decisions % TP_POLICY_TIME_EVERY);
@@ -247,6 +260,8 @@ static int victim_choose(void *priv, size_t need_bytes, bool no_offload,
 	if (pol->filter == TP_FILTER_COOP && pol->ctx->vmm &&
 	    tp_vmm_pool_contiguous(pol->ctx->vmm)) {
 		rc = tp_coop_choose(pol, need_bytes, no_offload, &t, how);
+		if (!rc && ahead && !ahead_ok(pol, t, ahead_of, *how))
+			rc = -ENOENT;
 		goto out;
 	}
 	for (;;) {
@@ -258,7 +273,9 @@ static int victim_choose(void *priv, size_t need_bytes, bool no_offload,
 			break;
 		tp_policy_director_in(pol, t, no_offload, &in);
 		if (tp_director_decide(pol->conf->policy_director, &in, how)) {
-			rc = 0;
+			/* The best does not qualify: nothing ahead of need. */
+			if (!ahead || ahead_ok(pol, t, ahead_of, *how))
+				rc = 0;
 			break;
 		}
 		/* Cannot leave now (swap full, evict-only and uncomputable):
@@ -289,6 +306,20 @@ out:
 	return rc;
 }
 
+static int victim_choose(void *priv, size_t need_bytes, bool no_offload,
+			 struct tp_tensor **victim, enum tp_leave *how)
+{
+	return choose(priv, false, NULL, need_bytes, no_offload, victim, how);
+}
+
+static int victim_choose_ahead(void *priv, const struct tp_tensor *ahead_of,
+			       size_t need_bytes, bool no_offload,
+			       struct tp_tensor **victim, enum tp_leave *how)
+{
+	return choose(priv, true, ahead_of, need_bytes, no_offload, victim,
+		      how);
+}
+
 void tp_policy_victim_init(struct tp_policy *pol)
 {
 	pol->vops = (struct tp_victim_ops){
@@ -296,6 +327,7 @@ void tp_policy_victim_init(struct tp_policy *pol)
 		.del = victim_del,
 		.touch = victim_touch,
 		.choose = victim_choose,
+		.choose_ahead = victim_choose_ahead,
 		.priv = pol,
 	};
 }

@@ -20,6 +20,9 @@ static struct {
 	uint64_t release;		/* what release_bytes answers */
 	unsigned release_asked;
 	struct tp_tensor *pick;		/* what prefetch_pick answers once */
+	int ahead_rc;			/* what choose_ahead answers */
+	unsigned aheads;
+	const struct tp_tensor *ahead_of;
 	unsigned picked, done_ok, done_fail;
 	bool back;			/* what recompute_back answers */
 	unsigned regens;
@@ -63,6 +66,18 @@ static int h_choose(void *priv, size_t need, bool no_offload,
 	return 0;
 }
 
+/* Room ahead of a prefetch: as choose(), unless told to refuse. */
+static int h_choose_ahead(void *priv, const struct tp_tensor *ahead_of,
+			  size_t need, bool no_offload,
+			  struct tp_tensor **victim, enum tp_leave *how)
+{
+	h.aheads++;
+	h.ahead_of = ahead_of;
+	if (h.ahead_rc)
+		return h.ahead_rc;
+	return h_choose(priv, need, no_offload, victim, how);
+}
+
 static void h_copy_done(void *priv, bool d2h, uint64_t bytes, uint64_t ns)
 {
 	if (d2h)
@@ -87,8 +102,7 @@ static uint64_t h_release(void *priv, uint64_t used, uint64_t budget)
 	return h.release;
 }
 
-static size_t h_pick(void *priv, struct tp_tensor **out, size_t max,
-		     uint64_t free_bytes, uint64_t used, uint64_t budget)
+static size_t h_pick(void *priv, struct tp_tensor **out, size_t max)
 {
 	if (!h.pick)
 		return 0;
@@ -113,6 +127,7 @@ static bool h_back(void *priv, const struct tp_tensor *t)
 
 static const struct tp_victim_ops ops = {
 	.add = h_add, .del = h_del, .touch = h_touch, .choose = h_choose,
+	.choose_ahead = h_choose_ahead,
 	.copy_done = h_copy_done, .on_acquire = h_on_acquire,
 	.forget = h_forget, .release_bytes = h_release,
 	.prefetch_pick = h_pick, .prefetch_done = h_done,
@@ -147,13 +162,14 @@ int main(void)
 		.can_regenerate = r_can, .regenerate = r_regen,
 		.on_free = r_on_free,
 	};
-	struct tp_tensor *t[4], *c, *d;
+	struct tp_tensor *t[4], *c, *d, *e;
+	size_t held;
 	struct tp_pager *pg;
 	struct tp_ctx *ctx;
 	size_t chunk;
 
 	pt_probe();
-	plan_tests(17);
+	plan_tests(21);
 	ctx = pt_ctx("pager.budget=8C");
 	pg = ctx->pager;
 	chunk = pt_chunk(ctx);
@@ -216,12 +232,46 @@ int main(void)
 	tp_tensor_release(ctx, t[1]);
 	h.back = false;
 
+	/*
+	 * A pick that does not fit: room is asked of choose_ahead for it
+	 * (never taking the picked tensor itself); refused, nothing moves
+	 * and the pick is answered not done.
+	 */
+	tp_sync(ctx);
+	ok_rc(tp_pager_offload(pg, t[3]), "offload t[3]");
+	tp_sync(ctx);
+	tp_vmm_reap(ctx->vmm);
+	e = tp_tensor_create(ctx, tp_vmm_chunks_free(ctx->vmm) * chunk, 0);
+	ok(e && tp_tensor_acquire(ctx, e, TP_WRITE) && !tp_tensor_release(ctx, e) &&
+	   tp_vmm_chunks_free(ctx->vmm) == 0, "the budget is full");
+	held = pg->held;
+	h.ahead_rc = -ENOENT;
+	h.pick = t[3];
+	tp_tensor_acquire(ctx, c, TP_READ);
+	tp_tensor_release(ctx, c);
+	ok(h.aheads >= 1 && h.ahead_of == t[3] && h.done_fail == 1 &&
+	   t[3]->resident_pages == 0 && pg->held == held,
+	   "no victim ahead of need: nothing moved, the pick answered not done");
+	/* The victim's chunks come back once its copy is done: a prefetch
+	 * never waits for them, the next chance finds them. */
+	h.ahead_rc = 0;
+	for (int i = 0; i < 2 && !t[3]->resident_pages; i++) {
+		h.pick = t[3];
+		tp_tensor_acquire(ctx, c, TP_READ);
+		tp_tensor_release(ctx, c);
+		tp_sync(ctx);
+	}
+	ok(t[3]->resident_pages == 2 && h.done_ok == 3,
+	   "a victim needed later made room: t[3] came back (%u asked)",
+	   h.aheads);
+	tp_tensor_free(ctx, e);
+
 	/* Frees are announced; candidates withdrawn. */
 	for (int i = 0; i < 4; i++)
 		tp_tensor_free(ctx, t[i]);
 	tp_tensor_free(ctx, c);
 	tp_tensor_free(ctx, d);
-	ok(h.forgets == 6, "6 frees announced (%u)", h.forgets);
+	ok(h.forgets == 7, "7 frees announced (%u)", h.forgets);
 	ok(h.ncand == 0, "no candidate left behind (%u)", h.ncand);
 	ok(h.adds >= h.dels && h.adds - h.dels == h.ncand, "adds and dels balance");
 

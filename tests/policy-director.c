@@ -264,21 +264,25 @@ static void recompute_back(void)
 
 	/* DELTA §5.5: recompute an offloaded tensor when c_r < reload. */
 	in.c_r = 999;
-	ok(tp_director_recompute_back(&in), "c_r 999 < reload 1000: recompute");
+	ok(tp_director_recompute_back(TP_DIRECTOR_DELTA, &in), "c_r 999 < reload 1000: recompute");
 	in.c_r = 1000;
-	ok(!tp_director_recompute_back(&in), "c_r 1000: reload");
+	ok(!tp_director_recompute_back(TP_DIRECTOR_DELTA, &in), "c_r 1000: reload");
 	in.c_r = 1;
 	in.hide_ns = 1000;
-	ok(!tp_director_recompute_back(&in),
+	ok(!tp_director_recompute_back(TP_DIRECTOR_DELTA, &in),
 	   "a reload hidden by compute costs nothing: reload");
 	in.hide_ns = 0;
+	in.c_r = 1;
+	ok(tp_director_recompute_back(TP_DIRECTOR_EVICT, &in) &&
+	   !tp_director_recompute_back(TP_DIRECTOR_OFFLOAD, &in),
+	   "the swap-only director reloads what is cheaper recomputed");
 	in.computable = false;
-	ok(!tp_director_recompute_back(&in), "uncomputable: reload");
+	ok(!tp_director_recompute_back(TP_DIRECTOR_DELTA, &in), "uncomputable: reload");
 }
 
 int main(void)
 {
-	plan_tests(6 + 8 + 2 + 6 + 7 + 4);
+	plan_tests(6 + 8 + 2 + 6 + 7 + 5);
 	memset(&ctx, 0, sizeof(ctx));
 	tp_conf_defaults(&ctx.conf);
 	pol = tp_policy_create(&ctx);

@@ -2,13 +2,16 @@
 /*
  * The prefetcher: after one recorded iteration, the next one's tensors
  * (new ones, with new ids) are predicted in the recorded order of use;
- * at most policy.prefetch.depth are in flight; only free chunks under the
- * high watermark are used, never skipping ahead of a sooner use that does
- * not fit; tensors cheaper to recompute are left alone (DELTA §5.5); and
- * issued / hits / late / wasted are counted.
+ * at most policy.prefetch.depth are in flight; a tensor is brought back
+ * when its use is due (within twice its reload time), never skipping
+ * ahead of a sooner use that is not; tensors cheaper to recompute are
+ * left alone (DELTA §5.5); tensors that live across iterations are
+ * predicted at their first use; and issued / hits / late / wasted are
+ * counted.
  */
 #include "config.h"
 
+#include <errno.h>
 #include <math.h>
 #include <string.h>
 
@@ -80,10 +83,9 @@ static void backward(struct tp_tensor *t)
 		acquire(&t[i]);
 }
 
-static size_t pick(struct tp_tensor **out, uint64_t free_bytes)
+static size_t pick(struct tp_tensor **out)
 {
-	/* budget 1 MiB, nothing used: high watermark leaves 768 KiB */
-	return tp_policy_prefetch_pick(pol, out, 8, free_bytes, 0, 1 << 20);
+	return tp_policy_prefetch_pick(pol, out, 8);
 }
 
 /*
@@ -125,7 +127,7 @@ static void resync(void)
 		acquire(&c[i]);
 	for (int i = 0; i < 8; i++)
 		c[i].resident_pages = 0;
-	n = pick(out, 1 << 20);
+	n = pick(out);
 	ok(n == 2 && out[0] == &c[7] && out[1] == &c[6],
 	   "extra acquisitions in the forward pass: still c[7], c[6]");
 	/* the pager marks the pages resident, then answers */
@@ -137,7 +139,7 @@ static void resync(void)
 	acquire(&c[1]);		/* a replay: c[1] is used later too */
 	acquire(&c[7]);
 	acquire(&c[6]);
-	n = pick(out, 1 << 20);
+	n = pick(out);
 	ok(n == 2 && out[0] == &c[5] && out[1] == &c[4],
 	   "a replay in the backward pass does not move the cursor: c[5], c[4]");
 	tp_policy_prefetch_done(pol, &c[5], false);
@@ -158,13 +160,88 @@ static void resync(void)
 	 * now predicts d[1] (c[1]'s replay), then d[7] down to d[0].
 	 */
 	tp_conf_set(&ctx.conf, "policy.prefetch.depth", "8", "test", 0);
-	n = pick(out, 1 << 20);
+	n = pick(out);
 	ok(n == 8 && out[0] == &d[1] && out[1] == &d[7] && out[2] == &d[6] &&
 	   out[3] == &d[5] && out[4] == &d[4] && out[5] == &d[3] &&
 	   out[6] == &d[2] && out[7] == &d[0],
 	   "steps of the record that did not happen are skipped: d[1], d[7]..d[0]");
 	for (size_t i = 0; i < n; i++)
 		tp_policy_prefetch_done(pol, out[i], false);
+	tp_policy_iteration_end(pol);
+	tp_policy_destroy(pol);
+}
+
+/*
+ * A tensor that lives across iterations (a parameter) is predicted at its
+ * first use of the next iteration; the predictions order victims for
+ * room made ahead of need (choose_ahead).
+ */
+static void across_iterations(void)
+{
+	struct tp_tensor p, a[4], b[4], unknown, *out[8], *v;
+	const struct tp_victim_ops *ops;
+	enum tp_leave how;
+	size_t n;
+
+	pol = tp_policy_create(&ctx);
+	if (!pol)
+		bail_out("tp_policy_create");
+	tp_policy_set_clock(pol, test_clock, NULL);
+	tp_policy_set_cost_ops(pol, &cost_ops);
+	ops = tp_policy_victim_ops(pol);
+	init_tensor(&p, 71);
+	init_tensor(&unknown, 80);
+	for (int i = 0; i < 4; i++) {
+		init_tensor(&a[i], 72 + i);
+		init_tensor(&b[i], 76 + i);
+	}
+	tp_policy_iteration_begin(pol);
+	acquire(&p);
+	for (int i = 0; i < 4; i++)
+		acquire(&a[i]);
+	for (int i = 3; i >= 0; i--)
+		acquire(&a[i]);
+	acquire(&p);
+	tp_policy_iteration_end(pol);
+	for (int i = 0; i < 4; i++)
+		tp_policy_forget(pol, &a[i]);	/* freed with their batch */
+
+	tp_policy_iteration_begin(pol);
+	p.resident_pages = 0;
+	n = pick(out);
+	ok(n == 1 && out[0] == &p,
+	   "a parameter offloaded last iteration is prefetched for its first use");
+	tp_policy_prefetch_done(pol, &p, false);
+	acquire(&p);
+	for (int i = 0; i < 4; i++)
+		acquire(&b[i]);
+	ok(tp_policy_used_after(pol, &b[0], &b[3]) &&
+	   !tp_policy_used_after(pol, &b[3], &b[0]) &&
+	   tp_policy_used_after(pol, &p, &b[0]) &&
+	   !tp_policy_used_after(pol, &unknown, &b[0]),
+	   "next uses ordered from the record: b[3], b[2], b[1], b[0], p; "
+	   "an unknown tensor is not after anything");
+
+	/* Room ahead of a prefetch of b[3]: b[0], needed after it, may
+	 * leave; for b[0], b[3] may not. A proactive release only offloads. */
+	tp_conf_set(&ctx.conf, "policy.director", "offload", "test", 0);
+	ops->add(ops->priv, &b[0]);
+	ok(ops->choose_ahead(ops->priv, &b[3], 1, false, &v, &how) == 0 &&
+	   v == &b[0], "room for b[3]'s prefetch: b[0] leaves");
+	ops->add(ops->priv, &b[0]);
+	ops->del(ops->priv, &b[0]);
+	ops->add(ops->priv, &b[3]);
+	ok(ops->choose_ahead(ops->priv, &b[0], 1, false, &v, &how) == -ENOENT,
+	   "room for b[0]'s prefetch: b[3], needed sooner, stays");
+	ok(ops->choose_ahead(ops->priv, NULL, 1, false, &v, &how) == 0 &&
+	   v == &b[3] && how == TP_LEAVE_OFFLOAD,
+	   "a proactive release offloads");
+	ops->add(ops->priv, &b[3]);
+	tp_conf_set(&ctx.conf, "policy.director", "evict", "test", 0);
+	ok(ops->choose_ahead(ops->priv, NULL, 1, false, &v, &how) == -ENOENT,
+	   "but does not evict ahead of need");
+	ops->del(ops->priv, &b[3]);
+	tp_conf_set(&ctx.conf, "policy.director", "delta", "test", 0);
 	tp_policy_iteration_end(pol);
 	tp_policy_destroy(pol);
 }
@@ -176,7 +253,7 @@ int main(void)
 	uint64_t start;
 	size_t n;
 
-	plan_tests(28);
+	plan_tests(33);
 	memset(&ctx, 0, sizeof(ctx));
 	tp_conf_defaults(&ctx.conf);
 	tp_conf_set(&ctx.conf, "vmm.chunk_size", "4096", "test", 0);
@@ -193,7 +270,7 @@ int main(void)
 	tp_policy_iteration_begin(pol);
 	forward(a);
 	a[0].resident_pages = 0;
-	ok(pick(out, 1 << 20) == 0, "first iteration: no prediction");
+	ok(pick(out) == 0, "first iteration: no prediction");
 	backward(a);
 	tp_policy_iteration_end(pol);
 
@@ -237,13 +314,13 @@ int main(void)
 	for (int i = 0; i < 8; i++)
 		b[i].resident_pages = 0;
 
-	n = pick(out, 1 << 20);
+	n = pick(out);
 	ok(n == 2 && out[0] == &b[7] && out[1] == &b[6],
 	   "predicts b[7], b[6] next (b[9], b[8] are resident), depth 2");
-	ok(pick(out, 1 << 20) == 0, "depth 2 in flight: nothing more");
+	ok(pick(out) == 0, "depth 2 in flight: nothing more");
 	b[7].resident_pages = 2;
 	tp_policy_prefetch_done(pol, &b[7], true);
-	n = pick(out, 1 << 20);
+	n = pick(out);
 	ok(n == 1 && out[0] == &b[5],
 	   "one completed: the next predicted, b[5]");
 
@@ -280,23 +357,36 @@ int main(void)
 	ok(st.wasted == 1, "1 wasted (got %llu)",
 	   (unsigned long long)st.wasted);
 
-	/* Only into free chunks: b[5] (8 KiB) first; 4 KiB free stops the
-	 * scan rather than taking b[4] ahead of it. */
-	ok(pick(out, CHUNK) == 0,
-	   "4 KiB free: b[5] does not fit and nothing later jumps ahead");
-	n = pick(out, 2 * CHUNK);
-	ok(n == 1 && out[0] == &b[5], "8 KiB free: b[5] alone");
+	/*
+	 * Due: the next use within TP_PREFETCH_DUE_SLACK times the reload
+	 * (copy queued behind those in flight, plus remapping). We are at
+	 * step 13 (+1400 ns); b[5] is used at step 14 (+100 ns), b[4] at 15.
+	 * On a 10 TB/s link an 8 KiB reload takes 2.3 ns: not due, and
+	 * b[4], used later, does not jump ahead of it.
+	 */
+	tp_conf_set(&ctx.conf, "policy.link_bandwidth", "10000", "test", 0);
+	ok(pick(out) == 0,
+	   "a fast link: b[5] is not due 100 ns ahead, nor anything later");
+	tp_conf_set(&ctx.conf, "policy.remap_ns", "100", "test", 0);
+	n = pick(out);
+	ok(n == 2 && out[0] == &b[5] && out[1] == &b[4],
+	   "mapping 2 chunks back at 100 ns each makes b[5] and b[4] due");
 	tp_policy_prefetch_done(pol, &b[5], false);	/* not issued */
-	n = pick(out, 2 * CHUNK);
-	ok(n == 1 && out[0] == &b[5],
+	tp_policy_prefetch_done(pol, &b[4], false);
+	tp_conf_set(&ctx.conf, "policy.remap_ns", "0", "test", 0);
+	tp_conf_set(&ctx.conf, "policy.link_bandwidth", "32", "test", 0);
+	n = pick(out);
+	ok(n == 2 && out[0] == &b[5],
 	   "refused for want of room: proposed again at the next chance");
+	tp_policy_prefetch_done(pol, &b[4], false);
 	/* Answered done with its pages still not back (they were not in host
 	 * swap): not counted, and not proposed until it is used or leaves. */
 	tp_policy_prefetch_done(pol, &b[5], true);
-	n = pick(out, 2 * CHUNK);
-	ok(n == 1 && out[0] == &b[4],
+	n = pick(out);
+	ok(n == 2 && out[0] == &b[4],
 	   "a prefetch that brought nothing back is not repeated: b[4] next");
-	tp_policy_prefetch_done(pol, &b[4], false);
+	for (size_t i = 0; i < n; i++)
+		tp_policy_prefetch_done(pol, out[i], false);
 	{
 		const struct tp_victim_ops *ops = tp_policy_victim_ops(pol);
 		struct tp_tensor *v;
@@ -308,27 +398,28 @@ int main(void)
 		ops->del(ops->priv, &b[5]);
 		b[5].resident_pages = 0;
 	}
-	n = pick(out, 2 * CHUNK);
-	ok(n == 1 && out[0] == &b[5], "after leaving again it is proposed");
+	n = pick(out);
+	ok(n == 2 && out[0] == &b[5] && out[1] == &b[4],
+	   "after leaving again it is proposed");
 	tp_policy_prefetch_done(pol, &b[5], false);
+	tp_policy_prefetch_done(pol, &b[4], false);
 	tp_policy_prefetch_stats(pol, &st);
 	ok(st.issued == 3, "a prefetch not issued is not counted");
 
-	/* Under the high watermark only: budget 1 MiB, 75%: 700 KiB used
-	 * leaves 68 KiB, 767 KiB used leaves 1 KiB. */
-	ok(tp_policy_prefetch_pick(pol, out, 8, 1 << 20, 767 * 1024,
-				   1 << 20) == 0,
-	   "no prefetch that would cross the high watermark");
-	n = tp_policy_prefetch_pick(pol, out, 8, 1 << 20, 700 * 1024, 1 << 20);
-	ok(n == 2 && out[0] == &b[5] && out[1] == &b[4],
-	   "under the watermark: b[5], b[4]");
-	tp_policy_prefetch_done(pol, &b[5], false);
+	/* Pages evicted (not in host swap) are regenerated at use: a tensor
+	 * with nothing in swap is not proposed. */
+	b[5].evicted_pages = 2;
+	n = pick(out);
+	ok(n == 2 && out[0] == &b[4] && out[1] == &b[3],
+	   "an evicted tensor is not prefetched: b[4], b[3]");
+	b[5].evicted_pages = 0;
 	tp_policy_prefetch_done(pol, &b[4], false);
+	tp_policy_prefetch_done(pol, &b[3], false);
 
 	/* DELTA §5.5: b[5] is cheaper to recompute (1 ns) than to reload
 	 * (8 KiB at 11.2 B/ns): skipped, b[4] and b[3] instead. */
 	cost[b[5].id] = 1;
-	n = pick(out, 1 << 20);
+	n = pick(out);
 	ok(n == 2 && out[0] == &b[4] && out[1] == &b[3],
 	   "a tensor cheaper to recompute is not prefetched");
 	ok(tp_policy_recompute_back(pol, &b[5]) &&
@@ -339,10 +430,10 @@ int main(void)
 
 	/* policy.prefetch = 0 turns it off at run time. */
 	tp_conf_set(&ctx.conf, "policy.prefetch", "0", "test", 0);
-	ok(pick(out, 1 << 20) == 0, "policy.prefetch=0: nothing");
+	ok(pick(out) == 0, "policy.prefetch=0: nothing");
 	tp_conf_set(&ctx.conf, "policy.prefetch", "1", "test", 0);
 	tp_conf_set(&ctx.conf, "policy.prefetch.depth", "8", "test", 0);
-	n = pick(out, 1 << 20);
+	n = pick(out);
 	ok(n == 5 && out[0] == &b[4] && out[4] == &b[0],
 	   "depth 8: every offloaded tensor still to be used (b[4]..b[0])");
 	for (size_t i = 0; i < n; i++)
@@ -350,15 +441,16 @@ int main(void)
 
 	/* A freed tensor is never proposed. */
 	tp_policy_forget(pol, &b[4]);
-	n = pick(out, 1 << 20);
+	n = pick(out);
 	ok(n == 4 && out[0] == &b[3] && out[3] == &b[0],
 	   "a forgotten tensor is not proposed");
 	for (size_t i = 0; i < n; i++)
 		tp_policy_prefetch_done(pol, out[i], false);
 	(void)start;
 	tp_policy_iteration_end(pol);
-	ok(pick(out, 1 << 20) == 0, "outside an iteration: nothing");
+	ok(pick(out) == 0, "outside an iteration: nothing");
 	tp_policy_destroy(pol);
 	resync();
+	across_iterations();
 	return exit_status();
 }

@@ -11,8 +11,10 @@
  *    than lru's (lru filter, delta director: only the filter differs) and
  *    evict's (delta filter, evict-only director: only the director
  *    differs); a baseline that does not fit counts as infinitely slow;
- *  - on a repeated training iteration at 50%, the prefetch hit rate is
- *    above 90%, where
+ *  - on a repeated training iteration at 50%, with the default policy
+ *    and with swap only (every tensor that leaves comes back by copy, on
+ *    a PCIe 4.0 link), the prefetcher starts more than 90% of the reloads
+ *    and the prefetch hit rate is above 90%, where
  *        hit rate = hits / (hits + late + misses)
  *    hits:   acquisitions of a prefetched tensor that found it resident;
  *    late:   acquisitions of a prefetched tensor still in flight;
@@ -43,10 +45,14 @@
 /*
  * Known failures, marked "# TODO" for the harness (expected failures; a
  * pass would be reported as unexpected): where the targets are not met
- * yet on the current mechanism.
+ * on the current mechanism. The transformer-like trace at this size holds
+ * more weights and Adam state (1.8 GB) than activations, so at 50% of
+ * its peak that state crosses the 12 GB/s link every iteration in about
+ * the time the compute takes: the prefetcher starts nearly every reload,
+ * but the link cannot land them all in time (late, not missed).
  */
-#define TODO_LRU	(1u << 0)	/* delta slower than lru at 50% */
-#define TODO_PREFETCH	(1u << 1)	/* hit rate under 90% */
+#define TODO_PREFETCH		(1u << 0)	/* hit rate under 90% */
+#define TODO_PREFETCH_SWAP	(1u << 1)	/* same, swap only, 25 GB/s */
 
 struct model {
 	const char *name;
@@ -62,11 +68,11 @@ static const char *todo(const struct model *m, unsigned flag)
 static const struct model models[] = {
 	/* residual conv blocks, SGD with momentum */
 	{ "cnn", { TP_TRACE_GEN_CNN, TP_TRACE_GEN_SGD, 64, 16, 64, 56,
-		   0, 1000, 2 }, TODO_PREFETCH },
+		   0, 1000, 2 }, 0 },
 	/* pre-norm attention + MLP layers, Adam */
 	{ "transformer", { TP_TRACE_GEN_TRANSFORMER, TP_TRACE_GEN_ADAM, 8,
 			   12, 768, 128, 12, 30522, 2 },
-	  TODO_LRU | TODO_PREFETCH },
+	  TODO_PREFETCH | TODO_PREFETCH_SWAP },
 };
 
 static int replay(const struct tp_trace *t, uint64_t budget,
@@ -157,22 +163,31 @@ static void against_baselines(const struct model *m, const struct tp_trace *t,
 	show(what, &e, u);
 	ok(!rd && !rl && d.status == TP_REPLAY_OK &&
 	   extra_pct(&d, u) <= extra_pct(&l, u),
-	   "%s at 50%%: delta's extra time %.2f%% <= lru's %.2f%%%s", m->name,
-	   extra_pct(&d, u), extra_pct(&l, u), todo(m, TODO_LRU));
+	   "%s at 50%%: delta's extra time %.2f%% <= lru's %.2f%%", m->name,
+	   extra_pct(&d, u), extra_pct(&l, u));
 	ok(!rd && !re && d.status == TP_REPLAY_OK &&
 	   extra_pct(&d, u) <= extra_pct(&e, u),
 	   "%s at 50%%: delta's extra time %.2f%% <= evict's %.2f%%", m->name,
 	   extra_pct(&d, u), extra_pct(&e, u));
 }
 
+/*
+ * The prefetch hit rate on a repeated iteration at 50%, with @director
+ * over a link of @gbps GB/s (0: the sim's default, 12). Two points: the
+ * prefetcher started the reloads (coverage: (hits + late) / total, which
+ * is what its prediction decides), and they were in time (hit rate,
+ * which the link's speed also decides).
+ */
 static void prefetch_rate(const struct model *m, const struct tp_trace *t,
-			  const struct tp_replay_result *u)
+			  const struct tp_replay_result *u,
+			  const char *director, double gbps, unsigned todo_flag)
 {
 	struct tp_replay_opts o = {
 		.budget_bytes = u->phys_peak / 2,
 		.filter = "delta",
-		.director = "delta",
+		.director = director,
 		.prefetch = 1,
+		.bandwidth = gbps,
 		.remap_ns = -1,
 		/* the prefetcher learns from the iteration before */
 		.iterations = 3,
@@ -181,7 +196,7 @@ static void prefetch_rate(const struct model *m, const struct tp_trace *t,
 	};
 	struct tp_replay_result r;
 	uint64_t misses, total;
-	double rate;
+	double rate, cover;
 	int ret;
 
 	ret = tp_replay_run(t, &o, &r);
@@ -189,24 +204,33 @@ static void prefetch_rate(const struct model *m, const struct tp_trace *t,
 		 r.reloads - r.prefetch_issued : 0;
 	total = r.prefetch_hits + r.prefetch_late + misses;
 	rate = total ? (double)r.prefetch_hits / (double)total : 0;
-	diag("%s repeated 50%%: offloads %llu reloads %llu issued %llu "
-	     "hits %llu late %llu misses %llu: hit rate %.3f", m->name,
+	cover = total ? (double)(r.prefetch_hits + r.prefetch_late) /
+			(double)total : 0;
+	diag("%s repeated 50%% delta/%s %.0f GB/s: %.1f ms for 3 iterations "
+	     "(%.1f ms each unconstrained) offloads %llu reloads %llu issued "
+	     "%llu hits %llu late %llu misses %llu",
+	     m->name, director, gbps ? gbps : 12, (double)r.time_ns / 1e6,
+	     (double)u->time_ns / 1e6,
 	     (unsigned long long)r.offloads, (unsigned long long)r.reloads,
 	     (unsigned long long)r.prefetch_issued,
 	     (unsigned long long)r.prefetch_hits,
 	     (unsigned long long)r.prefetch_late,
-	     (unsigned long long)misses, rate);
+	     (unsigned long long)misses);
+	ok(ret == 0 && r.status == TP_REPLAY_OK && total > 0 && cover > 0.90,
+	   "%s repeated at 50%%, delta/%s: the prefetcher started %.3f > 0.90 "
+	   "of %llu reloads", m->name, director, cover,
+	   (unsigned long long)total);
 	ok(ret == 0 && r.status == TP_REPLAY_OK && total > 0 && rate > 0.90,
-	   "%s repeated at 50%%: prefetch hit rate %.3f > 0.90 over %llu "
-	   "reloaded acquisitions%s", m->name, rate,
-	   (unsigned long long)total, todo(m, TODO_PREFETCH));
+	   "%s repeated at 50%%, delta/%s, %.0f GB/s: prefetch hit rate %.3f "
+	   "> 0.90%s", m->name, director, gbps ? gbps : 12, rate,
+	   todo(m, todo_flag));
 }
 
 int main(void)
 {
 	const size_t n = sizeof(models) / sizeof(models[0]);
 
-	plan_tests((int)n * (1 + 8 + 2 + 1));
+	plan_tests((int)n * (1 + 8 + 2 + 4));
 	for (size_t i = 0; i < n; i++) {
 		const struct model *m = &models[i];
 		struct tp_trace *t = NULL;
@@ -222,14 +246,16 @@ int main(void)
 		   ret ? 0ULL : (unsigned long long)u.phys_peak,
 		   ret ? 0.0 : (double)u.time_ns / 1e6);
 		if (ret) {
-			skip(11, "%s: no trace or no unconstrained replay",
+			skip(14, "%s: no trace or no unconstrained replay",
 			     m->name);
 			tp_trace_free(t);
 			continue;
 		}
 		budgets(m, t, &u);
 		against_baselines(m, t, &u);
-		prefetch_rate(m, t, &u);
+		prefetch_rate(m, t, &u, "delta", 0, TODO_PREFETCH);
+		/* swap only: everything that leaves comes back by copy */
+		prefetch_rate(m, t, &u, "offload", 25, TODO_PREFETCH_SWAP);
 		tp_trace_free(t);
 	}
 	return exit_status();

@@ -52,7 +52,7 @@ LOG
 gzip -c "$tmp/chain.log" > "$tmp/chain.log.gz"
 wm="--set pager.high_watermark=100 --set pager.low_watermark=100"
 
-echo "1..18"
+echo "1..20"
 
 "$sim" "$tmp/chain.log" --chunk-size 4K --budget 40960 --policy dtr/evict $wm \
 	> "$tmp/out" 2>"$tmp/err"; rc=$?
@@ -115,6 +115,15 @@ ok $([ $rc = 0 ] && grep -q '^minimum budget  *125% of the trace peak (dtr/evict
      grep -q '^   120%  OOM' "$tmp/out" && echo 0 || echo 1) \
 	"--sweep contiguous: OOM at 100% with fragmentation, up to 125% (30 chunks)"
 
+# Warm-up passes run the region first and are not counted.
+"$sim" "$tmp/chain.log" --chunk-size 4K --budget 40960 --policy dtr/evict $wm \
+	--warmup 2 --json > "$tmp/json" 2>"$tmp/err"; rc=$?
+ok $([ $rc = 0 ] && grep -q '"ops":4,' "$tmp/json" &&
+     grep -q '"overhead":1.153846' "$tmp/json" &&
+     grep -q '"time_ns":7500,' "$tmp/json" && echo 0 || echo 1) \
+	"--warmup 2: the figures are those of the one measured pass"
+
+fails "bad warm-up" "--warmup: '1001'" "$tmp/chain.log" --warmup 1001
 fails "no trace" "no trace given"
 fails "two traces" "more than one trace" "$tmp/chain.log" "$tmp/chain.log"
 fails "unknown option" "unknown option '--frobnicate'" "$tmp/chain.log" --frobnicate

@@ -44,9 +44,9 @@ static void usage(FILE *f)
 {
 	fprintf(f,
 		"usage: %s TRACE [--format auto|tpager|dtr] [--budget B|P%%|RATIO]\n"
-		"       [--policy FILTER/DIRECTOR] [--iterations N] [--bandwidth GB/s]\n"
-		"       [--remap-us N] [--chunk-size B] [--no-prefetch] [--async] [--thrash X]\n"
-		"       [--set KEY=VALUE]... [--sweep] [--json]\n", prog);
+		"       [--policy FILTER/DIRECTOR] [--iterations N] [--warmup N]\n"
+		"       [--bandwidth GB/s] [--remap-us N] [--chunk-size B] [--no-prefetch]\n"
+		"       [--async] [--thrash X] [--set KEY=VALUE]... [--sweep] [--json]\n", prog);
 }
 
 __attribute__((format(printf, 1, 2), noreturn))
@@ -144,13 +144,14 @@ static void add_extra(struct sim_args *a, const char *kv)
 
 static void parse_args(struct sim_args *a, int argc, char **argv)
 {
-	enum { O_FORMAT = 256, O_BUDGET, O_POLICY, O_ITER, O_BW, O_REMAP,
+	enum { O_FORMAT = 256, O_BUDGET, O_POLICY, O_ITER, O_WARMUP, O_BW, O_REMAP,
 	       O_CHUNK, O_NOPF, O_ASYNC, O_THRASH, O_SET, O_SWEEP, O_JSON, O_HELP };
 	static const struct option lo[] = {
 		{ "format", required_argument, NULL, O_FORMAT },
 		{ "budget", required_argument, NULL, O_BUDGET },
 		{ "policy", required_argument, NULL, O_POLICY },
 		{ "iterations", required_argument, NULL, O_ITER },
+		{ "warmup", required_argument, NULL, O_WARMUP },
 		{ "bandwidth", required_argument, NULL, O_BW },
 		{ "remap-us", required_argument, NULL, O_REMAP },
 		{ "chunk-size", required_argument, NULL, O_CHUNK },
@@ -194,6 +195,11 @@ static void parse_args(struct sim_args *a, int argc, char **argv)
 			if (!parse_uint(optarg, 1000000, &u) || !u)
 				die("--iterations: '%s' is not a count from 1 to 1000000", optarg);
 			a->o.iterations = (unsigned)u;
+			break;
+		case O_WARMUP:
+			if (!parse_uint(optarg, 1000, &u))
+				die("--warmup: '%s' is not a count from 0 to 1000", optarg);
+			a->o.warmup = (unsigned)u;
 			break;
 		case O_BW:
 			if (!parse_double(optarg, &d) || d < 0.001 || d > 10000)

@@ -52,6 +52,7 @@ struct replay {
 	struct rp_storage *st;
 	struct rp_inplace_type *inplace;
 	bool in_region, in_iteration;
+	bool measuring;		/* past the warm-up passes: counted */
 	uint64_t region_compute;	/* of one pass over the region */
 	uint64_t recompute_at_begin;
 	/* Scratch for one op. */
@@ -250,7 +251,7 @@ static int run_op(struct replay *rp, const struct tp_trace_op *op,
 	ret = op_done(rp);
 	if (ret)
 		return ret;
-	rp->r->op_runs += rp->in_region;
+	rp->r->op_runs += rp->measuring;
 	/*
 	 * A computable input updated in place stays behind as the old
 	 * version, regenerable by lineage; the program no longer holds it.
@@ -358,7 +359,7 @@ static int ev_op(struct replay *rp, uint32_t id)
 		}
 		/* INPLACE: one version ends where the next begins. */
 	}
-	if (rp->in_region) {
+	if (rp->measuring) {
 		rp->r->ops++;
 		rp->r->compute_ns += op->cost_ns;
 	}
@@ -427,7 +428,7 @@ static bool thrashing(struct replay *rp, unsigned passes)
 	struct tp_stats s;
 	double limit = rp->o->thrash_limit;
 
-	if (limit <= 0 || !rp->in_region)
+	if (limit <= 0 || !rp->measuring)
 		return false;
 	if (tp_stats_get(rp->ctx, &s))
 		return false;
@@ -553,6 +554,7 @@ int tp_replay_run(const struct tp_trace *t, const struct tp_replay_opts *o,
 	struct replay rp = { .t = t, .o = o, .r = r };
 	uint64_t chunk = o->chunk_size ? o->chunk_size : REPLAY_CHUNK_DEFAULT;
 	unsigned passes = o->iterations ? o->iterations : 1;
+	bool marked = false;
 	struct rp_snap a, b;
 	uint64_t unlimited = 0;
 	size_t i, begin = 0, end = t->n_events;
@@ -574,6 +576,12 @@ int tp_replay_run(const struct tp_trace *t, const struct tp_replay_opts *o,
 		end = i;
 	}
 	rp.region_compute = region_compute(t, begin, end);
+	/* A region without iteration marks of its own is one iteration:
+	 * each pass is marked as one, so that the prefetcher learns it. */
+	for (i = begin; i < end && !marked; i++)
+		marked = t->events[i].kind == TP_TRACE_EV_ITER;
+	if (o->warmup > 1000 || o->iterations > 1000000)
+		return fail(&rp, -EINVAL, "replay options out of range");
 
 	if (!o->budget_bytes) {
 		struct tp_trace_summary sum;
@@ -609,18 +617,20 @@ int tp_replay_run(const struct tp_trace *t, const struct tp_replay_opts *o,
 	}
 	for (i = 0; i < t->n_storages; i++)
 		rp.st[i].refs_at_begin = rp.st[i].refs;
-	ret = snap(&rp, &a);
-	if (ret)
-		goto out_verdict;
-	rp.recompute_at_begin = a.s.recompute_ns;
 	rp.in_region = true;
-	for (unsigned p = 0; p < passes; p++) {
-		if (p) {
-			ret = reset_region(&rp);
-			if (!ret)
-				ret = iteration_mark(&rp);
+	for (unsigned p = 0; p < o->warmup + passes; p++) {
+		ret = p ? reset_region(&rp) : 0;
+		/* one open just before the region is this pass's */
+		if (!ret && !marked && (p || !rp.in_iteration))
+			ret = iteration_mark(&rp);
+		if (ret)
+			goto out_verdict;
+		if (p == o->warmup) {
+			ret = snap(&rp, &a);
 			if (ret)
 				goto out_verdict;
+			rp.recompute_at_begin = a.s.recompute_ns;
+			rp.measuring = true;
 		}
 		for (i = begin; i < end; i++) {
 			ret = apply(&rp, &t->events[i]);
@@ -637,6 +647,7 @@ int tp_replay_run(const struct tp_trace *t, const struct tp_replay_opts *o,
 		}
 	}
 	rp.in_region = false;
+	rp.measuring = false;
 	if (rp.in_iteration) {
 		ret = tp_iteration_end(rp.ctx);
 		if (ret) {

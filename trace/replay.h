@@ -30,6 +30,11 @@ struct tp_replay_opts {
 	int64_t remap_ns;
 	unsigned iterations;	/* times the measured region runs; 0: 1 */
 	/*
+	 * Times it runs before that, not counted: the prefetcher learns the
+	 * iteration from them, the copies' bandwidth is measured.
+	 */
+	unsigned warmup;
+	/*
 	 * Stop as thrashing once recompute time exceeds (limit - 1) times
 	 * the compute time of the measured region(s) (DTR's rule with 2.0);
 	 * 0: never.

@@ -168,6 +168,11 @@ static void parse_args(struct sim_args *a, int argc, char **argv)
 	double d;
 	int c;
 
+	/*
+	 * Driver costs are per 2 MiB (the GPU's granularity): a smaller chunk
+	 * for byte accuracy must not multiply them. --set can change it.
+	 */
+	add_extra(a, "vmm.sim.driver_granule=2M");
 	a->fmt = TP_TRACE_FMT_UNKNOWN;
 	a->thrash = -1;
 	a->o.prefetch = -1;
@@ -326,7 +331,9 @@ static void report_text(const struct sim_args *a,
 	printf("reloads          %" PRIu64 "\n", r->reloads);
 	printf("recomputes       %" PRIu64 " (%.3f ms)\n", r->recomputes,
 	       r->recompute_ns / 1e6);
-	printf("prefetch hits    %" PRIu64 "\n", r->prefetch_hits);
+	printf("prefetch hits    %" PRIu64 " (%" PRIu64 " issued, %" PRIu64
+	       " still in flight when used)\n", r->prefetch_hits,
+	       r->prefetch_issued, r->prefetch_late);
 	printf("stall            %.3f ms\n", r->stall_ns / 1e6);
 	printf("PCIe busy        %.4f\n", r->time_ns ?
 	       (double)r->copy_ns / (double)r->time_ns : 0.0);
@@ -357,6 +364,7 @@ static void report_json(const struct sim_args *a,
 	       ",\"evictions\":%" PRIu64 ",\"offloads\":%" PRIu64
 	       ",\"reloads\":%" PRIu64 ",\"recomputes\":%" PRIu64
 	       ",\"recompute_ns\":%" PRIu64 ",\"prefetch_hits\":%" PRIu64
+	       ",\"prefetch_issued\":%" PRIu64 ",\"prefetch_late\":%" PRIu64
 	       ",\"stall_ns\":%" PRIu64 ",\"pcie_busy\":%.6f"
 	       ",\"decision_ns\":%.1f,\"time_ns\":%" PRIu64
 	       ",\"unlimited_time_ns\":%" PRIu64 ",\"ops_per_s\":%.0f"
@@ -365,7 +373,8 @@ static void report_json(const struct sim_args *a,
 	       r->budget_bytes, r->chunk_size, status_name(r->status),
 	       r->phys_peak, tp_replay_overhead(r), extra, r->evictions,
 	       r->offloads, r->reloads, r->recomputes, r->recompute_ns,
-	       r->prefetch_hits, r->stall_ns, r->time_ns ?
+	       r->prefetch_hits, r->prefetch_issued, r->prefetch_late,
+	       r->stall_ns, r->time_ns ?
 	       (double)r->copy_ns / (double)r->time_ns : 0.0,
 	       r->policy_decisions ? (double)r->policy_ns /
 	       (double)r->policy_decisions : 0.0, r->time_ns, u->time_ns,

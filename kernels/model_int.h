@@ -109,7 +109,10 @@ struct tp_mvar *tp_model_op(struct tp_model *m, const char *name,
 struct tp_mvar *tp_model_param(struct tp_model *m, uint32_t count,
 			       enum tp_init init, float std);
 
-/** tp_model_input() - a step tensor holding @bytes of host @data. */
+/**
+ * tp_model_input() - a step tensor holding @bytes of host @data; without
+ * data (m->no_data) @data is not read and may be NULL.
+ */
 struct tp_mvar *tp_model_input(struct tp_model *m, const void *data,
 			       size_t bytes);
 

@@ -186,10 +186,22 @@ static struct tp_mvar *image_batch(struct tp_model *m, struct tp_mvar **labels)
 {
 	size_t per = (size_t)m->in_c * m->in_h * m->in_w, i, j;
 	uint32_t n = m->o.batch;
-	int32_t *lab = malloc(n * sizeof(*lab));
-	float *x = malloc(n * per * sizeof(*x));
+	int32_t *lab;
+	float *x;
 	struct tp_mvar *v = NULL;
 
+	/*
+	 * Without data (sim) only the tensors' sizes matter: drawing a
+	 * ResNet-50 batch of 256 took 2 s of host time a step, four fifths
+	 * of a sim run.
+	 */
+	if (m->no_data) {
+		v = tp_model_input(m, NULL, n * per * sizeof(float));
+		*labels = tp_model_input(m, NULL, n * sizeof(int32_t));
+		return v;
+	}
+	lab = malloc(n * sizeof(*lab));
+	x = malloc(n * per * sizeof(*x));
 	if (lab && x) {
 		for (i = 0; i < n; i++) {
 			/* class c's prototype: the stream seeded by (seed, c) */
@@ -391,8 +403,9 @@ static int bert_forward(struct tp_model *m, struct tp_mvar **loss)
 
 	if (!ids)
 		return m->err = -ENOMEM;
-	/* tokens, their positions, and the teacher's class of each token */
-	for (i = 0; i < rows; i++) {
+	/* tokens, their positions, and the teacher's class of each token;
+	 * nothing to draw without data (sim) */
+	for (i = 0; !m->no_data && i < rows; i++) {
 		ids[i] = (int32_t)(tp_model_rand(&m->rng) % m->o.vocab);
 		ids[rows + i] = (int32_t)(i % s);
 		ids[2 * rows + i] = m->teacher[ids[i]];

@@ -234,11 +234,18 @@ static uint64_t mono_ns(void)
  * (see choose_ahead in pager/hooks.h).
  */
 static bool ahead_ok(struct tp_policy *pol, const struct tp_tensor *t,
-		     const struct tp_tensor *ahead_of, enum tp_leave how)
+		     const struct tp_tensor *ahead_of, enum tp_leave how,
+		     const struct tp_director_in *in)
 {
-	if (!ahead_of)
-		return how == TP_LEAVE_OFFLOAD;
-	return tp_prefetch_used_after(pol->pf, t, ahead_of);
+	uint64_t next;
+
+	if (ahead_of)
+		return tp_prefetch_used_after(pol->pf, t, ahead_of);
+	if (how != TP_LEAVE_OFFLOAD)
+		return false;
+	/* Its next use, if known, leaves time for the way out and back. */
+	next = tp_prefetch_next_use_ns(pol->pf, t);
+	return !next || (double)next >= 2 * in->m / in->b + in->remap_ns;
 }
 
 static int choose(struct tp_policy *pol, bool ahead,
@@ -260,8 +267,13 @@ static int choose(struct tp_policy *pol, bool ahead,
 	if (pol->filter == TP_FILTER_COOP && pol->ctx->vmm &&
 	    tp_vmm_pool_contiguous(pol->ctx->vmm)) {
 		rc = tp_coop_choose(pol, need_bytes, no_offload, &t, how);
-		if (!rc && ahead && !ahead_ok(pol, t, ahead_of, *how))
-			rc = -ENOENT;
+		if (!rc && ahead) {
+			struct tp_director_in in;
+
+			tp_policy_director_in(pol, t, no_offload, &in);
+			if (!ahead_ok(pol, t, ahead_of, *how, &in))
+				rc = -ENOENT;
+		}
 		goto out;
 	}
 	for (;;) {
@@ -274,7 +286,7 @@ static int choose(struct tp_policy *pol, bool ahead,
 		tp_policy_director_in(pol, t, no_offload, &in);
 		if (tp_director_decide(pol->conf->policy_director, &in, how)) {
 			/* The best does not qualify: nothing ahead of need. */
-			if (!ahead || ahead_ok(pol, t, ahead_of, *how))
+			if (!ahead || ahead_ok(pol, t, ahead_of, *how, &in))
 				rc = 0;
 			break;
 		}

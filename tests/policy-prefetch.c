@@ -233,9 +233,14 @@ static void across_iterations(void)
 	ops->add(ops->priv, &b[3]);
 	ok(ops->choose_ahead(ops->priv, &b[0], 1, false, &v, &how) == -ENOENT,
 	   "room for b[0]'s prefetch: b[3], needed sooner, stays");
+	ok(ops->choose_ahead(ops->priv, NULL, 1, false, &v, &how) == -ENOENT,
+	   "a proactive release leaves b[3] alone: used in 100 ns, it has "
+	   "no time to go and come back (2 x 731 ns)");
+	tp_conf_set(&ctx.conf, "policy.link_bandwidth", "10000", "test", 0);
 	ok(ops->choose_ahead(ops->priv, NULL, 1, false, &v, &how) == 0 &&
 	   v == &b[3] && how == TP_LEAVE_OFFLOAD,
-	   "a proactive release offloads");
+	   "on a 10 TB/s link it has: offloaded ahead of need");
+	tp_conf_set(&ctx.conf, "policy.link_bandwidth", "32", "test", 0);
 	ops->add(ops->priv, &b[3]);
 	tp_conf_set(&ctx.conf, "policy.director", "evict", "test", 0);
 	ok(ops->choose_ahead(ops->priv, NULL, 1, false, &v, &how) == -ENOENT,
@@ -253,7 +258,7 @@ int main(void)
 	uint64_t start;
 	size_t n;
 
-	plan_tests(33);
+	plan_tests(34);
 	memset(&ctx, 0, sizeof(ctx));
 	tp_conf_defaults(&ctx.conf);
 	tp_conf_set(&ctx.conf, "vmm.chunk_size", "4096", "test", 0);

@@ -360,6 +360,16 @@ struct tp_event *tp_pager_copy_start(struct tp_pager *pg, enum tp_stream s)
 	return ev;
 }
 
+uint64_t tp_pager_copy_backlog(const struct tp_pager *pg, bool d2h)
+{
+	uint64_t bytes = 0;
+
+	for (size_t i = 0; i < pg->nr_copies; i++)
+		if (pg->copies[i].d2h == d2h)
+			bytes += pg->copies[i].bytes;
+	return bytes;
+}
+
 void tp_pager_copy_issued(struct tp_pager *pg, struct tp_event *start,
 			  struct tp_event *ev, uint64_t t0, uint64_t bytes,
 			  bool d2h)

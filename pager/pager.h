@@ -90,6 +90,12 @@ int tp_pager_drop_contents(struct tp_pager *pg, struct tp_tensor *t);
 uint64_t tp_pager_budget_bytes(const struct tp_pager *pg);
 uint64_t tp_pager_used_bytes(const struct tp_pager *pg);
 
+/**
+ * tp_pager_copy_backlog() - bytes of copies to host (@d2h) or from it
+ * still in flight, as last polled: what a new copy queues behind.
+ */
+uint64_t tp_pager_copy_backlog(const struct tp_pager *pg, bool d2h);
+
 /* Global access counter, advanced by each acquire (policy staleness). */
 uint64_t tp_pager_access_seq(const struct tp_pager *pg);
 

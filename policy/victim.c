@@ -12,6 +12,7 @@
 #include <time.h>
 
 #include "ctx/log.h"
+#include "pager/pager.h"
 #include "policy/policy_priv.h"
 #include "vmm/vmm.h"
 
@@ -237,15 +238,21 @@ static bool ahead_ok(struct tp_policy *pol, const struct tp_tensor *t,
 		     const struct tp_tensor *ahead_of, enum tp_leave how,
 		     const struct tp_director_in *in)
 {
+	double queued = 0;
 	uint64_t next;
 
 	if (ahead_of)
 		return tp_prefetch_used_after(pol->pf, t, ahead_of);
 	if (how != TP_LEAVE_OFFLOAD)
 		return false;
-	/* Its next use, if known, leaves time for the way out and back. */
+	/* Its next use, if known, leaves time for the way out, behind the
+	 * copies already queued, and back. */
 	next = tp_prefetch_next_use_ns(pol->pf, t);
-	return !next || (double)next >= 2 * in->m / in->b + in->remap_ns;
+	if (!next)
+		return true;
+	if (pol->ctx->pager)
+		queued = (double)tp_pager_copy_backlog(pol->ctx->pager, true);
+	return (double)next >= (queued + 2 * in->m) / in->b + in->remap_ns;
 }
 
 static int choose(struct tp_policy *pol, bool ahead,

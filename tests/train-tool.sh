@@ -4,7 +4,8 @@
 # of the mlp whose loss falls and whose final weights under a 50% budget
 # are bit-identical to the unconstrained run's, with evictions that were
 # recomputed and offloads both happening; a trace that tpager-sim replays;
-# the shapes-only sim run; --max-batch; one-line errors for bad arguments.
+# the shapes-only sim run; --max-batch, with a model and budget and with
+# the CPU defaults; one-line errors for bad arguments.
 top_builddir=${top_builddir:-.}
 train="$top_builddir/tools/tpager-train"
 sim="$top_builddir/tools/tpager-sim"
@@ -75,7 +76,7 @@ trains() {
 		"$name: the unconstrained run never pages"
 }
 
-echo "1..32"
+echo "1..43"
 echo "# seed $seed"
 
 trains resnet-mini --model resnet-mini
@@ -108,6 +109,25 @@ wo=$(field "" max_batch_without < "$tmp/mb.json")
 ok $([ $rc = 0 ] && [ "${wo:-0}" -gt 0 ] && [ "${w:-0}" -gt "$wo" ]; echo $?) \
 	"--max-batch: $w with paging > $wo without"
 
+# sim has no data: a ResNet-50 batch of 256 is sizes only, so the search
+# runs in seconds (drawing every batch on the host took 161 s).
+timeout 60 "$train" --backend sim --model resnet-50 --budget 8G --max-batch \
+	--json > "$tmp/mbs.json" 2>"$tmp/err"; rc=$?
+w=$(field "" max_batch_with < "$tmp/mbs.json")
+wo=$(field "" max_batch_without < "$tmp/mbs.json")
+ok $([ $rc = 0 ] && [ "${wo:-0}" -gt 0 ] && [ "${w:-0}" -gt "$wo" ]; echo $?) \
+	"sim --max-batch of resnet-50 under 8G within 60 s: $w with paging > $wo without"
+
+# --max-batch with nothing else: resnet-mini on the host under half its
+# peak at batch 32, both numbers printed, paging at least as large.
+"$train" --max-batch --quiet > "$tmp/mbd.out" 2>"$tmp/err"; rc=$?
+wo=$(sed -n 's/^without paging[^0-9]*\([0-9][0-9]*\)$/\1/p' "$tmp/mbd.out")
+w=$(sed -n 's/^with tpager *\([0-9][0-9]*\)$/\1/p' "$tmp/mbd.out")
+echo "# default --max-batch: $wo without, $w with"
+ok $([ $rc = 0 ] && [ ! -s "$tmp/err" ] && grep -q '^tpager-train: largest batch of resnet-mini under .* (host backend)$' "$tmp/mbd.out" &&
+     [ "${wo:-0}" -gt 0 ] && [ "${w:-0}" -ge "$wo" ]; echo $?) \
+	"--max-batch on the CPU defaults prints both numbers ($wo, $w)"
+
 fails "unknown model" "unknown model 'resnet-7'" --model resnet-7
 fails "non-numeric batch" "--batch: 'x'" --batch x
 fails "batch of zero" "--batch: '0'" --batch 0
@@ -123,3 +143,16 @@ fails "unknown option" "unknown option '--frobnicate'" --frobnicate
 fails "option without its value" "'--steps' needs a value" --steps
 fails "image too small for resnet" "at least 32 pixels" --model resnet-18 --image 16
 fails "heads not dividing hidden" "does not divide" --model bert --hidden 64 --heads 3
+fails "--max-batch, budget below one chunk" "below one chunk (65536 bytes)" \
+	--max-batch --budget 4K
+fails "--max-batch, budget below batch 1's working set" \
+	"below the working set of mlp at batch 1" --max-batch --model mlp --budget 32K
+fails "--max-batch with --trace-out" "do not go together" \
+	--max-batch --trace-out "$tmp/x.trace"
+fails "--depth on a model without one" "applies to resnet only" \
+	--model mlp --depth 18
+fails "unknown optimizer" "unknown optimizer 'sgdx'" --optim sgdx
+fails "--set without a value" "'foo' is not KEY=VALUE" --set foo
+fails "--set of an unknown key" "unknown key 'foo.bar'" --set foo.bar=1
+fails "seed not a number" "--seed: '-1'" --seed -1
+fails "chunk size below 4K" "--chunk-size: '1K'" --chunk-size 1K

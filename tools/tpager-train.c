@@ -441,10 +441,10 @@ out:
 }
 
 static void run_error(const struct train_args *a, const char *which,
-		      const struct run *r)
+		      unsigned batch, const struct run *r)
 {
 	fprintf(stderr, "%s: %s run of %s (batch %u) failed in %s: %s%s%s\n",
-		prog, which, a->model, a->mo.batch, r->what,
+		prog, which, a->model, batch, r->what,
 		tp_strerror(r->rc), last_msg[0] ? ": " : "", last_msg);
 }
 
@@ -549,7 +549,7 @@ static int train(const struct train_args *a)
 	run_training(a, a->mo.batch, a->steps, 0, true,
 		     a->trace_out ? &trace : NULL, &u);
 	if (u.rc) {
-		run_error(a, "unconstrained", &u);
+		run_error(a, "unconstrained", a->mo.batch, &u);
 		tp_trace_free(trace);
 		free(u.params);
 		return 1;
@@ -577,7 +577,7 @@ static int train(const struct train_args *a)
 			fprintf(stderr, "%s: budget of %" PRIu64 " bytes is below the working set of %s at batch %u (a step needs more than it)\n",
 				prog, budget, a->model, a->mo.batch);
 		else
-			run_error(a, "budgeted", &c);
+			run_error(a, "budgeted", a->mo.batch, &c);
 		free(u.params);
 		free(c.params);
 		return 1;
@@ -613,7 +613,7 @@ static int fits(const struct train_args *a, unsigned batch, uint64_t budget,
 	if (r.rc == -ENOMEM || r.rc == TP_ENOREGEN || r.rc == TP_EDEPTH ||
 	    !r.rc)
 		return 0;
-	run_error(a, paging ? "budgeted" : "unconstrained", &r);
+	run_error(a, paging ? "budgeted" : "unconstrained", batch, &r);
 	return r.rc;
 }
 
@@ -665,16 +665,34 @@ static int max_batch(const struct train_args *a)
 {
 	unsigned with = 0, without = 0;
 	uint64_t budget = a->budget_bytes;
+	unsigned probe = a->budget_percent ? a->mo.batch : 1;
 	char b[32];
 	struct run r;
+	bool ok;
 
-	if (a->budget_percent) {
-		run_training(a, a->mo.batch, 1, 0, false, NULL, &r);
-		if (r.rc) {
-			run_error(a, "unconstrained", &r);
-			return 1;
-		}
+	/*
+	 * One unconstrained step gives the chunk size (and the peak a
+	 * percent is of); a budget that cannot take a chunk, or batch 1 even
+	 * with paging, is a bad argument, told in one line before searching.
+	 */
+	run_training(a, probe, 1, 0, false, NULL, &r);
+	if (r.rc) {
+		run_error(a, "unconstrained", probe, &r);
+		return 1;
+	}
+	if (a->budget_percent)
 		budget = budget_of(a, r.st.phys_peak);
+	if (budget < r.st.chunk_size) {
+		fprintf(stderr, "%s: budget of %" PRIu64 " bytes is below one chunk (%" PRIu64 " bytes)\n",
+			prog, budget, r.st.chunk_size);
+		return 1;
+	}
+	if (fits(a, 1, budget, true, &ok))
+		return 1;
+	if (!ok) {
+		fprintf(stderr, "%s: budget of %" PRIu64 " bytes is below the working set of %s at batch 1 (a step needs more than it)\n",
+			prog, budget, a->model);
+		return 1;
 	}
 	if (search(a, budget, false, &without) ||
 	    search(a, budget, true, &with))

@@ -88,6 +88,16 @@ static size_t pick(struct tp_tensor **out)
 	return tp_policy_prefetch_pick(pol, out, 8);
 }
 
+/* A fresh policy on the test's clock and costs, in pol. */
+static void new_policy(void)
+{
+	pol = tp_policy_create(&ctx);
+	if (!pol)
+		bail_out("tp_policy_create");
+	tp_policy_set_clock(pol, test_clock, NULL);
+	tp_policy_set_cost_ops(pol, &cost_ops);
+}
+
 /*
  * Acquisitions the record does not have (a recompute's replays, a new
  * tensor) must not shift the predictions, and steps of the record this
@@ -98,11 +108,7 @@ static void resync(void)
 	struct tp_tensor a[NT], c[NT], d[NT], x, *out[8];
 	size_t n;
 
-	pol = tp_policy_create(&ctx);
-	if (!pol)
-		bail_out("tp_policy_create");
-	tp_policy_set_clock(pol, test_clock, NULL);
-	tp_policy_set_cost_ops(pol, &cost_ops);
+	new_policy();
 	tp_conf_set(&ctx.conf, "policy.prefetch.depth", "2", "test", 0);
 
 	for (int i = 0; i < NT; i++)
@@ -183,11 +189,7 @@ static void across_iterations(void)
 	enum tp_leave how;
 	size_t n;
 
-	pol = tp_policy_create(&ctx);
-	if (!pol)
-		bail_out("tp_policy_create");
-	tp_policy_set_clock(pol, test_clock, NULL);
-	tp_policy_set_cost_ops(pol, &cost_ops);
+	new_policy();
 	ops = tp_policy_victim_ops(pol);
 	init_tensor(&p, 71);
 	init_tensor(&unknown, 80);
@@ -263,11 +265,7 @@ int main(void)
 	tp_conf_defaults(&ctx.conf);
 	tp_conf_set(&ctx.conf, "vmm.chunk_size", "4096", "test", 0);
 	tp_conf_set(&ctx.conf, "policy.prefetch.depth", "2", "test", 0);
-	pol = tp_policy_create(&ctx);
-	if (!pol)
-		bail_out("tp_policy_create");
-	tp_policy_set_clock(pol, test_clock, NULL);
-	tp_policy_set_cost_ops(pol, &cost_ops);
+	new_policy();
 
 	/* Iteration 1: recorded, nothing to predict from yet. */
 	for (int i = 0; i < NT; i++)

@@ -17,7 +17,7 @@
  * chunks). Driver costs are the sim's
  * defaults, charged per 2 MiB granule as on a GPU; copies at the sim's
  * default link bandwidth; prefetch on. The three shipped traces take
- * about 35 s of CPU (a minute on a busy 2-core machine); name one trace
+ * about 40 s of CPU (a minute on a busy 2-core machine); name one trace
  * ("policy-table vgg16") or give --no-sweep for less.
  *
  * --dtr: DTR's recorded logs (the .log.gz files of

@@ -50,6 +50,8 @@ struct tp_lin_node {
 	/* union-find for c_r (cost.c); valid while uf_epoch matches */
 	uint32_t uf;
 	uint32_t uf_epoch;
+	/* c_r's walk (cost.c): seen in walk number cr_mark */
+	uint64_t cr_mark;
 	/* work stack mark (regen.c, inplace.c) */
 	uint64_t mark;
 };
@@ -100,6 +102,7 @@ struct tp_lineage {
 	struct tp_lin_uf_node *uf;
 	uint32_t uf_len, uf_cap, uf_epoch, uf_dead;
 	uint64_t uf_queries;
+	uint64_t cr_epoch;		/* c_r's walks so far */
 	struct tp_lin_node **uf_stk;	/* the class walk's stack */
 	size_t uf_stk_cap;
 

@@ -73,9 +73,10 @@ static bool regen(struct tp_tensor *t)
 int main(void)
 {
 	struct tp_tensor *x0, *b, *c, *d, *e, *g, *t1, *t2, *t3;
+	struct tp_tensor *sa, *sb, *ua, *ub;
 	double v;
 
-	plan_tests(26);
+	plan_tests(28);
 	ctx = tp_ctx_create("vmm.backend=sim,vmm.chunk_size=64K,pager.budget=64M,pager.slab_fraction=0");
 	if (!ctx)
 		bail_out("tp_ctx_create: %s", strerror(errno));
@@ -125,6 +126,28 @@ int main(void)
 	   "c_r(g) = 50 + one class {b, c, d} (%g)", cr(g));
 	ok(regen(d) && cr(g) == 50 && cr(e) == 400,
 	   "regenerating d brought b, c, d back: c_r(g) = 50, c_r(e) = 400");
+
+	/*
+	 * Siblings sa, sb of b, read by ua, ub: with b, sa, sb evicted,
+	 * regenerating ua replays sa and b, not sb, whatever was asked
+	 * before (classes merged through b would count sb too).
+	 */
+	sa = op(&priced, 10, b, NULL);
+	sb = op(&priced, 20, b, NULL);
+	ua = op(&priced, 1, sa, NULL);
+	ub = op(&priced, 2, sb, NULL);
+	ok(!tp_tensor_evict(ctx, sa) && !tp_tensor_evict(ctx, sb) &&
+	   !tp_tensor_evict(ctx, b), "evict b and its readers sa, sb");
+	v = cr(ub);
+	ok(v == 122 && cr(ua) == 111 && cr(ub) == 122,
+	   "siblings: c_r(ua) = 1 + 10 + 100, c_r(ub) = 2 + 20 + 100 "
+	   "(%g, %g, then %g)", v, cr(ua), cr(ub));
+	regen(ua);
+	regen(ub);
+	tp_tensor_free(ctx, ua);
+	tp_tensor_free(ctx, ub);
+	tp_tensor_free(ctx, sa);
+	tp_tensor_free(ctx, sb);
 
 	/*
 	 * An offloaded input of a replay: regenerated when the policy finds

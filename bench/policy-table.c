@@ -117,6 +117,8 @@ static int cell(const struct tp_trace *t, uint64_t peak,
 		.filter = p->filter,
 		.director = p->director,
 		.prefetch = offload,
+		/* a steady state: the prefetcher learns the iteration */
+		.warmup = offload,
 		.bandwidth = offload ? 12 : 0,
 		.remap_ns = 0,
 		.thrash_limit = 2.0,

@@ -304,6 +304,10 @@ static int accumulate(struct tp_model *m, struct tp_mvar *v,
 		v->grad = g;
 		return 0;
 	}
+	if (v->bytes / 4 > UINT32_MAX) {
+		tp_tensor_free(m->ctx, g);
+		return -EOVERFLOW;
+	}
 	rc = tp_op_run(m->ctx, tp_kernels_find("add"), &p, sizeof(p), in, 2,
 		       &sum, &v->bytes, 1);
 	tp_tensor_free(m->ctx, g);

@@ -111,11 +111,28 @@ static struct img bn_last(struct tp_model *m, struct img x)
 	return bn_g(m, x, TP_INIT_ZERO);
 }
 
+/*
+ * An element-wise op's count is 32 bits: a larger tensor (ResNet-50's
+ * first activation past batch 5350) fails the step with -EOVERFLOW
+ * instead of running on a truncated count, which on sim undercounted its
+ * memory.
+ */
+static bool count_ok(struct tp_model *m, size_t count)
+{
+	if (count <= UINT32_MAX)
+		return true;
+	if (!m->err)
+		m->err = -EOVERFLOW;
+	return false;
+}
+
 static struct tp_mvar *eltwise(struct tp_model *m, const char *op,
 			       struct tp_mvar *x, size_t count)
 {
 	struct tp_eltwise_params p = { .count = (uint32_t)count };
 
+	if (!count_ok(m, count))
+		return NULL;
 	return tp_model_op(m, op, &p, sizeof(p), &x, 1, NULL);
 }
 
@@ -131,6 +148,8 @@ static struct tp_mvar *add(struct tp_model *m, struct tp_mvar *a,
 	struct tp_eltwise_params p = { .count = (uint32_t)count };
 	struct tp_mvar *v[2] = { a, b };
 
+	if (!count_ok(m, count))
+		return NULL;
 	return tp_model_op(m, "add", &p, sizeof(p), v, 2, NULL);
 }
 

@@ -70,6 +70,27 @@ static bool refused(const struct tp_model_opts *mo)
 	return ret;
 }
 
+/*
+ * ResNet-50's stem output holds 64 x 112 x 112 = 802816 floats an image:
+ * past batch 5349 it has more than 2^32 elements, which the element-wise
+ * ops cannot count, and the step must fail with -EOVERFLOW rather than
+ * run on a truncated count; at 5349 it runs.
+ */
+static int r50_step(unsigned batch)
+{
+	struct tp_ctx *ctx = tp_ctx_create("vmm.backend=sim,"
+					   "vmm.device_memory=4T");
+	struct tp_model_opts mo = { .name = "resnet", .depth = 50,
+				    .batch = batch };
+	struct tp_model *m = ctx ? tp_model_create(ctx, &mo) : NULL;
+	int rc = m ? tp_model_step(m, NULL) : -errno;
+
+	tp_model_destroy(m);
+	if (ctx)
+		tp_ctx_destroy(ctx);
+	return rc;
+}
+
 int main(void)
 {
 	static const struct {
@@ -83,7 +104,7 @@ int main(void)
 	char what[32];
 	unsigned i;
 
-	plan_tests(2 * 7 + 4);
+	plan_tests(2 * 7 + 4 + 2);
 	for (i = 0; i < 4; i++) {
 		mo = (struct tp_model_opts){ .name = "resnet", .batch = 2,
 					     .image = 64,
@@ -112,5 +133,9 @@ int main(void)
 	ok(refused(&mo), "an unknown model is EINVAL");
 	mo = (struct tp_model_opts){ .name = "mlp", .optim = "lbfgs" };
 	ok(refused(&mo), "an unknown optimizer is EINVAL");
+	ok_rc(r50_step(5349), "resnet-50 at batch 5349: a step on sim");
+	ok(r50_step(5350) == -EOVERFLOW,
+	   "resnet-50 at batch 5350: 2^32 elements in one tensor is "
+	   "EOVERFLOW");
 	return exit_status();
 }

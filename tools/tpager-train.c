@@ -610,8 +610,9 @@ static int fits(const struct train_args *a, unsigned batch, uint64_t budget,
 	run_training(a, batch, paging ? 2 : 1, paging ? budget : 0, false,
 		     NULL, &r);
 	*ok = !r.rc && (paging || r.st.phys_peak <= budget);
+	/* -EOVERFLOW: a tensor past the ops' 32-bit element counts */
 	if (r.rc == -ENOMEM || r.rc == TP_ENOREGEN || r.rc == TP_EDEPTH ||
-	    !r.rc)
+	    r.rc == -EOVERFLOW || !r.rc)
 		return 0;
 	run_error(a, paging ? "budgeted" : "unconstrained", batch, &r);
 	return r.rc;

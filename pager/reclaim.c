@@ -25,9 +25,12 @@ int tp_pager_leave(struct tp_pager *pg, struct tp_tensor *t, enum tp_leave how)
  * beyond it fails before anything moves. Only candidates are walked, and
  * only until @want is covered: the usual shortfall is a chunk or two.
  */
-static bool reclaimable(struct tp_pager *pg, size_t want)
+static bool reclaimable(struct tp_pager *pg, size_t want, size_t extra_room)
 {
 	size_t room = tp_swap_room(pg), sum = 0;
+
+	if (room != SIZE_MAX)
+		room += extra_room;
 	struct tp_tensor *t;
 
 	cds_list_for_each_entry(t, &pg->cands, cand) {
@@ -79,6 +82,42 @@ static bool land_prefetch(struct tp_pager *pg)
 		return !ret;
 	}
 	return false;
+}
+
+/*
+ * Host swap holding copies of tensors lineage can regenerate: droppable
+ * (OFFLOADED -> EVICTED) when what must be offloaded (an uncomputable
+ * tensor) finds swap full. Count them (@drop false), or drop them until
+ * @want are free (@drop true). Walks every tensor: swap is full, rarely.
+ */
+static size_t swap_droppable(struct tp_pager *pg, size_t want, bool drop)
+{
+	struct tp_tensor *t;
+	size_t n = 0;
+
+	cds_list_for_each_entry(t, &pg->tensors, link) {
+		size_t k = t->nr_pages - t->resident_pages - t->evicted_pages;
+
+		if (n >= want)
+			break;
+		if (!k || t->pins || t->inflight_pages || t->dead ||
+		    !tp_pager_can_evict(pg, t))
+			continue;
+		if (drop) {
+			for (size_t i = 0; i < t->nr_pages; i++) {
+				struct tp_page *p = &t->pages[i];
+
+				if (p->state != TP_PAGE_OFFLOADED)
+					continue;
+				tp_swap_put(pg, &p->swap, 1);
+				p->swap = NULL;
+				tp_page_set(t, p, TP_PAGE_EVICTED);
+			}
+			tp_pager_cand_update(pg, t);
+		}
+		n += k;
+	}
+	return n;
 }
 
 struct skipped {
@@ -167,7 +206,8 @@ int tp_pager_make_room(struct tp_pager *pg, size_t n)
 	/* Fail before moving anything when the shortfall is certain. */
 	have = tp_vmm_chunks_free(vmm) + tp_vmm_chunks_pending(vmm) +
 	       pg->cache.chunks + pg->slabs.idle + prefetch_pages(pg);
-	if (have < n && !reclaimable(pg, n - have))
+	if (have < n && !reclaimable(pg, n - have, 0) &&
+	    !reclaimable(pg, n - have, swap_droppable(pg, SIZE_MAX, false)))
 		return -ENOMEM;
 
 	for (;;) {
@@ -196,6 +236,10 @@ int tp_pager_make_room(struct tp_pager *pg, size_t n)
 		if (pending && !tp_vmm_reap_wait(vmm))
 			continue;
 		if (land_prefetch(pg))
+			continue;
+		/* What is left must be offloaded and swap is full: copies
+		 * lineage can regenerate make room. */
+		if (swap_droppable(pg, 1, true))
 			continue;
 		ret = -ENOMEM;
 		break;

@@ -48,6 +48,7 @@ enum tp_director_kind {
 	TP_DIRECTOR_OFFLOAD,
 };
 enum tp_search_kind { TP_SEARCH_EXACT, TP_SEARCH_SAMPLE };
+enum tp_costs_kind { TP_COSTS_MEASURED, TP_COSTS_MODEL };
 
 #define TP_CONF_CTYPE_BOOL	bool
 #define TP_CONF_CTYPE_SIZE	uint64_t

@@ -115,6 +115,18 @@ static double ema(double avg, double x, double alpha)
 	return avg < 0 ? x : avg + alpha * (x - avg);
 }
 
+/* @rec's op as its type's cost model prices it. */
+static uint64_t rec_model_ns(const struct tp_lin_rec *rec)
+{
+	size_t in_bytes[16];
+	unsigned n = rec->n_in < 16 ? rec->n_in : 16;
+
+	for (unsigned k = 0; k < n; k++)
+		in_bytes[k] = rec->in[k].t->bytes;
+	return tp_lin_type_prior_ns(rec->type, rec->params, rec->params_len,
+				    in_bytes, n);
+}
+
 void tp_lin_note_cost(struct tp_lineage *lin, struct tp_lin_rec *rec,
 		      uint64_t ns)
 {
@@ -122,6 +134,9 @@ void tp_lin_note_cost(struct tp_lineage *lin, struct tp_lin_rec *rec,
 
 	if (!rec)
 		return;
+	/* Decisions that do not depend on the host's speed. */
+	if (lin->ctx->conf.policy_costs == TP_COSTS_MODEL)
+		ns = rec_model_ns(rec);
 	rec->cost_ns = ema(rec->cost_ns, (double)ns, alpha);
 	rec->ts->avg_ns = ema(rec->ts->avg_ns, (double)ns, alpha);
 	rec->ts->runs++;

@@ -42,7 +42,7 @@ double tp_bw_get(struct tp_bandwidth *bw, const struct tp_conf *conf)
 	double b;
 
 	pthread_mutex_lock(&bw->lock);
-	if (bw->samples)
+	if (bw->samples && conf->policy_costs == TP_COSTS_MEASURED)
 		b = bw->bytes / bw->ns;
 	else	/* GB/s is bytes per ns; DELTA §4.1: only 35% is achieved */
 		b = conf->policy_link_bandwidth * conf->policy_link_utilisation;

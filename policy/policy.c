@@ -119,6 +119,7 @@ static double remap_ns_per_chunk(struct tp_policy *pol)
 	if (c->policy_remap_ns >= 0)
 		return (double)c->policy_remap_ns;
 	if (vmm && c->vmm_backend != TP_VMM_SIM &&
+	    c->policy_costs == TP_COSTS_MEASURED &&
 	    vmm->stats.call[TP_CALL_MAP].units) {
 		const struct tp_vmm_call_stats *s = vmm->stats.call;
 

@@ -91,6 +91,10 @@ static void bandwidth(void)
 	ok(fabs(tp_bw_get(&bw, &conf) - 1093.875 / 212.5) < 1e-12,
 	   "byte-weighted: %.4f B/ns after a 1-byte copy of 1 µs",
 	   tp_bw_get(&bw, &conf));
+	tp_conf_set(&conf, "policy.costs", "model", "test", 0);
+	ok(tp_bw_get(&bw, &conf) == 12.5,
+	   "policy.costs=model: the configured 25 GB/s * 50%%, measured or not");
+	tp_conf_set(&conf, "policy.costs", "measured", "test", 0);
 
 	/* occupancy: 400 ns of copies in a 1000 ns iteration */
 	tp_bw_iteration_begin(&bw, 5000);
@@ -137,7 +141,7 @@ static void policy_bandwidth(void)
 
 int main(void)
 {
-	plan_tests(8 + 8 + 2);
+	plan_tests(9 + 8 + 2);
 	watermarks();
 	bandwidth();
 	policy_bandwidth();

@@ -270,15 +270,7 @@ static void prefer_regen(struct tp_pager *pg, struct tp_tensor *t,
 	if (!offloaded || !tp_pager_can_evict(pg, t) ||
 	    !pg->victim.recompute_back(pg->victim.priv, t))
 		return;
-	for (size_t i = first; i <= last; i++) {
-		struct tp_page *p = &t->pages[i];
-
-		if (p->state != TP_PAGE_OFFLOADED)
-			continue;
-		tp_swap_put(pg, &p->swap, 1);
-		p->swap = NULL;
-		tp_page_set(t, p, TP_PAGE_EVICTED);
-	}
+	tp_pager_drop_swapped(pg, t, first, last);
 }
 
 /*

@@ -786,20 +786,28 @@ int tp_pager_drop_contents(struct tp_pager *pg, struct tp_tensor *t)
 	for (size_t i = 0; i < t->nr_pages; i++) {
 		struct tp_page *p = &t->pages[i];
 
-		if (p->state == TP_PAGE_UNBACKED) {
-			/* Nothing to drop: marked so that acquire regenerates
-			 * it rather than hand out a fresh chunk. */
+		/* Nothing to drop: marked so that acquire regenerates it
+		 * rather than hand out a fresh chunk. */
+		if (p->state == TP_PAGE_UNBACKED)
 			tp_page_set(t, p, TP_PAGE_EVICTED);
-			continue;
-		}
+	}
+	tp_pager_drop_swapped(pg, t, 0, t->nr_pages - 1);
+	tp_pager_cand_update(pg, t);
+	return 0;
+}
+
+void tp_pager_drop_swapped(struct tp_pager *pg, struct tp_tensor *t,
+			   size_t first, size_t last)
+{
+	for (size_t i = first; i <= last; i++) {
+		struct tp_page *p = &t->pages[i];
+
 		if (p->state != TP_PAGE_OFFLOADED)
 			continue;
 		tp_swap_put(pg, &p->swap, 1);
 		p->swap = NULL;
 		tp_page_set(t, p, TP_PAGE_EVICTED);
 	}
-	tp_pager_cand_update(pg, t);
-	return 0;
 }
 
 /* --- statistics -------------------------------------------------------- */

@@ -283,6 +283,13 @@ void tp_pager_prefetch_answer(struct tp_pager *pg, struct tp_tensor *t, bool ok)
 /* --- reclaim.c ------------------------------------------------------- */
 
 /**
+ * tp_pager_drop_swapped() - the OFFLOADED pages of [@first, @last] of @t
+ * become EVICTED, their host swap freed: lineage regenerates them.
+ */
+void tp_pager_drop_swapped(struct tp_pager *pg, struct tp_tensor *t,
+			   size_t first, size_t last);
+
+/**
  * tp_pager_make_room_ahead() - room for @n chunks to prefetch @t into,
  * made only of victims the victim ops predict to be used after @t
  * (choose_ahead); never waits. Return 0, -EAGAIN when the room is still

@@ -104,15 +104,7 @@ static size_t swap_droppable(struct tp_pager *pg, size_t want, bool drop)
 		    !tp_pager_can_evict(pg, t))
 			continue;
 		if (drop) {
-			for (size_t i = 0; i < t->nr_pages; i++) {
-				struct tp_page *p = &t->pages[i];
-
-				if (p->state != TP_PAGE_OFFLOADED)
-					continue;
-				tp_swap_put(pg, &p->swap, 1);
-				p->swap = NULL;
-				tp_page_set(t, p, TP_PAGE_EVICTED);
-			}
+			tp_pager_drop_swapped(pg, t, 0, t->nr_pages - 1);
 			tp_pager_cand_update(pg, t);
 		}
 		n += k;

@@ -198,22 +198,37 @@ static int table(const struct tp_trace *t, const char *path,
 	return 0;
 }
 
-static int run_log(const char *path)
+/* Load @path (any format, gzip or not) and account its peak into @s. */
+static int load(const char *path, struct tp_trace **t,
+		struct tp_trace_summary *s)
 {
 	enum tp_trace_format fmt = TP_TRACE_FMT_UNKNOWN;
-	struct tp_trace *t = NULL;
 	struct tp_trace_error err;
-	struct tp_trace_summary s;
 	char msg[512];
 	int ret;
 
-	ret = tp_replay_load(path, &fmt, &t, &err);
+	*t = NULL;
+	ret = tp_replay_load(path, &fmt, t, &err);
 	if (ret) {
 		fprintf(stderr, "policy-table: %s\n",
 			tp_trace_error_str(&err, msg, sizeof(msg)));
 		return ret;
 	}
-	ret = tp_trace_peak(t, &s);
+	ret = tp_trace_peak(*t, s);
+	if (ret) {
+		tp_trace_free(*t);
+		*t = NULL;
+	}
+	return ret;
+}
+
+static int run_log(const char *path)
+{
+	struct tp_trace_summary s;
+	struct tp_trace *t;
+	int ret;
+
+	ret = load(path, &t, &s);
 	if (!ret)
 		ret = table(t, path, &s, recompute_only,
 			    sizeof(recompute_only) / sizeof(recompute_only[0]),
@@ -460,24 +475,15 @@ static int trace_row(const struct tp_trace *t, uint64_t peak,
 
 static int run_trace(const char *path)
 {
-	enum tp_trace_format fmt = TP_TRACE_FMT_UNKNOWN;
 	struct tp_replay_result u[2];
-	struct tp_trace *t = NULL;
-	struct tp_trace_error err;
 	struct tp_trace_summary s;
+	struct tp_trace *t;
 	double speed = 0;
-	char msg[512];
 	int ret;
 
-	ret = tp_replay_load(path, &fmt, &t, &err);
-	if (ret) {
-		fprintf(stderr, "policy-table: %s\n",
-			tp_trace_error_str(&err, msg, sizeof(msg)));
-		return ret;
-	}
-	ret = tp_trace_peak(t, &s);
+	ret = load(path, &t, &s);
 	if (ret)
-		goto out;
+		return ret;
 	/* The unconstrained replay of each pool, the base of extra time. */
 	for (int m = 0; m < 2; m++) {
 		struct row free_row = { NULL, NULL, m == 1 };

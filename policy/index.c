@@ -101,6 +101,12 @@ void tp_pol_index_destroy(struct tp_pol_index *idx)
 	free(idx);
 }
 
+/* fmin() without the call into libm: fail times are never NaN. */
+static inline double dmin(double a, double b)
+{
+	return a < b ? a : b;
+}
+
 static double node_value(const struct node *n, uint64_t now)
 {
 	return n->k * (double)(int64_t)(now - n->a) + n->g;
@@ -143,7 +149,7 @@ copy:
 	nd->k = w->k;
 	nd->g = w->g;
 	nd->a = w->a;
-	nd->min_fail = fmin(nd->fail, fmin(l->min_fail, r->min_fail));
+	nd->min_fail = dmin(nd->fail, dmin(l->min_fail, r->min_fail));
 }
 
 static void set_leaf_node(struct tp_pol_index *idx, size_t slot)
@@ -188,7 +194,7 @@ static unsigned refresh(struct tp_pol_index *idx, size_t v, bool full)
 	if (full)
 		recompute(idx, v);
 	else
-		nd->min_fail = fmin(nd->fail, fmin(idx->node[2 * v].min_fail,
+		nd->min_fail = dmin(nd->fail, dmin(idx->node[2 * v].min_fail,
 						   idx->node[2 * v + 1].min_fail));
 	return (nd->win != win ? CH_WIN : 0) |
 	       (nd->min_fail != min_fail ? CH_MIN : 0);

@@ -10,7 +10,6 @@
 #include <getopt.h>
 #include <inttypes.h>
 #include <math.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -19,6 +18,7 @@
 #include "trace/replay.h"
 #include "trace/trace.h"
 #include "ctl/conf.h"
+#include "tools/cli.h"
 
 #define SWEEP_STEP	5	/* percent */
 #define SWEEP_MAX	200	/* percent, when 100 does not fit */
@@ -38,7 +38,7 @@ struct sim_args {
 	char extra[512];
 };
 
-static const char *prog = "tpager-sim";
+const char *prog = "tpager-sim";
 
 static void usage(FILE *f)
 {
@@ -47,46 +47,6 @@ static void usage(FILE *f)
 		"       [--policy FILTER/DIRECTOR] [--iterations N] [--warmup N]\n"
 		"       [--bandwidth GB/s] [--remap-us N] [--chunk-size B] [--no-prefetch]\n"
 		"       [--async] [--thrash X] [--set KEY=VALUE]... [--sweep] [--json]\n", prog);
-}
-
-__attribute__((format(printf, 1, 2), noreturn))
-static void die(const char *fmt, ...)
-{
-	va_list ap;
-
-	fprintf(stderr, "%s: ", prog);
-	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
-	va_end(ap);
-	fputc('\n', stderr);
-	exit(2);
-}
-
-static bool parse_double(const char *s, double *v)
-{
-	char *end;
-
-	errno = 0;
-	*v = strtod(s, &end);
-	return !errno && end != s && !*end && isfinite(*v);
-}
-
-static bool parse_uint(const char *s, unsigned long long max,
-		       unsigned long long *v)
-{
-	char *end;
-
-	if (*s < '0' || *s > '9')
-		return false;
-	errno = 0;
-	*v = strtoull(s, &end, 10);
-	return !errno && !*end && *v <= max;
-}
-
-/* Bytes with an optional K/M/G/T suffix, as the configuration reads them. */
-static bool parse_bytes(const char *s, uint64_t *v)
-{
-	return tp_parse_size(s, v) == 0;
 }
 
 static void parse_budget(struct sim_args *a, const char *s)

@@ -13,7 +13,6 @@
 #include <getopt.h>
 #include <inttypes.h>
 #include <math.h>
-#include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -28,6 +27,7 @@
 #include "trace/trace.h"
 #include "vmm/vmm.h"
 #include "ctl/conf.h"
+#include "tools/cli.h"
 
 #define MAX_BATCH_LIMIT	(1u << 20)
 
@@ -60,7 +60,7 @@ struct run {
 	bool have_params;
 };
 
-static const char *prog = "tpager-train";
+const char *prog = "tpager-train";
 
 static void usage(FILE *f)
 {
@@ -73,31 +73,6 @@ static void usage(FILE *f)
 		"       [--json] [--quiet] [--max-batch]\n", prog);
 }
 
-__attribute__((format(printf, 1, 2), noreturn))
-static void die(const char *fmt, ...)
-{
-	va_list ap;
-
-	fprintf(stderr, "%s: ", prog);
-	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
-	va_end(ap);
-	fputc('\n', stderr);
-	exit(2);
-}
-
-static bool parse_uint(const char *s, unsigned long long max,
-		       unsigned long long *v)
-{
-	char *end;
-
-	if (*s < '0' || *s > '9')
-		return false;
-	errno = 0;
-	*v = strtoull(s, &end, 10);
-	return !errno && !*end && *v <= max;
-}
-
 static unsigned opt_uint(const char *name, const char *s, unsigned min,
 			 unsigned max)
 {
@@ -107,12 +82,6 @@ static unsigned opt_uint(const char *name, const char *s, unsigned min,
 		die("--%s: '%s' is not a number from %u to %u", name, s, min,
 		    max);
 	return (unsigned)v;
-}
-
-/* Bytes with an optional K/M/G/T suffix, as the configuration reads them. */
-static bool parse_bytes(const char *s, uint64_t *v)
-{
-	return tp_parse_size(s, v) == 0;
 }
 
 static void parse_budget(struct train_args *a, const char *s)

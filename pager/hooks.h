@@ -69,9 +69,9 @@ struct tp_victim_ops {
 	 * @budget (replaces the pager's pager.high/low_watermark rule).
 	 * prefetch_pick: offloaded tensors to reload now into @out (room for
 	 * @max), soonest use first; the pager makes room for each from
-	 * victims needed after it (choose_ahead), stops at the first it
-	 * cannot, and answers each with prefetch_done (@ok: its pages came
-	 * back).
+	 * victims needed after it (choose_ahead) and answers each with
+	 * prefetch_done (@ok: its pages came back; not, when no room could
+	 * be made for it).
 	 * recompute_back: for an acquire of an offloaded regenerable @t,
 	 * true when regenerating it is cheaper than reloading it.
 	 */

@@ -205,13 +205,30 @@ int tp_pager_evict(struct tp_pager *pg, struct tp_tensor *t)
 	return ret;
 }
 
-int tp_pager_prefetch(struct tp_pager *pg, struct tp_tensor *t)
+/*
+ * Bring @t's pages in host swap back: -ENOMEM without room for them, which
+ * @make_room first makes from victims predicted to be used after @t
+ * (tp_pager_make_room_ahead).
+ */
+static int prefetch(struct tp_pager *pg, struct tp_tensor *t, bool make_room)
 {
 	size_t n = 0;
 	int ret;
 
 	if (t->slab || t->refs == 0)
 		return 0;
+	if (make_room) {
+		/* Pages still leaving count: their chunks go first. */
+		for (size_t i = 0; i < t->nr_pages; i++)
+			n += t->pages[i].state == TP_PAGE_OFFLOADED ||
+			     t->pages[i].state == TP_PAGE_OFFLOADING;
+		if (n && !tp_vmm_chunks_fit(pg->vmm, n)) {
+			ret = tp_pager_make_room_ahead(pg, t, n);
+			if (ret)
+				return ret;
+		}
+		n = 0;
+	}
 	tp_pager_poll(pg);
 	for (size_t i = 0; i < t->nr_pages; i++) {
 		/* Still leaving: the chunk must go before a fresh one comes. */
@@ -245,6 +262,11 @@ int tp_pager_prefetch(struct tp_pager *pg, struct tp_tensor *t)
 	return 0;
 }
 
+int tp_pager_prefetch(struct tp_pager *pg, struct tp_tensor *t)
+{
+	return prefetch(pg, t, false);
+}
+
 void tp_pager_prefetch_answer(struct tp_pager *pg, struct tp_tensor *t, bool ok)
 {
 	t->pol_prefetch = false;
@@ -261,18 +283,9 @@ void tp_pager_prefetch_run(struct tp_pager *pg)
 	n = pg->victim.prefetch_pick(pg->victim.priv, pick, 8);
 	for (size_t i = 0; i < n; i++) {
 		struct tp_tensor *t = pick[i];
-		size_t missing = 0;
-		int ret = 0;
+		/* Room from tensors needed later, or no prefetch. */
+		int ret = prefetch(pg, t, true);
 
-		for (size_t j = 0; j < t->nr_pages; j++)
-			missing += t->pages[j].state == TP_PAGE_OFFLOADED ||
-				   t->pages[j].state == TP_PAGE_OFFLOADING;
-		/* Room from tensors needed later, or not at all: then
-		 * neither this one nor those after it, needed later still. */
-		if (missing && !tp_vmm_chunks_fit(pg->vmm, missing))
-			ret = tp_pager_make_room_ahead(pg, t, missing);
-		if (!ret)
-			ret = tp_pager_prefetch(pg, t);
 		if (ret || !t->inflight_pages) {
 			/* Refused, or nothing was in swap: answered now. */
 			if (pg->victim.prefetch_done)

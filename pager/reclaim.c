@@ -159,10 +159,7 @@ static int send_victim(struct tp_pager *pg, size_t need, bool ahead,
 	enum tp_leave how;
 	int ret;
 
-	if (!ahead)
-		ret = pg->victim.choose(pg->victim.priv, need * pg->chunk,
-					no_offload, &v, &how);
-	else if (pg->victim.choose_ahead)
+	if (ahead && pg->victim.choose_ahead)
 		ret = pg->victim.choose_ahead(pg->victim.priv, ahead_of,
 					      need * pg->chunk, no_offload,
 					      &v, &how);
@@ -171,9 +168,8 @@ static int send_victim(struct tp_pager *pg, size_t need, bool ahead,
 	else
 		ret = pg->victim.choose(pg->victim.priv, need * pg->chunk,
 					no_offload, &v, &how);
-	if (ret)
-		return -ENOENT;
-	if (ahead && !ahead_of && how == TP_LEAVE_EVICT)
+	/* Without choose_ahead, a release ahead of need still never evicts. */
+	if (ret || (ahead && !ahead_of && how == TP_LEAVE_EVICT))
 		return -ENOENT;
 	tp_pager_cand_drop(pg, v);
 	ret = tp_pager_leave(pg, v, how);
@@ -182,12 +178,66 @@ static int send_victim(struct tp_pager *pg, size_t need, bool ahead,
 	return 0;
 }
 
-int tp_pager_make_room(struct tp_pager *pg, size_t n)
+/*
+ * Free @n chunks in the pool. For a demand (@ahead_of NULL), chunks on
+ * their way back and prefetches in flight are waited for, and copies in
+ * swap that lineage can regenerate dropped as the last resort. For room
+ * to prefetch @ahead_of into, only victims needed after it leave and
+ * nothing is waited for (-EAGAIN: the room is still on its way back).
+ */
+static int free_chunks(struct tp_pager *pg, size_t n,
+		       const struct tp_tensor *ahead_of)
 {
 	struct tp_vmm *vmm = pg->vmm;
 	struct skipped s = { 0 };
-	size_t free_now, pending, have;
+	size_t free_now, pending;
 	int ret = 0;
+
+	for (;;) {
+		tp_vmm_reap(vmm);
+		free_now = tp_vmm_chunks_free(vmm);
+		/* Contiguous pool: enough free is not enough, it must be
+		 * one run (contig_pool.c). */
+		if (tp_vmm_chunks_fit(vmm, n))
+			break;
+		pending = tp_vmm_chunks_pending(vmm);
+		if (pending && free_now + pending >= n) {
+			uint64_t t0;
+
+			if (ahead_of) {
+				ret = -EAGAIN;
+				break;
+			}
+			t0 = tp_vmm_now_ns(vmm);
+			ret = tp_vmm_reap_wait(vmm);
+			pg->c.stall_ns += tp_vmm_now_ns(vmm) - t0;
+			if (ret)
+				break;
+			continue;
+		}
+		if (tp_range_cache_shrink(pg) || tp_slab_shrink(pg))
+			continue;
+		/* Contiguous: the victims must make one run of all n. */
+		if (!send_victim(pg, tp_vmm_pool_contiguous(vmm) ? n :
+				 n - free_now - pending, ahead_of != NULL,
+				 ahead_of, &s))
+			continue;
+		/* What is left must be offloaded and swap is full: copies
+		 * lineage can regenerate make room. */
+		if (!ahead_of && ((pending && !tp_vmm_reap_wait(vmm)) ||
+				  land_prefetch(pg) || swap_droppable(pg, 1, true)))
+			continue;
+		ret = -ENOMEM;
+		break;
+	}
+	unskip(pg, &s);
+	return ret;
+}
+
+int tp_pager_make_room(struct tp_pager *pg, size_t n)
+{
+	struct tp_vmm *vmm = pg->vmm;
+	size_t have;
 
 	tp_vmm_reap(vmm);
 	if (tp_vmm_chunks_fit(vmm, n))
@@ -201,43 +251,7 @@ int tp_pager_make_room(struct tp_pager *pg, size_t n)
 	if (have < n && !reclaimable(pg, n - have, 0) &&
 	    !reclaimable(pg, n - have, swap_droppable(pg, SIZE_MAX, false)))
 		return -ENOMEM;
-
-	for (;;) {
-		tp_vmm_reap(vmm);
-		free_now = tp_vmm_chunks_free(vmm);
-		/* Contiguous pool: enough free is not enough, it must be
-		 * one run (contig_pool.c). */
-		if (tp_vmm_chunks_fit(vmm, n))
-			break;
-		pending = tp_vmm_chunks_pending(vmm);
-		if (pending && free_now + pending >= n) {
-			uint64_t t0 = tp_vmm_now_ns(vmm);
-
-			ret = tp_vmm_reap_wait(vmm);
-			pg->c.stall_ns += tp_vmm_now_ns(vmm) - t0;
-			if (ret)
-				break;
-			continue;
-		}
-		if (tp_range_cache_shrink(pg) || tp_slab_shrink(pg))
-			continue;
-		/* Contiguous: the victims must make one run of all n. */
-		if (!send_victim(pg, tp_vmm_pool_contiguous(vmm) ? n :
-				 n - free_now - pending, false, NULL, &s))
-			continue;
-		if (pending && !tp_vmm_reap_wait(vmm))
-			continue;
-		if (land_prefetch(pg))
-			continue;
-		/* What is left must be offloaded and swap is full: copies
-		 * lineage can regenerate make room. */
-		if (swap_droppable(pg, 1, true))
-			continue;
-		ret = -ENOMEM;
-		break;
-	}
-	unskip(pg, &s);
-	return ret;
+	return free_chunks(pg, n, NULL);
 }
 
 void tp_pager_watermark(struct tp_pager *pg)
@@ -273,35 +287,12 @@ void tp_pager_watermark(struct tp_pager *pg)
 int tp_pager_make_room_ahead(struct tp_pager *pg, struct tp_tensor *t,
 			     size_t n)
 {
-	struct tp_vmm *vmm = pg->vmm;
-	struct skipped s = { 0 };
-	int ret = 0;
+	int ret;
 
 	/* @t itself is no victim while room is made for it. */
 	t->pins++;
 	tp_pager_cand_update(pg, t);
-	for (;;) {
-		size_t free_now, pending;
-
-		tp_vmm_reap(vmm);
-		if (tp_vmm_chunks_fit(vmm, n))
-			break;
-		free_now = tp_vmm_chunks_free(vmm);
-		pending = tp_vmm_chunks_pending(vmm);
-		/* Chunks on their way back: a prefetch never waits. */
-		if (pending && free_now + pending >= n) {
-			ret = -EAGAIN;
-			break;
-		}
-		if (tp_range_cache_shrink(pg) || tp_slab_shrink(pg))
-			continue;
-		if (send_victim(pg, tp_vmm_pool_contiguous(vmm) ? n :
-				n - free_now - pending, true, t, &s)) {
-			ret = -ENOMEM;
-			break;
-		}
-	}
-	unskip(pg, &s);
+	ret = free_chunks(pg, n, t);
 	t->pins--;
 	tp_pager_cand_update(pg, t);
 	return ret;

@@ -246,7 +246,7 @@ size_t tp_policy_prefetch_pick(struct tp_policy *pol, struct tp_tensor **out,
 	/*
 	 * Each tensor comes back when due, free chunks or not: the pager
 	 * makes room from tensors predicted to be used after it
-	 * (choose_ahead), and stops at the first it finds no room for.
+	 * (choose_ahead); one it finds no room for is answered not done.
 	 * Free memory is no reason to come back early: the work before the
 	 * use may need it.
 	 */

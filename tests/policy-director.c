@@ -16,29 +16,7 @@
 #include "policy/director.h"
 #include "policy/policy.h"
 #include "tap.h"
-
-static uint64_t now;
-static double cost[8];
-
-static uint64_t test_clock(void *priv)
-{
-	return now;
-}
-
-static double test_cost(void *priv, const struct tp_tensor *t)
-{
-	return cost[t->id];
-}
-
-static bool test_computable(void *priv, const struct tp_tensor *t)
-{
-	return !isinf(cost[t->id]);
-}
-
-static const struct tp_cost_ops cost_ops = {
-	.recompute_ns = test_cost,
-	.computable = test_computable,
-};
+#include "tests/policy-testenv.h"
 
 static void init_tensor(struct tp_tensor *t, uint64_t id, size_t bytes,
 			uint64_t last, double c, unsigned flags)
@@ -285,11 +263,7 @@ int main(void)
 	plan_tests(6 + 8 + 2 + 6 + 7 + 5);
 	memset(&ctx, 0, sizeof(ctx));
 	tp_conf_defaults(&ctx.conf);
-	pol = tp_policy_create(&ctx);
-	if (!pol)
-		bail_out("tp_policy_create");
-	tp_policy_set_clock(pol, test_clock, NULL);
-	tp_policy_set_cost_ops(pol, &cost_ops);
+	pol = pt_policy(&ctx, true);
 	ops = tp_policy_victim_ops(pol);
 
 	flips();

@@ -14,31 +14,9 @@
 #include "ctx/ctx.h"
 #include "policy/policy.h"
 #include "tap.h"
+#include "tests/policy-testenv.h"
 
 #define N 4
-
-static uint64_t now;
-static double cost[N + 1];		/* by tensor id */
-
-static uint64_t test_clock(void *priv)
-{
-	return *(uint64_t *)priv;
-}
-
-static double test_cost(void *priv, const struct tp_tensor *t)
-{
-	return cost[t->id];
-}
-
-static bool test_computable(void *priv, const struct tp_tensor *t)
-{
-	return true;
-}
-
-static const struct tp_cost_ops cost_ops = {
-	.recompute_ns = test_cost,
-	.computable = test_computable,
-};
 
 /* The papers' scores, written out; smallest leaves first. */
 static double score(const char *filter, const struct tp_tensor *t)
@@ -105,11 +83,7 @@ int main(void)
 	tp_conf_defaults(&ctx.conf);
 	/* The director must not matter: everything may be evicted. */
 	tp_conf_set(&ctx.conf, "policy.director", "evict", "test", 0);
-	pol = tp_policy_create(&ctx);
-	if (!pol)
-		bail_out("tp_policy_create failed");
-	tp_policy_set_clock(pol, test_clock, &now);
-	tp_policy_set_cost_ops(pol, &cost_ops);
+	pol = pt_policy(&ctx, true);
 	ops = tp_policy_victim_ops(pol);
 
 	init_tensor(&t[0], 1, 400, 900, 1);	/* A */

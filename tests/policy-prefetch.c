@@ -19,32 +19,10 @@
 #include "policy/policy.h"
 #include "policy/prefetch.h"
 #include "tap.h"
+#include "tests/policy-testenv.h"
 
 #define NT 10
 #define CHUNK 4096
-
-static uint64_t now;
-static double cost[128];
-
-static uint64_t test_clock(void *priv)
-{
-	return now;
-}
-
-static double test_cost(void *priv, const struct tp_tensor *t)
-{
-	return cost[t->id];
-}
-
-static bool test_computable(void *priv, const struct tp_tensor *t)
-{
-	return !isinf(cost[t->id]);
-}
-
-static const struct tp_cost_ops cost_ops = {
-	.recompute_ns = test_cost,
-	.computable = test_computable,
-};
 
 static struct tp_ctx ctx;
 static struct tp_policy *pol;
@@ -91,11 +69,7 @@ static size_t pick(struct tp_tensor **out)
 /* A fresh policy on the test's clock and costs, in pol. */
 static void new_policy(void)
 {
-	pol = tp_policy_create(&ctx);
-	if (!pol)
-		bail_out("tp_policy_create");
-	tp_policy_set_clock(pol, test_clock, NULL);
-	tp_policy_set_cost_ops(pol, &cost_ops);
+	pol = pt_policy(&ctx, true);
 }
 
 /*

@@ -16,13 +16,7 @@
 #include "policy/policy.h"
 #include "policy/watermark.h"
 #include "tap.h"
-
-static uint64_t now;
-
-static uint64_t test_clock(void *priv)
-{
-	return now;
-}
+#include "tests/policy-testenv.h"
 
 static void watermarks(void)
 {
@@ -118,10 +112,7 @@ static void policy_bandwidth(void)
 
 	memset(&ctx, 0, sizeof(ctx));
 	tp_conf_defaults(&ctx.conf);
-	pol = tp_policy_create(&ctx);
-	if (!pol)
-		bail_out("tp_policy_create");
-	tp_policy_set_clock(pol, test_clock, NULL);
+	pol = pt_policy(&ctx, false);
 	memset(&st, 0xff, sizeof(st));
 	tp_policy_stats(pol, &st);
 	ok(st.policy_decisions == 0 && st.policy_ns == 0 &&

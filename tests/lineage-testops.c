@@ -51,40 +51,61 @@ static int add_launch(const struct tp_op_launch *l)
 	return 0;
 }
 
-static int scale_launch(const struct tp_op_launch *l)
+/*
+ * One input, one output of its size, out[i] = f(in[i]) (@p: the op's
+ * parameters, checked to be @p_len bytes).
+ */
+static int map1(const struct tp_op_launch *l, size_t p_len,
+		float (*f)(float a, const void *p))
 {
-	const struct tops_scale_params *p = l->params;
 	const float *a;
 	size_t n, i;
 	float *o;
 
-	if (l->n_in != 1 || l->n_out != 1 || l->params_len != sizeof(*p) ||
+	if (l->n_in != 1 || l->n_out != 1 || l->params_len != p_len ||
 	    l->out_bytes[0] != l->in_bytes[0])
 		return -EINVAL;
+	/* Reads in[0], writes out[0]: the same buffer on an in-place op's
+	 * first run, not necessarily on a replay. */
 	a = l->in[0];
 	o = l->out[0];
 	n = l->in_bytes[0] / sizeof(float);
 	count(l);
 	for (i = 0; i < n; i++)
-		o[i] = tops_ref_scale(a[i], p->s, p->c);
+		o[i] = f(a[i], l->params);
 	return 0;
+}
+
+static float scale_f(float a, const void *p)
+{
+	const struct tops_scale_params *sp = p;
+
+	return tops_ref_scale(a, sp->s, sp->c);
+}
+
+static float softsign_f(float a, const void *p)
+{
+	return tops_ref_softsign(a);
+}
+
+static float relu_f(float a, const void *p)
+{
+	return tops_ref_relu(a);
+}
+
+static int scale_launch(const struct tp_op_launch *l)
+{
+	return map1(l, sizeof(struct tops_scale_params), scale_f);
 }
 
 static int softsign_launch(const struct tp_op_launch *l)
 {
-	const float *a;
-	size_t n, i;
-	float *o;
+	return map1(l, 0, softsign_f);
+}
 
-	if (l->n_in != 1 || l->n_out != 1 || l->out_bytes[0] != l->in_bytes[0])
-		return -EINVAL;
-	a = l->in[0];
-	o = l->out[0];
-	n = l->in_bytes[0] / sizeof(float);
-	count(l);
-	for (i = 0; i < n; i++)
-		o[i] = tops_ref_softsign(a[i]);
-	return 0;
+static int relu_launch(const struct tp_op_launch *l)
+{
+	return map1(l, 0, relu_f);
 }
 
 static int reduce_launch(const struct tp_op_launch *l)
@@ -105,25 +126,6 @@ static int reduce_launch(const struct tp_op_launch *l)
 		o[i] = 0;
 	for (i = 0; i < n; i++)
 		o[i % m] += a[i] / 64.0f;
-	return 0;
-}
-
-static int relu_launch(const struct tp_op_launch *l)
-{
-	const float *a;
-	size_t n, i;
-	float *o;
-
-	if (l->n_in != 1 || l->n_out != 1 || l->out_bytes[0] != l->in_bytes[0])
-		return -EINVAL;
-	/* Reads in[0], writes out[0]: the same buffer on a first run, not
-	 * necessarily on a replay. */
-	a = l->in[0];
-	o = l->out[0];
-	n = l->in_bytes[0] / sizeof(float);
-	count(l);
-	for (i = 0; i < n; i++)
-		o[i] = tops_ref_relu(a[i]);
 	return 0;
 }
 

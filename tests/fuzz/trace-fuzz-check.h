@@ -81,4 +81,23 @@ static inline int fuzz_check_result(int rc, struct tp_trace *t,
 	return 1;
 }
 
+/* A trace parser's signature (tp_trace_parse, tp_trace_parse_dtr). */
+typedef int (*fuzz_parser)(const char *buf, size_t len, const char *file,
+			   struct tp_trace **out, struct tp_trace_error *err);
+
+/* Parse @data with @parse and check the result (fuzz_check_result). */
+static inline int fuzz_parse(fuzz_parser parse, const uint8_t *data,
+			     size_t size)
+{
+	struct tp_trace *t = NULL;
+	struct tp_trace_error err;
+	int rc;
+
+	memset(&err, 0, sizeof(err));
+	rc = parse((const char *)data, size, "fuzz", &t, &err);
+	rc = fuzz_check_result(rc, t, &err, data, size);
+	tp_trace_free(t);
+	return rc;
+}
+
 #endif /* TP_TESTS_FUZZ_TRACE_FUZZ_CHECK_H */

@@ -16,15 +16,7 @@ const char trace_fuzz_corpus[] = "trace";
 
 int trace_fuzz_one(const uint8_t *data, size_t size)
 {
-	struct tp_trace *t = NULL;
-	struct tp_trace_error err;
-	int rc;
-
-	memset(&err, 0, sizeof(err));
-	rc = tp_trace_parse((const char *)data, size, "fuzz", &t, &err);
-	rc = fuzz_check_result(rc, t, &err, data, size);
-	tp_trace_free(t);
-	return rc;
+	return fuzz_parse(tp_trace_parse, data, size);
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);

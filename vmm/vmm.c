@@ -476,34 +476,15 @@ int tp_vmm_copy_h2d(struct tp_vmm *vmm, uintptr_t va, const void *host,
 
 /* --- events ---------------------------------------------------------- */
 
-struct tp_event *tp_vmm_event_create(struct tp_vmm *vmm)
+/* A new event from @create, counted as an event call. */
+static struct tp_event *event_new(struct tp_vmm *vmm,
+				  int (*create)(struct tp_vmm *,
+						struct tp_event **))
 {
 	struct tp_event *ev = NULL;
 	uint64_t t0;
 	int ret;
 
-	ret = tp_vmm_call_begin(vmm, TP_CALL_EVENT, true, &t0);
-	if (!ret) {
-		ret = vmm->ops->event_create(vmm, &ev);
-		tp_vmm_call_end(vmm, TP_CALL_EVENT, t0, 0);
-	}
-	if (ret) {
-		errno = -ret;
-		return NULL;
-	}
-	atomic_init(&ev->refs, 1);
-	return ev;
-}
-
-struct tp_event *tp_vmm_event_create_timed(struct tp_vmm *vmm)
-{
-	int (*create)(struct tp_vmm *, struct tp_event **);
-	struct tp_event *ev = NULL;
-	uint64_t t0;
-	int ret;
-
-	create = vmm->ops->event_create_timed ? vmm->ops->event_create_timed :
-		 vmm->ops->event_create;
 	ret = tp_vmm_call_begin(vmm, TP_CALL_EVENT, true, &t0);
 	if (!ret) {
 		ret = create(vmm, &ev);
@@ -515,6 +496,18 @@ struct tp_event *tp_vmm_event_create_timed(struct tp_vmm *vmm)
 	}
 	atomic_init(&ev->refs, 1);
 	return ev;
+}
+
+struct tp_event *tp_vmm_event_create(struct tp_vmm *vmm)
+{
+	return event_new(vmm, vmm->ops->event_create);
+}
+
+struct tp_event *tp_vmm_event_create_timed(struct tp_vmm *vmm)
+{
+	return event_new(vmm, vmm->ops->event_create_timed ?
+			      vmm->ops->event_create_timed :
+			      vmm->ops->event_create);
 }
 
 struct tp_event *tp_vmm_event_get(struct tp_event *ev)

@@ -53,6 +53,15 @@ struct tp_victim_ops {
 			    size_t need_bytes, bool no_offload,
 			    struct tp_tensor **victim, enum tp_leave *how);
 	/*
+	 * Optional: a demand finds its room on its way back, @wait_bytes of
+	 * copies to host still to go out before it lands. Choose as
+	 * choose() a victim that leaves for less than that wait costs, or
+	 * -ENOENT to wait. NULL: always wait.
+	 */
+	int (*choose_over_wait)(void *priv, size_t need_bytes,
+				uint64_t wait_bytes, bool no_offload,
+				struct tp_tensor **victim, enum tp_leave *how);
+	/*
 	 * Optional (may be NULL): a host copy of @bytes (@d2h: offload,
 	 * else reload) was seen complete @ns after it was issued; the
 	 * measured link bandwidth. Called on the caller's thread.

@@ -180,6 +180,11 @@ uint64_t tp_pager_access_seq(const struct tp_pager *pg)
 	return pg->access_seq;
 }
 
+uint64_t tp_pager_lost_ns(const struct tp_pager *pg)
+{
+	return pg->c.stall_ns + pg->c.recompute_ns;
+}
+
 void tp_pager_note_recompute(struct tp_pager *pg, uint64_t ns)
 {
 	pg->c.recomputes++;

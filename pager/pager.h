@@ -115,6 +115,12 @@ void tp_pager_sync(struct tp_pager *pg);
 /* Fill the pager's and vmm's part of @st. */
 void tp_pager_stats(struct tp_pager *pg, struct tp_stats *st);
 
+/*
+ * tp_pager_lost_ns() - time lost to paging so far: waits on copies and
+ * chunks (stall) and regenerating evicted tensors (recompute).
+ */
+uint64_t tp_pager_lost_ns(const struct tp_pager *pg);
+
 /* Counted events reported to stats by the layers above. */
 void tp_pager_note_recompute(struct tp_pager *pg, uint64_t ns);
 void tp_pager_note_compute(struct tp_pager *pg, uint64_t ns);

@@ -145,14 +145,34 @@ static void unskip(struct tp_pager *pg, struct skipped *s)
 }
 
 /*
+ * Bytes of copies to host that must land before @want chunks on their
+ * way back are free: those in flight, oldest first, until they cover it.
+ */
+static uint64_t pending_wait_bytes(const struct tp_pager *pg, size_t want)
+{
+	uint64_t bytes = 0;
+
+	for (size_t i = 0; i < pg->nr_copies; i++) {
+		if (!pg->copies[i].d2h)
+			continue;
+		bytes += pg->copies[i].bytes;
+		if (bytes >= (uint64_t)want * pg->chunk)
+			break;
+	}
+	return bytes;
+}
+
+/*
  * Send one victim away. Return 0 when something left (or was skipped and
  * another may), -ENOENT when no candidate is left or, @ahead, none
  * qualifies for leaving ahead of need (see choose_ahead in hooks.h:
  * @ahead_of is the tensor a prefetch makes room for, NULL for a
- * proactive release).
+ * proactive release), or, @wait_bytes, none leaves for less than waiting
+ * for that much to go out (choose_over_wait).
  */
 static int send_victim(struct tp_pager *pg, size_t need, bool ahead,
-		       const struct tp_tensor *ahead_of, struct skipped *s)
+		       const struct tp_tensor *ahead_of, uint64_t wait_bytes,
+		       struct skipped *s)
 {
 	bool no_offload = tp_swap_room(pg) == 0;
 	struct tp_tensor *v;
@@ -165,6 +185,12 @@ static int send_victim(struct tp_pager *pg, size_t need, bool ahead,
 					      &v, &how);
 	else if (ahead_of)
 		ret = -ENOENT;	/* no prediction: free chunks only */
+	else if (wait_bytes)
+		ret = pg->victim.choose_over_wait ?
+		      pg->victim.choose_over_wait(pg->victim.priv,
+						  need * pg->chunk, wait_bytes,
+						  no_offload, &v, &how) :
+		      -ENOENT;
 	else
 		ret = pg->victim.choose(pg->victim.priv, need * pg->chunk,
 					no_offload, &v, &how);
@@ -191,6 +217,7 @@ static int free_chunks(struct tp_pager *pg, size_t n,
 	struct tp_vmm *vmm = pg->vmm;
 	struct skipped s = { 0 };
 	size_t free_now, pending;
+	uint64_t wait;
 	int ret = 0;
 
 	for (;;) {
@@ -208,6 +235,12 @@ static int free_chunks(struct tp_pager *pg, size_t n,
 				ret = -EAGAIN;
 				break;
 			}
+			/* Waiting on copies out may cost more than a victim
+			 * that leaves at once. */
+			wait = pending_wait_bytes(pg, n - free_now);
+			if (wait && !send_victim(pg, n - free_now, false, NULL,
+						 wait, &s))
+				continue;
 			t0 = tp_vmm_now_ns(vmm);
 			ret = tp_vmm_reap_wait(vmm);
 			pg->c.stall_ns += tp_vmm_now_ns(vmm) - t0;
@@ -220,7 +253,7 @@ static int free_chunks(struct tp_pager *pg, size_t n,
 		/* Contiguous: the victims must make one run of all n. */
 		if (!send_victim(pg, tp_vmm_pool_contiguous(vmm) ? n :
 				 n - free_now - pending, ahead_of != NULL,
-				 ahead_of, &s))
+				 ahead_of, 0, &s))
 			continue;
 		/* What is left must be offloaded and swap is full: copies
 		 * lineage can regenerate make room. */
@@ -278,7 +311,7 @@ void tp_pager_watermark(struct tp_pager *pg)
 	while (pg->held > target) {
 		if (tp_range_cache_shrink(pg) || tp_slab_shrink(pg))
 			continue;
-		if (send_victim(pg, pg->held - target, true, NULL, &s))
+		if (send_victim(pg, pg->held - target, true, NULL, 0, &s))
 			break;
 	}
 	unskip(pg, &s);

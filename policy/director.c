@@ -24,10 +24,11 @@ double tp_director_f(int kind, const struct tp_director_in *in)
 		/*
 		 * TSPLIT eq. 3: swap costs max(m/B - hidden, 0) each way. The
 		 * copy out is waited on by the allocation that asked for room,
-		 * so nothing hides it; the copy back overlaps the compute before
-		 * the next use. Remap per chunk is charged to both actions.
+		 * behind the copies out already queued, so nothing hides it;
+		 * the copy back overlaps the compute before the next use.
+		 * Remap per chunk is charged to both actions.
 		 */
-		double c_s = exposed(in->m, in->b, 0) +
+		double c_s = exposed(in->queued + in->m, in->b, 0) +
 			     exposed(in->m, in->b, in->hide_ns);
 		double den = c_s + in->remap_ns;
 

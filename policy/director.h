@@ -22,6 +22,8 @@ struct tp_director_in {
 	double remap_ns;	/* remap cost of its chunks, both actions */
 	double hide_ns;		/* compute time a reload can overlap
 				 * before the next use (delta-overlap) */
+	double queued;		/* bytes of copies to host ahead of its
+				 * own (delta-overlap) */
 	bool no_offload;	/* host swap full */
 };
 

@@ -6,6 +6,7 @@
 #include <math.h>
 #include <stdlib.h>
 
+#include "pager/pager.h"
 #include "policy/policy_priv.h"
 #include "vmm/vmm.h"
 
@@ -165,15 +166,20 @@ static void director_in_base(struct tp_policy *pol, const struct tp_tensor *t,
 	in->remap_ns = remap_ns_per_chunk(pol) * (double)t->resident_pages;
 	in->no_offload = no_offload;
 	in->hide_ns = 0;
+	in->queued = 0;
 }
 
 void tp_policy_director_in(struct tp_policy *pol, const struct tp_tensor *t,
 			   bool no_offload, struct tp_director_in *in)
 {
 	director_in_base(pol, t, no_offload, in);
-	if (pol->conf->policy_director == TP_DIRECTOR_DELTA_OVERLAP)
+	if (pol->conf->policy_director == TP_DIRECTOR_DELTA_OVERLAP) {
 		in->hide_ns = hidden_ns(pol,
 					tp_prefetch_next_use_ns(pol->pf, t));
+		if (pol->ctx->pager)
+			in->queued = (double)tp_pager_copy_backlog(
+						pol->ctx->pager, true);
+	}
 }
 
 void tp_policy_cost_changed(struct tp_policy *pol, struct tp_tensor *t)
@@ -195,20 +201,35 @@ uint64_t tp_policy_release_bytes(struct tp_policy *pol, uint64_t used,
 				    budget);
 }
 
+/*
+ * The prefetcher's clock: time less what paging lost (stalls and
+ * recomputes), so that the record of an iteration that paged hard still
+ * predicts the compute between two uses, which is all the next
+ * iteration's reloads can hide behind.
+ */
+static uint64_t work_now(struct tp_policy *pol)
+{
+	uint64_t now = tp_policy_now(pol), lost = 0;
+
+	if (pol->ctx->pager)
+		lost = tp_pager_lost_ns(pol->ctx->pager);
+	now = now > lost ? now - lost : 0;
+	if (now < pol->work_clock)
+		now = pol->work_clock;	/* a cost noted before it ran */
+	pol->work_clock = now;
+	return now;
+}
+
 void tp_policy_iteration_begin(struct tp_policy *pol)
 {
-	uint64_t now = tp_policy_now(pol);
-
-	tp_bw_iteration_begin(&pol->bw, now);
-	tp_prefetch_iteration_begin(pol->pf, now);
+	tp_bw_iteration_begin(&pol->bw, tp_policy_now(pol));
+	tp_prefetch_iteration_begin(pol->pf, work_now(pol));
 }
 
 void tp_policy_iteration_end(struct tp_policy *pol)
 {
-	uint64_t now = tp_policy_now(pol);
-
-	tp_bw_iteration_end(&pol->bw, now);
-	tp_prefetch_iteration_end(pol->pf, now);
+	tp_bw_iteration_end(&pol->bw, tp_policy_now(pol));
+	tp_prefetch_iteration_end(pol->pf, work_now(pol));
 }
 
 void tp_policy_on_acquire(struct tp_policy *pol, struct tp_tensor *t)
@@ -216,7 +237,7 @@ void tp_policy_on_acquire(struct tp_policy *pol, struct tp_tensor *t)
 	if (t->last_access_ns > pol->access_clock)
 		pol->access_clock = t->last_access_ns;
 	/* -ENOMEM only loses a prediction. */
-	(void)tp_prefetch_on_acquire(pol->pf, t, tp_policy_now(pol));
+	(void)tp_prefetch_on_acquire(pol->pf, t, work_now(pol));
 	tp_coop_place(pol, t);
 }
 

@@ -31,6 +31,7 @@ struct tp_policy {
 	uint64_t (*now_fn)(void *priv);
 	void *now_priv;
 	uint64_t access_clock;		/* latest last_access_ns seen */
+	uint64_t work_clock;		/* the prefetcher's (work_now()) */
 
 	struct tp_pol_index *idx;
 	int filter;			/* the filter the keys were built for */

@@ -255,9 +255,29 @@ static bool ahead_ok(struct tp_policy *pol, const struct tp_tensor *t,
 	return (double)next >= (queued + 2 * in->m) / in->b + in->remap_ns;
 }
 
+/*
+ * What leaving costs the step that waits for the room, ns: an eviction's
+ * recompute (DTR's c_r), an offload's copy out behind those queued.
+ */
+static double leave_cost(struct tp_policy *pol, enum tp_leave how,
+			 const struct tp_director_in *in)
+{
+	double queued = 0;
+
+	if (how == TP_LEAVE_EVICT)
+		return in->c_r + in->remap_ns;
+	if (pol->ctx->pager)
+		queued = (double)tp_pager_copy_backlog(pol->ctx->pager, true);
+	return (queued + in->m) / in->b + in->remap_ns;
+}
+
+/*
+ * @max_cost: a demand that could wait for room on its way back takes only
+ * a victim leaving for less (INFINITY: any).
+ */
 static int choose(struct tp_policy *pol, bool ahead,
 		  const struct tp_tensor *ahead_of, size_t need_bytes,
-		  bool no_offload, struct tp_tensor **victim,
+		  bool no_offload, double max_cost, struct tp_tensor **victim,
 		  enum tp_leave *how)
 {
 	/* Reading the clock costs as much as a decision: time one in
@@ -274,11 +294,12 @@ static int choose(struct tp_policy *pol, bool ahead,
 	if (pol->filter == TP_FILTER_COOP && pol->ctx->vmm &&
 	    tp_vmm_pool_contiguous(pol->ctx->vmm)) {
 		rc = tp_coop_choose(pol, need_bytes, no_offload, &t, how);
-		if (!rc && ahead) {
+		if (!rc && (ahead || max_cost < INFINITY)) {
 			struct tp_director_in in;
 
 			tp_policy_director_in(pol, t, no_offload, &in);
-			if (!ahead_ok(pol, t, ahead_of, *how, &in))
+			if (ahead ? !ahead_ok(pol, t, ahead_of, *how, &in) :
+				    leave_cost(pol, *how, &in) >= max_cost)
 				rc = -ENOENT;
 		}
 		goto out;
@@ -292,8 +313,10 @@ static int choose(struct tp_policy *pol, bool ahead,
 			break;
 		tp_policy_director_in(pol, t, no_offload, &in);
 		if (tp_director_decide(pol->conf->policy_director, &in, how)) {
-			/* The best does not qualify: nothing ahead of need. */
-			if (!ahead || ahead_ok(pol, t, ahead_of, *how, &in))
+			/* The best does not qualify: nothing ahead of need,
+			 * or waiting is cheaper. */
+			if (ahead ? ahead_ok(pol, t, ahead_of, *how, &in) :
+				    leave_cost(pol, *how, &in) < max_cost)
 				rc = 0;
 			break;
 		}
@@ -328,15 +351,28 @@ out:
 static int victim_choose(void *priv, size_t need_bytes, bool no_offload,
 			 struct tp_tensor **victim, enum tp_leave *how)
 {
-	return choose(priv, false, NULL, need_bytes, no_offload, victim, how);
+	return choose(priv, false, NULL, need_bytes, no_offload, INFINITY,
+		      victim, how);
+}
+
+static int victim_choose_over_wait(void *priv, size_t need_bytes,
+				   uint64_t wait_bytes, bool no_offload,
+				   struct tp_tensor **victim,
+				   enum tp_leave *how)
+{
+	struct tp_policy *pol = priv;
+	double b = tp_bw_get(&pol->bw, pol->conf);
+
+	return choose(pol, false, NULL, need_bytes, no_offload,
+		      (double)wait_bytes / b, victim, how);
 }
 
 static int victim_choose_ahead(void *priv, const struct tp_tensor *ahead_of,
 			       size_t need_bytes, bool no_offload,
 			       struct tp_tensor **victim, enum tp_leave *how)
 {
-	return choose(priv, true, ahead_of, need_bytes, no_offload, victim,
-		      how);
+	return choose(priv, true, ahead_of, need_bytes, no_offload, INFINITY,
+		      victim, how);
 }
 
 void tp_policy_victim_init(struct tp_policy *pol)
@@ -347,6 +383,7 @@ void tp_policy_victim_init(struct tp_policy *pol)
 		.touch = victim_touch,
 		.choose = victim_choose,
 		.choose_ahead = victim_choose_ahead,
+		.choose_over_wait = victim_choose_over_wait,
 		.priv = pol,
 	};
 }

@@ -218,6 +218,16 @@ static void overlap(void)
 	ok(fabs(tp_director_f(TP_DIRECTOR_DELTA_OVERLAP, &in) -
 		4001.0 / 4000.0) < 1e-15,
 	   "delta-overlap: remap added to both sides");
+	/* The copy out waits behind those queued: 5000 bytes more. */
+	in.remap_ns = 0;
+	in.hide_ns = 400;
+	in.queued = 5000;
+	in.c_r = 2100;		/* c_s = (5000 + 10000)/10 + 600 */
+	ok(tp_director_f(TP_DIRECTOR_DELTA_OVERLAP, &in) == 1 &&
+	   tp_director_decide(TP_DIRECTOR_DELTA_OVERLAP, &in, &how) &&
+	   how == TP_LEAVE_EVICT,
+	   "delta-overlap: copies queued ahead count: F = 1 at c_r 2100");
+	in.queued = 0;
 
 	/* Through choose: no history (hide 0), policy.remap_ns = 500 per
 	 * chunk, 2 chunks: F = (c_r + 1000) / (2000 + 1000). */
@@ -232,6 +242,47 @@ static void overlap(void)
 	cost[1] = 2001;
 	ok(choose_one(&t, false, &how) == 0 && how == TP_LEAVE_OFFLOAD,
 	   "delta-overlap via choose: F = 3001/3000 offloads");
+}
+
+/*
+ * choose_over_wait: a demand that could wait for @wait bytes to go out
+ * takes the best candidate only if it leaves for less: an eviction's c_r
+ * (plus remap), an offload's own copy out.
+ */
+static int over_wait(struct tp_tensor *t, uint64_t wait, enum tp_leave *how)
+{
+	struct tp_tensor *v = NULL;
+	int rc;
+
+	ops->add(ops->priv, t);
+	rc = ops->choose_over_wait(ops->priv, 1, wait, false, &v, how);
+	ops->del(ops->priv, t);
+	if (!rc && v != t)
+		return -EINVAL;
+	return rc;
+}
+
+static void waits(void)
+{
+	struct tp_tensor t, *none = NULL;
+	enum tp_leave how;
+
+	/* b = 20 bytes/ns (measured in flips()): 20000 bytes wait 1000 ns */
+	set("policy.director", "evict");
+	set("policy.remap_ns", "0");
+	init_tensor(&t, 1, 10000, 0, 999, 0);
+	ok(over_wait(&t, 20000, &how) == 0 && how == TP_LEAVE_EVICT,
+	   "over wait: c_r 999 < 1000 ns of wait evicts");
+	cost[1] = 1000;
+	ok(over_wait(&t, 20000, &how) == -ENOENT,
+	   "over wait: c_r 1000 is not less: wait");
+	set("policy.director", "offload");
+	ok(over_wait(&t, 10000, &how) == -ENOENT,
+	   "over wait: an offload waits its own copy (500 ns), not < 500");
+	ok(over_wait(&t, 10002, &how) == 0 && how == TP_LEAVE_OFFLOAD,
+	   "over wait: an offload whose copy is shorter than the wait goes");
+	ok(ops->choose_over_wait(ops->priv, 1, 20000, false, &none, &how) ==
+	   -ENOENT, "over wait: no candidate, wait");
 }
 
 static void recompute_back(void)
@@ -260,7 +311,7 @@ static void recompute_back(void)
 
 int main(void)
 {
-	plan_tests(6 + 8 + 2 + 6 + 7 + 5);
+	plan_tests(6 + 8 + 2 + 6 + 8 + 5 + 5);
 	memset(&ctx, 0, sizeof(ctx));
 	tp_conf_defaults(&ctx.conf);
 	pol = pt_policy(&ctx, true);
@@ -272,6 +323,7 @@ int main(void)
 	fixed();
 	overlap();
 	recompute_back();
+	waits();
 	tp_policy_destroy(pol);
 	return exit_status();
 }

@@ -1,0 +1,182 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * A demand whose room is still on its way out to host swap asks
+ * choose_over_wait for a victim that leaves at once: one given is taken
+ * and nothing is waited for; -ENOENT, or no such hook, waits for the
+ * copy (on sim, exactly its cost in virtual time). Both tensors come
+ * back either way (sim has no bytes to compare: the state is checked).
+ */
+#include "config.h"
+
+#include "ctx/ctx.h"
+#include "pager/pager_int.h"
+#include "tests/pager-util.h"
+#include "vmm/vmm.h"
+
+#define CHUNK (64u << 10)
+#define BYTES (2 * CHUNK)
+
+static struct {
+	struct tp_tensor *cand[8];
+	unsigned ncand;
+	struct tp_tensor *instead;	/* what choose_over_wait answers */
+	uint64_t wait_bytes;		/* what it was told */
+	unsigned asked;
+} h;
+
+static void h_add(void *priv, struct tp_tensor *t)
+{
+	h.cand[h.ncand++] = t;
+}
+
+static void h_del(void *priv, struct tp_tensor *t)
+{
+	for (unsigned i = 0; i < h.ncand; i++)
+		if (h.cand[i] == t) {
+			h.cand[i] = h.cand[--h.ncand];
+			return;
+		}
+}
+
+static void h_touch(void *priv, struct tp_tensor *t)
+{
+}
+
+static int h_choose(void *priv, size_t need, bool no_offload,
+		    struct tp_tensor **victim, enum tp_leave *how)
+{
+	if (!h.ncand)
+		return -ENOENT;
+	*victim = h.cand[0];
+	*how = TP_LEAVE_OFFLOAD;
+	return 0;
+}
+
+static int h_over_wait(void *priv, size_t need, uint64_t wait_bytes,
+		       bool no_offload, struct tp_tensor **victim,
+		       enum tp_leave *how)
+{
+	h.asked++;
+	h.wait_bytes = wait_bytes;
+	if (!h.instead || !h.instead->candidate)
+		return -ENOENT;
+	*victim = h.instead;
+	*how = TP_LEAVE_EVICT;
+	return 0;
+}
+
+static bool r_can(void *priv, const struct tp_tensor *t)
+{
+	return true;
+}
+
+static unsigned regens;
+
+static int r_regen(void *priv, struct tp_tensor *t)
+{
+	void *addr;
+	int ret = tp_pager_acquire(priv, t, 0, t->bytes,
+				   TP_WRITE | TP_ACQ_NO_REGEN, &addr);
+
+	if (ret)
+		return ret;
+	regens++;
+	return tp_pager_release(priv, t, 0, t->bytes);
+}
+
+static bool r_on_free(void *priv, struct tp_tensor *t)
+{
+	return false;
+}
+
+static struct tp_tensor *written(struct tp_ctx *ctx)
+{
+	struct tp_tensor *t = tp_tensor_create(ctx, BYTES, 0);
+	if (!t || !tp_tensor_acquire(ctx, t, TP_WRITE))
+		bail_out("cannot write a tensor");
+	tp_tensor_release(ctx, t);
+	return t;
+}
+
+static bool back(struct tp_ctx *ctx, struct tp_tensor *t)
+{
+	bool good = tp_tensor_acquire(ctx, t, TP_READ) &&
+		    t->resident_pages == 2;
+
+	tp_tensor_release(ctx, t);
+	return good;
+}
+
+/*
+ * Fill the budget with a and b, send a out (its copy takes 131 ms of
+ * virtual time at 0.001 GB/s), then ask for room for c.
+ */
+static void one(const char *what, bool hook, bool give)
+{
+	struct tp_victim_ops ops = {
+		.add = h_add, .del = h_del, .touch = h_touch,
+		.choose = h_choose,
+		.choose_over_wait = hook ? h_over_wait : NULL,
+	};
+	struct tp_regen_ops regen = {
+		.can_regenerate = r_can, .regenerate = r_regen,
+		.on_free = r_on_free,
+	};
+	struct tp_tensor *a, *b, *c;
+	struct tp_ctx *ctx;
+	uint64_t copy_ns, t0, stall0;
+
+	ctx = tp_ctx_create("vmm.backend=sim,vmm.chunk_size=64K,"
+			    "pager.budget=256K,pager.high_watermark=100,"
+			    "vmm.sim.bandwidth=0.001,"
+			    "vmm.sim.copy_latency_ns=0,vmm.sim.map_ns=0,"
+			    "vmm.sim.set_access_ns=0,vmm.sim.unmap_ns=0");
+	if (!ctx)
+		bail_out("tp_ctx_create(sim): %s", strerror(errno));
+	memset(&h, 0, sizeof(h));
+	regens = 0;
+	tp_pager_set_victim_ops(ctx->pager, &ops);
+	regen.priv = ctx->pager;
+	tp_pager_set_regen_ops(ctx->pager, &regen);
+	copy_ns = (uint64_t)BYTES * 1000;	/* 0.001 bytes per ns */
+
+	a = written(ctx);
+	b = written(ctx);
+	if (tp_pager_offload(ctx->pager, a))
+		bail_out("offload");
+	h.instead = give ? b : NULL;
+	t0 = tp_vmm_now_ns(ctx->vmm);
+	stall0 = ctx->pager->c.stall_ns;
+	c = tp_tensor_create(ctx, BYTES, 0);
+	ok(c && tp_tensor_acquire(ctx, c, TP_WRITE), "%s: c fits", what);
+	tp_tensor_release(ctx, c);
+	if (!hook)
+		ok(ctx->pager->c.stall_ns - stall0 == copy_ns &&
+		   b->resident_pages == 2,
+		   "%s: waited exactly the copy out (%" PRIu64 " ns), b stayed",
+		   what, ctx->pager->c.stall_ns - stall0);
+	else if (give)
+		ok(h.asked == 1 && h.wait_bytes == BYTES &&
+		   ctx->pager->c.stall_ns == stall0 &&
+		   tp_vmm_now_ns(ctx->vmm) - t0 < copy_ns &&
+		   b->evicted_pages == 2,
+		   "%s: told %" PRIu64 " bytes to wait for, evicted b at once",
+		   what, h.wait_bytes);
+	else
+		ok(h.asked >= 1 && h.wait_bytes == BYTES &&
+		   ctx->pager->c.stall_ns - stall0 == copy_ns &&
+		   b->resident_pages == 2,
+		   "%s: refused, so waited the copy out", what);
+	ok(back(ctx, a) && back(ctx, b) && regens == (give ? 1u : 0u),
+	   "%s: a reloaded, b %s", what, give ? "regenerated" : "resident");
+	tp_ctx_destroy(ctx);
+}
+
+int main(void)
+{
+	plan_tests(9);
+	one("no hook", false, false);
+	one("hook refuses", true, false);
+	one("hook gives a victim", true, true);
+	return exit_status();
+}

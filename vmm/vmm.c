@@ -202,13 +202,7 @@ void tp_vmm_do_chunk_destroy(struct tp_vmm *vmm, struct tp_chunk *c)
 
 int tp_vmm_chunks_take(struct tp_vmm *vmm, struct tp_chunk **out, size_t n)
 {
-	if (!vmm->pool)
-		return -EINVAL;
-	if (!n)
-		return 0;
-	if (vmm->deferred->head)
-		tp_deferred_reap(vmm, vmm->deferred);
-	return tp_chunk_pool_take(vmm, vmm->pool, out, n);
+	return tp_vmm_chunks_take_side(vmm, out, n, TP_SIDE_LEFT);
 }
 
 int tp_vmm_chunks_take_side(struct tp_vmm *vmm, struct tp_chunk **out,

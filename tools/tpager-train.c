@@ -603,6 +603,19 @@ static int fits(const struct train_args *a, unsigned batch, uint64_t budget,
 	return r.rc;
 }
 
+/* fits(), told on stderr unless quiet. */
+static int try_batch(const struct train_args *a, unsigned batch,
+		     uint64_t budget, bool paging, bool *ok)
+{
+	int rc = fits(a, batch, budget, paging, ok);
+
+	if (!rc && !a->quiet)
+		fprintf(stderr, "%s: %s paging: batch %u %s\n", prog,
+			paging ? "with" : "without", batch,
+			*ok ? "fits" : "does not fit");
+	return rc;
+}
+
 /* Doubling, then bisection: the largest batch that fits, 0 if none. */
 static int search(const struct train_args *a, uint64_t budget, bool paging,
 		  unsigned *best)
@@ -612,13 +625,9 @@ static int search(const struct train_args *a, uint64_t budget, bool paging,
 	int rc;
 
 	for (;;) {
-		rc = fits(a, hi, budget, paging, &ok);
+		rc = try_batch(a, hi, budget, paging, &ok);
 		if (rc)
 			return rc;
-		if (!a->quiet)
-			fprintf(stderr, "%s: %s paging: batch %u %s\n", prog,
-				paging ? "with" : "without", hi,
-				ok ? "fits" : "does not fit");
 		if (!ok)
 			break;
 		lo = hi;
@@ -631,13 +640,9 @@ static int search(const struct train_args *a, uint64_t budget, bool paging,
 	while (hi - lo > 1) {
 		unsigned mid = lo + (hi - lo) / 2;
 
-		rc = fits(a, mid, budget, paging, &ok);
+		rc = try_batch(a, mid, budget, paging, &ok);
 		if (rc)
 			return rc;
-		if (!a->quiet)
-			fprintf(stderr, "%s: %s paging: batch %u %s\n", prog,
-				paging ? "with" : "without", mid,
-				ok ? "fits" : "does not fit");
 		if (ok)
 			lo = mid;
 		else

@@ -28,12 +28,36 @@ static const struct {
 	{ "transformer-10-8000000000.0-2020-10-1-10-56-5-default.log.gz", 1.06 },
 };
 
-static void replay_log(const char *dir, unsigned i)
+/* Log @i of @dir read as a DTR log, or NULL with the reason in @why. */
+static struct tp_trace *load_log(const char *dir, unsigned i, char *why,
+				 size_t len)
 {
-	char path[4096 + 128], msg[512];
+	char path[4096 + 128];
 	enum tp_trace_format fmt = TP_TRACE_FMT_UNKNOWN;
 	struct tp_trace *t = NULL;
 	struct tp_trace_error err;
+
+	if ((size_t)snprintf(path, sizeof(path), "%s/%s", dir,
+			     logs[i].file) >= sizeof(path)) {
+		snprintf(why, len, "path too long");
+		return NULL;
+	}
+	if (tp_replay_load(path, &fmt, &t, &err)) {
+		tp_trace_error_str(&err, why, len);
+		return NULL;
+	}
+	if (fmt != TP_TRACE_FMT_DTR) {
+		snprintf(why, len, "not read as a DTR log");
+		tp_trace_free(t);
+		return NULL;
+	}
+	return t;
+}
+
+static void replay_log(const char *dir, unsigned i)
+{
+	char why[512];
+	struct tp_trace *t = load_log(dir, i, why, sizeof(why));
 	struct tp_trace_summary s;
 	struct tp_replay_opts o = {
 		.filter = "dtr",
@@ -48,16 +72,9 @@ static void replay_log(const char *dir, unsigned i)
 	double want, got;
 	int rc;
 
-	if ((size_t)snprintf(path, sizeof(path), "%s/%s", dir,
-			     logs[i].file) >= sizeof(path)) {
-		ok(0, "%s: path too long", logs[i].file);
-		skip(3, "no path");
-		return;
-	}
-	rc = tp_replay_load(path, &fmt, &t, &err);
-	ok(!rc && fmt == TP_TRACE_FMT_DTR, "%s: read as a DTR log (%s)",
-	   logs[i].file, rc ? tp_trace_error_str(&err, msg, sizeof(msg)) : "ok");
-	if (rc) {
+	ok(t != NULL, "%s: read as a DTR log (%s)", logs[i].file,
+	   t ? "ok" : why);
+	if (!t) {
 		skip(3, "unreadable");
 		return;
 	}
@@ -87,10 +104,8 @@ static void replay_log(const char *dir, unsigned i)
  */
 static void swaps_hidden(const char *dir)
 {
-	char path[4096 + 128], msg[512];
-	enum tp_trace_format fmt = TP_TRACE_FMT_UNKNOWN;
-	struct tp_trace *t = NULL;
-	struct tp_trace_error err;
+	char why[512];
+	struct tp_trace *t = load_log(dir, 0, why, sizeof(why));
 	struct tp_trace_summary s;
 	struct tp_replay_opts o = {
 		.filter = "delta",
@@ -105,11 +120,8 @@ static void swaps_hidden(const char *dir)
 	double work;
 	int rc;
 
-	snprintf(path, sizeof(path), "%s/%s", dir, logs[0].file);
-	rc = tp_replay_load(path, &fmt, &t, &err);
-	if (rc) {
-		ok(0, "%s: %s", logs[0].file,
-		   tp_trace_error_str(&err, msg, sizeof(msg)));
+	if (!t) {
+		ok(0, "%s: %s", logs[0].file, why);
 		skip(1, "unreadable");
 		return;
 	}

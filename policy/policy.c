@@ -154,6 +154,12 @@ static double hidden_ns(struct tp_policy *pol, uint64_t gap)
 	return (1 - tp_bw_occupancy(&pol->bw)) * (double)gap;
 }
 
+double tp_policy_out_backlog(struct tp_policy *pol)
+{
+	return pol->ctx->pager ?
+	       (double)tp_pager_copy_backlog(pol->ctx->pager, true) : 0;
+}
+
 /* The director's input without the overlap estimate (hide_ns = 0). */
 static void director_in_base(struct tp_policy *pol, const struct tp_tensor *t,
 			     bool no_offload, struct tp_director_in *in)
@@ -176,9 +182,7 @@ void tp_policy_director_in(struct tp_policy *pol, const struct tp_tensor *t,
 	if (pol->conf->policy_director == TP_DIRECTOR_DELTA_OVERLAP) {
 		in->hide_ns = hidden_ns(pol,
 					tp_prefetch_next_use_ns(pol->pf, t));
-		if (pol->ctx->pager)
-			in->queued = (double)tp_pager_copy_backlog(
-						pol->ctx->pager, true);
+		in->queued = tp_policy_out_backlog(pol);
 	}
 }
 

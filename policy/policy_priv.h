@@ -54,6 +54,8 @@ uint64_t tp_policy_now(struct tp_policy *pol);
 /* c_r(t) through the cost ops or the fallback. */
 double tp_policy_cost(struct tp_policy *pol, const struct tp_tensor *t);
 bool tp_policy_computable(struct tp_policy *pol, const struct tp_tensor *t);
+/* Bytes of copies to host in flight (0 without a pager). */
+double tp_policy_out_backlog(struct tp_policy *pol);
 /* Fill the director's input for @t. */
 void tp_policy_director_in(struct tp_policy *pol, const struct tp_tensor *t,
 			   bool no_offload, struct tp_director_in *in);

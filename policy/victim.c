@@ -238,7 +238,6 @@ static bool ahead_ok(struct tp_policy *pol, const struct tp_tensor *t,
 		     const struct tp_tensor *ahead_of, enum tp_leave how,
 		     const struct tp_director_in *in)
 {
-	double queued = 0;
 	uint64_t next;
 
 	if (ahead_of)
@@ -250,9 +249,8 @@ static bool ahead_ok(struct tp_policy *pol, const struct tp_tensor *t,
 	next = tp_prefetch_next_use_ns(pol->pf, t);
 	if (!next)
 		return true;
-	if (pol->ctx->pager)
-		queued = (double)tp_pager_copy_backlog(pol->ctx->pager, true);
-	return (double)next >= (queued + 2 * in->m) / in->b + in->remap_ns;
+	return (double)next >= (tp_policy_out_backlog(pol) + 2 * in->m) /
+			       in->b + in->remap_ns;
 }
 
 /*
@@ -262,13 +260,9 @@ static bool ahead_ok(struct tp_policy *pol, const struct tp_tensor *t,
 static double leave_cost(struct tp_policy *pol, enum tp_leave how,
 			 const struct tp_director_in *in)
 {
-	double queued = 0;
-
 	if (how == TP_LEAVE_EVICT)
 		return in->c_r + in->remap_ns;
-	if (pol->ctx->pager)
-		queued = (double)tp_pager_copy_backlog(pol->ctx->pager, true);
-	return (queued + in->m) / in->b + in->remap_ns;
+	return (tp_policy_out_backlog(pol) + in->m) / in->b + in->remap_ns;
 }
 
 /*

@@ -63,7 +63,7 @@ uint64_t tp_kernel_cost(const struct tp_kernel *k, const void *params,
 	X(cross_entropy) X(cross_entropy_bwd) \
 	X(embedding) X(embedding_bwd) X(transpose12) X(transpose12_bwd) \
 	X(add) X(add_bwd) \
-	X(scale) X(scale_bwd) \
+	X(scale) X(scale_bwd) X(synth_image) \
 	X(sgd_momentum) X(sgd) X(adam_moments) X(adam)
 
 #define TP_DECLARE_CPU(name) int tp_cpu_##name(const struct tp_op_launch *l);

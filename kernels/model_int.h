@@ -45,6 +45,7 @@ union tp_op_params {
 	struct tp_xent_params xent;
 	struct tp_embedding_params emb;
 	struct tp_transpose_params tr;
+	struct tp_synth_params synth;
 };
 
 struct tp_tape_ent {

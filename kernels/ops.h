@@ -45,6 +45,7 @@
  *   add_bwd         in: dy                           out: da db
  *   scale           in: x                            out: y = alpha x
  *   scale_bwd       in: dy                           out: dx = alpha dy
+ *   synth_image     in: labels[n] (int32)            out: x[n,per]
  *   sgd_momentum    in: vel g p                      out: vel (in place)
  *   sgd             in: p vel                        out: p (in place)
  *   adam_moments    in: mv[2,count] g p              out: mv (in place)
@@ -141,6 +142,17 @@ struct tp_embedding_params {
 /* Swap the middle two of four dimensions (attention heads in and out). */
 struct tp_transpose_params {
 	uint32_t a, b, c, d;
+};
+
+/*
+ * synth_image: the models' synthetic data, draw @draw of a stream seeded
+ * by @seed: per image a prototype of its label's class plus noise, the same
+ * bits on the CPU and CUDA (kernels/synth.h). No backward op.
+ */
+struct tp_synth_params {
+	uint64_t seed, draw;
+	uint32_t n, per, classes;
+	uint32_t reserved;		/* 0 */
 };
 
 /* sgd_momentum: v = momentum v + (g + wd p); sgd: p -= lr v

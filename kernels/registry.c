@@ -344,6 +344,15 @@ SHAPE_FN(sgd)
 	IO(2, 1, x, x, x);
 }
 
+SHAPE_FN(synth_image)
+{
+	const struct tp_synth_params *p = p_;
+
+	if (!p->classes)
+		return -EINVAL;
+	IO(1, 1, (size_t)p->n * F, (size_t)p->n * p->per * F);
+}
+
 static int adam_valid(const struct tp_adam_params *p)
 {
 	return p->step && p->beta1 >= 0 && p->beta1 < 1 && p->beta2 >= 0 &&
@@ -468,6 +477,14 @@ FLOPS_FN(embedding)
 	const struct tp_embedding_params *p = p_;
 
 	return (double)p->n * p->dim;
+}
+
+/* about ten integer operations per element, counted as two flops */
+FLOPS_FN(synth)
+{
+	const struct tp_synth_params *p = p_;
+
+	return 2.0 * p->n * p->per;
 }
 
 FLOPS_FN(transpose)
@@ -671,6 +688,7 @@ static const struct tp_kernel kernels[K_COUNT] = {
 	KERNEL(add_bwd, tp_eltwise_params, add_bwd, eltwise)
 	KERNEL(scale, tp_eltwise_params, eltwise, eltwise)
 	KERNEL(scale_bwd, tp_eltwise_params, eltwise, eltwise)
+	KERNEL(synth_image, tp_synth_params, synth_image, synth)
 	/* The optimizers update their state, then the parameter, in place. */
 	KERNEL_INPLACE(sgd_momentum, tp_sgd_params, sgd_momentum, sgd)
 	KERNEL_INPLACE(sgd, tp_sgd_params, sgd, sgd)

@@ -781,6 +781,12 @@ int tp_pager_drop_contents(struct tp_pager *pg, struct tp_tensor *t)
 	ret = tp_pager_settle(pg, t, 0, t->nr_pages - 1);
 	if (ret)
 		return ret;
+	/* Training frees the same sizes every step: a freed tensor's
+	 * range serves the next one of its size without a driver call. */
+	if (tp_range_cache_put_dead(pg, t)) {
+		tp_pager_cand_update(pg, t);
+		return 0;
+	}
 	ev = tp_pager_compute_event(pg);
 	if (!ev)
 		return -errno;

@@ -347,6 +347,13 @@ size_t tp_swap_room(struct tp_pager *pg);
  */
 bool tp_range_cache_put(struct tp_pager *pg, struct tp_tensor *t);
 /**
+ * tp_range_cache_put_dead() - fake deletion through the cache: a freed
+ * tensor lineage keeps gives its fully resident range to the cache, and
+ * its pages become EVICTED with no range (as a dropped one), instead of
+ * being unmapped for the next tensor of its size to map again.
+ */
+bool tp_range_cache_put_dead(struct tp_pager *pg, struct tp_tensor *t);
+/**
  * tp_range_cache_get() - a cached range of exactly @nr_pages into @t
  * (va set, pages RESIDENT). Return: true on a hit.
  */

@@ -3,8 +3,12 @@
  * The range cache. Mapping costs driver calls that are worth as much as a
  * copy (DESIGN.md, "Backends"), so a freed tensor's range keeps its chunks
  * mapped, and a new tensor of the same page count takes it whole: a
- * training loop in steady state then makes no driver call. Cached ranges
- * are the first thing unmapped under pressure, oldest first.
+ * training loop in steady state then makes no driver call. That includes
+ * the freed tensors lineage keeps (fake deletion), which are most of what
+ * a training step frees. Cached ranges are free memory that stays mapped:
+ * no tensor holds them, so they count in neither the pager's held chunks,
+ * its peak nor its watermarks, and they are the first thing unmapped when
+ * an allocation needs chunks, oldest first.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -13,7 +17,8 @@
 #include "ctx/ctx.h"
 #include "pager/pager_int.h"
 
-bool tp_range_cache_put(struct tp_pager *pg, struct tp_tensor *t)
+/* Move @t's fully resident range, chunks and all, into the cache. */
+static bool cache_range(struct tp_pager *pg, struct tp_tensor *t)
 {
 	struct tp_range_cache *rc = &pg->cache;
 	struct tp_cached_range *r;
@@ -23,7 +28,7 @@ bool tp_range_cache_put(struct tp_pager *pg, struct tp_tensor *t)
 	if (pg->ctx->conf.pager_range_cache)
 		max = tp_psize_bytes(&pg->ctx->conf.pager_range_cache_max,
 				     pg->vmm->device_bytes) / pg->chunk;
-	if (t->slab || t->nr_pages > max ||
+	if (t->slab || t->unreserved || t->nr_pages > max ||
 	    t->resident_pages != t->nr_pages || t->inflight_pages)
 		return false;
 	while (rc->chunks + t->nr_pages > max)
@@ -37,9 +42,29 @@ bool tp_range_cache_put(struct tp_pager *pg, struct tp_tensor *t)
 		r->chunks[i] = t->pages[i].chunk;
 		t->pages[i].chunk = NULL;
 	}
-	t->resident_pages = 0;
 	cds_list_add_tail(&r->link, &rc->ranges);
 	rc->chunks += r->nr_pages;
+	/* Held by no tensor: free memory that stays mapped. */
+	tp_pager_held_add(pg, -(long)r->nr_pages);
+	return true;
+}
+
+bool tp_range_cache_put(struct tp_pager *pg, struct tp_tensor *t)
+{
+	if (!cache_range(pg, t))
+		return false;
+	t->resident_pages = 0;		/* torn down: the states are moot */
+	return true;
+}
+
+bool tp_range_cache_put_dead(struct tp_pager *pg, struct tp_tensor *t)
+{
+	if (!pg->ctx->conf.pager_range_cache_freed || !t->dead || t->pins ||
+	    !cache_range(pg, t))
+		return false;
+	for (size_t i = 0; i < t->nr_pages; i++)
+		tp_page_set(t, &t->pages[i], TP_PAGE_EVICTED);
+	t->unreserved = true;		/* the range went with the chunks */
 	return true;
 }
 
@@ -58,6 +83,7 @@ bool tp_range_cache_get(struct tp_pager *pg, struct tp_tensor *t)
 			tp_page_set(t, &t->pages[i], TP_PAGE_RESIDENT);
 		}
 		rc->chunks -= r->nr_pages;
+		tp_pager_held_add(pg, (long)r->nr_pages);
 		cds_list_del(&r->link);
 		free(r);
 		return true;
@@ -92,7 +118,6 @@ size_t tp_range_cache_shrink(struct tp_pager *pg)
 	tp_vmm_release(pg->vmm, r->va, len);
 	cds_list_del(&r->link);
 	rc->chunks -= n;
-	tp_pager_held_add(pg, -(long)n);
 	free(r);
 	return n;
 }

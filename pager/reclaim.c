@@ -227,6 +227,9 @@ static int free_chunks(struct tp_pager *pg, size_t n,
 		 * one run (contig_pool.c). */
 		if (tp_vmm_chunks_fit(vmm, n))
 			break;
+		/* Free memory kept mapped goes before anything waits. */
+		if (tp_range_cache_shrink(pg))
+			continue;
 		pending = tp_vmm_chunks_pending(vmm);
 		if (pending && free_now + pending >= n) {
 			uint64_t t0;
@@ -248,7 +251,7 @@ static int free_chunks(struct tp_pager *pg, size_t n,
 				break;
 			continue;
 		}
-		if (tp_range_cache_shrink(pg) || tp_slab_shrink(pg))
+		if (tp_slab_shrink(pg))
 			continue;
 		/* Contiguous: the victims must make one run of all n. */
 		if (!send_victim(pg, tp_vmm_pool_contiguous(vmm) ? n :
@@ -308,8 +311,9 @@ void tp_pager_watermark(struct tp_pager *pg)
 			return;
 		target = (size_t)(conf->pager_low_watermark * budget / 100.0);
 	}
+	/* The range cache is free already: only tensors and slabs count. */
 	while (pg->held > target) {
-		if (tp_range_cache_shrink(pg) || tp_slab_shrink(pg))
+		if (tp_slab_shrink(pg))
 			continue;
 		if (send_victim(pg, pg->held - target, true, NULL, 0, &s))
 			break;

@@ -303,6 +303,9 @@ static int run_all(void)
 				       .beta1 = 0.9f, .beta2 = 0.999f,
 				       .eps = 1e-8f, .weight_decay = 0,
 				       .step = 3 };
+	/* the CPU and the device draw the same bits (kernels/synth.h) */
+	struct tp_synth_params syn = { .seed = 5, .draw = 77, .n = 9,
+				       .per = 3 * 17 * 17, .classes = 10 };
 	struct agree_case cases[40];
 	unsigned n = 0, nb = 0, i;
 	cudaStream_t stream;
@@ -337,6 +340,7 @@ static int run_all(void)
 	CASE("transpose12", "transpose12", "transpose12_bwd", tr, -1, 0, "d0");
 	CASE("add", "add", "add_bwd", ew, -1, 0, "d0");
 	CASE("scale", "scale", "scale_bwd", ew, -1, 0, "d0");
+	CASE("synth_image", "synth_image", NULL, syn, 0, syn.classes, NULL);
 	CASE("sgd", "sgd_momentum", NULL, sgd, -1, 0, NULL);
 	CASE("sgd", "sgd", NULL, sgd, -1, 0, NULL);
 	CASE("adam", "adam_moments", NULL, adam, -1, 0, NULL);

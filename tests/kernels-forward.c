@@ -388,6 +388,43 @@ static void test_optim(void)
 	   "adam: step 0 is -EINVAL and writes nothing");
 }
 
+/*
+ * synth_image: same-class images share a prototype (covariance 1 of 1.25
+ * variance), other classes do not; the same draw gives the same bits, and
+ * a label out of range fails with nothing written.
+ */
+static void test_synth(void)
+{
+	enum { PER = 8192 };
+	struct tp_synth_params p = { .seed = 7, .draw = 11, .n = 3,
+				     .per = PER, .classes = 2 };
+	int32_t lab[3] = { 0, 1, 0 }, bad[3] = { 0, 2, 0 };
+	static float x[3 * PER], again[3 * PER];
+	void *in[] = { lab }, *bin[] = { bad }, *out[] = { x }, *out2[] = { again };
+	double mean = 0, var = 0, same_c = 0, other_c = 0;
+	size_t j;
+
+	ok(!RUN("synth_image", p, in, out) && !RUN("synth_image", p, in, out2) &&
+	   !memcmp(x, again, sizeof(x)), "synth_image: the same draw, the same bits");
+	for (j = 0; j < PER; j++) {
+		mean += x[j] / PER;
+		var += (double)x[j] * x[j] / PER;
+		same_c += (double)x[j] * x[2 * PER + j] / PER;
+		other_c += (double)x[j] * x[PER + j] / PER;
+	}
+	ok(fabs(mean) < 0.05 && var > 1.15 && var < 1.35 && same_c > 0.9 &&
+	   same_c < 1.1 && fabs(other_c) < 0.1,
+	   "synth_image: mean %.3f, variance %.3f, same class %.3f, other %.3f",
+	   mean, var, same_c, other_c);
+	p.draw = 12;
+	ok(!RUN("synth_image", p, in, out2) && memcmp(x, again, sizeof(x)),
+	   "synth_image: another draw, other noise");
+	memcpy(again, x, sizeof(x));
+	ok(RUN("synth_image", p, bin, out) == -EINVAL &&
+	   !memcmp(x, again, sizeof(x)),
+	   "synth_image: a label out of range fails, nothing written");
+}
+
 static void test_registry(void)
 {
 	const struct tp_op_type *t = tp_kernels_find("conv2d");
@@ -411,8 +448,8 @@ static void test_registry(void)
 	for (i = 0; i < tp_kernels_count(); i++)
 		found += tp_kernels_find(tp_kernels_at(i)->name) ==
 			 tp_kernels_at(i);
-	ok(tp_kernels_count() == 36 && found == 36 && !tp_kernels_at(36),
-	   "registry: 36 ops, each found by its name");
+	ok(tp_kernels_count() == 37 && found == 37 && !tp_kernels_at(37),
+	   "registry: 37 ops, each found by its name");
 	errno = 0;
 	ok(!tp_kernels_find("conv3d") && errno == ENOENT,
 	   "registry: unknown name is NULL with ENOENT");
@@ -443,7 +480,7 @@ static void test_registry(void)
 
 int main(void)
 {
-	plan_tests(50);
+	plan_tests(54);
 	test_linear();
 	test_gemm();
 	test_conv();
@@ -456,6 +493,7 @@ int main(void)
 	test_eltwise();
 	test_transpose();
 	test_optim();
+	test_synth();
 	test_registry();
 	return exit_status();
 }

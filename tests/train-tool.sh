@@ -5,7 +5,8 @@
 # are bit-identical to the unconstrained run's, with evictions that were
 # recomputed and offloads both happening; a trace that tpager-sim replays;
 # the shapes-only sim run; --max-batch, with a model and budget and with
-# the CPU defaults; one-line errors for bad arguments.
+# the CPU defaults; the range cache of freed tensors; one-line errors for
+# bad arguments.
 top_builddir=${top_builddir:-.}
 train="$top_builddir/tools/tpager-train"
 sim="$top_builddir/tools/tpager-sim"
@@ -76,7 +77,7 @@ trains() {
 		"$name: the unconstrained run never pages"
 }
 
-echo "1..43"
+echo "1..52"
 echo "# seed $seed"
 
 # The director chooses between evicting and offloading from op and copy
@@ -86,6 +87,26 @@ echo "# seed $seed"
 model="--set policy.costs=model --set policy.link_bandwidth=8"
 trains resnet-mini --model resnet-mini $model
 trains mlp --model mlp $model
+# Freed ranges that lineage keeps go to the range cache (on the cuda
+# backend by default): the data still comes back bit for bit.
+trains resnet-mini-cached --model resnet-mini $model \
+	--set pager.range_cache_freed=1
+
+# In steady state the cache serves every tensor of a step: four steps map
+# no more than two; without it, every step maps again.
+misses() {
+	steps=$1; shift
+	"$train" --backend sim --model resnet-50 --batch 16 --steps "$steps" \
+		--budget 100% --json "$@" | field unconstrained range_cache_misses
+}
+c2=$(misses 2 --set pager.range_cache_freed=1)
+c4=$(misses 4 --set pager.range_cache_freed=1)
+ok $([ -n "$c2" ] && [ "$c2" -gt 0 ] && [ "$c2" = "$c4" ]; echo $?) \
+	"range_cache_freed: steps 3 and 4 miss the cache 0 times ($c2 then $c4 misses)"
+u2=$(misses 2)
+u4=$(misses 4)
+ok $([ -n "$u2" ] && [ "$u4" -gt "$u2" ]; echo $?) \
+	"without it every step misses ($u2 then $u4 misses)"
 
 # The trace of 2 steps: header, two iterations, the second measured, and
 # tpager-sim replays it.

@@ -69,7 +69,7 @@ static void usage(FILE *f)
 		"       [--layers N] [--hidden N] [--heads N] [--seq N] [--image N]\n"
 		"       [--batch N] [--steps N] [--budget B|P%%] [--policy FILTER[/DIRECTOR]]\n"
 		"       [--backend auto|host|cuda|sim] [--seed N] [--optim sgd|adam]\n"
-		"       [--chunk-size B] [--set KEY=VALUE]... [--trace-out FILE]\n"
+		"       [--lr X] [--chunk-size B] [--set KEY=VALUE]... [--trace-out FILE]\n"
 		"       [--json] [--quiet] [--max-batch]\n", prog);
 }
 
@@ -299,10 +299,12 @@ static void run_training(const struct train_args *a, unsigned batch,
 	memset(r, 0, sizeof(*r));
 	r->loss_first = r->loss_last = NAN;
 	mo.batch = batch;
-	snprintf(opts, sizeof(opts), "vmm.backend=%s%s%s%s%s", a->backend,
+	snprintf(opts, sizeof(opts), "vmm.backend=%s%s%s%s%s%s", a->backend,
 		 a->chunk[0] ? ",vmm.chunk_size=" : "", a->chunk,
 		 /* shapes only: device memory is what the budget says */
 		 !strcmp(a->backend, "sim") ? ",vmm.device_memory=4T" : "",
+		 /* a mapping costs hundreds of microseconds on a GPU */
+		 !strcmp(a->backend, "cuda") ? ",pager.range_cache_freed=1" : "",
 		 a->extra[0] ? "," : "");
 	snprintf(opts + strlen(opts), sizeof(opts) - strlen(opts), "%s",
 		 a->extra);
@@ -450,9 +452,15 @@ static void print_json_run(const char *name, const struct run *r, bool last)
 		printf("null,\"loss_last\":null");
 	printf(",\"evictions\":%" PRIu64 ",\"offloads\":%" PRIu64
 	       ",\"reloads\":%" PRIu64 ",\"recomputes\":%" PRIu64
-	       ",\"prefetch_hits\":%" PRIu64 ",\"stall_ns\":%" PRIu64 "}%s",
+	       ",\"prefetch_hits\":%" PRIu64 ",\"stall_ns\":%" PRIu64
+	       ",\"recompute_ns\":%" PRIu64 ",\"compute_ns\":%" PRIu64
+	       ",\"driver_calls\":%" PRIu64 ",\"driver_ns\":%" PRIu64
+	       ",\"range_cache_misses\":%" PRIu64 ",\"policy_ns\":%" PRIu64
+	       "}%s",
 	       r->st.evictions, r->st.offloads, r->st.reloads,
 	       r->st.recomputes, r->st.prefetch_hits, r->st.stall_ns,
+	       r->st.recompute_ns, r->st.compute_ns, r->st.driver_calls,
+	       r->st.driver_ns, r->st.range_cache_misses, r->st.policy_ns,
 	       last ? "" : ",");
 }
 
@@ -710,7 +718,7 @@ int main(int argc, char **argv)
 	enum {
 		O_MODEL = 256, O_DEPTH, O_LAYERS, O_HIDDEN, O_HEADS, O_SEQ,
 		O_IMAGE, O_BATCH, O_STEPS, O_BUDGET, O_POLICY, O_BACKEND,
-		O_SEED, O_TRACE, O_JSON, O_MAXB, O_CHUNK, O_SET, O_OPTIM,
+		O_SEED, O_TRACE, O_JSON, O_MAXB, O_CHUNK, O_SET, O_OPTIM, O_LR,
 		O_QUIET, O_HELP,
 	};
 	static const struct option lopts[] = {
@@ -728,6 +736,7 @@ int main(int argc, char **argv)
 		{ "backend", required_argument, NULL, O_BACKEND },
 		{ "seed", required_argument, NULL, O_SEED },
 		{ "optim", required_argument, NULL, O_OPTIM },
+		{ "lr", required_argument, NULL, O_LR },
 		{ "chunk-size", required_argument, NULL, O_CHUNK },
 		{ "set", required_argument, NULL, O_SET },
 		{ "trace-out", required_argument, NULL, O_TRACE },
@@ -787,6 +796,15 @@ int main(int argc, char **argv)
 				    optarg);
 			a.mo.optim = optarg;
 			break;
+		case O_LR: {
+			double lr;
+
+			if (!parse_double(optarg, &lr) || !(lr > 0) || lr > 10)
+				die("--lr: '%s' is not a learning rate in (0, 10]",
+				    optarg);
+			a.mo.lr = (float)lr;
+			break;
+		}
 		case O_CHUNK:
 			if (!parse_bytes(optarg, &bytes) || bytes < 4096)
 				die("--chunk-size: '%s' is not a size of at least 4K",

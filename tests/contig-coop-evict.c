@@ -32,6 +32,7 @@ int main(void)
 	float *xv, *got;
 	uint64_t seed;
 
+	pt_skip_unless_contiguous_backend();
 	pt_probe();
 	seed = pt_seed();
 	plan_tests(4);

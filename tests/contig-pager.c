@@ -194,6 +194,7 @@ int main(void)
 {
 	uint64_t seed;
 
+	pt_skip_unless_contiguous_backend();
 	pt_probe();
 	seed = pt_seed();
 	plan_tests(10);

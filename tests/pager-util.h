@@ -24,6 +24,16 @@ static inline const char *pt_backend(void)
 	return b && *b ? b : "host";
 }
 
+/*
+ * vmm.mode=contiguous is a host and sim baseline: the cuda backend refuses
+ * it (ENOTSUP), so its tests skip there, saying so.
+ */
+static inline void pt_skip_unless_contiguous_backend(void)
+{
+	if (!strcmp(pt_backend(), "cuda"))
+		plan_skip_all("vmm.mode=contiguous is for host and sim, not cuda");
+}
+
 static inline struct tp_ctx *pt_open(const char *extra)
 {
 	char opts[640];

@@ -67,7 +67,7 @@ static void usage(FILE *f)
 	fprintf(f,
 		"usage: %s [--model mlp|resnet-mini|resnet|vgg16|bert] [--depth N]\n"
 		"       [--layers N] [--hidden N] [--heads N] [--seq N] [--image N]\n"
-		"       [--batch N] [--steps N] [--budget B|P%%] [--policy FILTER[/DIRECTOR]]\n"
+		"       [--classes N] [--batch N] [--steps N] [--budget B|P%%] [--policy FILTER[/DIRECTOR]]\n"
 		"       [--backend auto|host|cuda|sim] [--seed N] [--optim sgd|adam]\n"
 		"       [--lr X] [--chunk-size B] [--set KEY=VALUE]... [--trace-out FILE]\n"
 		"       [--json] [--quiet] [--max-batch]\n", prog);
@@ -717,7 +717,7 @@ int main(int argc, char **argv)
 {
 	enum {
 		O_MODEL = 256, O_DEPTH, O_LAYERS, O_HIDDEN, O_HEADS, O_SEQ,
-		O_IMAGE, O_BATCH, O_STEPS, O_BUDGET, O_POLICY, O_BACKEND,
+		O_IMAGE, O_CLASSES, O_BATCH, O_STEPS, O_BUDGET, O_POLICY, O_BACKEND,
 		O_SEED, O_TRACE, O_JSON, O_MAXB, O_CHUNK, O_SET, O_OPTIM, O_LR,
 		O_QUIET, O_HELP,
 	};
@@ -729,6 +729,7 @@ int main(int argc, char **argv)
 		{ "heads", required_argument, NULL, O_HEADS },
 		{ "seq", required_argument, NULL, O_SEQ },
 		{ "image", required_argument, NULL, O_IMAGE },
+		{ "classes", required_argument, NULL, O_CLASSES },
 		{ "batch", required_argument, NULL, O_BATCH },
 		{ "steps", required_argument, NULL, O_STEPS },
 		{ "budget", required_argument, NULL, O_BUDGET },
@@ -768,6 +769,9 @@ int main(int argc, char **argv)
 		case O_HEADS: a.mo.heads = opt_uint("heads", optarg, 1, 1024); break;
 		case O_SEQ: a.mo.seq = opt_uint("seq", optarg, 1, 65536); break;
 		case O_IMAGE: a.mo.image = opt_uint("image", optarg, 1, 4096); break;
+		case O_CLASSES:
+			a.mo.classes = opt_uint("classes", optarg, 2, 1u << 20);
+			break;
 		case O_BATCH:
 			a.mo.batch = opt_uint("batch", optarg, 1, MAX_BATCH_LIMIT);
 			a.have_batch = true;

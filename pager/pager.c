@@ -62,6 +62,8 @@ struct tp_pager *tp_pager_create(struct tp_ctx *ctx)
 	CDS_INIT_LIST_HEAD(&pg->cands);
 	CDS_INIT_LIST_HEAD(&pg->lru);
 	CDS_INIT_LIST_HEAD(&pg->cache.ranges);
+	for (size_t i = 0; i < TP_RANGE_BUCKETS; i++)
+		CDS_INIT_LIST_HEAD(&pg->cache.by_size[i]);
 	/*
 	 * On a backend where the device is the host's own memory and has no
 	 * stream handle for kernels, the caller touches acquired memory from

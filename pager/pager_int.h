@@ -81,13 +81,19 @@ struct tp_swap_block {
 /* A freed tensor's range kept mapped for the next tensor of its size. */
 struct tp_cached_range {
 	struct cds_list_head link;	/* oldest first */
+	struct cds_list_head size_link;	/* its bucket, oldest first */
 	uintptr_t va;
 	size_t nr_pages;
 	struct tp_chunk *chunks[];
 };
 
+/* Buckets by page count: a tensor's creation looks in one, not in all of
+ * a step's freed ranges. */
+#define TP_RANGE_BUCKETS	64
+
 struct tp_range_cache {
 	struct cds_list_head ranges;
+	struct cds_list_head by_size[TP_RANGE_BUCKETS];
 	size_t chunks;			/* held by cached ranges */
 };
 

@@ -43,6 +43,8 @@ static bool cache_range(struct tp_pager *pg, struct tp_tensor *t)
 		t->pages[i].chunk = NULL;
 	}
 	cds_list_add_tail(&r->link, &rc->ranges);
+	cds_list_add_tail(&r->size_link,
+			  &rc->by_size[r->nr_pages % TP_RANGE_BUCKETS]);
 	rc->chunks += r->nr_pages;
 	/* Held by no tensor: free memory that stays mapped. */
 	tp_pager_held_add(pg, -(long)r->nr_pages);
@@ -59,7 +61,7 @@ bool tp_range_cache_put(struct tp_pager *pg, struct tp_tensor *t)
 
 bool tp_range_cache_put_dead(struct tp_pager *pg, struct tp_tensor *t)
 {
-	if (!pg->ctx->conf.pager_range_cache_freed || !t->dead || t->pins ||
+	if (!pg->ctx->conf.pager_range_cache_freed || !t->dead ||
 	    !cache_range(pg, t))
 		return false;
 	for (size_t i = 0; i < t->nr_pages; i++)
@@ -74,7 +76,8 @@ bool tp_range_cache_get(struct tp_pager *pg, struct tp_tensor *t)
 	struct tp_cached_range *r;
 
 	/* Newest first: its chunks are the most likely still in cache. */
-	cds_list_for_each_entry_reverse(r, &rc->ranges, link) {
+	cds_list_for_each_entry_reverse(r,
+			&rc->by_size[t->nr_pages % TP_RANGE_BUCKETS], size_link) {
 		if (r->nr_pages != t->nr_pages)
 			continue;
 		t->va = r->va;
@@ -85,6 +88,7 @@ bool tp_range_cache_get(struct tp_pager *pg, struct tp_tensor *t)
 		rc->chunks -= r->nr_pages;
 		tp_pager_held_add(pg, (long)r->nr_pages);
 		cds_list_del(&r->link);
+		cds_list_del(&r->size_link);
 		free(r);
 		return true;
 	}
@@ -117,6 +121,7 @@ size_t tp_range_cache_shrink(struct tp_pager *pg)
 		tp_vmm_event_put(pg->vmm, ev);
 	tp_vmm_release(pg->vmm, r->va, len);
 	cds_list_del(&r->link);
+	cds_list_del(&r->size_link);
 	rc->chunks -= n;
 	free(r);
 	return n;

@@ -25,15 +25,7 @@ if ! "$train" --backend cuda --model mlp --steps 1 --budget 100% --json \
 	exit 0
 fi
 
-n=0
-ok() { n=$((n + 1)); if [ "$1" = 0 ]; then echo "ok $n - $2"; else echo "not ok $n - $2"; fi; }
-field() {
-	if [ -n "$1" ]; then
-		sed -n "s/.*\"$1\":{\([^}]*\)}.*/\1/p"
-	else
-		cat
-	fi | sed -n "s/.*\"$2\":\([^,}]*\).*/\1/p"
-}
+. "${top_srcdir:-.}/tests/train-util.sh"
 
 # trains NAME ARGS...: 20 steps on the GPU under 50%, checked.
 trains() {

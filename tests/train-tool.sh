@@ -16,17 +16,7 @@ export TPAGER_SYSCONF="$tmp/no-system-file"
 unset TPAGER_CONF TPAGER_OPTS
 seed=${TP_TEST_SEED:-7}
 
-n=0
-ok() { n=$((n + 1)); if [ "$1" = 0 ]; then echo "ok $n - $2"; else echo "not ok $n - $2"; fi; }
-
-# field OBJECT KEY < json: KEY's value inside the object OBJECT ("" for top)
-field() {
-	if [ -n "$1" ]; then
-		sed -n "s/.*\"$1\":{\([^}]*\)}.*/\1/p"
-	else
-		cat
-	fi | sed -n "s/.*\"$2\":\([^,}]*\).*/\1/p"
-}
+. "${top_srcdir:-.}/tests/train-util.sh"
 
 # fails DESC PATTERN ARGS...: non-zero exit below 128, exactly one line on
 # stderr matching PATTERN, nothing on stdout.

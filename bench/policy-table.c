@@ -8,7 +8,7 @@
  * Default: the shipped traces (the .trace files of traces/ in $top_srcdir,
  * . or ..), or the TRACEs named (a path, or the start of a shipped
  * trace's name: "vgg16"). For each trace, each policy of the comparison on chunks (dtr,
- * lru, greedy, msps, delta, delta-overlap) and on the contiguous pool
+ * lru, greedy, msps, delta, overlap/delta-overlap) and on the contiguous pool
  * (coop, delta), under 75/50/35/25 % of the trace's peak of live bytes:
  * extra time over the unconstrained replay in the same mode, or why it
  * did not fit; then the minimum budget (Coop's metric: from 100 % down in
@@ -61,6 +61,7 @@ static const struct policy recompute_only[] = {
 static const struct policy with_offload[] = {
 	{ "dtr", "evict" }, { "delta", "offload" }, { "delta", "delta" },
 	{ "delta", "delta-overlap" }, { "dtr", "delta-overlap" },
+	{ "overlap", "delta-overlap" },
 };
 
 /* DTR's simulator, h_DTR (dtr-log-format.md); 0: not given. */
@@ -316,8 +317,11 @@ struct row {
 /*
  * DTR, LRU and GREEDY are recompute-only in their papers; Capuchin's
  * MSPS chooses swap or recompute per tensor, as the delta director does;
- * Coop evicts. The last two rows are the same as two above them but on
- * the fragmenting pool: what remapping buys.
+ * Coop evicts. The delta-overlap policy is the overlap filter (its
+ * victims ranked by the cost the director's way out exposes, over the
+ * bytes freed and the time to their predicted next use) with the
+ * delta-overlap director. The last two rows are the same as two above them
+ * but on the fragmenting pool: what remapping buys.
  */
 static const struct row rows[] = {
 	{ "dtr", "evict", false },
@@ -325,7 +329,7 @@ static const struct row rows[] = {
 	{ "greedy", "evict", false },
 	{ "msps", "delta", false },
 	{ "delta", "delta", false },
-	{ "delta", "delta-overlap", false },
+	{ "overlap", "delta-overlap", false },
 	{ "coop", "evict", true },
 	{ "delta", "delta", true },
 };

@@ -115,6 +115,9 @@ void tp_pager_sync(struct tp_pager *pg);
 /* Fill the pager's and vmm's part of @st. */
 void tp_pager_stats(struct tp_pager *pg, struct tp_stats *st);
 
+/* Compute time of the program's own ops so far (tp_stats.compute_ns). */
+uint64_t tp_pager_compute_ns(const struct tp_pager *pg);
+
 /*
  * tp_pager_lost_ns() - time lost to paging so far: waits on copies and
  * chunks (stall) and regenerating evicted tensors (recompute).

@@ -195,7 +195,8 @@ static int send_victim(struct tp_pager *pg, size_t need, bool ahead,
 		ret = pg->victim.choose(pg->victim.priv, need * pg->chunk,
 					no_offload, &v, &how);
 	/* Without choose_ahead, a release ahead of need still never evicts. */
-	if (ret || (ahead && !ahead_of && how == TP_LEAVE_EVICT))
+	if (ret || (ahead && !ahead_of && !pg->victim.choose_ahead &&
+		    how == TP_LEAVE_EVICT))
 		return -ENOENT;
 	tp_pager_cand_drop(pg, v);
 	ret = tp_pager_leave(pg, v, how);

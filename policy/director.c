@@ -16,19 +16,38 @@ static double exposed(double m, double b, double hide)
 	return t > 0 ? t : 0;
 }
 
+/* The copy out: waited on by a demand, behind the copies queued. */
+static double exposed_out(const struct tp_director_in *in)
+{
+	return in->ahead ? 0 : exposed(in->queued + in->m, in->b, 0);
+}
+
+double tp_director_exposed_ns(const struct tp_director_in *in,
+			      enum tp_leave how)
+{
+	if (how == TP_LEAVE_EVICT)
+		return in->no_reuse ? 0 : in->c_r;
+	return exposed_out(in) +
+	       (in->no_reuse ? 0 : exposed(in->m, in->b, in->hide_ns));
+}
+
 double tp_director_f(int kind, const struct tp_director_in *in)
 {
 	if (isinf(in->c_r) || in->m <= 0)
 		return INFINITY;
 	if (kind == TP_DIRECTOR_DELTA_OVERLAP) {
+		/* Not used again: dropping it costs nothing, a copy does. */
+		if (in->no_reuse)
+			return 0;
 		/*
 		 * TSPLIT eq. 3: swap costs max(m/B - hidden, 0) each way. The
 		 * copy out is waited on by the allocation that asked for room,
 		 * behind the copies out already queued, so nothing hides it;
 		 * the copy back overlaps the compute before the next use.
+		 * A release ahead of need waits for neither.
 		 * Remap per chunk is charged to both actions.
 		 */
-		double c_s = exposed(in->queued + in->m, in->b, 0) +
+		double c_s = exposed_out(in) +
 			     exposed(in->m, in->b, in->hide_ns);
 		double den = c_s + in->remap_ns;
 

@@ -25,6 +25,14 @@ struct tp_director_in {
 	double queued;		/* bytes of copies to host ahead of its
 				 * own (delta-overlap) */
 	bool no_offload;	/* host swap full */
+	bool ahead;		/* leaving ahead of need (a watermark
+				 * release): nothing waits for the copy out */
+	bool no_reuse;		/* the record predicts no further use: it
+				 * is neither regenerated nor reloaded
+				 * (delta-overlap, filter overlap) */
+	double reuse_ns;	/* time to its next use as the record
+				 * predicts it (tp_prefetch_reuse_ns());
+				 * 0: unknown (delta-overlap, overlap) */
 };
 
 /**
@@ -47,6 +55,19 @@ bool tp_director_decide(int kind, const struct tp_director_in *in,
  * (DELTA eq. 4-6), or the overlap-aware ratio of delta-overlap.
  */
 double tp_director_f(int kind, const struct tp_director_in *in);
+
+/**
+ * tp_director_exposed_ns() - what leaving by @how costs the steps that
+ * wait, ns, in delta-overlap's cost model: an eviction its recompute
+ * (c_r, DTR's e*), an offload the part of its copies compute does not
+ * hide (TSPLIT eq. 3: the copy out behind those queued, unless @in is
+ * ahead of need, and the copy back less what the compute before the next
+ * use hides). Not the remap: every way out unmaps what it frees, so it
+ * is the same per byte whichever tensor leaves and however. A tensor not
+ * used again (@in->no_reuse) costs only its copy out.
+ */
+double tp_director_exposed_ns(const struct tp_director_in *in,
+			      enum tp_leave how);
 
 /**
  * tp_director_recompute_back() - DELTA §5.5: whether an offloaded tensor

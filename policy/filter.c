@@ -58,6 +58,12 @@ void tp_filter_key(int kind, const struct tp_tensor *t, double c_r,
 		/* Coop §3.3: h = c/s (memory is in the layout), value = s/c */
 		key->k = isinf(c) ? 0 : 1 / c;
 		break;
+	case TP_FILTER_OVERLAP:
+		/* Not a line (filter_overlap.c scores afresh); the index
+		 * only holds the candidates. */
+		key->k = 0;
+		key->g = m;
+		break;
 	case TP_FILTER_DELTA:
 	default:
 		/* DELTA eq. 1: h = 1/(m*s), so value = m*s */
@@ -83,7 +89,10 @@ double tp_filter_score(int kind, const struct tp_tensor *t, double c_r,
 		den = m;			/* DELTA eq. 3 */
 		break;
 	case TP_FILTER_DTR:
-		num = c;			/* DTR: c/(m*s) */
+	case TP_FILTER_OVERLAP:
+		/* DTR: c/(m*s); overlap's x/(m*d) when nothing is predicted
+		 * (d = s) and the director evicts (x = c) */
+		num = c;
 		den = m * s;
 		break;
 	case TP_FILTER_MSPS:

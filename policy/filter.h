@@ -9,6 +9,10 @@
  * so the victim index only has to find the largest value at a given now.
  * The staleness s = now - a grows with time, which is why the order of two
  * tensors can change while neither is touched (see index.c).
+ *
+ * The overlap filter is no line (its cost and distance follow the link's
+ * queue and the record's cursor): filter_overlap.c scores its candidates
+ * afresh at each choice, and its keys only fill the index.
  */
 #ifndef TP_POLICY_FILTER_H
 #define TP_POLICY_FILTER_H

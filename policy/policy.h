@@ -80,7 +80,8 @@ void tp_policy_copy_done(struct tp_policy *pol, uint64_t bytes, uint64_t ns);
 /**
  * tp_policy_release_bytes() - bytes the pager should release proactively
  * now (choose() victims until that much has left), given @used of
- * @budget: from pager.high_watermark down to pager.low_watermark.
+ * @budget: from pager.high_watermark down to pager.low_watermark; 0 with
+ * filter overlap, which releases at demand only.
  */
 uint64_t tp_policy_release_bytes(struct tp_policy *pol, uint64_t used,
 				 uint64_t budget);

@@ -11,6 +11,7 @@
 #include "policy/director.h"
 #include "policy/filter.h"
 #include "policy/filter_coop.h"
+#include "policy/filter_overlap.h"
 #include "policy/index.h"
 #include "policy/policy.h"
 #include "policy/prefetch.h"
@@ -59,6 +60,19 @@ double tp_policy_out_backlog(struct tp_policy *pol);
 /* Fill the director's input for @t. */
 void tp_policy_director_in(struct tp_policy *pol, const struct tp_tensor *t,
 			   bool no_offload, struct tp_director_in *in);
+/* The sampler's generator (xorshift64*, seeded by tp_policy_seed()). */
+uint64_t tp_policy_rand(struct tp_policy *pol);
+/*
+ * Whether @t, leaving by @how, may go ahead of need: used after
+ * @ahead_of, or with no @ahead_of an offload whose copies fit before its
+ * next use (see choose_ahead in pager/hooks.h).
+ */
+bool tp_policy_ahead_ok(struct tp_policy *pol, const struct tp_tensor *t,
+			const struct tp_tensor *ahead_of, enum tp_leave how,
+			const struct tp_director_in *in);
+/* What leaving by @how costs the step that waits for the room, ns. */
+double tp_policy_leave_cost(struct tp_policy *pol, enum tp_leave how,
+			    const struct tp_director_in *in);
 /* Victim callbacks (victim.c). */
 void tp_policy_victim_init(struct tp_policy *pol);
 void tp_policy_victim_fini(struct tp_policy *pol);

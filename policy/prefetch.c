@@ -20,6 +20,7 @@ struct pf_ent {
 	uint64_t id;
 	struct tp_tensor *t;
 	uint32_t gen;		/* iteration the fields below belong to */
+	uint32_t born;		/* iteration it was first seen in */
 	int32_t first;		/* step of first acquisition (its name) */
 	int32_t pname;		/* its name in the last iteration, -1 */
 	int32_t ppos;		/* last iteration's step matching its latest
@@ -32,6 +33,7 @@ struct step {
 	int32_t name;		/* first step of the tensor acquired */
 	uint64_t at;		/* ns since the iteration began */
 	size_t bytes;		/* its size: tells first acquisitions apart */
+	uint64_t work;		/* compute of the program's ops before it */
 };
 
 struct tp_prefetch {
@@ -116,6 +118,7 @@ static struct pf_ent *insert(struct tp_prefetch *pf, struct tp_tensor *t)
 		i = (i + 1) & (pf->tab_cap - 1);
 	e = &pf->tab[i];
 	*e = (struct pf_ent){ .id = t->id, .t = t, .gen = pf->gen - 1,
+			      .born = pf->gen,
 			      .first = -1, .pname = -1, .ppos = -1,
 			      .flags = PF_USED };
 	pf->tab_n++;
@@ -409,7 +412,7 @@ static void align(struct tp_prefetch *pf, struct pf_ent *e)
 }
 
 int tp_prefetch_on_acquire(struct tp_prefetch *pf, struct tp_tensor *t,
-			   uint64_t now)
+			   uint64_t now, uint64_t work)
 {
 	struct pf_ent *e;
 	size_t k;
@@ -451,6 +454,7 @@ int tp_prefetch_on_acquire(struct tp_prefetch *pf, struct tp_tensor *t,
 	pf->cur[k].name = e->first;
 	pf->cur[k].at = now > pf->t0 ? now - pf->t0 : 0;
 	pf->cur[k].bytes = t->bytes;
+	pf->cur[k].work = work;
 	pf->cur_n++;
 	pf->st.recorded++;
 	align(pf, e);
@@ -475,7 +479,23 @@ static uint64_t next_use_locked(struct tp_prefetch *pf,
 	 * iteration may run slower (replays), but what lies between is the
 	 * same compute. */
 	ref = pf->pos ? pf->prev[pf->pos - 1].at : 0;
-	return pf->prev[next].at > ref ? pf->prev[next].at - ref : 0;
+	/* 1, not 0 (unknown): a use in the op under way is known, and now */
+	return pf->prev[next].at > ref ? pf->prev[next].at - ref : 1;
+}
+
+/*
+ * The record's time from the cursor to the next acquisition that comes
+ * later (the op about to run): a prefetch not issued now is issued no
+ * sooner than that.
+ */
+static uint64_t until_next_step(const struct tp_prefetch *pf)
+{
+	uint64_t ref = pf->pos ? pf->prev[pf->pos - 1].at : 0;
+
+	for (size_t j = pf->pos; j < pf->prev_n; j++)
+		if (pf->prev[j].at > ref)
+			return pf->prev[j].at - ref;
+	return 0;
 }
 
 /* Stop counting @e in flight. */
@@ -494,7 +514,7 @@ size_t tp_prefetch_pick(struct tp_prefetch *pf, struct tp_tensor **out,
 				     uint64_t next_use_ns),
 			void *priv)
 {
-	uint64_t queued;
+	uint64_t queued, step_ns;
 	size_t n = 0, k, end;
 
 	pthread_mutex_lock(&pf->lock);
@@ -504,6 +524,7 @@ size_t tp_prefetch_pick(struct tp_prefetch *pf, struct tp_tensor **out,
 	if (max > depth - pf->in_flight)
 		max = depth - pf->in_flight;
 	k = pf->pos;
+	step_ns = until_next_step(pf);
 	end = k + TP_PREFETCH_HORIZON < pf->prev_n ?
 	      k + TP_PREFETCH_HORIZON : pf->prev_n;
 	for (size_t j = k; j < end && n < max; j++) {
@@ -528,9 +549,10 @@ size_t tp_prefetch_pick(struct tp_prefetch *pf, struct tp_tensor **out,
 				  t->evicted_pages) * room->chunk;
 		lead = (double)(queued + need) / room->bytes_per_ns +
 		       room->remap_ns * (double)(need / room->chunk);
-		/* Not due yet: neither is any later one. Earlier, it would
-		 * only take room the work before its use needs. */
-		if (next > TP_PREFETCH_DUE_SLACK * lead)
+		/* Not due yet, even at the next acquisition: neither is any
+		 * later one. Earlier, it would only take room the work
+		 * before its use needs. */
+		if (next > TP_PREFETCH_DUE_SLACK * lead + step_ns)
 			break;
 		queued += need;
 		e->flags |= PF_INFLIGHT | PF_UNUSED;
@@ -633,6 +655,39 @@ uint64_t tp_prefetch_next_use_ns(struct tp_prefetch *pf,
 
 	pthread_mutex_lock(&pf->lock);
 	ns = next_use_locked(pf, t);
+	pthread_mutex_unlock(&pf->lock);
+	return ns;
+}
+
+uint64_t tp_prefetch_reuse_ns(struct tp_prefetch *pf,
+			      const struct tp_tensor *t)
+{
+	const struct pf_ent *e;
+	uint64_t ns, ref, left;
+	int64_t next;
+
+	pthread_mutex_lock(&pf->lock);
+	e = lookup(pf, t->id);
+	next = e ? next_step(pf, e) : -1;
+	/* The program's compute between the steps, which paging in the
+	 * recorded iteration did not stretch. A known step means a record. */
+	ref = next >= 0 ? pf->prev[pf->pos ? pf->pos - 1 : 0].work : 0;
+	if (next < 0) {
+		ns = 0;
+	} else if (next != INT32_MAX) {
+		ns = pf->prev[next].work > ref ? pf->prev[next].work - ref : 1;
+	} else if (e->born == pf->gen) {
+		ns = UINT64_MAX;	/* made in this iteration: done with */
+	} else {
+		uint64_t first = pf->prev[0].work, last;
+
+		last = pf->prev[pf->prev_n - 1].work;
+		left = last > ref ? last - ref : 0;
+		/* e->pname: the record's step of its first use */
+		ns = 1 + left + (e->gen == pf->gen && e->pname >= 0 ?
+				 pf->prev[e->pname].work - first :
+				 last - first);
+	}
 	pthread_mutex_unlock(&pf->lock);
 	return ns;
 }

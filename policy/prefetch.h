@@ -44,11 +44,12 @@ void tp_prefetch_iteration_begin(struct tp_prefetch *pf, uint64_t now);
 void tp_prefetch_iteration_end(struct tp_prefetch *pf, uint64_t now);
 
 /**
- * tp_prefetch_on_acquire() - @t is being acquired at @now: record it and
- * count a hit or a late prefetch. Return 0 or -ENOMEM (nothing recorded).
+ * tp_prefetch_on_acquire() - @t is being acquired at @now, after @work ns
+ * of the program's own compute: record it and count a hit or a late
+ * prefetch. Return 0 or -ENOMEM (nothing recorded).
  */
 int tp_prefetch_on_acquire(struct tp_prefetch *pf, struct tp_tensor *t,
-			   uint64_t now);
+			   uint64_t now, uint64_t work);
 
 /* What one pick needs to know of the device and the link. */
 struct tp_prefetch_room {
@@ -115,11 +116,25 @@ bool tp_prefetch_used_after(struct tp_prefetch *pf, const struct tp_tensor *v,
 /**
  * tp_prefetch_next_use_ns() - time until @t's next use, as the last
  * iteration's record puts it (from the step the cursor is at to the step
- * of that use); 0 when unknown, UINT64_MAX when the last iteration did not
- * use it again.
+ * of that use, 1 when that is the op under way); 0 when unknown,
+ * UINT64_MAX when the last iteration did not use it again.
  */
 uint64_t tp_prefetch_next_use_ns(struct tp_prefetch *pf,
 				 const struct tp_tensor *t);
+
+/**
+ * tp_prefetch_reuse_ns() - time until @t's next use as the record puts
+ * it, like tp_prefetch_next_use_ns(), except for a tensor the last
+ * iteration did not use again: one made in this iteration is done with
+ * (UINT64_MAX: an activation past its last use, which the program is yet
+ * to free), one from before (a parameter, optimizer state) is next used in
+ * the next iteration: what is left of this one, then the record's time to
+ * its first use (a whole iteration when the record has no first use of
+ * it). Time here is the program's own compute between the steps
+ * (tp_pager_compute_ns()), which paging did not stretch. 0 when unknown.
+ */
+uint64_t tp_prefetch_reuse_ns(struct tp_prefetch *pf,
+			      const struct tp_tensor *t);
 
 /* Whether a prefetch of @t is in flight. */
 bool tp_prefetch_in_flight(struct tp_prefetch *pf, const struct tp_tensor *t);

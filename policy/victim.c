@@ -110,11 +110,13 @@ void tp_policy_sync_conf(struct tp_policy *pol)
 	}
 	if (search != pol->search) {
 		pol->search = search;
-		tp_pol_index_set_tree(pol->idx, search == TP_SEARCH_EXACT);
+		/* The overlap filter scores afresh: no tournament to keep. */
+		tp_pol_index_set_tree(pol->idx, search == TP_SEARCH_EXACT &&
+					       filter != TP_FILTER_OVERLAP);
 	}
 }
 
-static uint64_t next_rand(struct tp_policy *pol)
+uint64_t tp_policy_rand(struct tp_policy *pol)
 {
 	/* xorshift64*: fast, and reproducible from tp_policy_seed() */
 	pol->rng ^= pol->rng >> 12;
@@ -149,7 +151,7 @@ static struct tp_tensor *sample(struct tp_policy *pol, uint64_t now)
 	/* Holes are at most half the slots: a draw hits a candidate with
 	 * probability 1/2 or more. */
 	for (size_t i = 0, draws = 0; i < k && draws < 64 * k; draws++) {
-		size_t s = (size_t)(next_rand(pol) % slots);
+		size_t s = (size_t)(tp_policy_rand(pol) % slots);
 		struct tp_tensor *t = tp_pol_index_at(pol->idx, s);
 		struct tp_pol_key key;
 		double v;
@@ -234,15 +236,17 @@ static uint64_t mono_ns(void)
  * Whether the director's answer for @t may be carried out ahead of need
  * (see choose_ahead in pager/hooks.h).
  */
-static bool ahead_ok(struct tp_policy *pol, const struct tp_tensor *t,
-		     const struct tp_tensor *ahead_of, enum tp_leave how,
-		     const struct tp_director_in *in)
+bool tp_policy_ahead_ok(struct tp_policy *pol, const struct tp_tensor *t,
+			const struct tp_tensor *ahead_of, enum tp_leave how,
+			const struct tp_director_in *in)
 {
 	uint64_t next;
 
 	if (ahead_of)
 		return tp_prefetch_used_after(pol->pf, t, ahead_of);
-	if (how != TP_LEAVE_OFFLOAD)
+	/* An eviction ahead of need throws work away; one not used again
+	 * that lineage can regenerate is free to a demand: no hurry. */
+	if (how != TP_LEAVE_OFFLOAD || (in->no_reuse && in->computable))
 		return false;
 	/* Its next use, if known, leaves time for the way out, behind the
 	 * copies already queued, and back. */
@@ -257,8 +261,8 @@ static bool ahead_ok(struct tp_policy *pol, const struct tp_tensor *t,
  * What leaving costs the step that waits for the room, ns: an eviction's
  * recompute (DTR's c_r), an offload's copy out behind those queued.
  */
-static double leave_cost(struct tp_policy *pol, enum tp_leave how,
-			 const struct tp_director_in *in)
+double tp_policy_leave_cost(struct tp_policy *pol, enum tp_leave how,
+			    const struct tp_director_in *in)
 {
 	if (how == TP_LEAVE_EVICT)
 		return in->c_r + in->remap_ns;
@@ -292,10 +296,19 @@ static int choose(struct tp_policy *pol, bool ahead,
 			struct tp_director_in in;
 
 			tp_policy_director_in(pol, t, no_offload, &in);
-			if (ahead ? !ahead_ok(pol, t, ahead_of, *how, &in) :
-				    leave_cost(pol, *how, &in) >= max_cost)
+			if (ahead ? !tp_policy_ahead_ok(pol, t, ahead_of, *how, &in) :
+				    tp_policy_leave_cost(pol, *how, &in) >= max_cost)
 				rc = -ENOENT;
 		}
+		goto out;
+	}
+	if (pol->filter == TP_FILTER_OVERLAP) {
+		struct tp_overlap_ask ask = {
+			.ahead = ahead, .ahead_of = ahead_of,
+			.no_offload = no_offload, .max_cost = max_cost,
+		};
+
+		rc = tp_overlap_choose(pol, &ask, now, &t, how);
 		goto out;
 	}
 	for (;;) {
@@ -309,8 +322,8 @@ static int choose(struct tp_policy *pol, bool ahead,
 		if (tp_director_decide(pol->conf->policy_director, &in, how)) {
 			/* The best does not qualify: nothing ahead of need,
 			 * or waiting is cheaper. */
-			if (ahead ? ahead_ok(pol, t, ahead_of, *how, &in) :
-				    leave_cost(pol, *how, &in) < max_cost)
+			if (ahead ? tp_policy_ahead_ok(pol, t, ahead_of, *how, &in) :
+				    tp_policy_leave_cost(pol, *how, &in) < max_cost)
 				rc = 0;
 			break;
 		}

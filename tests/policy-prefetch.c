@@ -336,14 +336,18 @@ int main(void)
 
 	/*
 	 * Due: the next use within TP_PREFETCH_DUE_SLACK times the reload
-	 * (copy queued behind those in flight, plus remapping). We are at
-	 * step 13 (+1400 ns); b[5] is used at step 14 (+100 ns), b[4] at 15.
-	 * On a 10 TB/s link an 8 KiB reload takes 2.3 ns: not due, and
-	 * b[4], used later, does not jump ahead of it.
+	 * (copy queued behind those in flight, plus remapping), plus the
+	 * time to the next acquisition, the next chance to issue it. We are
+	 * at step 13 (+1400 ns); b[5] is used at step 14 (+100 ns), b[4] at
+	 * 15 (+200 ns). On a 10 TB/s link an 8 KiB reload takes 2.3 ns: b[5]
+	 * is due (issued at step 14 it would be late), b[4] is not.
 	 */
 	tp_conf_set(&ctx.conf, "policy.link_bandwidth", "10000", "test", 0);
-	ok(pick(out) == 0,
-	   "a fast link: b[5] is not due 100 ns ahead, nor anything later");
+	n = pick(out);
+	ok(n == 1 && out[0] == &b[5],
+	   "a fast link: b[5], used at the next acquisition, is due; b[4] "
+	   "200 ns ahead is not (got %zu)", n);
+	tp_policy_prefetch_done(pol, &b[5], false);
 	tp_conf_set(&ctx.conf, "policy.remap_ns", "100", "test", 0);
 	n = pick(out);
 	ok(n == 2 && out[0] == &b[5] && out[1] == &b[4],

@@ -295,6 +295,8 @@ static void report_text(const struct sim_args *a,
 	       " still in flight when used)\n", r->prefetch_hits,
 	       r->prefetch_issued, r->prefetch_late);
 	printf("stall            %.3f ms\n", r->stall_ns / 1e6);
+	printf("driver           %.3f ms (%" PRIu64 " calls)\n",
+	       r->driver_ns / 1e6, r->driver_calls);
 	printf("PCIe busy        %.4f\n", r->time_ns ?
 	       (double)r->copy_ns / (double)r->time_ns : 0.0);
 	printf("fragmentation    %.4f (free / held at allocations that found no run)\n",
@@ -325,7 +327,8 @@ static void report_json(const struct sim_args *a,
 	       ",\"reloads\":%" PRIu64 ",\"recomputes\":%" PRIu64
 	       ",\"recompute_ns\":%" PRIu64 ",\"prefetch_hits\":%" PRIu64
 	       ",\"prefetch_issued\":%" PRIu64 ",\"prefetch_late\":%" PRIu64
-	       ",\"stall_ns\":%" PRIu64 ",\"pcie_busy\":%.6f"
+	       ",\"stall_ns\":%" PRIu64 ",\"driver_ns\":%" PRIu64
+	       ",\"driver_calls\":%" PRIu64 ",\"pcie_busy\":%.6f"
 	       ",\"decision_ns\":%.1f,\"time_ns\":%" PRIu64
 	       ",\"unlimited_time_ns\":%" PRIu64 ",\"ops_per_s\":%.0f"
 	       ",\"fragmentation_ppm\":%" PRIu64 "}\n",
@@ -334,7 +337,7 @@ static void report_json(const struct sim_args *a,
 	       r->phys_peak, tp_replay_overhead(r), extra, r->evictions,
 	       r->offloads, r->reloads, r->recomputes, r->recompute_ns,
 	       r->prefetch_hits, r->prefetch_issued, r->prefetch_late,
-	       r->stall_ns, r->time_ns ?
+	       r->stall_ns, r->driver_ns, r->driver_calls, r->time_ns ?
 	       (double)r->copy_ns / (double)r->time_ns : 0.0,
 	       r->policy_decisions ? (double)r->policy_ns /
 	       (double)r->policy_decisions : 0.0, r->time_ns, u->time_ns,

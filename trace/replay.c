@@ -417,6 +417,8 @@ static void region_figures(struct replay *rp, const struct rp_snap *a,
 	r->copy_ns = D(copy_d2h_ns) + D(copy_h2d_ns);
 	r->policy_decisions = D(policy_decisions);
 	r->policy_ns = D(policy_ns);
+	r->driver_calls = D(driver_calls);
+	r->driver_ns = D(driver_ns);
 #undef D
 	r->wall_s = (double)(b->wall.tv_sec - a->wall.tv_sec) +
 		    (double)(b->wall.tv_nsec - a->wall.tv_nsec) * 1e-9;

@@ -76,6 +76,8 @@ struct tp_replay_result {
 	/* prefetches started, and those still in flight when acquired */
 	uint64_t prefetch_issued, prefetch_late;
 	uint64_t policy_decisions, policy_ns;
+	/* the driver's map, set-access and unmap calls (sim: their charge) */
+	uint64_t driver_calls, driver_ns;
 	/* vmm.mode = contiguous: fragmentation rate of the whole replay
 	 * (tp_stats.fragmentation_ppm); 0 on chunks */
 	uint64_t fragmentation_ppm;

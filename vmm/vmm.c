@@ -33,6 +33,16 @@ static void stat_add(uint64_t *p, uint64_t v)
 	__atomic_fetch_add(p, v, __ATOMIC_RELAXED);
 }
 
+/*
+ * The backend's host clock (the sim's is virtual) once it is open; before
+ * that, and after it closed, monotonic time.
+ */
+static uint64_t call_clock(struct tp_vmm *vmm)
+{
+	return vmm->ops && vmm->priv ? vmm->ops->now_ns(vmm) :
+				       tp_vmm_mono_ns();
+}
+
 int tp_vmm_call_begin(struct tp_vmm *vmm, enum tp_vmm_call k, bool inject,
 		      uint64_t *t0)
 {
@@ -49,7 +59,7 @@ int tp_vmm_call_begin(struct tp_vmm *vmm, enum tp_vmm_call k, bool inject,
 		}
 	}
 #endif
-	*t0 = tp_vmm_mono_ns();
+	*t0 = call_clock(vmm);
 	return 0;
 }
 
@@ -59,7 +69,7 @@ void tp_vmm_call_end(struct tp_vmm *vmm, enum tp_vmm_call k, uint64_t t0,
 	struct tp_vmm_call_stats *cs = &vmm->stats.call[k];
 
 	stat_add(&cs->calls, 1);
-	stat_add(&cs->ns, tp_vmm_mono_ns() - t0);
+	stat_add(&cs->ns, call_clock(vmm) - t0);
 	stat_add(&cs->units, units);
 }
 

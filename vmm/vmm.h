@@ -195,7 +195,8 @@ extern const struct tp_vmm_ops tp_vmm_sim_ops;
 /* Per-kind counters of backend calls. */
 struct tp_vmm_call_stats {
 	uint64_t calls;
-	uint64_t ns;		/* host wall time spent in the call */
+	uint64_t ns;		/* host time spent in the call (the sim's
+				 * virtual clock on sim) */
 	uint64_t units;		/* chunks mapped/unmapped, bytes copied */
 };
 

@@ -659,6 +659,17 @@ uint64_t tp_prefetch_next_use_ns(struct tp_prefetch *pf,
 	return ns;
 }
 
+/*
+ * Step @j's time for reuse distances: the program's compute before it
+ * when the record has that clock (a pager counts it), else its time.
+ */
+static uint64_t reuse_clock(const struct tp_prefetch *pf, size_t j)
+{
+	bool work = pf->prev[pf->prev_n - 1].work > pf->prev[0].work;
+
+	return work ? pf->prev[j].work : pf->prev[j].at;
+}
+
 uint64_t tp_prefetch_reuse_ns(struct tp_prefetch *pf,
 			      const struct tp_tensor *t)
 {
@@ -671,21 +682,23 @@ uint64_t tp_prefetch_reuse_ns(struct tp_prefetch *pf,
 	next = e ? next_step(pf, e) : -1;
 	/* The program's compute between the steps, which paging in the
 	 * recorded iteration did not stretch. A known step means a record. */
-	ref = next >= 0 ? pf->prev[pf->pos ? pf->pos - 1 : 0].work : 0;
+	ref = next >= 0 ? reuse_clock(pf, pf->pos ? pf->pos - 1 : 0) : 0;
 	if (next < 0) {
 		ns = 0;
 	} else if (next != INT32_MAX) {
-		ns = pf->prev[next].work > ref ? pf->prev[next].work - ref : 1;
+		uint64_t at = reuse_clock(pf, (size_t)next);
+
+		ns = at > ref ? at - ref : 1;
 	} else if (e->born == pf->gen) {
 		ns = UINT64_MAX;	/* made in this iteration: done with */
 	} else {
-		uint64_t first = pf->prev[0].work, last;
+		uint64_t first = reuse_clock(pf, 0);
+		uint64_t last = reuse_clock(pf, pf->prev_n - 1);
 
-		last = pf->prev[pf->prev_n - 1].work;
 		left = last > ref ? last - ref : 0;
 		/* e->pname: the record's step of its first use */
 		ns = 1 + left + (e->gen == pf->gen && e->pname >= 0 ?
-				 pf->prev[e->pname].work - first :
+				 reuse_clock(pf, (size_t)e->pname) - first :
 				 last - first);
 	}
 	pthread_mutex_unlock(&pf->lock);

@@ -227,6 +227,68 @@ static void across_iterations(void)
 	tp_policy_destroy(pol);
 }
 
+/*
+ * The overlap filter: x/(m*d). At the end of the forward pass, b[NT-1] is
+ * used next and b[0] last; all cost the same to leave, so the farthest
+ * next use (b[0]) goes first. A tensor made in this iteration that the
+ * record does not use again goes before any of them, and is dropped, not
+ * copied, however costly its recompute. No release ahead of need.
+ */
+static void overlap_filter(void)
+{
+	struct tp_tensor a[NT], b[NT], once, dead;
+	const struct tp_victim_ops *ops;
+	struct tp_tensor *v = NULL;
+	enum tp_leave how = TP_LEAVE_OFFLOAD;
+
+	new_policy();
+	tp_conf_set(&ctx.conf, "policy.filter", "overlap", "test", 0);
+	tp_conf_set(&ctx.conf, "policy.director", "delta-overlap", "test", 0);
+	ops = tp_policy_victim_ops(pol);
+	for (int i = 0; i < NT; i++)
+		init_tensor(&a[i], 61 + i);
+	init_tensor(&once, 79);
+	once.bytes = 3 * CHUNK;
+	once.nr_pages = once.resident_pages = 3;
+	tp_policy_iteration_begin(pol);
+	forward(a);
+	acquire(&once);		/* used once, at the end of forward */
+	backward(a);
+	tp_policy_iteration_end(pol);
+
+	for (int i = 0; i < NT; i++)
+		init_tensor(&b[i], 81 + i);
+	init_tensor(&dead, 99);
+	dead.bytes = 3 * CHUNK;
+	dead.nr_pages = dead.resident_pages = 3;
+	tp_policy_iteration_begin(pol);
+	forward(b);
+	for (int i = 0; i < NT; i++)
+		ops->add(ops->priv, &b[i]);
+	ok(ops->choose(ops->priv, CHUNK, false, &v, &how) == 0 &&
+	   v == &b[0] && how == TP_LEAVE_OFFLOAD,
+	   "overlap: the farthest next use leaves first, offloaded "
+	   "(chose id %llu)", v ? (unsigned long long)v->id : 0ull);
+
+	/* once's counterpart: not used again in this iteration */
+	acquire(&dead);
+	ops->add(ops->priv, &dead);
+	v = NULL;
+	ok(ops->choose(ops->priv, CHUNK, false, &v, &how) == 0 &&
+	   v == &dead && how == TP_LEAVE_EVICT,
+	   "overlap: one not used again goes first, evicted (chose id %llu)",
+	   v ? (unsigned long long)v->id : 0ull);
+	ok(tp_policy_release_bytes(pol, 100 * CHUNK, 100 * CHUNK) == 0,
+	   "overlap: no release ahead of need, even at the budget");
+	for (int i = 0; i < NT; i++)
+		ops->del(ops->priv, &b[i]);
+	ops->del(ops->priv, &dead);
+	tp_policy_iteration_end(pol);
+	tp_conf_set(&ctx.conf, "policy.filter", "delta", "test", 0);
+	tp_conf_set(&ctx.conf, "policy.director", "delta", "test", 0);
+	tp_policy_destroy(pol);
+}
+
 int main(void)
 {
 	struct tp_tensor a[NT], b[NT], *out[8];
@@ -234,7 +296,7 @@ int main(void)
 	uint64_t start;
 	size_t n;
 
-	plan_tests(34);
+	plan_tests(37);
 	memset(&ctx, 0, sizeof(ctx));
 	tp_conf_defaults(&ctx.conf);
 	tp_conf_set(&ctx.conf, "vmm.chunk_size", "4096", "test", 0);
@@ -433,5 +495,6 @@ int main(void)
 	tp_policy_destroy(pol);
 	resync();
 	across_iterations();
+	overlap_filter();
 	return exit_status();
 }

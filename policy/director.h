@@ -31,7 +31,7 @@ struct tp_director_in {
 				 * is neither regenerated nor reloaded
 				 * (delta-overlap, filter overlap) */
 	double reuse_ns;	/* time to its next use as the record
-				 * predicts it (tp_prefetch_reuse_ns());
+				 * predicts it (tp_prefetch_uses());
 				 * 0: unknown (delta-overlap, overlap) */
 };
 

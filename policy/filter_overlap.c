@@ -42,9 +42,10 @@ static bool eligible(struct tp_policy *pol, const struct tp_overlap_ask *ask,
 	return tp_policy_leave_cost(pol, *how, in) < ask->max_cost;
 }
 
-double tp_overlap_value(struct tp_policy *pol, const struct tp_tensor *t,
-			const struct tp_director_in *in, enum tp_leave how,
-			uint64_t now)
+/* 1/h of @t leaving by @how with director input @in at @now: m*d/x. */
+static double value(const struct tp_tensor *t,
+		    const struct tp_director_in *in, enum tp_leave how,
+		    uint64_t now)
 {
 	double x = tp_director_exposed_ns(in, how);
 	double d = in->reuse_ns;
@@ -86,7 +87,7 @@ int tp_overlap_choose(struct tp_policy *pol, const struct tp_overlap_ask *ask,
 		in.ahead = ask->ahead;
 		if (!eligible(pol, ask, t, &in, &h))
 			continue;
-		v = tp_overlap_value(pol, t, &in, h, now);
+		v = value(t, &in, h, now);
 		/* ties: the larger frees more */
 		if (!best || v > best_v || (v == best_v && in.m > best_m)) {
 			best = t;

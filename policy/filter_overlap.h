@@ -25,14 +25,6 @@ struct tp_overlap_ask {
 };
 
 /**
- * tp_overlap_value() - 1/h of @t leaving by @how with director input @in
- * at @now: m*d/x (larger leaves first).
- */
-double tp_overlap_value(struct tp_policy *pol, const struct tp_tensor *t,
-			const struct tp_director_in *in, enum tp_leave how,
-			uint64_t now);
-
-/**
  * tp_overlap_choose() - the candidate with the smallest h that may leave
  * as @ask says, and how. Return 0, or -ENOENT when none may.
  */

@@ -35,9 +35,8 @@ struct tp_policy *tp_policy_create(struct tp_ctx *ctx)
 	tp_bw_init(&pol->bw);
 	pol->rng = 0x9E3779B97F4A7C15ull;
 	pol->filter = pol->conf->policy_filter;
-	pol->search = pol->conf->policy_search;
-	tp_pol_index_set_tree(pol->idx, pol->search == TP_SEARCH_EXACT &&
-				       pol->filter != TP_FILTER_OVERLAP);
+	pol->search = -1;	/* sync_conf keeps the index for the search */
+	tp_policy_sync_conf(pol);
 	tp_policy_victim_init(pol);
 	return pol;
 
@@ -185,10 +184,10 @@ void tp_policy_director_in(struct tp_policy *pol, const struct tp_tensor *t,
 	director_in_base(pol, t, no_offload, in);
 	if (pol->conf->policy_director == TP_DIRECTOR_DELTA_OVERLAP ||
 	    pol->conf->policy_filter == TP_FILTER_OVERLAP) {
-		uint64_t reuse = tp_prefetch_reuse_ns(pol->pf, t);
+		uint64_t next, reuse;
 
-		in->hide_ns = hidden_ns(pol,
-					tp_prefetch_next_use_ns(pol->pf, t));
+		tp_prefetch_uses(pol->pf, t, &next, &reuse);
+		in->hide_ns = hidden_ns(pol, next);
 		in->queued = tp_policy_out_backlog(pol);
 		in->no_reuse = reuse == UINT64_MAX;
 		in->reuse_ns = (double)reuse;

@@ -464,11 +464,9 @@ out:
 }
 
 /* tp_prefetch_next_use_ns() with pf->lock held. */
-static uint64_t next_use_locked(struct tp_prefetch *pf,
-				const struct tp_tensor *t)
+/* The ns to the record's step @next (next_step()) as next_use_ns says. */
+static uint64_t next_use_from(const struct tp_prefetch *pf, int64_t next)
 {
-	struct pf_ent *e = lookup(pf, t->id);
-	int64_t next = e ? next_step(pf, e) : -1;
 	uint64_t ref;
 
 	if (next < 0)
@@ -481,6 +479,15 @@ static uint64_t next_use_locked(struct tp_prefetch *pf,
 	ref = pf->pos ? pf->prev[pf->pos - 1].at : 0;
 	/* 1, not 0 (unknown): a use in the op under way is known, and now */
 	return pf->prev[next].at > ref ? pf->prev[next].at - ref : 1;
+}
+
+/* tp_prefetch_next_use_ns() with pf->lock held. */
+static uint64_t next_use_locked(struct tp_prefetch *pf,
+				const struct tp_tensor *t)
+{
+	struct pf_ent *e = lookup(pf, t->id);
+
+	return next_use_from(pf, e ? next_step(pf, e) : -1);
 }
 
 /*
@@ -670,39 +677,45 @@ static uint64_t reuse_clock(const struct tp_prefetch *pf, size_t j)
 	return work ? pf->prev[j].work : pf->prev[j].at;
 }
 
-uint64_t tp_prefetch_reuse_ns(struct tp_prefetch *pf,
-			      const struct tp_tensor *t)
+/* The reuse distance of @e (next_step() @next) as tp_prefetch_uses(). */
+static uint64_t reuse_from(const struct tp_prefetch *pf,
+			   const struct pf_ent *e, int64_t next)
+{
+	uint64_t ref, first, last, left;
+
+	if (next < 0)
+		return 0;
+	/* The program's compute between the steps, which paging in the
+	 * recorded iteration did not stretch. A known step means a record. */
+	ref = reuse_clock(pf, pf->pos ? pf->pos - 1 : 0);
+	if (next != INT32_MAX) {
+		uint64_t at = reuse_clock(pf, (size_t)next);
+
+		return at > ref ? at - ref : 1;
+	}
+	if (e->born == pf->gen)
+		return UINT64_MAX;	/* made in this iteration: done with */
+	first = reuse_clock(pf, 0);
+	last = reuse_clock(pf, pf->prev_n - 1);
+	left = last > ref ? last - ref : 0;
+	/* e->pname: the record's step of its first use */
+	return 1 + left + (e->gen == pf->gen && e->pname >= 0 ?
+			   reuse_clock(pf, (size_t)e->pname) - first :
+			   last - first);
+}
+
+void tp_prefetch_uses(struct tp_prefetch *pf, const struct tp_tensor *t,
+		      uint64_t *next_ns, uint64_t *reuse_ns)
 {
 	const struct pf_ent *e;
-	uint64_t ns, ref, left;
 	int64_t next;
 
 	pthread_mutex_lock(&pf->lock);
 	e = lookup(pf, t->id);
 	next = e ? next_step(pf, e) : -1;
-	/* The program's compute between the steps, which paging in the
-	 * recorded iteration did not stretch. A known step means a record. */
-	ref = next >= 0 ? reuse_clock(pf, pf->pos ? pf->pos - 1 : 0) : 0;
-	if (next < 0) {
-		ns = 0;
-	} else if (next != INT32_MAX) {
-		uint64_t at = reuse_clock(pf, (size_t)next);
-
-		ns = at > ref ? at - ref : 1;
-	} else if (e->born == pf->gen) {
-		ns = UINT64_MAX;	/* made in this iteration: done with */
-	} else {
-		uint64_t first = reuse_clock(pf, 0);
-		uint64_t last = reuse_clock(pf, pf->prev_n - 1);
-
-		left = last > ref ? last - ref : 0;
-		/* e->pname: the record's step of its first use */
-		ns = 1 + left + (e->gen == pf->gen && e->pname >= 0 ?
-				 reuse_clock(pf, (size_t)e->pname) - first :
-				 last - first);
-	}
+	*next_ns = next_use_from(pf, next);
+	*reuse_ns = reuse_from(pf, e, next);
 	pthread_mutex_unlock(&pf->lock);
-	return ns;
 }
 
 bool tp_prefetch_in_flight(struct tp_prefetch *pf, const struct tp_tensor *t)

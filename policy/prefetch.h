@@ -123,8 +123,8 @@ uint64_t tp_prefetch_next_use_ns(struct tp_prefetch *pf,
 				 const struct tp_tensor *t);
 
 /**
- * tp_prefetch_reuse_ns() - time until @t's next use as the record puts
- * it, like tp_prefetch_next_use_ns(), except for a tensor the last
+ * tp_prefetch_uses() - tp_prefetch_next_use_ns() into *@next_ns, and into
+ * *@reuse_ns the reuse distance: the same, except for a tensor the last
  * iteration did not use again: one made in this iteration is done with
  * (UINT64_MAX: an activation past its last use, which the program is yet
  * to free), one from before (a parameter, optimizer state) is next used in
@@ -133,8 +133,8 @@ uint64_t tp_prefetch_next_use_ns(struct tp_prefetch *pf,
  * it). Time here is the program's own compute between the steps
  * (tp_pager_compute_ns()), which paging did not stretch. 0 when unknown.
  */
-uint64_t tp_prefetch_reuse_ns(struct tp_prefetch *pf,
-			      const struct tp_tensor *t);
+void tp_prefetch_uses(struct tp_prefetch *pf, const struct tp_tensor *t,
+		      uint64_t *next_ns, uint64_t *reuse_ns);
 
 /* Whether a prefetch of @t is in flight. */
 bool tp_prefetch_in_flight(struct tp_prefetch *pf, const struct tp_tensor *t);

@@ -228,6 +228,20 @@ static void across_iterations(void)
 }
 
 /*
+ * One pass's tensors from @id on: @t[0..NT), and @once of 3 chunks, a
+ * size no other has, so that the record names it apart.
+ */
+static void init_pass(struct tp_tensor *t, struct tp_tensor *once,
+		      uint64_t id)
+{
+	for (int i = 0; i < NT; i++)
+		init_tensor(&t[i], id + i);
+	init_tensor(once, id + NT);
+	once->bytes = 3 * CHUNK;
+	once->nr_pages = once->resident_pages = 3;
+}
+
+/*
  * The overlap filter: x/(m*d). At the end of the forward pass, b[NT-1] is
  * used next and b[0] last; all cost the same to leave, so the farthest
  * next use (b[0]) goes first. A tensor made in this iteration that the
@@ -245,22 +259,14 @@ static void overlap_filter(void)
 	tp_conf_set(&ctx.conf, "policy.filter", "overlap", "test", 0);
 	tp_conf_set(&ctx.conf, "policy.director", "delta-overlap", "test", 0);
 	ops = tp_policy_victim_ops(pol);
-	for (int i = 0; i < NT; i++)
-		init_tensor(&a[i], 61 + i);
-	init_tensor(&once, 79);
-	once.bytes = 3 * CHUNK;
-	once.nr_pages = once.resident_pages = 3;
+	init_pass(a, &once, 61);
 	tp_policy_iteration_begin(pol);
 	forward(a);
 	acquire(&once);		/* used once, at the end of forward */
 	backward(a);
 	tp_policy_iteration_end(pol);
 
-	for (int i = 0; i < NT; i++)
-		init_tensor(&b[i], 81 + i);
-	init_tensor(&dead, 99);
-	dead.bytes = 3 * CHUNK;
-	dead.nr_pages = dead.resident_pages = 3;
+	init_pass(b, &dead, 81);
 	tp_policy_iteration_begin(pol);
 	forward(b);
 	for (int i = 0; i < NT; i++)

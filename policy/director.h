@@ -23,7 +23,7 @@ struct tp_director_in {
 	double hide_ns;		/* compute time a reload can overlap
 				 * before the next use (delta-overlap) */
 	double queued;		/* bytes of copies to host ahead of its
-				 * own (delta-overlap) */
+				 * own */
 	bool no_offload;	/* host swap full */
 	bool ahead;		/* leaving ahead of need (a watermark
 				 * release): nothing waits for the copy out */

@@ -182,13 +182,14 @@ void tp_policy_director_in(struct tp_policy *pol, const struct tp_tensor *t,
 			   bool no_offload, struct tp_director_in *in)
 {
 	director_in_base(pol, t, no_offload, in);
+	/* The ahead-of-need check and the wait comparison read it too. */
+	in->queued = tp_policy_out_backlog(pol);
 	if (pol->conf->policy_director == TP_DIRECTOR_DELTA_OVERLAP ||
 	    pol->conf->policy_filter == TP_FILTER_OVERLAP) {
 		uint64_t next, reuse;
 
 		tp_prefetch_uses(pol->pf, t, &next, &reuse);
 		in->hide_ns = hidden_ns(pol, next);
-		in->queued = tp_policy_out_backlog(pol);
 		in->no_reuse = reuse == UINT64_MAX;
 		in->reuse_ns = (double)reuse;
 	}

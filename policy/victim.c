@@ -253,7 +253,7 @@ bool tp_policy_ahead_ok(struct tp_policy *pol, const struct tp_tensor *t,
 	next = tp_prefetch_next_use_ns(pol->pf, t);
 	if (!next)
 		return true;
-	return (double)next >= (tp_policy_out_backlog(pol) + 2 * in->m) /
+	return (double)next >= (in->queued + 2 * in->m) /
 			       in->b + in->remap_ns;
 }
 
@@ -266,7 +266,7 @@ double tp_policy_leave_cost(struct tp_policy *pol, enum tp_leave how,
 {
 	if (how == TP_LEAVE_EVICT)
 		return in->c_r + in->remap_ns;
-	return (tp_policy_out_backlog(pol) + in->m) / in->b + in->remap_ns;
+	return (in->queued + in->m) / in->b + in->remap_ns;
 }
 
 /*

@@ -48,6 +48,12 @@ static size_t glue_prefetch_pick(void *priv, struct tp_tensor **out,
 	return tp_policy_prefetch_pick(priv, out, max);
 }
 
+static size_t glue_writeback_pick(void *priv, struct tp_tensor **out,
+				  size_t max)
+{
+	return tp_policy_writeback_pick(priv, out, max);
+}
+
 static void glue_prefetch_done(void *priv, struct tp_tensor *t, bool ok)
 {
 	tp_policy_prefetch_done(priv, t, ok);
@@ -113,6 +119,7 @@ static int policy_create(struct tp_ctx *ctx)
 	ctx->vops->release_bytes = glue_release_bytes;
 	ctx->vops->prefetch_pick = glue_prefetch_pick;
 	ctx->vops->prefetch_done = glue_prefetch_done;
+	ctx->vops->writeback_pick = glue_writeback_pick;
 	ctx->vops->recompute_back = glue_recompute_back;
 	ctx->vops->priv = ctx->policy;
 	tp_pager_set_victim_ops(ctx->pager, ctx->vops);

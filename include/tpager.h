@@ -308,6 +308,11 @@ struct tp_stats {
 	uint64_t policy_ns;
 	/* contiguous mode: free bytes in the pool / bytes held, in ppm */
 	uint64_t fragmentation_ppm;
+	/* the swap cache (pager.swap_cache, policy.writeback) */
+	uint64_t host_cached_bytes;	/* of host_bytes, copies of resident
+					 * pages */
+	uint64_t writebacks;		/* tensors copied to host ahead */
+	uint64_t cache_offloads;	/* offloads that copied nothing */
 };
 
 /** tp_stats_get() - a snapshot of the context's counters. */

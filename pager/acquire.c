@@ -149,6 +149,8 @@ int tp_pager_back_pages(struct tp_pager *pg, struct tp_tensor *t,
 			continue;
 		p->chunk = chunks[k++];
 		if (p->state == TP_PAGE_OFFLOADED) {
+			void *buf = p->swap;
+
 			tp_page_set(t, p, TP_PAGE_RELOADING);
 			if (!discard) {
 				pg->c.bytes_h2d += tp_page_len(pg, t, i);
@@ -156,14 +158,19 @@ int tp_pager_back_pages(struct tp_pager *pg, struct tp_tensor *t,
 					p->ev = tp_vmm_event_get(ev);
 					continue;
 				}
-				if (pg->host_waits)
-					tp_swap_put(pg, &p->swap, 1);
-				else
-					tp_swap_put_after(pg, p->swap, ev);
-			} else {
-				tp_swap_put(pg, &p->swap, 1);
 			}
 			p->swap = NULL;
+			tp_page_set(t, p, TP_PAGE_RESIDENT);
+			/* The host copy still equals the page: kept, until a
+			 * write, for the next offload to copy nothing. */
+			if (!discard && pg->swap_cache)
+				tp_pager_cache_page(pg, t, p, buf,
+						    pg->host_waits ? NULL : ev);
+			else if (discard || pg->host_waits)
+				tp_swap_put(pg, &buf, 1);
+			else
+				tp_swap_put_after(pg, buf, ev);
+			continue;
 		}
 		tp_page_set(t, p, TP_PAGE_RESIDENT);
 	}
@@ -212,6 +219,8 @@ static int use_reloading(struct tp_pager *pg, struct tp_tensor *t,
 
 	for (size_t i = first; i <= last; i++) {
 		struct tp_page *p = &t->pages[i];
+		struct tp_event *ev;
+		void *buf;
 
 		if (p->state != TP_PAGE_RELOADING)
 			continue;
@@ -232,11 +241,16 @@ static int use_reloading(struct tp_pager *pg, struct tp_tensor *t,
 			waited = p->ev;
 		}
 		/* Compute is ordered after the copy: the page is usable. */
-		tp_swap_put_after(pg, p->swap, p->ev);
+		buf = p->swap;
+		ev = p->ev;
 		p->swap = NULL;
-		tp_vmm_event_put(pg->vmm, p->ev);
 		p->ev = NULL;
 		tp_page_set(t, p, TP_PAGE_RESIDENT);
+		if (pg->swap_cache)
+			tp_pager_cache_page(pg, t, p, buf, ev);
+		else
+			tp_swap_put_after(pg, buf, ev);
+		tp_vmm_event_put(pg->vmm, ev);
 	}
 	if (t->prefetched) {
 		/* The first use of a prefetched tensor: in time or late. */
@@ -388,6 +402,10 @@ int tp_pager_acquire(struct tp_pager *pg, struct tp_tensor *t, size_t off,
 	if (need && !(mode & TP_ACQ_NO_RECLAIM))
 		tp_pager_watermark(pg);
 out:
+	/* What is written no longer equals the swap cache's copy: dropped
+	 * now that every page of the range is resident (reloads keep it). */
+	if ((mode & TP_WRITE) && t->cached_pages)
+		tp_pager_uncache(pg, t, first, last);
 	t->last_access_ns = tp_vmm_now_ns(pg->vmm);
 	t->access_seq = ++pg->access_seq;
 	/* Each access may make the prefetcher's prediction due; with nothing
@@ -395,6 +413,8 @@ out:
 	if (pg->victim.prefetch_pick && pg->swap.used &&
 	    !(mode & TP_ACQ_NO_RECLAIM))
 		tp_pager_prefetch_run(pg);
+	if (!(mode & TP_ACQ_NO_RECLAIM))
+		tp_pager_writeback_run(pg);
 	*addr = (void *)(t->va + off);
 	return 0;
 

@@ -81,6 +81,9 @@ struct tp_victim_ops {
 	 * victims needed after it (choose_ahead) and answers each with
 	 * prefetch_done (@ok: its pages came back; not, when no room could
 	 * be made for it).
+	 * writeback_pick: resident candidates to copy to host swap now
+	 * while the link to host is idle (the swap cache), into @out (room
+	 * for @max), so that offloading them later copies nothing; 0: none.
 	 * recompute_back: for an acquire of an offloaded regenerable @t,
 	 * true when regenerating it is cheaper than reloading it.
 	 */
@@ -90,6 +93,8 @@ struct tp_victim_ops {
 	size_t (*prefetch_pick)(void *priv, struct tp_tensor **out,
 				size_t max);
 	void (*prefetch_done)(void *priv, struct tp_tensor *t, bool ok);
+	size_t (*writeback_pick)(void *priv, struct tp_tensor **out,
+				 size_t max);
 	bool (*recompute_back)(void *priv, const struct tp_tensor *t);
 	void *priv;
 };

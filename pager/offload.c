@@ -33,19 +33,28 @@ static int d2h_after_compute(struct tp_pager *pg)
 	return ret;
 }
 
+/* Whether page @p keeps a copy in the swap cache that has landed. */
+static bool cached_landed(struct tp_pager *pg, const struct tp_page *p)
+{
+	return p->swap && (!p->ev || !tp_vmm_event_query(pg->vmm, p->ev));
+}
+
 /*
  * Hand the resident pages, run by run, to deferred unmaps after @ev; each
- * page takes its buffer from @bufs. A run that cannot be handed over stays
- * RESIDENT, its buffer freed once the copy into it is done.
+ * page takes its buffer from @bufs (its cached copy's, or a fresh one its
+ * contents were copied into). A run that cannot be handed over stays
+ * RESIDENT: a fresh buffer is freed once the copy into it is done, a
+ * cached copy stays cached.
  */
 static int offload_commit(struct tp_pager *pg, struct tp_tensor *t,
-			  void **bufs, struct tp_event *ev, size_t *moved)
+			  void **bufs, struct tp_event *ev, size_t *moved,
+			  size_t *copied)
 {
 	struct tp_chunk *run[64];
 	size_t i = 0, k = 0;
 	int ret = 0;
 
-	*moved = 0;
+	*moved = *copied = 0;
 	while (i < t->nr_pages) {
 		size_t start = i, m = 0;
 
@@ -62,15 +71,26 @@ static int offload_commit(struct tp_pager *pg, struct tp_tensor *t,
 						 run, m, ev);
 		for (size_t j = start; j < start + m; j++, k++) {
 			struct tp_page *p = &t->pages[j];
+			bool cached = p->swap != NULL;
 
 			if (ret) {
-				tp_swap_put_after(pg, bufs[k], ev);
+				if (!cached)
+					tp_swap_put_after(pg, bufs[k], ev);
 				continue;
 			}
-			p->swap = bufs[k];
+			if (cached) {
+				/* The copy is the cache's: it leaves it. */
+				if (p->ev)
+					tp_vmm_event_put(pg->vmm, p->ev);
+				t->cached_pages--;
+				pg->swap.cached--;
+			} else {
+				p->swap = bufs[k];
+				pg->c.bytes_d2h += tp_page_len(pg, t, j);
+				(*copied)++;
+			}
 			p->ev = tp_vmm_event_get(ev);
 			tp_page_set(t, p, TP_PAGE_OFFLOADING);
-			pg->c.bytes_d2h += tp_page_len(pg, t, j);
 			(*moved)++;
 		}
 		if (!ret)
@@ -79,12 +99,65 @@ static int offload_commit(struct tp_pager *pg, struct tp_tensor *t,
 	return ret;
 }
 
+/*
+ * Fresh buffers for the @n pages of @t that host swap holds no copy of,
+ * dropping other tensors' cached copies when swap is full; into @bufs
+ * (one per resident page, in page order) with the cached copies' own.
+ */
+static int offload_buffers(struct tp_pager *pg, struct tp_tensor *t,
+			   void **bufs, void **fresh, size_t n)
+{
+	size_t room, k = 0, f = 0;
+	int ret;
+
+	if (n) {
+		room = tp_swap_room_free(pg);
+		if (room < n)
+			tp_pager_cache_shrink(pg, n - room, t);
+		ret = tp_swap_take(pg, fresh, n);
+		if (ret)
+			return ret;
+	}
+	for (size_t i = 0; i < t->nr_pages; i++) {
+		struct tp_page *p = &t->pages[i];
+
+		if (p->state == TP_PAGE_RESIDENT)
+			bufs[k++] = p->swap ? p->swap : fresh[f++];
+	}
+	return 0;
+}
+
+/*
+ * The event the chunks are unmapped after. Pages whose copies all landed
+ * in the swap cache wait for compute only (as an eviction does), not for
+ * whatever else is queued on the d2h stream; otherwise the d2h stream,
+ * after compute, carries the copies.
+ */
+static int offload_event(struct tp_pager *pg, struct tp_tensor *t, size_t n,
+			 struct tp_event **start)
+{
+	bool landed = !n;
+	int ret;
+
+	for (size_t i = 0; i < t->nr_pages && landed; i++)
+		if (t->pages[i].state == TP_PAGE_RESIDENT)
+			landed = cached_landed(pg, &t->pages[i]);
+	*start = NULL;
+	if (landed)
+		return 1;
+	ret = d2h_after_compute(pg);
+	if (!ret && n)
+		*start = tp_pager_copy_start(pg, TP_STREAM_D2H);
+	return ret;
+}
+
 int tp_pager_offload(struct tp_pager *pg, struct tp_tensor *t)
 {
 	struct tp_event *ev = NULL, *start = NULL;
-	size_t n, k, moved;
-	uint64_t t0, d2h0;
-	void **bufs;
+	size_t n, dirty, k, moved, copied;
+	void **bufs, **fresh;
+	uint64_t t0;
+	bool landed;
 	int ret;
 
 	if (!tp_pager_can_offload(t))
@@ -100,16 +173,18 @@ int tp_pager_offload(struct tp_pager *pg, struct tp_tensor *t)
 	n = t->resident_pages;
 	if (!n)
 		return 0;
-	bufs = calloc(n, sizeof(*bufs));
+	dirty = n - t->cached_pages;
+	bufs = calloc(n + dirty, sizeof(*bufs));
 	if (!bufs)
 		return -ENOMEM;
-	ret = tp_swap_take(pg, bufs, n);
+	fresh = bufs + n;
+	ret = offload_buffers(pg, t, bufs, fresh, dirty);
 	if (ret)
 		goto out_free;
-	ret = d2h_after_compute(pg);
-	if (ret)
+	ret = offload_event(pg, t, dirty, &start);
+	if (ret < 0)
 		goto err_put;
-	start = tp_pager_copy_start(pg, TP_STREAM_D2H);
+	landed = ret == 1;
 	t0 = tp_vmm_now_ns(pg->vmm);
 	k = 0;
 	for (size_t i = 0; i < t->nr_pages;) {
@@ -119,10 +194,17 @@ int tp_pager_offload(struct tp_pager *pg, struct tp_tensor *t)
 			i++;
 			continue;
 		}
+		if (t->pages[i].swap) {
+			/* The swap cache holds it: nothing to copy. */
+			i++;
+			k++;
+			continue;
+		}
 		/* Adjacent pages into adjacent buffers: one copy. */
 		len = tp_page_len(pg, t, i);
 		for (m = 1; i + m < t->nr_pages &&
 		     t->pages[i + m].state == TP_PAGE_RESIDENT &&
+		     !t->pages[i + m].swap &&
 		     (char *)bufs[k + m] == (char *)bufs[k] + m * pg->chunk; m++)
 			len += tp_page_len(pg, t, i + m);
 		ret = tp_vmm_copy_d2h(pg->vmm, bufs[k], t->va + i * pg->chunk,
@@ -132,23 +214,34 @@ int tp_pager_offload(struct tp_pager *pg, struct tp_tensor *t)
 		i += m;
 		k += m;
 	}
-	ev = tp_vmm_event_create_timed(pg->vmm);
-	if (!ev) {
-		ret = -errno;
-		goto err_sync;
+	if (landed) {
+		ev = tp_pager_compute_event(pg);
+		if (!ev) {
+			ret = -errno;
+			goto err_put;
+		}
+	} else {
+		ev = tp_vmm_event_create_timed(pg->vmm);
+		if (!ev) {
+			ret = -errno;
+			goto err_sync;
+		}
+		ret = tp_vmm_event_record(pg->vmm, ev, TP_STREAM_D2H);
+		if (ret)
+			goto err_sync;
 	}
-	ret = tp_vmm_event_record(pg->vmm, ev, TP_STREAM_D2H);
-	if (ret)
-		goto err_sync;
-	d2h0 = pg->c.bytes_d2h;
-	ret = offload_commit(pg, t, bufs, ev, &moved);
+	ret = offload_commit(pg, t, bufs, ev, &moved, &copied);
 	if (moved) {
-		tp_pager_copy_issued(pg, start, ev, t0,
-				     pg->c.bytes_d2h - d2h0, true);
-		start = NULL;
+		uint64_t bytes = (uint64_t)copied * pg->chunk;
+
+		if (copied) {
+			tp_pager_copy_issued(pg, start, ev, t0, bytes, true);
+			start = NULL;
+		} else {
+			pg->c.cache_offloads++;
+		}
 		tp_tracer_copy(pg->ctx->tracer, TP_STREAM_D2H, false, t->id,
-			       pg->c.bytes_d2h - d2h0, t0,
-			       (uint64_t)pg->swap.used * pg->chunk);
+			       bytes, t0, (uint64_t)pg->swap.used * pg->chunk);
 		pg->c.offloads++;
 		note_leave(pg, t);
 		tp_pager_inflight_add(pg, t);
@@ -160,6 +253,100 @@ err_sync:
 	/* Copies in flight write into the buffers: let them land first. */
 	tp_vmm_stream_sync(pg->vmm, TP_STREAM_D2H);
 err_put:
+	if (dirty)
+		tp_swap_put(pg, fresh, dirty);
+out_free:
+	if (ev)
+		tp_vmm_event_put(pg->vmm, ev);
+	if (start)
+		tp_vmm_event_put(pg->vmm, start);
+	free(bufs);
+	return ret;
+}
+
+/*
+ * Copy @t's resident pages that host swap holds no copy of into the swap
+ * cache, on the d2h stream after the compute issued so far; @t stays
+ * resident. Only buffers free now are taken: a copy ahead of need never
+ * pushes another out.
+ */
+int tp_pager_writeback(struct tp_pager *pg, struct tp_tensor *t)
+{
+	struct tp_event *ev = NULL, *start = NULL;
+	size_t n = t->resident_pages - t->cached_pages, k = 0, bytes = 0;
+	void **bufs;
+	uint64_t t0;
+	int ret;
+
+	if (!tp_pager_can_offload(t))
+		return -EPERM;
+	/* Pinned, it may be written by work not issued yet. */
+	if (t->pins || t->inflight_pages)
+		return -EBUSY;
+	if (!n)
+		return 0;
+	if (tp_swap_room_free(pg) < n)
+		return -ENOSPC;
+	bufs = calloc(n, sizeof(*bufs));
+	if (!bufs)
+		return -ENOMEM;
+	ret = tp_swap_take(pg, bufs, n);
+	if (ret)
+		goto out_free;
+	ret = d2h_after_compute(pg);
+	if (ret)
+		goto err_put;
+	start = tp_pager_copy_start(pg, TP_STREAM_D2H);
+	t0 = tp_vmm_now_ns(pg->vmm);
+	for (size_t i = 0; i < t->nr_pages;) {
+		size_t len, m;
+
+		if (t->pages[i].state != TP_PAGE_RESIDENT || t->pages[i].swap) {
+			i++;
+			continue;
+		}
+		/* Adjacent pages into adjacent buffers: one copy. */
+		len = tp_page_len(pg, t, i);
+		for (m = 1; i + m < t->nr_pages &&
+		     t->pages[i + m].state == TP_PAGE_RESIDENT &&
+		     !t->pages[i + m].swap &&
+		     (char *)bufs[k + m] == (char *)bufs[k] + m * pg->chunk; m++)
+			len += tp_page_len(pg, t, i + m);
+		ret = tp_vmm_copy_d2h(pg->vmm, bufs[k], t->va + i * pg->chunk,
+				      len, TP_STREAM_D2H);
+		if (ret)
+			goto err_sync;
+		bytes += len;
+		i += m;
+		k += m;
+	}
+	ev = tp_vmm_event_create_timed(pg->vmm);
+	if (!ev) {
+		ret = -errno;
+		goto err_sync;
+	}
+	ret = tp_vmm_event_record(pg->vmm, ev, TP_STREAM_D2H);
+	if (ret)
+		goto err_sync;
+	k = 0;
+	for (size_t i = 0; i < t->nr_pages; i++) {
+		struct tp_page *p = &t->pages[i];
+
+		if (p->state != TP_PAGE_RESIDENT || p->swap)
+			continue;
+		tp_pager_cache_page(pg, t, p, bufs[k++], ev);
+	}
+	pg->c.bytes_d2h += bytes;
+	tp_pager_copy_issued(pg, start, ev, t0, bytes, true);
+	start = NULL;
+	tp_tracer_copy(pg->ctx->tracer, TP_STREAM_D2H, true, t->id, bytes, t0,
+		       (uint64_t)pg->swap.used * pg->chunk);
+	pg->c.writebacks++;
+	goto out_free;
+
+err_sync:
+	tp_vmm_stream_sync(pg->vmm, TP_STREAM_D2H);
+err_put:
 	tp_swap_put(pg, bufs, n);
 out_free:
 	if (ev)
@@ -168,6 +355,19 @@ out_free:
 		tp_vmm_event_put(pg->vmm, start);
 	free(bufs);
 	return ret;
+}
+
+void tp_pager_writeback_run(struct tp_pager *pg)
+{
+	struct tp_tensor *t;
+
+	if (!pg->victim.writeback_pick)
+		return;
+	/* Only an idle link: a copy ahead of need never delays one due. */
+	if (tp_pager_copy_backlog(pg, true))
+		return;
+	if (pg->victim.writeback_pick(pg->victim.priv, &t, 1) == 1)
+		tp_pager_writeback(pg, t);
 }
 
 int tp_pager_evict(struct tp_pager *pg, struct tp_tensor *t)

@@ -71,6 +71,7 @@ struct tp_pager *tp_pager_create(struct tp_ctx *ctx)
 	 */
 	pg->host_waits = tp_vmm_has_data(vmm) &&
 			 !tp_vmm_stream_handle(vmm, TP_STREAM_COMPUTE);
+	pg->swap_cache = conf->pager_swap_cache;
 
 	budget = tp_psize_bytes(&conf->pager_budget, vmm->device_bytes);
 	if (budget < pg->chunk) {
@@ -185,6 +186,13 @@ uint64_t tp_pager_access_seq(const struct tp_pager *pg)
 uint64_t tp_pager_lost_ns(const struct tp_pager *pg)
 {
 	return pg->c.stall_ns + pg->c.recompute_ns;
+}
+
+void tp_pager_reload_counts(const struct tp_pager *pg, uint64_t *reloads,
+			    uint64_t *in_time)
+{
+	*reloads = pg->c.reloads;
+	*in_time = pg->c.prefetch_hits;
 }
 
 uint64_t tp_pager_compute_ns(const struct tp_pager *pg)
@@ -319,12 +327,71 @@ static void page_complete(struct tp_pager *pg, struct tp_tensor *t,
 		p->chunk = NULL;
 		tp_page_set(t, p, TP_PAGE_OFFLOADED);
 	} else if (p->state == TP_PAGE_RELOADING) {
-		tp_swap_put(pg, &p->swap, 1);
+		void *buf = p->swap;
+
 		p->swap = NULL;
 		tp_page_set(t, p, TP_PAGE_RESIDENT);
+		/* The copy is complete: nothing uses the buffer now. */
+		if (pg->swap_cache)
+			tp_pager_cache_page(pg, t, p, buf, NULL);
+		else
+			tp_swap_put(pg, &buf, 1);
 	}
 	tp_vmm_event_put(pg->vmm, p->ev);
 	p->ev = NULL;
+}
+
+/* --- the swap cache ---------------------------------------------------- */
+
+void tp_pager_cache_page(struct tp_pager *pg, struct tp_tensor *t,
+			 struct tp_page *p, void *buf, struct tp_event *ev)
+{
+	p->swap = buf;
+	p->ev = ev ? tp_vmm_event_get(ev) : NULL;
+	t->cached_pages++;
+	pg->swap.cached++;
+}
+
+static void uncache_page(struct tp_pager *pg, struct tp_tensor *t,
+			 struct tp_page *p)
+{
+	if (p->state != TP_PAGE_RESIDENT || !p->swap)
+		return;
+	if (p->ev) {
+		tp_swap_put_after(pg, p->swap, p->ev);
+		tp_vmm_event_put(pg->vmm, p->ev);
+		p->ev = NULL;
+	} else {
+		tp_swap_put(pg, &p->swap, 1);
+	}
+	p->swap = NULL;
+	t->cached_pages--;
+	pg->swap.cached--;
+}
+
+void tp_pager_uncache(struct tp_pager *pg, struct tp_tensor *t, size_t first,
+		      size_t last)
+{
+	for (size_t i = first; i <= last && t->cached_pages; i++)
+		uncache_page(pg, t, &t->pages[i]);
+}
+
+size_t tp_pager_cache_shrink(struct tp_pager *pg, size_t want,
+			     const struct tp_tensor *keep)
+{
+	struct tp_tensor *t;
+	size_t n = 0;
+
+	/* Oldest tensors first: the swap is full, which is rare. */
+	cds_list_for_each_entry(t, &pg->tensors, link) {
+		if (n >= want || !pg->swap.cached)
+			break;
+		if (t == keep || !t->cached_pages)
+			continue;
+		n += t->cached_pages;
+		tp_pager_uncache(pg, t, 0, t->nr_pages - 1);
+	}
+	return n;
 }
 
 static void inflight_done(struct tp_pager *pg, struct tp_tensor *t)
@@ -496,8 +563,12 @@ int tp_pager_unmap_pages(struct tp_pager *pg, struct tp_tensor *t,
 			continue;
 		}
 		while (i < t->nr_pages && n < 64 &&
-		       t->pages[i].state == TP_PAGE_RESIDENT && !t->pages[i].pins)
+		       t->pages[i].state == TP_PAGE_RESIDENT &&
+		       !t->pages[i].pins) {
+			/* Evicted or torn down: its copy goes with it. */
+			uncache_page(pg, t, &t->pages[i]);
 			run[n++] = t->pages[i++].chunk;
+		}
 		ret = tp_vmm_unmap_after(pg->vmm, t->va + start * pg->chunk,
 					 run, n, ev);
 		if (ret)
@@ -642,6 +713,7 @@ static void tensor_teardown(struct tp_pager *pg, struct tp_tensor *t)
 		return;
 	}
 	drop_offloading(pg, t);
+	tp_pager_uncache(pg, t, 0, t->nr_pages - 1);
 	if (t->inflight_pages)
 		ret = tp_pager_settle(pg, t, 0, t->nr_pages - 1);
 	if (ret) {
@@ -760,6 +832,7 @@ int tp_pager_swap_identity(struct tp_pager *pg, struct tp_tensor *a,
 	SWAP(a->va, b->va);
 	SWAP(a->pages, b->pages);
 	SWAP(a->resident_pages, b->resident_pages);
+	SWAP(a->cached_pages, b->cached_pages);
 	SWAP(a->evicted_pages, b->evicted_pages);
 	SWAP(a->inflight_pages, b->inflight_pages);
 	SWAP(a->lk, b->lk);
@@ -861,6 +934,9 @@ void tp_pager_stats(struct tp_pager *pg, struct tp_stats *st)
 	st->prefetch_hits = pg->c.prefetch_hits;
 	st->prefetch_late = pg->c.prefetch_late;
 	st->prefetch_wasted = pg->c.prefetch_wasted;
+	st->host_cached_bytes = (uint64_t)pg->swap.cached * pg->chunk;
+	st->writebacks = pg->c.writebacks;
+	st->cache_offloads = pg->c.cache_offloads;
 	st->bytes_d2h = pg->c.bytes_d2h;
 	st->bytes_h2d = pg->c.bytes_h2d;
 	st->stall_ns = pg->c.stall_ns;

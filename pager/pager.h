@@ -119,6 +119,13 @@ void tp_pager_stats(struct tp_pager *pg, struct tp_stats *st);
 uint64_t tp_pager_compute_ns(const struct tp_pager *pg);
 
 /*
+ * tp_pager_reload_counts() - reloads so far (*@reloads), and of them the
+ * prefetches whose tensor was back before its use (*@in_time).
+ */
+void tp_pager_reload_counts(const struct tp_pager *pg, uint64_t *reloads,
+			    uint64_t *in_time);
+
+/*
  * tp_pager_lost_ns() - time lost to paging so far: waits on copies and
  * chunks (stall) and regenerating evicted tensors (recompute).
  */

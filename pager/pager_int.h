@@ -26,9 +26,19 @@ enum tp_page_state {
 	TP_NR_PAGE_STATES,
 };
 
+/*
+ * The swap cache: a RESIDENT page may keep a host copy of its contents
+ * (@swap), kept from its reload or written back ahead of need while the
+ * link to host was idle (tp_pager_writeback). Offloading such a page
+ * copies nothing; any acquire for writing drops the copy first
+ * (tp_pager_uncache), so a copy in the cache always equals the page.
+ * @ev is then the last copy that used the buffer, which it may not be
+ * reused before.
+ */
 struct tp_page {
 	struct tp_chunk *chunk;	/* RESIDENT, RELOADING, OFFLOADING */
-	void *swap;		/* host copy: OFFLOADING, OFFLOADED, RELOADING */
+	void *swap;		/* host copy: OFFLOADING, OFFLOADED, RELOADING;
+				 * RESIDENT: the swap cache's */
 	struct tp_event *ev;	/* the copy in flight (a reference) */
 	uint8_t state;
 	unsigned pins;
@@ -63,6 +73,7 @@ struct tp_swap {
 	size_t max;		/* buffers allowed; SIZE_MAX: no limit */
 	size_t allocated;	/* buffers obtained from the backend */
 	size_t used;		/* buffers holding data or in flight */
+	size_t cached;		/* of which copies of RESIDENT pages */
 	size_t peak;
 	void **free;		/* stack of idle buffers */
 	size_t nr_free, cap_free;
@@ -132,6 +143,7 @@ struct tp_copy_rec {
 struct tp_pager_counters {
 	uint64_t offloads, reloads, evictions, recomputes, recompute_ns;
 	uint64_t prefetch_issued, prefetch_hits, prefetch_late, prefetch_wasted;
+	uint64_t writebacks, cache_offloads;
 	uint64_t bytes_d2h, bytes_h2d, stall_ns, compute_ns;
 	uint64_t cache_hits, cache_misses;
 	uint64_t held_peak;
@@ -144,6 +156,7 @@ struct tp_pager {
 	size_t chunk;			/* bytes per chunk */
 	size_t held;			/* chunks held: tensors, cache, slabs */
 	bool host_waits;		/* acquire blocks the host on copies */
+	bool swap_cache;		/* pager.swap_cache */
 	uint64_t next_id;
 	uint64_t access_seq;
 	size_t tensors_live;
@@ -262,6 +275,29 @@ struct tp_event *tp_pager_compute_event(struct tp_pager *pg);
 int tp_pager_unmap_pages(struct tp_pager *pg, struct tp_tensor *t,
 			 struct tp_event *ev, bool evict);
 
+/**
+ * tp_pager_cache_page() - page @p of @t, RESIDENT, keeps host buffer @buf
+ * as its copy, which copy @ev (may be NULL) still uses.
+ */
+void tp_pager_cache_page(struct tp_pager *pg, struct tp_tensor *t,
+			 struct tp_page *p, void *buf, struct tp_event *ev);
+
+/**
+ * tp_pager_uncache() - drop the swap cache's copies of pages [@first,
+ * @last] of @t (before they are written, or leave other than by offload);
+ * their buffers are free once the copies using them complete.
+ */
+void tp_pager_uncache(struct tp_pager *pg, struct tp_tensor *t, size_t first,
+		      size_t last);
+
+/**
+ * tp_pager_cache_shrink() - drop cached copies, of tensors other than
+ * @keep, until @want buffers came free or none is left. Return: buffers
+ * freed.
+ */
+size_t tp_pager_cache_shrink(struct tp_pager *pg, size_t want,
+			     const struct tp_tensor *keep);
+
 /* --- acquire.c ------------------------------------------------------- */
 
 /**
@@ -285,6 +321,21 @@ void tp_pager_prefetch_run(struct tp_pager *pg);
 
 /* @t's policy prefetch is over (@ok: its pages came back). */
 void tp_pager_prefetch_answer(struct tp_pager *pg, struct tp_tensor *t, bool ok);
+
+/**
+ * tp_pager_writeback() - copy @t's resident pages that host swap holds no
+ * copy of into the swap cache, behind the compute issued so far; @t stays
+ * resident and usable. Return: 0, -EBUSY (pinned or in flight), -ENOSPC
+ * (no free host buffers: cached copies are never pushed out for it),
+ * -EPERM (@t may not be offloaded).
+ */
+int tp_pager_writeback(struct tp_pager *pg, struct tp_tensor *t);
+
+/**
+ * tp_pager_writeback_run() - while the link to host is idle, ask the
+ * victim ops' writeback_pick for a tensor to copy to the swap cache.
+ */
+void tp_pager_writeback_run(struct tp_pager *pg);
 
 /* --- reclaim.c ------------------------------------------------------- */
 
@@ -342,8 +393,11 @@ void tp_swap_put(struct tp_pager *pg, void *const *bufs, size_t n);
 void tp_swap_put_after(struct tp_pager *pg, void *buf, struct tp_event *ev);
 /* Recycle deferred buffers whose events completed; @wait blocks on all. */
 void tp_swap_reap(struct tp_pager *pg, bool wait);
-/* Buffers that could still be taken now (after reaping). */
+/* Buffers that could still be taken now (after reaping), counting the
+ * swap cache's, which an offload drops for room. */
 size_t tp_swap_room(struct tp_pager *pg);
+/* Buffers free now without dropping cached copies (SIZE_MAX: no limit). */
+size_t tp_swap_room_free(struct tp_pager *pg);
 
 /* --- range_cache.c --------------------------------------------------- */
 

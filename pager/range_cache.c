@@ -33,6 +33,8 @@ static bool cache_range(struct tp_pager *pg, struct tp_tensor *t)
 		return false;
 	while (rc->chunks + t->nr_pages > max)
 		tp_range_cache_shrink(pg);
+	/* The contents are done with: so is their copy in host swap. */
+	tp_pager_uncache(pg, t, 0, t->nr_pages - 1);
 	r = malloc(sizeof(*r) + t->nr_pages * sizeof(r->chunks[0]));
 	if (!r)
 		return false;

@@ -103,7 +103,18 @@ size_t tp_swap_room(struct tp_pager *pg)
 	if (sw->max == SIZE_MAX)
 		return SIZE_MAX;
 	tp_swap_reap(pg, false);
-	/* Deferred buffers come back once their copies land. */
+	/* Deferred buffers come back once their copies land; cached copies
+	 * are dropped for room (tp_pager_cache_shrink). */
+	return sw->max - sw->used + sw->nr_defer + sw->cached;
+}
+
+size_t tp_swap_room_free(struct tp_pager *pg)
+{
+	struct tp_swap *sw = &pg->swap;
+
+	if (sw->max == SIZE_MAX)
+		return SIZE_MAX;
+	tp_swap_reap(pg, false);
 	return sw->max - sw->used + sw->nr_defer;
 }
 

@@ -27,6 +27,9 @@ struct tp_tensor {
 	uint64_t last_access_ns;	/* tp_vmm_now_ns() at last acquire */
 	uint64_t access_seq;		/* global acquire counter at last acquire */
 	size_t resident_pages;		/* pages RESIDENT now */
+	size_t cached_pages;		/* of which host swap holds a copy
+					 * (the swap cache): an offload of
+					 * them copies nothing */
 	unsigned pins;			/* acquisitions outstanding */
 	bool computable;		/* produced by an op (lineage sets it) */
 	/* policy/'s slot: index in its candidate structure, or private data */

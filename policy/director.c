@@ -16,10 +16,18 @@ static double exposed(double m, double b, double hide)
 	return t > 0 ? t : 0;
 }
 
-/* The copy out: waited on by a demand, behind the copies queued. */
+/*
+ * The copy out: waited on by a demand, behind the copies queued; none
+ * when the swap cache holds the contents already (the chunks then wait
+ * for compute only).
+ */
 static double exposed_out(const struct tp_director_in *in)
 {
-	return in->ahead ? 0 : exposed(in->queued + in->m, in->b, 0);
+	double out = tp_director_out_bytes(in);
+
+	if (in->ahead || out <= 0)
+		return 0;
+	return exposed(in->queued + out, in->b, 0);
 }
 
 double tp_director_exposed_ns(const struct tp_director_in *in,
@@ -55,8 +63,14 @@ double tp_director_f(int kind, const struct tp_director_in *in)
 			return INFINITY;
 		return (in->c_r + in->remap_ns) / den;
 	}
-	/* DELTA eq. 4-6: F = h_r/h_o = (c_r/(m*s)) / (1/(b*s)) = c_r*b/m */
-	return in->c_r * in->b / in->m;
+	/*
+	 * DELTA eq. 4-6: F = h_r/h_o = (c_r/(m*s)) / (1/(b*s)) = c_r*b/m,
+	 * with the bytes its offload copies (out) for the m of the swap
+	 * cost m/b: an offload the swap cache holds already costs nothing.
+	 */
+	if (tp_director_out_bytes(in) <= 0)
+		return INFINITY;
+	return in->c_r * in->b / tp_director_out_bytes(in);
 }
 
 bool tp_director_decide(int kind, const struct tp_director_in *in,

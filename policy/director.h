@@ -17,6 +17,8 @@ struct tp_director_in {
 	unsigned flags;		/* TP_EVICT_PINNED, TP_OFFLOAD_PINNED */
 	bool computable;	/* lineage can regenerate it */
 	double m;		/* bytes it frees */
+	double cached;		/* of m, bytes the swap cache holds
+				 * already: its offload copies m - cached */
 	double c_r;		/* recompute cost, ns (INFINITY: cannot) */
 	double b;		/* link bandwidth, bytes per ns */
 	double remap_ns;	/* remap cost of its chunks, both actions */
@@ -34,6 +36,12 @@ struct tp_director_in {
 				 * predicts it (tp_prefetch_uses());
 				 * 0: unknown (delta-overlap, overlap) */
 };
+
+/* Bytes an offload of @in copies out: m less what the swap cache holds. */
+static inline double tp_director_out_bytes(const struct tp_director_in *in)
+{
+	return in->m > in->cached ? in->m - in->cached : 0;
+}
 
 /**
  * tp_director_decide() - DELTA Alg. 3 with tpager's fallbacks:

@@ -34,6 +34,7 @@ struct tp_policy *tp_policy_create(struct tp_ctx *ctx)
 		goto err_index;
 	tp_bw_init(&pol->bw);
 	pol->rng = 0x9E3779B97F4A7C15ull;
+	pol->reload_hidden = 1;
 	pol->filter = pol->conf->policy_filter;
 	pol->search = -1;	/* sync_conf keeps the index for the search */
 	tp_policy_sync_conf(pol);
@@ -144,14 +145,30 @@ static uint64_t chunk_bytes(struct tp_policy *pol)
 	return pol->conf->vmm_chunk_size;
 }
 
-/* What compute hides of a reload due in @gap ns (UINT64_MAX: never). */
+/*
+ * What compute hides of a reload due in @gap ns (UINT64_MAX: never), for
+ * a prefetch that is issued in time. TSPLIT eq. 3: sum over ops of
+ * (1 - Oc_u) * T_u, with the link's mean occupancy over the last
+ * iteration as Oc.
+ */
 static double hidden_ns(struct tp_policy *pol, uint64_t gap)
 {
 	if (gap == UINT64_MAX)
 		return INFINITY;
-	/* TSPLIT eq. 3: sum over ops of (1 - Oc_u) * T_u, with the link's
-	 * mean occupancy over the last iteration as Oc. */
 	return (1 - tp_bw_occupancy(&pol->bw)) * (double)gap;
+}
+
+/*
+ * The same for a tensor leaving now, whose reload is hidden only if the
+ * prefetch finds room in time: eq. 3's overlap scaled by the fraction of
+ * the last iteration's reloads that a prefetch hid. A budget so tight
+ * that prefetches find no room charges reloads in full, as they are.
+ */
+static double leave_hidden_ns(struct tp_policy *pol, uint64_t gap)
+{
+	double h = hidden_ns(pol, gap);
+
+	return isinf(h) ? h : pol->reload_hidden * h;
 }
 
 double tp_policy_out_backlog(struct tp_policy *pol)
@@ -167,6 +184,7 @@ static void director_in_base(struct tp_policy *pol, const struct tp_tensor *t,
 	in->flags = t->flags;
 	in->computable = tp_policy_computable(pol, t);
 	in->m = tp_filter_mem(t);
+	in->cached = (double)t->cached_pages * (double)chunk_bytes(pol);
 	in->c_r = in->computable ? tp_policy_cost(pol, t) : INFINITY;
 	in->b = tp_bw_get(&pol->bw, pol->conf);
 	in->remap_ns = remap_ns_per_chunk(pol) * (double)t->resident_pages;
@@ -189,7 +207,7 @@ void tp_policy_director_in(struct tp_policy *pol, const struct tp_tensor *t,
 		uint64_t next, reuse;
 
 		tp_prefetch_uses(pol->pf, t, &next, &reuse);
-		in->hide_ns = hidden_ns(pol, next);
+		in->hide_ns = leave_hidden_ns(pol, next);
 		in->no_reuse = reuse == UINT64_MAX;
 		in->reuse_ns = (double)reuse;
 	}
@@ -246,12 +264,26 @@ void tp_policy_iteration_begin(struct tp_policy *pol)
 {
 	tp_bw_iteration_begin(&pol->bw, tp_policy_now(pol));
 	tp_prefetch_iteration_begin(pol->pf, work_now(pol));
+	if (pol->ctx->pager)
+		tp_pager_reload_counts(pol->ctx->pager, &pol->iter_reloads,
+				       &pol->iter_in_time);
 }
 
 void tp_policy_iteration_end(struct tp_policy *pol)
 {
+	uint64_t reloads, in_time;
+
 	tp_bw_iteration_end(&pol->bw, tp_policy_now(pol));
 	tp_prefetch_iteration_end(pol->pf, work_now(pol));
+	if (!pol->ctx->pager)
+		return;
+	/* An iteration that reloaded nothing tells nothing new. */
+	tp_pager_reload_counts(pol->ctx->pager, &reloads, &in_time);
+	if (reloads > pol->iter_reloads)
+		pol->reload_hidden = (double)(in_time - pol->iter_in_time) /
+				     (double)(reloads - pol->iter_reloads);
+	if (pol->reload_hidden > 1)
+		pol->reload_hidden = 1;
 }
 
 void tp_policy_on_acquire(struct tp_policy *pol, struct tp_tensor *t)
@@ -300,6 +332,63 @@ size_t tp_policy_prefetch_pick(struct tp_policy *pol, struct tp_tensor **out,
 	return tp_prefetch_pick(pol->pf, out, max,
 				(unsigned)c->policy_prefetch_depth, &room,
 				want_reload, pol);
+}
+
+/*
+ * The writeback's choice (policy.writeback): above pager.low_watermark,
+ * the resident candidate whose next use is farthest, of those whose copy
+ * out and back both fit before it and that the swap cache does not hold
+ * whole. Farthest first is Belady's order: it is what the overlap filter
+ * and the director's offload ahead of need send away first, and what a
+ * reload has the most compute to hide behind. Not one the record says is
+ * done with: dropping it is free already.
+ */
+/* Below this fraction of reloads hidden, a copy ahead saves nothing. */
+#define TP_WRITEBACK_MIN_HIDDEN 0.5
+
+size_t tp_policy_writeback_pick(struct tp_policy *pol, struct tp_tensor **out,
+				size_t max)
+{
+	const struct tp_conf *c = pol->conf;
+	struct tp_pager *pg = pol->ctx->pager;
+	size_t slots = tp_pol_index_slots(pol->idx);
+	uint64_t now = tp_policy_now(pol);
+	struct tp_tensor *best = NULL;
+	double best_d = 0, best_m = 0, b;
+
+	if (!c->policy_writeback || !max || !pg ||
+	    pol->reload_hidden < TP_WRITEBACK_MIN_HIDDEN ||
+	    (double)tp_pager_used_bytes(pg) * 100 <=
+	    c->pager_low_watermark * (double)tp_pager_budget_bytes(pg))
+		return 0;
+	b = tp_bw_get(&pol->bw, c);
+	for (size_t i = 0; i < slots; i++) {
+		struct tp_tensor *t = tp_pol_index_at(pol->idx, i);
+		uint64_t next, reuse;
+		double d, m;
+
+		if (!t || t->cached_pages >= t->resident_pages ||
+		    (t->flags & (TP_OFFLOAD_PINNED | TP_NO_PAGING)))
+			continue;
+		tp_prefetch_uses(pol->pf, t, &next, &reuse);
+		if (reuse == UINT64_MAX)
+			continue;
+		m = tp_filter_mem(t);
+		d = reuse ? (double)reuse :
+		    (double)(now > t->last_access_ns ?
+			     now - t->last_access_ns : 0);
+		if (next && next != UINT64_MAX && (double)next < 2 * m / b)
+			continue;
+		if (d > best_d || (d == best_d && m > best_m)) {
+			best = t;
+			best_d = d;
+			best_m = m;
+		}
+	}
+	if (!best)
+		return 0;
+	out[0] = best;
+	return 1;
 }
 
 bool tp_policy_used_after(struct tp_policy *pol, const struct tp_tensor *v,

@@ -98,6 +98,13 @@ void tp_policy_iteration_end(struct tp_policy *pol);
 void tp_policy_on_acquire(struct tp_policy *pol, struct tp_tensor *t);
 
 /**
+ * tp_policy_writeback_pick() - resident tensors to copy to host now, while
+ * the link is idle (policy.writeback; the pager's writeback_pick).
+ */
+size_t tp_policy_writeback_pick(struct tp_policy *pol, struct tp_tensor **out,
+				size_t max);
+
+/**
  * tp_policy_prefetch_pick() - offloaded tensors to reload now, soonest
  * predicted use first, into @out (room for @max): those due (see
  * TP_PREFETCH_DUE_SLACK), at most policy.prefetch.depth in flight.

@@ -253,20 +253,26 @@ bool tp_policy_ahead_ok(struct tp_policy *pol, const struct tp_tensor *t,
 	next = tp_prefetch_next_use_ns(pol->pf, t);
 	if (!next)
 		return true;
-	return (double)next >= (in->queued + 2 * in->m) /
-			       in->b + in->remap_ns;
+	return (double)next >= (in->queued + tp_director_out_bytes(in) +
+				in->m) / in->b + in->remap_ns;
 }
 
 /*
  * What leaving costs the step that waits for the room, ns: an eviction's
- * recompute (DTR's c_r), an offload's copy out behind those queued.
+ * recompute (DTR's c_r), an offload's copy out behind those queued (none
+ * of what the swap cache holds).
  */
 double tp_policy_leave_cost(struct tp_policy *pol, enum tp_leave how,
 			    const struct tp_director_in *in)
 {
+	double out = tp_director_out_bytes(in);
+
 	if (how == TP_LEAVE_EVICT)
 		return in->c_r + in->remap_ns;
-	return (in->queued + in->m) / in->b + in->remap_ns;
+	/* All in the swap cache: its chunks wait for compute only. */
+	if (out <= 0)
+		return in->remap_ns;
+	return (in->queued + out) / in->b + in->remap_ns;
 }
 
 /*

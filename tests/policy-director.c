@@ -229,6 +229,23 @@ static void overlap(void)
 	   "delta-overlap: copies queued ahead count: F = 1 at c_r 2100");
 	in.queued = 0;
 
+	/* The swap cache holds 6000 of the 10000 bytes: 4000 go out. */
+	in.cached = 6000;
+	in.c_r = 1000;		/* c_s = 4000/10 + 600 */
+	ok(tp_director_f(TP_DIRECTOR_DELTA_OVERLAP, &in) == 1 &&
+	   tp_director_exposed_ns(&in, TP_LEAVE_OFFLOAD) == 1000,
+	   "delta-overlap: only bytes the swap cache lacks are copied out");
+	/* All of it cached: the offload costs its reload alone, and plain
+	 * delta's swap cost m/b falls to nothing. */
+	in.cached = 10000;
+	in.c_r = 100;
+	ok(tp_director_exposed_ns(&in, TP_LEAVE_OFFLOAD) == 600 &&
+	   isinf(tp_director_f(TP_DIRECTOR_DELTA, &in)) &&
+	   tp_director_decide(TP_DIRECTOR_DELTA, &in, &how) &&
+	   how == TP_LEAVE_OFFLOAD,
+	   "a tensor the swap cache holds whole offloads, even cheap to recompute");
+	in.cached = 0;
+
 	/* Through choose: no history (hide 0), policy.remap_ns = 500 per
 	 * chunk, 2 chunks: F = (c_r + 1000) / (2000 + 1000). */
 	set("policy.director", "delta-overlap");
@@ -311,7 +328,7 @@ static void recompute_back(void)
 
 int main(void)
 {
-	plan_tests(6 + 8 + 2 + 6 + 8 + 5 + 5);
+	plan_tests(6 + 8 + 2 + 6 + 8 + 5 + 5 + 2);
 	memset(&ctx, 0, sizeof(ctx));
 	tp_conf_defaults(&ctx.conf);
 	pol = pt_policy(&ctx, true);

@@ -289,6 +289,8 @@ static void report_text(const struct sim_args *a,
 	printf("evictions        %" PRIu64 "\n", r->evictions);
 	printf("offloads         %" PRIu64 "\n", r->offloads);
 	printf("reloads          %" PRIu64 "\n", r->reloads);
+	printf("writebacks       %" PRIu64 " (%" PRIu64
+	       " offloads copied nothing)\n", r->writebacks, r->cache_offloads);
 	printf("recomputes       %" PRIu64 " (%.3f ms)\n", r->recomputes,
 	       r->recompute_ns / 1e6);
 	printf("prefetch hits    %" PRIu64 " (%" PRIu64 " issued, %" PRIu64
@@ -331,7 +333,8 @@ static void report_json(const struct sim_args *a,
 	       ",\"driver_calls\":%" PRIu64 ",\"pcie_busy\":%.6f"
 	       ",\"decision_ns\":%.1f,\"time_ns\":%" PRIu64
 	       ",\"unlimited_time_ns\":%" PRIu64 ",\"ops_per_s\":%.0f"
-	       ",\"fragmentation_ppm\":%" PRIu64 "}\n",
+	       ",\"fragmentation_ppm\":%" PRIu64 ",\"writebacks\":%" PRIu64
+	       ",\"cache_offloads\":%" PRIu64 "}\n",
 	       r->ops, r->op_runs, sum->peak_bytes, u->phys_peak,
 	       r->budget_bytes, r->chunk_size, status_name(r->status),
 	       r->phys_peak, tp_replay_overhead(r), extra, r->evictions,
@@ -342,7 +345,7 @@ static void report_json(const struct sim_args *a,
 	       r->policy_decisions ? (double)r->policy_ns /
 	       (double)r->policy_decisions : 0.0, r->time_ns, u->time_ns,
 	       r->wall_s > 0 ? r->ops / r->wall_s : 0.0,
-	       r->fragmentation_ppm);
+	       r->fragmentation_ppm, r->writebacks, r->cache_offloads);
 	(void)a;
 }
 

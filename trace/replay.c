@@ -419,6 +419,8 @@ static void region_figures(struct replay *rp, const struct rp_snap *a,
 	r->policy_ns = D(policy_ns);
 	r->driver_calls = D(driver_calls);
 	r->driver_ns = D(driver_ns);
+	r->writebacks = D(writebacks);
+	r->cache_offloads = D(cache_offloads);
 #undef D
 	r->wall_s = (double)(b->wall.tv_sec - a->wall.tv_sec) +
 		    (double)(b->wall.tv_nsec - a->wall.tv_nsec) * 1e-9;

@@ -78,6 +78,7 @@ struct tp_replay_result {
 	uint64_t policy_decisions, policy_ns;
 	/* the driver's map, set-access and unmap calls (sim: their charge) */
 	uint64_t driver_calls, driver_ns;
+	uint64_t writebacks, cache_offloads;	/* the swap cache */
 	/* vmm.mode = contiguous: fragmentation rate of the whole replay
 	 * (tp_stats.fragmentation_ppm); 0 on chunks */
 	uint64_t fragmentation_ppm;

@@ -51,6 +51,8 @@ static const double ratios[] = { 0.2, 0.3, 0.5, 0.7, 0.9 };
 
 struct policy {
 	const char *filter, *director;
+	const char *extra;	/* more options, and the row's suffix */
+	const char *suffix;
 };
 
 static const struct policy recompute_only[] = {
@@ -62,6 +64,7 @@ static const struct policy with_offload[] = {
 	{ "dtr", "evict" }, { "delta", "offload" }, { "delta", "delta" },
 	{ "delta", "delta-overlap" }, { "dtr", "delta-overlap" },
 	{ "overlap", "delta-overlap" },
+	{ "overlap", "delta-overlap", "policy.writeback=1", "+wb" },
 };
 
 /* DTR's simulator, h_DTR (dtr-log-format.md); 0: not given. */
@@ -101,7 +104,7 @@ static void print_reference(const char *path)
 		if (strncmp(base_name(path), reference[i].prefix,
 			    strlen(reference[i].prefix)))
 			continue;
-		printf("  %-22s", "DTR's simulator (h_DTR)");
+		printf("  %-25s", "DTR's simulator (h_DTR)");
 		for (size_t k = 0; k < NR_RATIOS; k++)
 			printf(" %13.2f", reference[i].h[k]);
 		printf("\n");
@@ -123,7 +126,7 @@ static int cell(const struct tp_trace *t, uint64_t peak,
 		.bandwidth = offload ? 12 : 0,
 		.remap_ns = 0,
 		.thrash_limit = 2.0,
-		.extra = offload ? NULL :
+		.extra = offload ? p->extra :
 			 "pager.high_watermark=100,pager.low_watermark=100",
 	};
 	struct tp_replay_result r;
@@ -174,16 +177,16 @@ static int table(const struct tp_trace *t, const char *path,
 	       (unsigned long long)s->peak_bytes,
 	       (unsigned long long)u.ops, s->compute_ns / 1e6,
 	       (unsigned long long)(chunk_size ? chunk_size : 1 << 20));
-	printf("  %-22s", "policy \\ budget ratio");
+	printf("  %-25s", "policy \\ budget ratio");
 	for (size_t k = 0; k < NR_RATIOS; k++)
 		printf(" %13.1f", ratios[k]);
 	printf("\n");
 	for (size_t i = 0; i < n_pol; i++) {
 		char name[64];
 
-		snprintf(name, sizeof(name), "%s/%s", pol[i].filter,
-			 pol[i].director);
-		printf("  %-22s", name);
+		snprintf(name, sizeof(name), "%s/%s%s", pol[i].filter,
+			 pol[i].director, pol[i].suffix ? pol[i].suffix : "");
+		printf("  %-25s", name);
 		for (size_t k = 0; k < NR_RATIOS; k++) {
 			char buf[32];
 

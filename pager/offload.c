@@ -151,12 +151,55 @@ static int offload_event(struct tp_pager *pg, struct tp_tensor *t, size_t n,
 	return ret;
 }
 
+/*
+ * Copy the resident pages of @t that host swap holds no copy of into
+ * their buffers in @bufs (one per resident page, in page order) on the
+ * d2h stream; *@bytes: how much.
+ */
+static int copy_out(struct tp_pager *pg, struct tp_tensor *t, void **bufs,
+		    uint64_t *bytes)
+{
+	size_t k = 0;
+	int ret;
+
+	*bytes = 0;
+	for (size_t i = 0; i < t->nr_pages;) {
+		size_t len, m;
+
+		if (t->pages[i].state != TP_PAGE_RESIDENT) {
+			i++;
+			continue;
+		}
+		if (t->pages[i].swap) {
+			/* The swap cache holds it: nothing to copy. */
+			i++;
+			k++;
+			continue;
+		}
+		/* Adjacent pages into adjacent buffers: one copy. */
+		len = tp_page_len(pg, t, i);
+		for (m = 1; i + m < t->nr_pages &&
+		     t->pages[i + m].state == TP_PAGE_RESIDENT &&
+		     !t->pages[i + m].swap &&
+		     (char *)bufs[k + m] == (char *)bufs[k] + m * pg->chunk; m++)
+			len += tp_page_len(pg, t, i + m);
+		ret = tp_vmm_copy_d2h(pg->vmm, bufs[k], t->va + i * pg->chunk,
+				      len, TP_STREAM_D2H);
+		if (ret)
+			return ret;
+		*bytes += len;
+		i += m;
+		k += m;
+	}
+	return 0;
+}
+
 int tp_pager_offload(struct tp_pager *pg, struct tp_tensor *t)
 {
 	struct tp_event *ev = NULL, *start = NULL;
-	size_t n, dirty, k, moved, copied;
+	size_t n, dirty, moved, copied;
 	void **bufs, **fresh;
-	uint64_t t0;
+	uint64_t t0, bytes;
 	bool landed;
 	int ret;
 
@@ -186,34 +229,9 @@ int tp_pager_offload(struct tp_pager *pg, struct tp_tensor *t)
 		goto err_put;
 	landed = ret == 1;
 	t0 = tp_vmm_now_ns(pg->vmm);
-	k = 0;
-	for (size_t i = 0; i < t->nr_pages;) {
-		size_t len, m;
-
-		if (t->pages[i].state != TP_PAGE_RESIDENT) {
-			i++;
-			continue;
-		}
-		if (t->pages[i].swap) {
-			/* The swap cache holds it: nothing to copy. */
-			i++;
-			k++;
-			continue;
-		}
-		/* Adjacent pages into adjacent buffers: one copy. */
-		len = tp_page_len(pg, t, i);
-		for (m = 1; i + m < t->nr_pages &&
-		     t->pages[i + m].state == TP_PAGE_RESIDENT &&
-		     !t->pages[i + m].swap &&
-		     (char *)bufs[k + m] == (char *)bufs[k] + m * pg->chunk; m++)
-			len += tp_page_len(pg, t, i + m);
-		ret = tp_vmm_copy_d2h(pg->vmm, bufs[k], t->va + i * pg->chunk,
-				      len, TP_STREAM_D2H);
-		if (ret)
-			goto err_sync;
-		i += m;
-		k += m;
-	}
+	ret = copy_out(pg, t, bufs, &bytes);
+	if (ret)
+		goto err_sync;
 	if (landed) {
 		ev = tp_pager_compute_event(pg);
 		if (!ev) {
@@ -232,8 +250,6 @@ int tp_pager_offload(struct tp_pager *pg, struct tp_tensor *t)
 	}
 	ret = offload_commit(pg, t, bufs, ev, &moved, &copied);
 	if (moved) {
-		uint64_t bytes = (uint64_t)copied * pg->chunk;
-
 		if (copied) {
 			tp_pager_copy_issued(pg, start, ev, t0, bytes, true);
 			start = NULL;
@@ -273,9 +289,9 @@ out_free:
 int tp_pager_writeback(struct tp_pager *pg, struct tp_tensor *t)
 {
 	struct tp_event *ev = NULL, *start = NULL;
-	size_t n = t->resident_pages - t->cached_pages, k = 0, bytes = 0;
-	void **bufs;
-	uint64_t t0;
+	size_t res = t->resident_pages, n = res - t->cached_pages, k = 0;
+	void **bufs, **fresh;
+	uint64_t t0, bytes;
 	int ret;
 
 	if (!tp_pager_can_offload(t))
@@ -287,10 +303,12 @@ int tp_pager_writeback(struct tp_pager *pg, struct tp_tensor *t)
 		return 0;
 	if (tp_swap_room_free(pg) < n)
 		return -ENOSPC;
-	bufs = calloc(n, sizeof(*bufs));
+	bufs = calloc(res + n, sizeof(*bufs));
 	if (!bufs)
 		return -ENOMEM;
-	ret = tp_swap_take(pg, bufs, n);
+	fresh = bufs + res;
+	/* Free buffers suffice: no cached copy is dropped for these. */
+	ret = offload_buffers(pg, t, bufs, fresh, n);
 	if (ret)
 		goto out_free;
 	ret = d2h_after_compute(pg);
@@ -298,28 +316,9 @@ int tp_pager_writeback(struct tp_pager *pg, struct tp_tensor *t)
 		goto err_put;
 	start = tp_pager_copy_start(pg, TP_STREAM_D2H);
 	t0 = tp_vmm_now_ns(pg->vmm);
-	for (size_t i = 0; i < t->nr_pages;) {
-		size_t len, m;
-
-		if (t->pages[i].state != TP_PAGE_RESIDENT || t->pages[i].swap) {
-			i++;
-			continue;
-		}
-		/* Adjacent pages into adjacent buffers: one copy. */
-		len = tp_page_len(pg, t, i);
-		for (m = 1; i + m < t->nr_pages &&
-		     t->pages[i + m].state == TP_PAGE_RESIDENT &&
-		     !t->pages[i + m].swap &&
-		     (char *)bufs[k + m] == (char *)bufs[k] + m * pg->chunk; m++)
-			len += tp_page_len(pg, t, i + m);
-		ret = tp_vmm_copy_d2h(pg->vmm, bufs[k], t->va + i * pg->chunk,
-				      len, TP_STREAM_D2H);
-		if (ret)
-			goto err_sync;
-		bytes += len;
-		i += m;
-		k += m;
-	}
+	ret = copy_out(pg, t, bufs, &bytes);
+	if (ret)
+		goto err_sync;
 	ev = tp_vmm_event_create_timed(pg->vmm);
 	if (!ev) {
 		ret = -errno;
@@ -328,13 +327,14 @@ int tp_pager_writeback(struct tp_pager *pg, struct tp_tensor *t)
 	ret = tp_vmm_event_record(pg->vmm, ev, TP_STREAM_D2H);
 	if (ret)
 		goto err_sync;
-	k = 0;
 	for (size_t i = 0; i < t->nr_pages; i++) {
 		struct tp_page *p = &t->pages[i];
 
-		if (p->state != TP_PAGE_RESIDENT || p->swap)
+		if (p->state != TP_PAGE_RESIDENT)
 			continue;
-		tp_pager_cache_page(pg, t, p, bufs[k++], ev);
+		if (!p->swap)
+			tp_pager_cache_page(pg, t, p, bufs[k], ev);
+		k++;
 	}
 	pg->c.bytes_d2h += bytes;
 	tp_pager_copy_issued(pg, start, ev, t0, bytes, true);
@@ -347,7 +347,7 @@ int tp_pager_writeback(struct tp_pager *pg, struct tp_tensor *t)
 err_sync:
 	tp_vmm_stream_sync(pg->vmm, TP_STREAM_D2H);
 err_put:
-	tp_swap_put(pg, bufs, n);
+	tp_swap_put(pg, fresh, n);
 out_free:
 	if (ev)
 		tp_vmm_event_put(pg->vmm, ev);

@@ -117,12 +117,7 @@ int tp_pager_back_pages(struct tp_pager *pg, struct tp_tensor *t,
 		i += m;
 	}
 	if (copies) {
-		ev = tp_vmm_event_create_timed(pg->vmm);
-		if (!ev) {
-			ret = -errno;
-			goto err_sync;
-		}
-		ret = tp_vmm_event_record(pg->vmm, ev, TP_STREAM_H2D);
+		ret = tp_pager_copy_event(pg, TP_STREAM_H2D, &ev);
 		if (ret)
 			goto err_sync;
 		if (!prefetch) {
@@ -161,15 +156,13 @@ int tp_pager_back_pages(struct tp_pager *pg, struct tp_tensor *t,
 			}
 			p->swap = NULL;
 			tp_page_set(t, p, TP_PAGE_RESIDENT);
-			/* The host copy still equals the page: kept, until a
-			 * write, for the next offload to copy nothing. */
-			if (!discard && pg->swap_cache)
-				tp_pager_cache_page(pg, t, p, buf,
-						    pg->host_waits ? NULL : ev);
-			else if (discard || pg->host_waits)
+			/* Copied back (the host waited, or compute is ordered
+			 * after @ev), or overwritten and worth nothing. */
+			if (discard)
 				tp_swap_put(pg, &buf, 1);
 			else
-				tp_swap_put_after(pg, buf, ev);
+				tp_pager_reloaded_buffer(pg, t, p, buf,
+						pg->host_waits ? NULL : ev);
 			continue;
 		}
 		tp_page_set(t, p, TP_PAGE_RESIDENT);
@@ -246,10 +239,7 @@ static int use_reloading(struct tp_pager *pg, struct tp_tensor *t,
 		p->swap = NULL;
 		p->ev = NULL;
 		tp_page_set(t, p, TP_PAGE_RESIDENT);
-		if (pg->swap_cache)
-			tp_pager_cache_page(pg, t, p, buf, ev);
-		else
-			tp_swap_put_after(pg, buf, ev);
+		tp_pager_reloaded_buffer(pg, t, p, buf, ev);
 		tp_vmm_event_put(pg->vmm, ev);
 	}
 	if (t->prefetched) {

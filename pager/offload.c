@@ -33,10 +33,21 @@ static int d2h_after_compute(struct tp_pager *pg)
 	return ret;
 }
 
-/* Whether page @p keeps a copy in the swap cache that has landed. */
-static bool cached_landed(struct tp_pager *pg, const struct tp_page *p)
+/*
+ * Whether every resident page of @t has its copy in the swap cache, landed:
+ * its chunks then wait for compute only (as an eviction's do), not for
+ * whatever else is queued on the d2h stream.
+ */
+static bool cache_landed(struct tp_pager *pg, const struct tp_tensor *t)
 {
-	return p->swap && (!p->ev || !tp_vmm_event_query(pg->vmm, p->ev));
+	for (size_t i = 0; i < t->nr_pages; i++) {
+		const struct tp_page *p = &t->pages[i];
+
+		if (p->state == TP_PAGE_RESIDENT &&
+		    (!p->swap || (p->ev && tp_vmm_event_query(pg->vmm, p->ev))))
+			return false;
+	}
+	return true;
 }
 
 /*
@@ -104,7 +115,7 @@ static int offload_commit(struct tp_pager *pg, struct tp_tensor *t,
  * dropping other tensors' cached copies when swap is full; into @bufs
  * (one per resident page, in page order) with the cached copies' own.
  */
-static int offload_buffers(struct tp_pager *pg, struct tp_tensor *t,
+static int take_buffers(struct tp_pager *pg, struct tp_tensor *t,
 			   void **bufs, void **fresh, size_t n)
 {
 	size_t room, k = 0, f = 0;
@@ -125,30 +136,6 @@ static int offload_buffers(struct tp_pager *pg, struct tp_tensor *t,
 			bufs[k++] = p->swap ? p->swap : fresh[f++];
 	}
 	return 0;
-}
-
-/*
- * The event the chunks are unmapped after. Pages whose copies all landed
- * in the swap cache wait for compute only (as an eviction does), not for
- * whatever else is queued on the d2h stream; otherwise the d2h stream,
- * after compute, carries the copies.
- */
-static int offload_event(struct tp_pager *pg, struct tp_tensor *t, size_t n,
-			 struct tp_event **start)
-{
-	bool landed = !n;
-	int ret;
-
-	for (size_t i = 0; i < t->nr_pages && landed; i++)
-		if (t->pages[i].state == TP_PAGE_RESIDENT)
-			landed = cached_landed(pg, &t->pages[i]);
-	*start = NULL;
-	if (landed)
-		return 1;
-	ret = d2h_after_compute(pg);
-	if (!ret && n)
-		*start = tp_pager_copy_start(pg, TP_STREAM_D2H);
-	return ret;
 }
 
 /*
@@ -221,13 +208,18 @@ int tp_pager_offload(struct tp_pager *pg, struct tp_tensor *t)
 	if (!bufs)
 		return -ENOMEM;
 	fresh = bufs + n;
-	ret = offload_buffers(pg, t, bufs, fresh, dirty);
+	ret = take_buffers(pg, t, bufs, fresh, dirty);
 	if (ret)
 		goto out_free;
-	ret = offload_event(pg, t, dirty, &start);
-	if (ret < 0)
-		goto err_put;
-	landed = ret == 1;
+	landed = !dirty && cache_landed(pg, t);
+	if (!landed) {
+		/* The copies, new and cached, come after compute. */
+		ret = d2h_after_compute(pg);
+		if (ret)
+			goto err_put;
+		if (dirty)
+			start = tp_pager_copy_start(pg, TP_STREAM_D2H);
+	}
 	t0 = tp_vmm_now_ns(pg->vmm);
 	ret = copy_out(pg, t, bufs, &bytes);
 	if (ret)
@@ -239,12 +231,7 @@ int tp_pager_offload(struct tp_pager *pg, struct tp_tensor *t)
 			goto err_put;
 		}
 	} else {
-		ev = tp_vmm_event_create_timed(pg->vmm);
-		if (!ev) {
-			ret = -errno;
-			goto err_sync;
-		}
-		ret = tp_vmm_event_record(pg->vmm, ev, TP_STREAM_D2H);
+		ret = tp_pager_copy_event(pg, TP_STREAM_D2H, &ev);
 		if (ret)
 			goto err_sync;
 	}
@@ -308,7 +295,7 @@ int tp_pager_writeback(struct tp_pager *pg, struct tp_tensor *t)
 		return -ENOMEM;
 	fresh = bufs + res;
 	/* Free buffers suffice: no cached copy is dropped for these. */
-	ret = offload_buffers(pg, t, bufs, fresh, n);
+	ret = take_buffers(pg, t, bufs, fresh, n);
 	if (ret)
 		goto out_free;
 	ret = d2h_after_compute(pg);
@@ -319,12 +306,7 @@ int tp_pager_writeback(struct tp_pager *pg, struct tp_tensor *t)
 	ret = copy_out(pg, t, bufs, &bytes);
 	if (ret)
 		goto err_sync;
-	ev = tp_vmm_event_create_timed(pg->vmm);
-	if (!ev) {
-		ret = -errno;
-		goto err_sync;
-	}
-	ret = tp_vmm_event_record(pg->vmm, ev, TP_STREAM_D2H);
+	ret = tp_pager_copy_event(pg, TP_STREAM_D2H, &ev);
 	if (ret)
 		goto err_sync;
 	for (size_t i = 0; i < t->nr_pages; i++) {

@@ -332,10 +332,7 @@ static void page_complete(struct tp_pager *pg, struct tp_tensor *t,
 		p->swap = NULL;
 		tp_page_set(t, p, TP_PAGE_RESIDENT);
 		/* The copy is complete: nothing uses the buffer now. */
-		if (pg->swap_cache)
-			tp_pager_cache_page(pg, t, p, buf, NULL);
-		else
-			tp_swap_put(pg, &buf, 1);
+		tp_pager_reloaded_buffer(pg, t, p, buf, NULL);
 	}
 	tp_vmm_event_put(pg->vmm, p->ev);
 	p->ev = NULL;
@@ -350,6 +347,18 @@ void tp_pager_cache_page(struct tp_pager *pg, struct tp_tensor *t,
 	p->ev = ev ? tp_vmm_event_get(ev) : NULL;
 	t->cached_pages++;
 	pg->swap.cached++;
+}
+
+void tp_pager_reloaded_buffer(struct tp_pager *pg, struct tp_tensor *t,
+			      struct tp_page *p, void *buf,
+			      struct tp_event *ev)
+{
+	if (pg->swap_cache)
+		tp_pager_cache_page(pg, t, p, buf, ev);
+	else if (ev)
+		tp_swap_put_after(pg, buf, ev);
+	else
+		tp_swap_put(pg, &buf, 1);
 }
 
 static void uncache_page(struct tp_pager *pg, struct tp_tensor *t,
@@ -428,15 +437,28 @@ static void poll_tensor(struct tp_pager *pg, struct tp_tensor *t, bool wait)
 	inflight_done(pg, t);
 }
 
+int tp_pager_copy_event(struct tp_pager *pg, enum tp_stream s,
+			struct tp_event **ev)
+{
+	int ret;
+
+	*ev = tp_vmm_event_create_timed(pg->vmm);
+	if (!*ev)
+		return -errno;
+	ret = tp_vmm_event_record(pg->vmm, *ev, s);
+	if (ret) {
+		tp_vmm_event_put(pg->vmm, *ev);
+		*ev = NULL;
+	}
+	return ret;
+}
+
 struct tp_event *tp_pager_copy_start(struct tp_pager *pg, enum tp_stream s)
 {
-	struct tp_event *ev = tp_vmm_event_create_timed(pg->vmm);
+	struct tp_event *ev;
 
-	if (ev && tp_vmm_event_record(pg->vmm, ev, s)) {
-		tp_vmm_event_put(pg->vmm, ev);
-		ev = NULL;
-	}
-	return ev;
+	/* Only a measurement is lost without it. */
+	return tp_pager_copy_event(pg, s, &ev) ? NULL : ev;
 }
 
 uint64_t tp_pager_copy_backlog(const struct tp_pager *pg, bool d2h)

@@ -252,6 +252,13 @@ void tp_pager_copy_issued(struct tp_pager *pg, struct tp_event *start,
 			  struct tp_event *ev, uint64_t t0, uint64_t bytes,
 			  bool d2h);
 
+/*
+ * tp_pager_copy_event() - a timed event recorded on copy stream @s after
+ * a batch of copies, into *@ev. Return 0 or -errno (*@ev NULL).
+ */
+int tp_pager_copy_event(struct tp_pager *pg, enum tp_stream s,
+			struct tp_event **ev);
+
 /* Mark @t as having copies to poll. */
 void tp_pager_inflight_add(struct tp_pager *pg, struct tp_tensor *t);
 
@@ -281,6 +288,15 @@ int tp_pager_unmap_pages(struct tp_pager *pg, struct tp_tensor *t,
  */
 void tp_pager_cache_page(struct tp_pager *pg, struct tp_tensor *t,
 			 struct tp_page *p, void *buf, struct tp_event *ev);
+
+/**
+ * tp_pager_reloaded_buffer() - page @p of @t is RESIDENT again from host
+ * buffer @buf, which copy @ev (may be NULL) still reads: the swap cache
+ * keeps it (pager.swap_cache), or it is freed once @ev completes.
+ */
+void tp_pager_reloaded_buffer(struct tp_pager *pg, struct tp_tensor *t,
+			      struct tp_page *p, void *buf,
+			      struct tp_event *ev);
 
 /**
  * tp_pager_uncache() - drop the swap cache's copies of pages [@first,

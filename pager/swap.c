@@ -96,18 +96,6 @@ void tp_swap_reap(struct tp_pager *pg, bool wait)
 	sw->nr_defer = j;
 }
 
-size_t tp_swap_room(struct tp_pager *pg)
-{
-	struct tp_swap *sw = &pg->swap;
-
-	if (sw->max == SIZE_MAX)
-		return SIZE_MAX;
-	tp_swap_reap(pg, false);
-	/* Deferred buffers come back once their copies land; cached copies
-	 * are dropped for room (tp_pager_cache_shrink). */
-	return sw->max - sw->used + sw->nr_defer + sw->cached;
-}
-
 size_t tp_swap_room_free(struct tp_pager *pg)
 {
 	struct tp_swap *sw = &pg->swap;
@@ -115,7 +103,16 @@ size_t tp_swap_room_free(struct tp_pager *pg)
 	if (sw->max == SIZE_MAX)
 		return SIZE_MAX;
 	tp_swap_reap(pg, false);
+	/* Deferred buffers come back once their copies land. */
 	return sw->max - sw->used + sw->nr_defer;
+}
+
+size_t tp_swap_room(struct tp_pager *pg)
+{
+	size_t room = tp_swap_room_free(pg);
+
+	/* Cached copies are dropped for room (tp_pager_cache_shrink). */
+	return room == SIZE_MAX ? room : room + pg->swap.cached;
 }
 
 static int cmp_ptr(const void *a, const void *b)

@@ -48,11 +48,8 @@ static double value(const struct tp_tensor *t,
 		    uint64_t now)
 {
 	double x = tp_director_exposed_ns(in, how);
-	double d = in->reuse_ns;
+	double d = tp_policy_distance(t, in->reuse_ns, now);
 
-	if (d <= 0)
-		d = now > t->last_access_ns ?
-		    (double)(now - t->last_access_ns) : 0;
 	if (x < TP_FILTER_MIN_COST_NS)
 		x = TP_FILTER_MIN_COST_NS;
 	return in->m * d / x;

@@ -334,6 +334,9 @@ size_t tp_policy_prefetch_pick(struct tp_policy *pol, struct tp_tensor **out,
 				want_reload, pol);
 }
 
+/* Below this fraction of reloads hidden, a copy ahead saves nothing. */
+#define TP_WRITEBACK_MIN_HIDDEN 0.5
+
 /*
  * The writeback's choice (policy.writeback): above pager.low_watermark,
  * the resident candidate whose next use is farthest, of those whose copy
@@ -343,9 +346,6 @@ size_t tp_policy_prefetch_pick(struct tp_policy *pol, struct tp_tensor **out,
  * reload has the most compute to hide behind. Not one the record says is
  * done with: dropping it is free already.
  */
-/* Below this fraction of reloads hidden, a copy ahead saves nothing. */
-#define TP_WRITEBACK_MIN_HIDDEN 0.5
-
 size_t tp_policy_writeback_pick(struct tp_policy *pol, struct tp_tensor **out,
 				size_t max)
 {
@@ -374,9 +374,7 @@ size_t tp_policy_writeback_pick(struct tp_policy *pol, struct tp_tensor **out,
 		if (reuse == UINT64_MAX)
 			continue;
 		m = tp_filter_mem(t);
-		d = reuse ? (double)reuse :
-		    (double)(now > t->last_access_ns ?
-			     now - t->last_access_ns : 0);
+		d = tp_policy_distance(t, (double)reuse, now);
 		if (next && next != UINT64_MAX && (double)next < 2 * m / b)
 			continue;
 		if (d > best_d || (d == best_d && m > best_m)) {

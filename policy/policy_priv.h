@@ -77,6 +77,19 @@ bool tp_policy_ahead_ok(struct tp_policy *pol, const struct tp_tensor *t,
 /* What leaving by @how costs the step that waits for the room, ns. */
 double tp_policy_leave_cost(struct tp_policy *pol, enum tp_leave how,
 			    const struct tp_director_in *in);
+/*
+ * A candidate's distance to its next use: @reuse_ns as the record predicts
+ * it (tp_prefetch_uses()), or where it says nothing (0) its staleness at
+ * @now (DELTA eq. 1, DTR).
+ */
+static inline double tp_policy_distance(const struct tp_tensor *t,
+					double reuse_ns, uint64_t now)
+{
+	if (reuse_ns > 0)
+		return reuse_ns;
+	return now > t->last_access_ns ? (double)(now - t->last_access_ns) : 0;
+}
+
 /* Victim callbacks (victim.c). */
 void tp_policy_victim_init(struct tp_policy *pol);
 void tp_policy_victim_fini(struct tp_policy *pol);

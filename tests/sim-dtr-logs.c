@@ -98,17 +98,27 @@ static void replay_log(const char *dir, unsigned i)
 }
 
 /*
- * The prefetcher learns from an iteration that paged: its record must
- * hold the compute between uses, not the time that iteration lost, or
- * reloads start too late.
+ * The first log and the options of a two-point offload case (offload at
+ * 12 GB/s, prefetch, remap 0, one warm-up pass) with @filter at @ratio of
+ * its peak. NULL, after failing one point and skipping the other, when
+ * the log cannot be read.
  */
-static void swaps_hidden(const char *dir)
+static struct tp_trace *offload_case(const char *dir, const char *filter,
+				     double ratio, struct tp_replay_opts *o)
 {
 	char why[512];
 	struct tp_trace *t = load_log(dir, 0, why, sizeof(why));
 	struct tp_trace_summary s;
-	struct tp_replay_opts o = {
-		.filter = "delta",
+
+	if (!t) {
+		ok(0, "%s: %s", logs[0].file, why);
+		skip(1, "unreadable");
+		return NULL;
+	}
+	tp_trace_peak(t, &s);
+	*o = (struct tp_replay_opts){
+		.budget_bytes = (uint64_t)(ratio * (double)s.peak_bytes),
+		.filter = filter,
 		.director = "delta-overlap",
 		.prefetch = 1,
 		.bandwidth = 12,
@@ -116,17 +126,24 @@ static void swaps_hidden(const char *dir)
 		.warmup = 1,
 		.thrash_limit = 2.0,
 	};
+	return t;
+}
+
+/*
+ * The prefetcher learns from an iteration that paged: its record must
+ * hold the compute between uses, not the time that iteration lost, or
+ * reloads start too late.
+ */
+static void swaps_hidden(const char *dir)
+{
+	struct tp_replay_opts o;
+	struct tp_trace *t = offload_case(dir, "delta", 0.5, &o);
 	struct tp_replay_result r;
 	double work;
 	int rc;
 
-	if (!t) {
-		ok(0, "%s: %s", logs[0].file, why);
-		skip(1, "unreadable");
+	if (!t)
 		return;
-	}
-	tp_trace_peak(t, &s);
-	o.budget_bytes = s.peak_bytes / 2;
 	rc = tp_replay_run(t, &o, &r);
 	ok(!rc && r.status == TP_REPLAY_OK && r.offloads > 0,
 	   "%s, delta-overlap at 0.5: fits, %llu offloads (%s)", logs[0].file,
@@ -147,28 +164,13 @@ static void swaps_hidden(const char *dir)
  */
 static void writeback(const char *dir)
 {
-	char why[512];
-	struct tp_trace *t = load_log(dir, 0, why, sizeof(why));
-	struct tp_trace_summary s;
-	struct tp_replay_opts o = {
-		.filter = "overlap",
-		.director = "delta-overlap",
-		.prefetch = 1,
-		.bandwidth = 12,
-		.remap_ns = 0,
-		.warmup = 1,
-		.thrash_limit = 2.0,
-	};
+	struct tp_replay_opts o;
+	struct tp_trace *t = offload_case(dir, "overlap", 0.7, &o);
 	struct tp_replay_result plain, wb;
 	int rc;
 
-	if (!t) {
-		ok(0, "%s: %s", logs[0].file, why);
-		skip(1, "unreadable");
+	if (!t)
 		return;
-	}
-	tp_trace_peak(t, &s);
-	o.budget_bytes = (uint64_t)(0.7 * (double)s.peak_bytes);
 	rc = tp_replay_run(t, &o, &plain);
 	o.extra = "policy.writeback=1";
 	rc |= tp_replay_run(t, &o, &wb);

@@ -312,6 +312,7 @@ int tp_lineage_regenerate(struct tp_lineage *lin, struct tp_tensor *t)
 	if (!tp_pager_has_evicted(t))
 		return 0;
 	lin->nesting++;
+	tp_pager_replay_begin(lin->pg);
 	ret = push_frame(&r, t);
 	while (!ret && r.nf) {
 		struct tp_tensor *x = r.f[r.nf - 1].t, *stale = NULL;
@@ -348,6 +349,7 @@ int tp_lineage_regenerate(struct tp_lineage *lin, struct tp_tensor *t)
 		}
 	}
 	unpin_to(&r, 0);
+	tp_pager_replay_end(lin->pg);
 	lin->nesting--;
 	free(r.f);
 	free(r.pin);

@@ -211,6 +211,21 @@ void tp_pager_note_compute(struct tp_pager *pg, uint64_t ns)
 	pg->c.compute_ns += ns;
 }
 
+void tp_pager_replay_begin(struct tp_pager *pg)
+{
+	pg->replaying++;
+}
+
+void tp_pager_replay_end(struct tp_pager *pg)
+{
+	pg->replaying--;
+}
+
+bool tp_pager_replaying(const struct tp_pager *pg)
+{
+	return pg->replaying > 0;
+}
+
 bool tp_pager_can_offload(const struct tp_tensor *t)
 {
 	return !t->slab && !(t->flags & (TP_OFFLOAD_PINNED | TP_NO_PAGING));

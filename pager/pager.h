@@ -135,4 +135,13 @@ uint64_t tp_pager_lost_ns(const struct tp_pager *pg);
 void tp_pager_note_recompute(struct tp_pager *pg, uint64_t ns);
 void tp_pager_note_compute(struct tp_pager *pg, uint64_t ns);
 
+/*
+ * A replay of recorded ops (a regeneration) begins or ends: acquisitions
+ * in between are the replay's, not the program's, and tp_pager_replaying()
+ * says so to the victim ops' on_acquire.
+ */
+void tp_pager_replay_begin(struct tp_pager *pg);
+void tp_pager_replay_end(struct tp_pager *pg);
+bool tp_pager_replaying(const struct tp_pager *pg);
+
 #endif /* TP_PAGER_PAGER_H */

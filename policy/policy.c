@@ -264,6 +264,7 @@ void tp_policy_iteration_begin(struct tp_policy *pol)
 {
 	tp_bw_iteration_begin(&pol->bw, tp_policy_now(pol));
 	tp_prefetch_iteration_begin(pol->pf, work_now(pol));
+	pol->iter_predicting = tp_prefetch_predicting(pol->pf);
 	if (pol->ctx->pager)
 		tp_pager_reload_counts(pol->ctx->pager, &pol->iter_reloads,
 				       &pol->iter_in_time);
@@ -275,9 +276,13 @@ void tp_policy_iteration_end(struct tp_policy *pol)
 
 	tp_bw_iteration_end(&pol->bw, tp_policy_now(pol));
 	tp_prefetch_iteration_end(pol->pf, work_now(pol));
-	if (!pol->ctx->pager)
+	/*
+	 * An iteration that reloaded nothing tells nothing new, and one
+	 * with no record (the first) could not prefetch: its reloads say
+	 * nothing of how well a prefetch hides them.
+	 */
+	if (!pol->ctx->pager || !pol->iter_predicting)
 		return;
-	/* An iteration that reloaded nothing tells nothing new. */
 	tp_pager_reload_counts(pol->ctx->pager, &reloads, &in_time);
 	if (reloads > pol->iter_reloads)
 		pol->reload_hidden = (double)(in_time - pol->iter_in_time) /
@@ -293,7 +298,9 @@ void tp_policy_on_acquire(struct tp_policy *pol, struct tp_tensor *t)
 	/* -ENOMEM only loses a prediction. */
 	(void)tp_prefetch_on_acquire(pol->pf, t, work_now(pol),
 				     pol->ctx->pager ?
-				     tp_pager_compute_ns(pol->ctx->pager) : 0);
+				     tp_pager_compute_ns(pol->ctx->pager) : 0,
+				     pol->ctx->pager &&
+				     tp_pager_replaying(pol->ctx->pager));
 	tp_coop_place(pol, t);
 }
 

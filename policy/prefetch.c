@@ -34,6 +34,8 @@ struct step {
 	uint64_t at;		/* ns since the iteration began */
 	size_t bytes;		/* its size: tells first acquisitions apart */
 	uint64_t work;		/* compute of the program's ops before it */
+	bool replay;		/* by a regeneration: a use to prefetch
+				 * for, not one of the program's */
 };
 
 struct tp_prefetch {
@@ -259,7 +261,8 @@ void tp_prefetch_iteration_end(struct tp_prefetch *pf, uint64_t now)
 		int32_t name = pf->prev[i].name;
 
 		pf->prev_next[i] = seen[name];
-		seen[name] = (int32_t)i;
+		if (!pf->prev[i].replay)
+			seen[name] = (int32_t)i;
 	}
 	free(seen);
 	/* Forget tensors not seen this iteration that owe nothing. */
@@ -274,6 +277,16 @@ void tp_prefetch_iteration_end(struct tp_prefetch *pf, uint64_t now)
 	}
 out:
 	pthread_mutex_unlock(&pf->lock);
+}
+
+bool tp_prefetch_predicting(struct tp_prefetch *pf)
+{
+	bool yes;
+
+	pthread_mutex_lock(&pf->lock);
+	yes = pf->active && pf->prev_n && pf->rec_gen + 1 == pf->gen;
+	pthread_mutex_unlock(&pf->lock);
+	return yes;
 }
 
 /*
@@ -351,11 +364,21 @@ static bool matches(struct tp_prefetch *pf, const struct pf_ent *e, size_t j)
 {
 	int32_t name = pf->prev[j].name;
 
+	if (pf->prev[j].replay)
+		return false;
 	if (e->pname >= 0)
 		return name == e->pname;
 	/* first seen: a first acquisition of that size no tensor took */
 	return name == (int32_t)j && pf->prev[j].bytes == e->t->bytes &&
 	       slot_free(pf, j, e->t);
+}
+
+/* The record's first step from @j on that the program made itself. */
+static size_t program_step(const struct tp_prefetch *pf, size_t j)
+{
+	while (j < pf->prev_n && pf->prev[j].replay)
+		j++;
+	return j;
 }
 
 static void take(struct tp_prefetch *pf, struct pf_ent *e, size_t j)
@@ -372,8 +395,8 @@ static void take(struct tp_prefetch *pf, struct pf_ent *e, size_t j)
 /*
  * Match the acquisition of @e's tensor to the last iteration's record.
  * The record is followed with a cursor (pos), not by step number, so
- * acquisitions the last iteration did not make (replays of a recompute,
- * new tensors) do not shift every later prediction: an acquisition that
+ * acquisitions the last iteration did not make (new tensors) do not shift
+ * every later prediction: an acquisition that
  * does not match at the cursor leaves it where it is. When this iteration
  * skips steps of the record, an acquisition found a little further on
  * (TP_PREFETCH_RESYNC) is only a candidate; the cursor moves there when
@@ -382,27 +405,29 @@ static void take(struct tp_prefetch *pf, struct pf_ent *e, size_t j)
  */
 static void align(struct tp_prefetch *pf, struct pf_ent *e)
 {
-	size_t end = pf->pos + TP_PREFETCH_RESYNC;
+	size_t at = program_step(pf, pf->pos), seen = 0, j;
 	struct pf_ent *cand = pf->cand;
-	size_t j;
 
 	pf->cand = NULL;
-	if (pf->pos < pf->prev_n && matches(pf, e, pf->pos)) {
-		take(pf, e, pf->pos);
+	if (at < pf->prev_n && matches(pf, e, at)) {
+		take(pf, e, at);
 		return;
 	}
-	j = pf->cand_pos + 1;
+	j = program_step(pf, pf->cand_pos + 1);
 	if (cand && j < pf->prev_n && matches(pf, e, j)) {
-		/* confirmed: the candidate is the record's step j - 1 */
+		/* confirmed: the candidate is the record's step cand_pos */
 		if (cand->gen == pf->gen && cand->t &&
-		    (cand->pname >= 0 || slot_free(pf, j - 1, cand->t)))
-			take(pf, cand, j - 1);
+		    (cand->pname >= 0 || slot_free(pf, pf->cand_pos, cand->t)))
+			take(pf, cand, pf->cand_pos);
 		take(pf, e, j);
 		return;
 	}
-	if (end > pf->prev_n)
-		end = pf->prev_n;
-	for (j = pf->pos + 1; j < end; j++) {
+	/* the window counts the program's steps, not the replays' */
+	for (j = at + 1; j < pf->prev_n && seen + 1 < TP_PREFETCH_RESYNC;
+	     j++) {
+		if (pf->prev[j].replay)
+			continue;
+		seen++;
 		if (matches(pf, e, j)) {
 			pf->cand = e;
 			pf->cand_pos = j;
@@ -412,7 +437,7 @@ static void align(struct tp_prefetch *pf, struct pf_ent *e)
 }
 
 int tp_prefetch_on_acquire(struct tp_prefetch *pf, struct tp_tensor *t,
-			   uint64_t now, uint64_t work)
+			   uint64_t now, uint64_t work, bool replay)
 {
 	struct pf_ent *e;
 	size_t k;
@@ -433,7 +458,16 @@ int tp_prefetch_on_acquire(struct tp_prefetch *pf, struct tp_tensor *t,
 			pf->st.hits++;
 		e->flags &= ~PF_UNUSED;
 	}
-	if (!pf->active)
+	/*
+	 * A regeneration's acquisitions depend on what this iteration
+	 * evicted. They are recorded as uses to prefetch for, since the
+	 * next iteration may replay the same, but never matched by the
+	 * cursor nor chained as a tensor's next use: a long replay chain
+	 * in the record would otherwise hold the cursor where the next
+	 * iteration, replaying something else, never matches. A tensor the
+	 * program has not named in this iteration has no name to record.
+	 */
+	if (!pf->active || (replay && e->gen != pf->gen))
 		goto out;
 	k = pf->cur_n;
 	if (reserve_step(pf, k)) {
@@ -455,7 +489,10 @@ int tp_prefetch_on_acquire(struct tp_prefetch *pf, struct tp_tensor *t,
 	pf->cur[k].at = now > pf->t0 ? now - pf->t0 : 0;
 	pf->cur[k].bytes = t->bytes;
 	pf->cur[k].work = work;
+	pf->cur[k].replay = replay;
 	pf->cur_n++;
+	if (replay)
+		goto out;
 	pf->st.recorded++;
 	align(pf, e);
 out:
@@ -549,7 +586,8 @@ size_t tp_prefetch_pick(struct tp_prefetch *pf, struct tp_tensor **out,
 		e = lookup(pf, t->id);
 		if (!e || (e->flags & (PF_INFLIGHT | PF_REFUSED)))
 			continue;
-		next = next_use_locked(pf, t);
+		next = pf->prev[j].replay ? next_use_from(pf, (int64_t)j) :
+					    next_use_locked(pf, t);
 		if (!next || (want && !want(priv, t, next)))
 			continue;	/* not known, or cheaper recomputed */
 		need = (uint64_t)(t->nr_pages - t->resident_pages -

@@ -43,13 +43,20 @@ void tp_prefetch_destroy(struct tp_prefetch *pf);
 void tp_prefetch_iteration_begin(struct tp_prefetch *pf, uint64_t now);
 void tp_prefetch_iteration_end(struct tp_prefetch *pf, uint64_t now);
 
+/* Whether the open iteration follows a record it can prefetch from. */
+bool tp_prefetch_predicting(struct tp_prefetch *pf);
+
 /**
  * tp_prefetch_on_acquire() - @t is being acquired at @now, after @work ns
- * of the program's own compute: record it and count a hit or a late
- * prefetch. Return 0 or -ENOMEM (nothing recorded).
+ * of the program's own compute: count a hit or a late prefetch, and
+ * record it. With @replay (an acquisition by a regeneration, which the
+ * next iteration makes only if it evicts the same), it is recorded only
+ * as a use to prefetch for: the cursor follows the program's own
+ * sequence, the same in every iteration.
+ * Return 0 or -ENOMEM (nothing recorded).
  */
 int tp_prefetch_on_acquire(struct tp_prefetch *pf, struct tp_tensor *t,
-			   uint64_t now, uint64_t work);
+			   uint64_t now, uint64_t work, bool replay);
 
 /* What one pick needs to know of the device and the link. */
 struct tp_prefetch_room {

@@ -4,15 +4,21 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "ctx/ctx.h"
+#include "pager/pager.h"
 #include "tests/lineage-testops.h"
 
-unsigned long tops_launches, tops_replays;
+unsigned long tops_launches, tops_replays, tops_replay_mismatches;
 
 static void count(const struct tp_op_launch *l)
 {
 	tops_launches++;
 	if (l->recompute)
 		tops_replays++;
+	/* the pager must know a replay from the program's own run */
+	if (l->ctx && l->ctx->pager &&
+	    !!l->recompute != tp_pager_replaying(l->ctx->pager))
+		tops_replay_mismatches++;
 }
 
 float tops_ref_scale(float a, float s, float c)

@@ -38,6 +38,9 @@ struct tops_scale_params {
 
 /* Launches so far (first runs and replays), and replays alone. */
 extern unsigned long tops_launches, tops_replays;
+/* Launches the pager took for a replay when they were not, or not when
+ * they were (tp_pager_replaying()). */
+extern unsigned long tops_replay_mismatches;
 
 /* A deterministic pseudo-random generator for the tests (xorshift64*). */
 uint64_t tops_rand(uint64_t *state);

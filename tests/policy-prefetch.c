@@ -6,8 +6,8 @@
  * when its use is due (within twice its reload time), never skipping
  * ahead of a sooner use that is not; tensors cheaper to recompute are
  * left alone (DELTA §5.5); tensors that live across iterations are
- * predicted at their first use; and issued / hits / late / wasted are
- * counted.
+ * predicted at their first use; a regeneration's acquisitions do not move
+ * the cursor; and issued / hits / late / wasted are counted.
  */
 #include "config.h"
 
@@ -149,6 +149,74 @@ static void resync(void)
 		tp_policy_prefetch_done(pol, out[i], false);
 	tp_policy_iteration_end(pol);
 	tp_policy_destroy(pol);
+}
+
+/* One acquisition straight into the prefetcher: @replay by a regeneration. */
+static void pf_acquire(struct tp_prefetch *pf, struct tp_tensor *t,
+		       bool replay)
+{
+	/* A replay's time is lost time: the policy's clock leaves it out. */
+	if (!replay)
+		now += 100;
+	tp_prefetch_on_acquire(pf, t, now, now, replay);
+}
+
+/*
+ * A regeneration's acquisitions are not the program's: a long replay
+ * chain in one iteration (longer than the resync window) and none in the
+ * next keep the cursor on the program's own sequence, and a tensor's next
+ * use is its next use by the program.
+ */
+static void replays_unrecorded(void)
+{
+	struct tp_prefetch *pf = tp_prefetch_create();
+	struct tp_prefetch_stats st;
+	struct tp_tensor a[NT], b[NT];
+
+	for (int i = 0; i < NT; i++) {
+		init_tensor(&a[i], 71 + i);
+		init_tensor(&b[i], 81 + i);
+	}
+	tp_prefetch_iteration_begin(pf, now);
+	ok(!tp_prefetch_predicting(pf), "first iteration: nothing to predict from");
+	for (int i = 0; i < NT; i++)
+		pf_acquire(pf, &a[i], false);
+	for (int i = NT - 1; i >= 5; i--)
+		pf_acquire(pf, &a[i], false);
+	/* regenerating a[4] replays a[0..4] four times over */
+	for (int r = 0; r < 4 * TP_PREFETCH_RESYNC; r++)
+		pf_acquire(pf, &a[r % 5], true);
+	for (int i = 4; i >= 0; i--)
+		pf_acquire(pf, &a[i], false);
+	tp_prefetch_iteration_end(pf, now);
+	tp_prefetch_get_stats(pf, &st);
+	ok(st.recorded == 2 * NT, "replays are not the program's steps: %llu",
+	   (unsigned long long)st.recorded);
+
+	/* the next iteration replays nothing */
+	tp_prefetch_iteration_begin(pf, now);
+	ok(tp_prefetch_predicting(pf), "second iteration: predicting");
+	for (int i = 0; i < NT; i++)
+		pf_acquire(pf, &b[i], false);
+	for (int i = NT - 1; i >= 5; i--)
+		pf_acquire(pf, &b[i], false);
+	ok(tp_prefetch_next_use_ns(pf, &b[4]) == 100 &&
+	   tp_prefetch_next_use_ns(pf, &b[0]) == 500,
+	   "after b[5]: b[4] next (%llu ns), b[0] last (%llu ns)",
+	   (unsigned long long)tp_prefetch_next_use_ns(pf, &b[4]),
+	   (unsigned long long)tp_prefetch_next_use_ns(pf, &b[0]));
+	pf_acquire(pf, &b[4], false);
+	pf_acquire(pf, &b[3], false);
+	ok(tp_prefetch_next_use_ns(pf, &b[2]) == 100 &&
+	   tp_prefetch_next_use_ns(pf, &b[4]) == UINT64_MAX,
+	   "the cursor follows: b[2] next (%llu), b[4] done with (%llu)",
+	   (unsigned long long)tp_prefetch_next_use_ns(pf, &b[2]),
+	   (unsigned long long)tp_prefetch_next_use_ns(pf, &b[4]));
+	tp_prefetch_get_stats(pf, &st);
+	ok(st.predicted == NT + 7, "every program step matched: %llu",
+	   (unsigned long long)st.predicted);
+	tp_prefetch_iteration_end(pf, now);
+	tp_prefetch_destroy(pf);
 }
 
 /*
@@ -302,7 +370,7 @@ int main(void)
 	uint64_t start;
 	size_t n;
 
-	plan_tests(37);
+	plan_tests(43);
 	memset(&ctx, 0, sizeof(ctx));
 	tp_conf_defaults(&ctx.conf);
 	tp_conf_set(&ctx.conf, "vmm.chunk_size", "4096", "test", 0);
@@ -502,5 +570,6 @@ int main(void)
 	resync();
 	across_iterations();
 	overlap_filter();
+	replays_unrecorded();
 	return exit_status();
 }

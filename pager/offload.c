@@ -181,6 +181,20 @@ static int copy_out(struct tp_pager *pg, struct tp_tensor *t, void **bufs,
 	return 0;
 }
 
+/*
+ * Before @t's pages leave (offload, evict): -EBUSY while pinned, else
+ * its copies in flight have landed.
+ */
+static int settle_to_leave(struct tp_pager *pg, struct tp_tensor *t)
+{
+	if (t->pins)
+		return -EBUSY;
+	tp_pager_poll(pg);
+	if (!t->inflight_pages)
+		return 0;
+	return tp_pager_settle(pg, t, 0, t->nr_pages - 1);
+}
+
 int tp_pager_offload(struct tp_pager *pg, struct tp_tensor *t)
 {
 	struct tp_event *ev = NULL, *start = NULL;
@@ -192,14 +206,9 @@ int tp_pager_offload(struct tp_pager *pg, struct tp_tensor *t)
 
 	if (!tp_pager_can_offload(t))
 		return -EPERM;
-	if (t->pins)
-		return -EBUSY;
-	tp_pager_poll(pg);
-	if (t->inflight_pages) {
-		ret = tp_pager_settle(pg, t, 0, t->nr_pages - 1);
-		if (ret)
-			return ret;
-	}
+	ret = settle_to_leave(pg, t);
+	if (ret)
+		return ret;
 	n = t->resident_pages;
 	if (!n)
 		return 0;
@@ -360,14 +369,9 @@ int tp_pager_evict(struct tp_pager *pg, struct tp_tensor *t)
 
 	if (!tp_pager_can_evict(pg, t))
 		return -EPERM;
-	if (t->pins)
-		return -EBUSY;
-	tp_pager_poll(pg);
-	if (t->inflight_pages) {
-		ret = tp_pager_settle(pg, t, 0, t->nr_pages - 1);
-		if (ret)
-			return ret;
-	}
+	ret = settle_to_leave(pg, t);
+	if (ret)
+		return ret;
 	if (!t->resident_pages)
 		return 0;
 	ev = tp_pager_compute_event(pg);

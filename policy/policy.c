@@ -264,7 +264,6 @@ void tp_policy_iteration_begin(struct tp_policy *pol)
 {
 	tp_bw_iteration_begin(&pol->bw, tp_policy_now(pol));
 	tp_prefetch_iteration_begin(pol->pf, work_now(pol));
-	pol->iter_predicting = tp_prefetch_predicting(pol->pf);
 	if (pol->ctx->pager)
 		tp_pager_reload_counts(pol->ctx->pager, &pol->iter_reloads,
 				       &pol->iter_in_time);
@@ -272,6 +271,7 @@ void tp_policy_iteration_begin(struct tp_policy *pol)
 
 void tp_policy_iteration_end(struct tp_policy *pol)
 {
+	bool predicted = tp_prefetch_predicting(pol->pf);
 	uint64_t reloads, in_time;
 
 	tp_bw_iteration_end(&pol->bw, tp_policy_now(pol));
@@ -281,7 +281,7 @@ void tp_policy_iteration_end(struct tp_policy *pol)
 	 * with no record (the first) could not prefetch: its reloads say
 	 * nothing of how well a prefetch hides them.
 	 */
-	if (!pol->ctx->pager || !pol->iter_predicting)
+	if (!pol->ctx->pager || !predicted)
 		return;
 	tp_pager_reload_counts(pol->ctx->pager, &reloads, &in_time);
 	if (reloads > pol->iter_reloads)

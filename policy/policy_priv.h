@@ -48,11 +48,10 @@ struct tp_policy {
 
 	struct tp_coop_part coop;	/* Coop §3.4 (filter_coop.c) */
 	/* Of the last predicted iteration's reloads, the fraction a
-	 * prefetch hid (1 before any was seen), the counters at its start,
-	 * and whether the open iteration has a record to prefetch from. */
+	 * prefetch hid (1 before any was seen), and the counters at its
+	 * start. */
 	double reload_hidden;
 	uint64_t iter_reloads, iter_in_time;
-	bool iter_predicting;
 	uint64_t decisions, decision_ns;
 	uint64_t chose_evict, chose_offload;
 };

@@ -413,8 +413,8 @@ static void align(struct tp_prefetch *pf, struct pf_ent *e)
 		take(pf, e, at);
 		return;
 	}
-	j = program_step(pf, pf->cand_pos + 1);
-	if (cand && j < pf->prev_n && matches(pf, e, j)) {
+	j = cand ? program_step(pf, pf->cand_pos + 1) : pf->prev_n;
+	if (j < pf->prev_n && matches(pf, e, j)) {
 		/* confirmed: the candidate is the record's step cand_pos */
 		if (cand->gen == pf->gen && cand->t &&
 		    (cand->pname >= 0 || slot_free(pf, pf->cand_pos, cand->t)))

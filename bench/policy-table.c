@@ -29,7 +29,8 @@
  * an overhead of 2.0 ("thr"). Overhead = (compute + recompute) / compute.
  *
  * Table 2, beyond DTR: offload over a 12 GB/s link (the PCIe 3.0 of the
- * recording machine) and prefetch, with the library's watermarks. DTR's
+ * recording machine) and prefetch, with the library's watermarks,
+ * measured after OFFLOAD_WARMUP passes (a steady state). DTR's
  * overhead counts recompute only, so each cell also gives the time
  * overhead (virtual time against the unconstrained replay), which counts
  * waiting on copies too.
@@ -64,8 +65,16 @@ static const struct policy with_offload[] = {
 	{ "dtr", "evict" }, { "delta", "offload" }, { "delta", "delta" },
 	{ "delta", "delta-overlap" }, { "dtr", "delta-overlap" },
 	{ "overlap", "delta-overlap" },
-	{ "overlap", "delta-overlap", "policy.writeback=1", "+wb" },
+	{ "overlap", "delta-overlap", "policy.writeback=on", "+wb" },
+	{ "overlap", "delta-overlap", "policy.writeback=auto", "+wb=auto" },
 };
+
+/*
+ * Passes before the measured one with offload: the prefetcher learns the
+ * iteration from the first, and policy.writeback=auto times the next
+ * three (one without, one to settle, one with) before it decides.
+ */
+#define OFFLOAD_WARMUP	4
 
 /* DTR's simulator, h_DTR (dtr-log-format.md); 0: not given. */
 static const struct {
@@ -104,7 +113,7 @@ static void print_reference(const char *path)
 		if (strncmp(base_name(path), reference[i].prefix,
 			    strlen(reference[i].prefix)))
 			continue;
-		printf("  %-25s", "DTR's simulator (h_DTR)");
+		printf("  %-29s", "DTR's simulator (h_DTR)");
 		for (size_t k = 0; k < NR_RATIOS; k++)
 			printf(" %13.2f", reference[i].h[k]);
 		printf("\n");
@@ -121,8 +130,8 @@ static int cell(const struct tp_trace *t, uint64_t peak,
 		.filter = p->filter,
 		.director = p->director,
 		.prefetch = offload,
-		/* a steady state: the prefetcher learns the iteration */
-		.warmup = offload,
+		/* a steady state (OFFLOAD_WARMUP) */
+		.warmup = offload ? OFFLOAD_WARMUP : 0,
 		.bandwidth = offload ? 12 : 0,
 		.remap_ns = 0,
 		.thrash_limit = 2.0,
@@ -146,7 +155,7 @@ static int cell(const struct tp_trace *t, uint64_t peak,
 	else if (r.status == TP_REPLAY_THRASH)
 		snprintf(buf, len, "thr");
 	else if (offload)
-		snprintf(buf, len, "%.2f/%.2f", tp_replay_overhead(&r),
+		snprintf(buf, len, "%.3f/%.3f", tp_replay_overhead(&r),
 			 base_ns ? (double)r.time_ns / (double)base_ns : 0.0);
 	else
 		snprintf(buf, len, "%.3f", tp_replay_overhead(&r));
@@ -177,7 +186,7 @@ static int table(const struct tp_trace *t, const char *path,
 	       (unsigned long long)s->peak_bytes,
 	       (unsigned long long)u.ops, s->compute_ns / 1e6,
 	       (unsigned long long)(chunk_size ? chunk_size : 1 << 20));
-	printf("  %-25s", "policy \\ budget ratio");
+	printf("  %-29s", "policy \\ budget ratio");
 	for (size_t k = 0; k < NR_RATIOS; k++)
 		printf(" %13.1f", ratios[k]);
 	printf("\n");
@@ -186,7 +195,7 @@ static int table(const struct tp_trace *t, const char *path,
 
 		snprintf(name, sizeof(name), "%s/%s%s", pol[i].filter,
 			 pol[i].director, pol[i].suffix ? pol[i].suffix : "");
-		printf("  %-25s", name);
+		printf("  %-29s", name);
 		for (size_t k = 0; k < NR_RATIOS; k++) {
 			char buf[32];
 

@@ -35,6 +35,7 @@ struct tp_policy *tp_policy_create(struct tp_ctx *ctx)
 	tp_bw_init(&pol->bw);
 	pol->rng = 0x9E3779B97F4A7C15ull;
 	pol->reload_hidden = 1;
+	tp_wb_auto_init(&pol->wb_auto);
 	pol->filter = pol->conf->policy_filter;
 	pol->search = -1;	/* sync_conf keeps the index for the search */
 	tp_policy_sync_conf(pol);
@@ -260,6 +261,18 @@ static uint64_t work_now(struct tp_policy *pol)
 	return now;
 }
 
+/*
+ * The clock once the compute issued so far has run: a timed iteration
+ * (policy.writeback = auto) is measured from the end of the work before
+ * it to the end of its own, waits included.
+ */
+static uint64_t settled_now(struct tp_policy *pol)
+{
+	if (pol->ctx->vmm)
+		(void)tp_vmm_stream_sync(pol->ctx->vmm, TP_STREAM_COMPUTE);
+	return tp_policy_now(pol);
+}
+
 void tp_policy_iteration_begin(struct tp_policy *pol)
 {
 	tp_bw_iteration_begin(&pol->bw, tp_policy_now(pol));
@@ -267,6 +280,9 @@ void tp_policy_iteration_begin(struct tp_policy *pol)
 	if (pol->ctx->pager)
 		tp_pager_reload_counts(pol->ctx->pager, &pol->iter_reloads,
 				       &pol->iter_in_time);
+	if (pol->conf->policy_writeback == TP_WRITEBACK_AUTO &&
+	    tp_wb_auto_begin(&pol->wb_auto, tp_prefetch_predicting(pol->pf)))
+		tp_wb_auto_timed(&pol->wb_auto, settled_now(pol));
 }
 
 void tp_policy_iteration_end(struct tp_policy *pol)
@@ -274,6 +290,10 @@ void tp_policy_iteration_end(struct tp_policy *pol)
 	bool predicted = tp_prefetch_predicting(pol->pf);
 	uint64_t reloads, in_time;
 
+	if (pol->conf->policy_writeback == TP_WRITEBACK_AUTO)
+		tp_wb_auto_end(&pol->wb_auto,
+			       tp_wb_auto_timing(&pol->wb_auto) ?
+			       settled_now(pol) : 0);
 	tp_bw_iteration_end(&pol->bw, tp_policy_now(pol));
 	tp_prefetch_iteration_end(pol->pf, work_now(pol));
 	/*
@@ -341,6 +361,19 @@ size_t tp_policy_prefetch_pick(struct tp_policy *pol, struct tp_tensor **out,
 				want_reload, pol);
 }
 
+/* policy.writeback on, or auto and on for the iteration under way. */
+static bool writeback_on(const struct tp_policy *pol)
+{
+	switch (pol->conf->policy_writeback) {
+	case TP_WRITEBACK_ON:
+		return true;
+	case TP_WRITEBACK_AUTO:
+		return tp_wb_auto_on(&pol->wb_auto);
+	default:
+		return false;
+	}
+}
+
 /* Below this fraction of reloads hidden, a copy ahead saves nothing. */
 #define TP_WRITEBACK_MIN_HIDDEN 0.5
 
@@ -363,7 +396,7 @@ size_t tp_policy_writeback_pick(struct tp_policy *pol, struct tp_tensor **out,
 	struct tp_tensor *best = NULL;
 	double best_d = 0, best_m = 0, b;
 
-	if (!c->policy_writeback || !max || !pg ||
+	if (!writeback_on(pol) || !max || !pg ||
 	    pol->reload_hidden < TP_WRITEBACK_MIN_HIDDEN ||
 	    (double)tp_pager_used_bytes(pg) * 100 <=
 	    c->pager_low_watermark * (double)tp_pager_budget_bytes(pg))

@@ -16,6 +16,7 @@
 #include "policy/policy.h"
 #include "policy/prefetch.h"
 #include "policy/watermark.h"
+#include "policy/writeback_auto.h"
 
 /* A candidate set aside during one choose() (it cannot leave now). */
 struct tp_pol_skip {
@@ -52,6 +53,7 @@ struct tp_policy {
 	 * start. */
 	double reload_hidden;
 	uint64_t iter_reloads, iter_in_time;
+	struct tp_wb_auto wb_auto;	/* policy.writeback = auto */
 	uint64_t decisions, decision_ns;
 	uint64_t chose_evict, chose_offload;
 };

@@ -393,6 +393,24 @@ static void uncache_page(struct tp_pager *pg, struct tp_tensor *t,
 	pg->swap.cached--;
 }
 
+void tp_pager_cache_settle(struct tp_pager *pg, struct tp_tensor *t)
+{
+	struct tp_event *done = NULL;
+
+	for (size_t i = 0; i < t->nr_pages && t->cached_pages; i++) {
+		struct tp_page *p = &t->pages[i];
+
+		if (p->state != TP_PAGE_RESIDENT || !p->swap || !p->ev ||
+		    p->ev == done)
+			continue;
+		if (tp_vmm_event_sync(pg->vmm, p->ev)) {
+			tp_vmm_sync_all(pg->vmm);
+			return;
+		}
+		done = p->ev;
+	}
+}
+
 void tp_pager_uncache(struct tp_pager *pg, struct tp_tensor *t, size_t first,
 		      size_t last)
 {
@@ -592,6 +610,7 @@ int tp_pager_unmap_pages(struct tp_pager *pg, struct tp_tensor *t,
 	size_t i = 0;
 	int ret;
 
+	tp_pager_cache_settle(pg, t);
 	while (i < t->nr_pages) {
 		size_t start = i, n = 0;
 
@@ -750,6 +769,7 @@ static void tensor_teardown(struct tp_pager *pg, struct tp_tensor *t)
 		return;
 	}
 	drop_offloading(pg, t);
+	tp_pager_cache_settle(pg, t);
 	tp_pager_uncache(pg, t, 0, t->nr_pages - 1);
 	if (t->inflight_pages)
 		ret = tp_pager_settle(pg, t, 0, t->nr_pages - 1);

@@ -308,6 +308,15 @@ void tp_pager_uncache(struct tp_pager *pg, struct tp_tensor *t, size_t first,
 		      size_t last);
 
 /**
+ * tp_pager_cache_settle() - let the copies into the swap cache that still
+ * read @t's chunks (writebacks, which leave the pages RESIDENT) complete,
+ * before the chunks are unmapped or handed to another range: a copy
+ * reading an unmapped chunk faults. If a copy cannot be observed, waits
+ * for the whole device.
+ */
+void tp_pager_cache_settle(struct tp_pager *pg, struct tp_tensor *t);
+
+/**
  * tp_pager_cache_shrink() - drop cached copies, of tensors other than
  * @keep, until @want buffers came free or none is left. Return: buffers
  * freed.

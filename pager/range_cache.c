@@ -34,6 +34,7 @@ static bool cache_range(struct tp_pager *pg, struct tp_tensor *t)
 	while (rc->chunks + t->nr_pages > max)
 		tp_range_cache_shrink(pg);
 	/* The contents are done with: so is their copy in host swap. */
+	tp_pager_cache_settle(pg, t);
 	tp_pager_uncache(pg, t, 0, t->nr_pages - 1);
 	r = malloc(sizeof(*r) + t->nr_pages * sizeof(r->chunks[0]));
 	if (!r)

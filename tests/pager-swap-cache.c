@@ -8,9 +8,13 @@
  */
 #include "config.h"
 
+#include <pthread.h>
+#include <time.h>
+
 #include "ctx/ctx.h"
 #include "pager/pager_int.h"
 #include "tests/pager-util.h"
+#include "vmm/backend_host.h"
 
 static struct tp_stats stats(struct tp_ctx *ctx)
 {
@@ -154,6 +158,63 @@ static void writeback(uint64_t seed)
 	free(c);
 }
 
+struct opener {
+	struct tp_ctx *ctx;
+	volatile bool opened;
+};
+
+/* Hold the copy engine 100 ms, then let it run. */
+static void *open_later(void *arg)
+{
+	struct opener *o = arg;
+	struct timespec hold = { 0, 100 * 1000 * 1000 };
+
+	nanosleep(&hold, NULL);
+	o->opened = true;
+	tp_vmm_host_gate(o->ctx->vmm, TP_STREAM_D2H, false);
+	return NULL;
+}
+
+/*
+ * A writeback leaves its tensor resident while the copy reads its chunks:
+ * freeing it then (its chunks unmapped, or kept mapped for another range
+ * by the range cache) waits for the copy. Unmapped under it, the copy
+ * engine would read a hole and fault.
+ */
+static void writeback_then_free(uint64_t seed, const char *conf,
+				const char *what)
+{
+	struct tp_ctx *ctx = pt_ctx("%s", conf);
+	size_t chunk = pt_chunk(ctx), n = 4 * chunk;
+	unsigned char *c = malloc(n);
+	struct opener o = { .ctx = ctx };
+	struct tp_tensor *u, *v;
+	pthread_t th;
+	int ret;
+
+	if (!c)
+		bail_out("out of memory");
+	u = filled(ctx, c, n, seed + 7);
+	tp_sync(ctx);
+	if (tp_vmm_host_gate(ctx->vmm, TP_STREAM_D2H, true) ||
+	    pthread_create(&th, NULL, open_later, &o))
+		bail_out("holding the copy engine");
+	ret = tp_pager_writeback(ctx->pager, u);
+	tp_tensor_free(ctx, u);
+	ok(!ret && o.opened,
+	   "%s: a tensor freed while its writeback is held waits for the copy",
+	   what);
+	pthread_join(th, NULL);
+	/* Whatever took its chunks or range is intact. */
+	v = filled(ctx, c, n, seed + 8);
+	ok(reads_as(ctx, v, c) && !tp_tensor_offload(ctx, v) &&
+	   reads_as(ctx, v, c), "%s: the next tensor of its size reads back "
+	   "byte for byte", what);
+	tp_tensor_free(ctx, v);
+	tp_ctx_destroy(ctx);
+	free(c);
+}
+
 /* Host swap full: an offload takes cached copies' room, a writeback not. */
 static void swap_full(uint64_t seed)
 {
@@ -192,10 +253,13 @@ int main(void)
 	uint64_t seed;
 
 	pt_probe();
-	plan_tests(24);
+	plan_tests(28);
 	seed = pt_seed();
 	reload_and_write(seed);
 	writeback(seed);
 	swap_full(seed);
+	writeback_then_free(seed, "pager.budget=16C,pager.range_cache=0",
+			    "chunks unmapped");
+	writeback_then_free(seed, "pager.budget=16C", "range cached");
 	return exit_status();
 }

@@ -2,9 +2,11 @@
 /*
  * Address -> tensor, from any thread: an RCU hash table (liburcu's
  * cds_lfht, bulletproof flavour so that any thread may read) with one node
- * per chunk-aligned address. Ranges are chunk-aligned and disjoint, so the
- * chunk an address falls in names its owner: a paged tensor, or a slab
- * whose slot array names the tensor.
+ * per granule of a range (the vmm's va_align, 2 MiB or a chunk if larger).
+ * Reservations start and end on granules (tp_vmm_reserve()), so the
+ * granule an address falls in names its owner: a paged tensor, or a slab
+ * whose slot array names the tensor. Keyed by chunk, a range of small
+ * chunks would cost a node, an insertion and a removal per chunk.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -35,6 +37,7 @@ static int match(struct cds_lfht_node *node, const void *key)
 
 int tp_lookup_init(struct tp_pager *pg)
 {
+	pg->lookup_gran = pg->vmm->va_align;
 	pg->ht = cds_lfht_new(64, 64, 0, CDS_LFHT_AUTO_RESIZE | CDS_LFHT_ACCOUNTING, NULL);
 	return pg->ht ? 0 : -ENOMEM;
 }
@@ -57,7 +60,7 @@ void tp_lookup_add_tensor(struct tp_pager *pg, struct tp_tensor *t)
 {
 	rcu_read_lock();
 	for (size_t i = 0; i < t->lk->n; i++) {
-		t->lk->node[i].key = t->va + i * pg->chunk;
+		t->lk->node[i].key = t->va + i * pg->lookup_gran;
 		add_node(pg, &t->lk->node[i]);
 	}
 	rcu_read_unlock();
@@ -87,7 +90,7 @@ void tp_lookup_del_slab(struct tp_pager *pg, struct tp_slab *s)
 
 struct tp_tensor *tp_lookup(struct tp_pager *pg, uintptr_t addr)
 {
-	uintptr_t key = addr - addr % pg->chunk;
+	uintptr_t key = addr - addr % pg->lookup_gran;
 	struct tp_tensor *t = NULL;
 	struct cds_lfht_iter iter;
 	struct cds_lfht_node *node;

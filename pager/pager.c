@@ -687,7 +687,7 @@ struct tp_tensor *tp_pager_tensor_new(struct tp_pager *pg, size_t bytes,
 	} else {
 		t->nr_pages = tp_vmm_chunks_for(pg->vmm, bytes);
 		t->pages = calloc(t->nr_pages, sizeof(*t->pages));
-		t->lk = lnodes_new(t, t->nr_pages);
+		t->lk = lnodes_new(t, tp_lookup_nodes(pg, t->nr_pages));
 		if (!t->pages || !t->lk)
 			goto err_free;
 		if (tp_range_cache_get(pg, t)) {

@@ -154,6 +154,7 @@ struct tp_pager {
 	struct tp_ctx *ctx;
 	struct tp_vmm *vmm;
 	size_t chunk;			/* bytes per chunk */
+	size_t lookup_gran;		/* address table key: vmm's va_align */
 	size_t held;			/* chunks held: tensors, cache, slabs */
 	bool host_waits;		/* acquire blocks the host on copies */
 	bool swap_cache;		/* pager.swap_cache */
@@ -464,7 +465,13 @@ void tp_slab_fini(struct tp_pager *pg);
 
 int tp_lookup_init(struct tp_pager *pg);
 void tp_lookup_fini(struct tp_pager *pg);
-/* Publish/withdraw every page of @t (slab tensors: no-op). */
+/* Address table nodes of a range of @nr_pages chunks: one per granule. */
+static inline size_t tp_lookup_nodes(const struct tp_pager *pg,
+				     size_t nr_pages)
+{
+	return (nr_pages * pg->chunk + pg->lookup_gran - 1) / pg->lookup_gran;
+}
+/* Publish/withdraw every granule of @t (slab tensors: no-op). */
 void tp_lookup_add_tensor(struct tp_pager *pg, struct tp_tensor *t);
 void tp_lookup_del_tensor(struct tp_pager *pg, struct tp_tensor *t);
 void tp_lookup_add_slab(struct tp_pager *pg, struct tp_slab *s);

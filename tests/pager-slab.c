@@ -2,11 +2,54 @@
 /*
  * Small tensors packed into slab chunks, and the address lookup: any
  * address inside a tensor (a page in the middle of a multi-chunk tensor,
- * a byte inside a slab slot) names it; addresses outside none.
+ * a byte inside a slab slot) names it; addresses outside none. The table
+ * is keyed by 2 MiB granule, not by chunk: ranges start on one, and
+ * chunks past a granule's first still name their own tensor.
  */
 #include "tests/pager-util.h"
 
 #define NSMALL 100
+#define GRANULE (2u << 20)	/* the driver's granule: vmm's va_align */
+
+/*
+ * Two tensors of a granule and 3 chunks each, created back to back: each
+ * starts on a granule, every chunk of each names it, and the unmapped
+ * rest of its last granule names nothing.
+ */
+static void granules(void)
+{
+	size_t chunk = pt_probe();
+	size_t n = (GRANULE > chunk ? GRANULE / chunk : 1) + 3;
+	struct tp_ctx *ctx = pt_ctx("pager.budget=%zuC", 2 * n);
+	struct tp_tensor *t[2];
+	uintptr_t va[2];
+	bool aligned = true, all = true, tail = true;
+
+	for (int k = 0; k < 2; k++) {
+		t[k] = tp_tensor_create(ctx, n * chunk, 0);
+		if (!t[k])
+			bail_out("create a tensor of %zu chunks", n);
+		va[k] = (uintptr_t)tp_tensor_acquire(ctx, t[k], TP_WRITE);
+		tp_tensor_release(ctx, t[k]);
+		aligned &= va[k] && va[k] % GRANULE == 0;
+	}
+	for (int k = 0; k < 2; k++) {
+		for (size_t i = 0; i < n; i++)
+			all &= tp_tensor_lookup(ctx, (void *)(va[k] + i * chunk +
+							     chunk / 2)) == t[k];
+		for (uintptr_t a = va[k] + n * chunk;
+		     a % GRANULE; a += chunk)
+			tail &= tp_tensor_lookup(ctx, (void *)a) == NULL;
+	}
+	ok(aligned, "ranges start on a 2 MiB granule (%#lx, %#lx)",
+	   (unsigned long)va[0], (unsigned long)va[1]);
+	ok(all, "each of the %zu chunks of two tensors past a granule names "
+	   "its own", n);
+	ok(tail, "the rest of their last granule names nothing");
+	for (int k = 0; k < 2; k++)
+		tp_tensor_free(ctx, t[k]);
+	tp_ctx_destroy(ctx);
+}
 
 int main(void)
 {
@@ -21,7 +64,7 @@ int main(void)
 	int eperm = 0;
 
 	pt_probe();
-	plan_tests(18);
+	plan_tests(21);
 	ctx = pt_ctx("pager.budget=16C,pager.high_watermark=100");
 	chunk = pt_chunk(ctx);
 
@@ -87,6 +130,8 @@ int main(void)
 		ok(tp_tensor_lookup(ctx, (void *)(va + 4 * chunk)) == NULL,
 		   "a freed tensor is not");
 	}
+
+	granules();
 
 	/* Freed slots leave an idle slab, given back under pressure. */
 	for (int i = 0; i < NSMALL; i++)

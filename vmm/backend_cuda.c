@@ -255,7 +255,7 @@ static int cuda_reserve(struct tp_vmm *vmm, size_t len, uintptr_t *va)
 	CUdeviceptr p = 0;
 	int ret;
 
-	ret = CU(c, cuMemAddressReserve(&p, len, vmm->granularity, 0, 0));
+	ret = CU(c, cuMemAddressReserve(&p, len, vmm->va_align, 0, 0));
 	if (!ret)
 		*va = (uintptr_t)p;
 	return ret;

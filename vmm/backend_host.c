@@ -469,11 +469,11 @@ int tp_vmm_host_gate(struct tp_vmm *vmm, enum tp_stream s, bool closed)
 
 static int host_reserve(struct tp_vmm *vmm, size_t len, uintptr_t *va)
 {
-	size_t gran = vmm->granularity;
+	size_t gran = vmm->va_align;
 	uintptr_t base, start;
 	void *p;
 
-	/* Over-reserve to align the range to the chunk size, as cuda does. */
+	/* Over-reserve to align the range to va_align, as cuda does. */
 	p = mmap(NULL, len + gran, PROT_NONE,
 		 MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
 	if (p == MAP_FAILED)

@@ -80,9 +80,10 @@ static int sim_reserve(struct tp_vmm *vmm, size_t len, uintptr_t *va)
 {
 	struct sim_backend *s = sb(vmm);
 
-	*va = s->next_va;
-	/* A free chunk between ranges, so an overrun is never another range. */
-	s->next_va += len + vmm->granularity;
+	*va = (s->next_va + vmm->va_align - 1) / vmm->va_align * vmm->va_align;
+	/* A free granule between ranges, so an overrun is never another
+	 * range; len is a multiple of it (tp_vmm_reserve()). */
+	s->next_va = *va + len + vmm->va_align;
 	return 0;
 }
 

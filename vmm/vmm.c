@@ -139,6 +139,9 @@ struct tp_vmm *tp_vmm_open(const struct tp_conf *conf)
 		ret = -EINVAL;
 		goto err_deferred;
 	}
+	/* The driver's granule, or the chunk if larger: a chunk multiple. */
+	vmm->va_align = (TP_VMM_VA_ALIGN + vmm->granularity - 1) /
+			vmm->granularity * vmm->granularity;
 	tp_log(TP_LOG_INFO, "vmm: backend %s, chunk %zu bytes, device %llu bytes",
 	       vmm->ops->name, vmm->granularity,
 	       (unsigned long long)vmm->device_bytes);
@@ -298,6 +301,12 @@ static bool aligned(const struct tp_vmm *vmm, uintptr_t x)
 	return x % vmm->granularity == 0;
 }
 
+/* What a range of @len bytes reserves: up to the next va_align. */
+static size_t reserved_len(const struct tp_vmm *vmm, size_t len)
+{
+	return (len + vmm->va_align - 1) / vmm->va_align * vmm->va_align;
+}
+
 int tp_vmm_reserve(struct tp_vmm *vmm, size_t len, uintptr_t *va)
 {
 	uint64_t t0;
@@ -308,7 +317,7 @@ int tp_vmm_reserve(struct tp_vmm *vmm, size_t len, uintptr_t *va)
 	ret = tp_vmm_call_begin(vmm, TP_CALL_RESERVE, true, &t0);
 	if (ret)
 		return ret;
-	ret = vmm->ops->reserve(vmm, len, va);
+	ret = vmm->ops->reserve(vmm, reserved_len(vmm, len), va);
 	tp_vmm_call_end(vmm, TP_CALL_RESERVE, t0, len);
 	if (!ret)
 		vmm->stats.ranges_reserved++;
@@ -333,8 +342,9 @@ int tp_vmm_do_release(struct tp_vmm *vmm, uintptr_t va, size_t len,
 
 int tp_vmm_release(struct tp_vmm *vmm, uintptr_t va, size_t len)
 {
-	if (!len || !aligned(vmm, va) || !aligned(vmm, len))
+	if (!len || va % vmm->va_align || !aligned(vmm, len))
 		return -EINVAL;
+	len = reserved_len(vmm, len);
 	/*
 	 * Pages still waiting on a deferred unmap are mapped, and waiting
 	 * for their work would block the host: the range goes when the

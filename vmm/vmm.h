@@ -24,6 +24,14 @@
 struct tp_vmm;
 struct tp_event;
 
+/*
+ * Reservations start and end on a multiple of this (or of the chunk size
+ * if larger), the driver's 2 MiB granule: no two ranges share one, so an
+ * address table keyed by it needs a node per 2 MiB of a range, however
+ * small the chunks. Only address space is spent on the rounding.
+ */
+#define TP_VMM_VA_ALIGN (2u << 20)
+
 enum tp_stream {
 	TP_STREAM_COMPUTE,
 	TP_STREAM_D2H,
@@ -88,8 +96,9 @@ struct tp_vmm_ops {
 	void (*close)(struct tp_vmm *vmm);
 
 	/*
-	 * Reserve @len bytes (a multiple of granularity) of virtual address
-	 * space with no physical memory behind it; touching it faults.
+	 * Reserve @len bytes (a multiple of va_align) of virtual address
+	 * space at an address aligned to vmm->va_align, with no physical
+	 * memory behind it; touching it faults.
 	 */
 	int (*reserve)(struct tp_vmm *vmm, size_t len, uintptr_t *va);
 	/* Give back a reservation; it must be fully unmapped. */
@@ -218,6 +227,7 @@ struct tp_vmm {
 	const struct tp_vmm_ops *ops;
 	void *priv;			/* backend state */
 	size_t granularity;		/* chunk size, bytes */
+	size_t va_align;		/* reservations start and end on it */
 	uint64_t device_bytes;		/* total device memory */
 	size_t nr_chunks;		/* pool budget, in chunks */
 	struct tp_vmm_stats stats;
@@ -294,6 +304,11 @@ size_t tp_vmm_chunks_free(const struct tp_vmm *vmm);
 /* Chunks that will come back once pending deferred unmaps complete. */
 size_t tp_vmm_chunks_pending(const struct tp_vmm *vmm);
 
+/*
+ * Reserve a range of @len bytes (a multiple of the chunk size) at an
+ * address aligned to vmm->va_align; the reservation runs to the next
+ * multiple of va_align, and the tail past @len is never mapped.
+ */
 int tp_vmm_reserve(struct tp_vmm *vmm, size_t len, uintptr_t *va);
 /*
  * Release a reserved range. When deferred unmaps are still pending over

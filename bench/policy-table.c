@@ -185,7 +185,7 @@ static int table(const struct tp_trace *t, const char *path,
 	printf("  peak %llu bytes, %llu ops, compute %.3f ms, chunk %llu\n",
 	       (unsigned long long)s->peak_bytes,
 	       (unsigned long long)u.ops, s->compute_ns / 1e6,
-	       (unsigned long long)(chunk_size ? chunk_size : 1 << 20));
+	       (unsigned long long)tp_replay_chunk(t, &uo));
 	printf("  %-29s", "policy \\ budget ratio");
 	for (size_t k = 0; k < NR_RATIOS; k++)
 		printf(" %13.1f", ratios[k]);

@@ -374,7 +374,7 @@ static int sweep(const struct sim_args *a, const struct tp_trace *t,
 		 const struct tp_trace_summary *sum)
 {
 	struct tp_replay_opts o = a->o;
-	uint64_t least = o.chunk_size ? o.chunk_size : (1u << 20);
+	uint64_t least = tp_replay_chunk(t, &o);
 	struct tp_replay_result r;
 	int min = -1, p;
 
@@ -458,7 +458,7 @@ int main(int argc, char **argv)
 		break;
 	}
 	if (a.bkind != B_NONE && a.o.budget_bytes <
-	    (a.o.chunk_size ? a.o.chunk_size : (1u << 20)))
+	    tp_replay_chunk(t, &a.o))
 		die("--budget: %" PRIu64 " bytes is less than one chunk",
 		    a.o.budget_bytes);
 	uo = a.o;

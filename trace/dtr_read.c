@@ -639,6 +639,7 @@ int tp_trace_parse_dtr(const char *buf, size_t len, const char *file,
 	p.t = tp_trace_new();
 	if (!p.t)
 		return -ENOMEM;
+	p.t->byte_accounted = true;
 	rc = tp_symtab_init(&p.names);
 	if (rc)
 		goto out;

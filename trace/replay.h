@@ -17,7 +17,7 @@
 struct tp_replay_opts {
 	/* pager.budget; 0: no limit (twice the trace's peak, see replay.c) */
 	uint64_t budget_bytes;
-	uint64_t chunk_size;	/* vmm.chunk_size; 0: 1 MiB */
+	uint64_t chunk_size;	/* vmm.chunk_size; 0: tp_replay_chunk() */
 	const char *filter;	/* policy.filter; NULL: its default */
 	const char *director;	/* policy.director; NULL: its default */
 	int prefetch;		/* policy.prefetch: 0, 1; -1: its default */
@@ -105,6 +105,13 @@ struct tp_replay_result {
  * -errno when the library failed otherwise (@r->status is then
  * TP_REPLAY_ERROR and @r->error names the call).
  */
+/*
+ * tp_replay_chunk() - the chunk size @o replays @t with: @o->chunk_size,
+ * else 64 KiB for a byte-accounted trace (DTR's logs), else 1 MiB.
+ */
+uint64_t tp_replay_chunk(const struct tp_trace *t,
+			 const struct tp_replay_opts *o);
+
 int tp_replay_run(const struct tp_trace *t, const struct tp_replay_opts *o,
 		  struct tp_replay_result *r);
 

@@ -129,6 +129,9 @@ struct tp_trace {
 	/* DTR logs: RELEASEs ignored, of a name never defined or with no
 	 * reference left (longer logs release some names twice). */
 	uint64_t releases_ignored;
+	/* Sizes counted to the byte by the simulator that recorded it (DTR
+	 * logs): a replay's default chunk is small (tp_replay_chunk()). */
+	bool byte_accounted;
 };
 
 /* One output to create with tp_trace_add_op(). */

@@ -37,7 +37,6 @@ static int match(struct cds_lfht_node *node, const void *key)
 
 int tp_lookup_init(struct tp_pager *pg)
 {
-	pg->lookup_gran = pg->vmm->va_align;
 	pg->ht = cds_lfht_new(64, 64, 0, CDS_LFHT_AUTO_RESIZE | CDS_LFHT_ACCOUNTING, NULL);
 	return pg->ht ? 0 : -ENOMEM;
 }
@@ -60,7 +59,7 @@ void tp_lookup_add_tensor(struct tp_pager *pg, struct tp_tensor *t)
 {
 	rcu_read_lock();
 	for (size_t i = 0; i < t->lk->n; i++) {
-		t->lk->node[i].key = t->va + i * pg->lookup_gran;
+		t->lk->node[i].key = t->va + i * pg->vmm->va_align;
 		add_node(pg, &t->lk->node[i]);
 	}
 	rcu_read_unlock();
@@ -90,7 +89,7 @@ void tp_lookup_del_slab(struct tp_pager *pg, struct tp_slab *s)
 
 struct tp_tensor *tp_lookup(struct tp_pager *pg, uintptr_t addr)
 {
-	uintptr_t key = addr - addr % pg->lookup_gran;
+	uintptr_t key = addr - addr % pg->vmm->va_align;
 	struct tp_tensor *t = NULL;
 	struct cds_lfht_iter iter;
 	struct cds_lfht_node *node;

@@ -154,7 +154,6 @@ struct tp_pager {
 	struct tp_ctx *ctx;
 	struct tp_vmm *vmm;
 	size_t chunk;			/* bytes per chunk */
-	size_t lookup_gran;		/* address table key: vmm's va_align */
 	size_t held;			/* chunks held: tensors, cache, slabs */
 	bool host_waits;		/* acquire blocks the host on copies */
 	bool swap_cache;		/* pager.swap_cache */
@@ -469,7 +468,9 @@ void tp_lookup_fini(struct tp_pager *pg);
 static inline size_t tp_lookup_nodes(const struct tp_pager *pg,
 				     size_t nr_pages)
 {
-	return (nr_pages * pg->chunk + pg->lookup_gran - 1) / pg->lookup_gran;
+	size_t gran = pg->vmm->va_align;
+
+	return (nr_pages * pg->chunk + gran - 1) / gran;
 }
 /* Publish/withdraw every granule of @t (slab tensors: no-op). */
 void tp_lookup_add_tensor(struct tp_pager *pg, struct tp_tensor *t);

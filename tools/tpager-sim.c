@@ -457,8 +457,7 @@ int main(int argc, char **argv)
 	default:
 		break;
 	}
-	if (a.bkind != B_NONE && a.o.budget_bytes <
-	    tp_replay_chunk(t, &a.o))
+	if (a.bkind != B_NONE && a.o.budget_bytes < tp_replay_chunk(t, &a.o))
 		die("--budget: %" PRIu64 " bytes is less than one chunk",
 		    a.o.budget_bytes);
 	uo = a.o;

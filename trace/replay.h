@@ -85,6 +85,13 @@ struct tp_replay_result {
 	double wall_s;		/* real time of the region's replay */
 };
 
+/*
+ * tp_replay_chunk() - the chunk size @o replays @t with: @o->chunk_size,
+ * else 64 KiB for a byte-accounted trace (DTR's logs), else 1 MiB.
+ */
+uint64_t tp_replay_chunk(const struct tp_trace *t,
+			 const struct tp_replay_opts *o);
+
 /**
  * tp_replay_run() - replay @t through a new sim context.
  * @t:   the trace (not modified)
@@ -105,13 +112,6 @@ struct tp_replay_result {
  * -errno when the library failed otherwise (@r->status is then
  * TP_REPLAY_ERROR and @r->error names the call).
  */
-/*
- * tp_replay_chunk() - the chunk size @o replays @t with: @o->chunk_size,
- * else 64 KiB for a byte-accounted trace (DTR's logs), else 1 MiB.
- */
-uint64_t tp_replay_chunk(const struct tp_trace *t,
-			 const struct tp_replay_opts *o);
-
 int tp_replay_run(const struct tp_trace *t, const struct tp_replay_opts *o,
 		  struct tp_replay_result *r);
 

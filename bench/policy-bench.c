@@ -46,8 +46,10 @@ static uint64_t clock_fn(void *priv)
 	return now;
 }
 
-static double cost_fn(void *priv, const struct tp_tensor *t)
+static double cost_fn(void *priv, const struct tp_tensor *t,
+		      size_t *anc_pages)
 {
+	*anc_pages = 0;
 	return cost[t - pool];
 }
 

@@ -64,9 +64,10 @@ static bool glue_recompute_back(void *priv, const struct tp_tensor *t)
 	return tp_policy_recompute_back(priv, t);
 }
 
-static double glue_recompute_ns(void *priv, const struct tp_tensor *t)
+static double glue_recompute_ns(void *priv, const struct tp_tensor *t,
+				size_t *anc_pages)
 {
-	return tp_lineage_recompute_ns(priv, t);
+	return tp_lineage_regen_cost(priv, t, anc_pages);
 }
 
 static bool glue_computable(void *priv, const struct tp_tensor *t)

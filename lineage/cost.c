@@ -204,6 +204,7 @@ static uint32_t uf_union(struct tp_lineage *lin, uint32_t a, uint32_t b)
 	if (u[a].rank == u[b].rank)
 		u[a].rank++;
 	u[a].cost += u[b].cost;
+	u[a].pages += u[b].pages;
 	return a;
 }
 
@@ -226,6 +227,8 @@ static int uf_add(struct tp_lineage *lin, struct tp_lin_node *n)
 	u->rank = 0;
 	u->own = rec ? rec_cost(rec) : 0;
 	u->cost = u->own;
+	u->own_pages = n->t->evicted_pages;
+	u->pages = u->own_pages;
 	n->uf = lin->uf_len++;
 	n->uf_epoch = lin->uf_epoch;
 	return 0;
@@ -239,7 +242,9 @@ void tp_lin_uf_forget(struct tp_lineage *lin, struct tp_lin_node *n)
 		return;
 	r = uf_find(lin, n->uf);
 	lin->uf[r].cost -= lin->uf[n->uf].own;
+	lin->uf[r].pages -= lin->uf[n->uf].own_pages;
 	lin->uf[n->uf].own = 0;
+	lin->uf[n->uf].own_pages = 0;
 	n->uf = UF_NONE;
 	lin->uf_dead++;
 }
@@ -334,13 +339,15 @@ static uint32_t uf_class(struct tp_lineage *lin, struct tp_lin_node *n,
  * it gives up (false) and the classes answer.
  */
 static bool evicted_ancestry_ns(struct tp_lineage *lin,
-				const struct tp_tensor *t, double *cost)
+				const struct tp_tensor *t, double *cost,
+				size_t *pages)
 {
 	struct tp_lin_rec *rec = t->lin.rec;
 	uint64_t epoch = ++lin->cr_epoch;
 	struct tp_lin_node **stk = lin->uf_stk;
 	size_t sp = 0, seen = 0;
 	double c = 0;
+	size_t np = 0;
 	unsigned k;
 
 	for (;;) {
@@ -357,6 +364,7 @@ static bool evicted_ancestry_ns(struct tp_lineage *lin,
 			if (++seen > CR_WALK_MAX)
 				return false;
 			c += rec_cost(y->t->lin.rec);
+			np += y->t->evicted_pages;
 			if (sp == lin->uf_stk_cap) {
 				size_t nc = lin->uf_stk_cap ?
 					    2 * lin->uf_stk_cap : 64;
@@ -372,26 +380,31 @@ static bool evicted_ancestry_ns(struct tp_lineage *lin,
 		}
 		if (!sp) {
 			*cost = c;
+			*pages = np;
 			return true;
 		}
 		rec = stk[--sp]->t->lin.rec;
 	}
 }
 
-double tp_lineage_recompute_ns(struct tp_lineage *lin,
-			       const struct tp_tensor *t)
+double tp_lineage_regen_cost(struct tp_lineage *lin, const struct tp_tensor *t,
+			     size_t *anc_pages)
 {
 	struct tp_lin_rec *rec = t->lin.rec;
 	uint32_t seen[16];
 	unsigned nseen = 0, k;
+	size_t scratch;
 	double c, anc;
 
+	if (!anc_pages)
+		anc_pages = &scratch;
+	*anc_pages = 0;
 	if (!tp_lineage_can_regenerate(lin, t))
 		return INFINITY;
 	c = rec_cost(rec);
 	if (!rec->n_in)
 		return c;
-	if (evicted_ancestry_ns(lin, t, &anc))
+	if (evicted_ancestry_ns(lin, t, &anc, anc_pages))
 		return c + anc;
 	uf_maybe_rebuild(lin);
 	/* The policy asks on its hot path: the walk's stack is kept. */
@@ -426,8 +439,15 @@ double tp_lineage_recompute_ns(struct tp_lineage *lin,
 		if (nseen < 16)
 			seen[nseen++] = r;
 		c += lin->uf[r].cost;
+		*anc_pages += lin->uf[r].pages;
 	}
 	return c;
+}
+
+double tp_lineage_recompute_ns(struct tp_lineage *lin,
+			       const struct tp_tensor *t)
+{
+	return tp_lineage_regen_cost(lin, t, NULL);
 }
 
 void tp_lin_cost_fini(struct tp_lineage *lin)

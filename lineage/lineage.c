@@ -76,9 +76,10 @@ void tp_lineage_set_cost_changed(struct tp_lineage *lin,
 	lin->cost_changed_priv = priv;
 }
 
-static double recompute_ns_cb(void *priv, const struct tp_tensor *t)
+static double recompute_ns_cb(void *priv, const struct tp_tensor *t,
+			      size_t *anc_pages)
 {
-	return tp_lineage_recompute_ns(priv, t);
+	return tp_lineage_regen_cost(priv, t, anc_pages);
 }
 
 void tp_lineage_cost_ops(struct tp_lineage *lin, struct tp_cost_ops *ops)

@@ -62,6 +62,15 @@ double tp_lineage_recompute_ns(struct tp_lineage *lin,
 			       const struct tp_tensor *t);
 
 /**
+ * tp_lineage_regen_cost() - tp_lineage_recompute_ns(), and in *@anc_pages
+ * (when not NULL) the evicted pages of the ancestors it counts: the
+ * chunks a regeneration of @t maps again besides its own, whose remap the
+ * compute cost leaves out. 0 when @t cannot be regenerated.
+ */
+double tp_lineage_regen_cost(struct tp_lineage *lin, const struct tp_tensor *t,
+			     size_t *anc_pages);
+
+/**
  * tp_lineage_op_cost_ns() - the moving-average cost in ns of op type
  * @type over its runs and replays (lineage.cost_alpha), or its prior
  * (type->cost_ns, else 1 µs) before the first one.

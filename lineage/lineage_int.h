@@ -87,6 +87,8 @@ struct tp_lin_uf_node {
 	uint32_t rank;
 	double cost;			/* class total, at the root */
 	double own;			/* this member's share */
+	size_t pages;			/* class's evicted pages, at the root */
+	size_t own_pages;		/* this member's evicted pages */
 };
 
 struct tp_lineage {

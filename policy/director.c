@@ -53,7 +53,11 @@ double tp_director_f(int kind, const struct tp_director_in *in)
 		 * behind the copies out already queued, so nothing hides it;
 		 * the copy back overlaps the compute before the next use.
 		 * A release ahead of need waits for neither.
-		 * Remap per chunk is charged to both actions.
+		 * Remap of its own chunks is charged to both actions; an
+		 * eviction also maps again the evicted ancestors its
+		 * regeneration brings back first, which a reload does not
+		 * (without them, bert at 9% of its peak evicted six times
+		 * as often as with them and took 4.6x as long).
 		 */
 		double c_s = exposed_out(in) +
 			     exposed(in->m, in->b, in->hide_ns);
@@ -61,7 +65,7 @@ double tp_director_f(int kind, const struct tp_director_in *in)
 
 		if (den <= 0)
 			return INFINITY;
-		return (in->c_r + in->remap_ns) / den;
+		return (in->c_r + in->anc_remap_ns + in->remap_ns) / den;
 	}
 	/*
 	 * DELTA eq. 4-6: F = h_r/h_o = (c_r/(m*s)) / (1/(b*s)) = c_r*b/m,
@@ -115,5 +119,5 @@ bool tp_director_recompute_back(int kind, const struct tp_director_in *in)
 	if (kind == TP_DIRECTOR_OFFLOAD || !in->computable || isinf(in->c_r))
 		return false;
 	/* DELTA §5.5: recompute when it costs less than the reload. */
-	return in->c_r < exposed(in->m, in->b, in->hide_ns);
+	return in->c_r + in->anc_remap_ns < exposed(in->m, in->b, in->hide_ns);
 }

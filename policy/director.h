@@ -22,6 +22,9 @@ struct tp_director_in {
 	double c_r;		/* recompute cost, ns (INFINITY: cannot) */
 	double b;		/* link bandwidth, bytes per ns */
 	double remap_ns;	/* remap cost of its chunks, both actions */
+	double anc_remap_ns;	/* remap cost of the evicted ancestors a
+				 * regeneration maps again (c_r counts
+				 * their compute only) */
 	double hide_ns;		/* compute time a reload can overlap
 				 * before the next use (delta-overlap) */
 	double queued;		/* bytes of copies to host ahead of its

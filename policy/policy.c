@@ -99,13 +99,22 @@ bool tp_policy_computable(struct tp_policy *pol, const struct tp_tensor *t)
 	return t->computable;
 }
 
-double tp_policy_cost(struct tp_policy *pol, const struct tp_tensor *t)
+double tp_policy_regen_cost(struct tp_policy *pol, const struct tp_tensor *t,
+			    size_t *anc_pages)
 {
+	*anc_pages = 0;
 	if (!tp_policy_computable(pol, t))
 		return INFINITY;
 	if (pol->has_cost && pol->cost.recompute_ns)
-		return pol->cost.recompute_ns(pol->cost.priv, t);
+		return pol->cost.recompute_ns(pol->cost.priv, t, anc_pages);
 	return TP_POLICY_PRIOR_COST_NS;
+}
+
+double tp_policy_cost(struct tp_policy *pol, const struct tp_tensor *t)
+{
+	size_t anc_pages;
+
+	return tp_policy_regen_cost(pol, t, &anc_pages);
 }
 
 /*
@@ -186,9 +195,16 @@ static void director_in_base(struct tp_policy *pol, const struct tp_tensor *t,
 	in->computable = tp_policy_computable(pol, t);
 	in->m = tp_filter_mem(t);
 	in->cached = (double)t->cached_pages * (double)chunk_bytes(pol);
-	in->c_r = in->computable ? tp_policy_cost(pol, t) : INFINITY;
+	size_t anc_pages = 0;
+
+	in->c_r = in->computable ? tp_policy_regen_cost(pol, t, &anc_pages) :
+				   INFINITY;
 	in->b = tp_bw_get(&pol->bw, pol->conf);
 	in->remap_ns = remap_ns_per_chunk(pol) * (double)t->resident_pages;
+	/* Only delta-overlap's cost model counts it (the papers' do not). */
+	in->anc_remap_ns = pol->conf->policy_director ==
+			   TP_DIRECTOR_DELTA_OVERLAP ?
+			   remap_ns_per_chunk(pol) * (double)anc_pages : 0;
 	in->no_offload = no_offload;
 	in->hide_ns = 0;
 	in->queued = 0;

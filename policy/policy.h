@@ -34,8 +34,10 @@ struct tp_stats;
 struct tp_cost_ops {
 	/* c_r(t), ns: regenerating @t now, including the evicted ancestors
 	 * that must be regenerated first (DTR's e*(t)); INFINITY when it
-	 * cannot be regenerated. */
-	double (*recompute_ns)(void *priv, const struct tp_tensor *t);
+	 * cannot be regenerated. *@anc_pages (never NULL): the evicted pages
+	 * of those ancestors, mapped again by the regeneration. */
+	double (*recompute_ns)(void *priv, const struct tp_tensor *t,
+			       size_t *anc_pages);
 	/* Whether lineage can regenerate @t at all. */
 	bool (*computable)(void *priv, const struct tp_tensor *t);
 	void *priv;

@@ -61,6 +61,9 @@ struct tp_policy {
 uint64_t tp_policy_now(struct tp_policy *pol);
 /* c_r(t) through the cost ops or the fallback. */
 double tp_policy_cost(struct tp_policy *pol, const struct tp_tensor *t);
+/* The same, with the evicted pages of the ancestors it counts. */
+double tp_policy_regen_cost(struct tp_policy *pol, const struct tp_tensor *t,
+			    size_t *anc_pages);
 bool tp_policy_computable(struct tp_policy *pol, const struct tp_tensor *t);
 /* Bytes of copies to host in flight (0 without a pager). */
 double tp_policy_out_backlog(struct tp_policy *pol);

@@ -268,7 +268,7 @@ double tp_policy_leave_cost(struct tp_policy *pol, enum tp_leave how,
 	double out = tp_director_out_bytes(in);
 
 	if (how == TP_LEAVE_EVICT)
-		return in->c_r + in->remap_ns;
+		return in->c_r + in->anc_remap_ns + in->remap_ns;
 	/* All in the swap cache: its chunks wait for compute only. */
 	if (out <= 0)
 		return in->remap_ns;

@@ -65,6 +65,15 @@ static double cr(struct tp_tensor *t)
 	return tp_lineage_recompute_ns(ctx->lineage, t);
 }
 
+/* The evicted ancestor pages c_r counts: what a regeneration maps again. */
+static size_t anc(struct tp_tensor *t)
+{
+	size_t pages = SIZE_MAX;
+
+	tp_lineage_regen_cost(ctx->lineage, t, &pages);
+	return pages;
+}
+
 static bool regen(struct tp_tensor *t)
 {
 	return tp_tensor_acquire(ctx, t, TP_READ) && !tp_tensor_release(ctx, t);
@@ -76,7 +85,7 @@ int main(void)
 	struct tp_tensor *sa, *sb, *ua, *ub;
 	double v;
 
-	plan_tests(28);
+	plan_tests(34);
 	ctx = tp_ctx_create("vmm.backend=sim,vmm.chunk_size=64K,pager.budget=64M,pager.slab_fraction=0");
 	if (!ctx)
 		bail_out("tp_ctx_create: %s", strerror(errno));
@@ -110,13 +119,17 @@ int main(void)
 	ok_rc(tp_tensor_evict(ctx, c), "evict c");
 	ok(cr(d) == 500 && cr(e) == 400, "c_r(d) = 300 + 200; e unchanged (%g, %g)",
 	   cr(d), cr(e));
+	ok(anc(d) == 1 && anc(e) == 0 && anc(c) == 0,
+	   "d maps c's page again, e and c itself nothing besides their own");
 	ok_rc(tp_tensor_evict(ctx, b), "evict b");
 	ok(cr(d) == 600, "c_r(d) = 300 + {b, c} (%g)", cr(d));
+	ok(anc(d) == 2, "and maps b's and c's pages again (%zu)", anc(d));
 	ok(regen(c) && cr(d) == 300, "c regenerated (and b with it): c_r(d) = 300 (%g)",
 	   cr(d));
 	ok(!tp_tensor_evict(ctx, b) && !tp_tensor_evict(ctx, c) &&
 	   !tp_tensor_evict(ctx, d) && cr(e) == 1000,
 	   "b, c, d evicted: c_r(e) = 400 + 300 + 200 + 100 (%g)", cr(e));
+	ok(anc(e) == 3, "three ancestor pages (%zu)", anc(e));
 	/* One class counted once: g reads b and d, both in {b, c, d}. */
 	g = op(&other, 50, b, d);
 	ok(g && !tp_pager_has_evicted(b) && !tp_pager_has_evicted(d),
@@ -142,6 +155,7 @@ int main(void)
 	ok(v == 122 && cr(ua) == 111 && cr(ub) == 122,
 	   "siblings: c_r(ua) = 1 + 10 + 100, c_r(ub) = 2 + 20 + 100 "
 	   "(%g, %g, then %g)", v, cr(ua), cr(ub));
+	ok(anc(ua) == 2 && anc(ub) == 2, "each maps two pages again, not three");
 	regen(ua);
 	regen(ub);
 	tp_tensor_free(ctx, ua);
@@ -184,6 +198,35 @@ int main(void)
 		tp_tensor_free(ctx, x1);
 		tp_tensor_free(ctx, u);
 		tp_tensor_free(ctx, cheap);
+	}
+
+	/*
+	 * A chain longer than the exact walk goes (256): the union-find
+	 * classes answer, and count every evicted page of the chain once.
+	 */
+	{
+		enum { LONG = 300 };
+		struct tp_tensor **ch = calloc(LONG + 1, sizeof(*ch));
+		bool made = ch != NULL, evicted = made;
+		double want = 0;
+
+		for (int i = 0; made && i <= LONG; i++) {
+			ch[i] = op(&priced, 1 + (uint64_t)i, i ? ch[i - 1] : x0,
+				   NULL);
+			made = ch[i] != NULL;
+		}
+		for (int i = 0; made && i < LONG; i++) {
+			evicted = evicted && !tp_tensor_evict(ctx, ch[i]);
+			want += 1 + i;
+		}
+		ok(made && evicted, "a chain of %d evicted tensors", LONG);
+		v = made ? cr(ch[LONG]) : 0;
+		ok(made && v == want + 1 + LONG && anc(ch[LONG]) == LONG,
+		   "its end: c_r %g (want %g), %zu ancestor pages", v,
+		   want + 1 + LONG, made ? anc(ch[LONG]) : 0);
+		for (int i = LONG; made && i >= 0; i--)
+			tp_tensor_free(ctx, ch[i]);
+		free(ch);
 	}
 
 	tp_tensor_free(ctx, g);

@@ -218,6 +218,21 @@ static void overlap(void)
 	ok(fabs(tp_director_f(TP_DIRECTOR_DELTA_OVERLAP, &in) -
 		4001.0 / 4000.0) < 1e-15,
 	   "delta-overlap: remap added to both sides");
+	/* An eviction also maps again the evicted ancestors it regenerates:
+	 * (c_r + A + R) / (c_s + R), 1000 + 600 against 1000 + 600. */
+	in.remap_ns = 0;
+	in.hide_ns = 400;
+	in.c_r = 1000;
+	in.anc_remap_ns = 600;
+	ok(tp_director_f(TP_DIRECTOR_DELTA_OVERLAP, &in) == 1 &&
+	   tp_director_decide(TP_DIRECTOR_DELTA_OVERLAP, &in, &how) &&
+	   how == TP_LEAVE_EVICT,
+	   "delta-overlap: ancestors' remap counted: F = 1 evicts");
+	in.anc_remap_ns = 601;
+	ok(tp_director_decide(TP_DIRECTOR_DELTA_OVERLAP, &in, &how) &&
+	   how == TP_LEAVE_OFFLOAD,
+	   "delta-overlap: one ns more of ancestors' remap offloads");
+	in.anc_remap_ns = 0;
 	/* The copy out waits behind those queued: 5000 bytes more. */
 	in.remap_ns = 0;
 	in.hide_ns = 400;
@@ -259,6 +274,19 @@ static void overlap(void)
 	cost[1] = 2001;
 	ok(choose_one(&t, false, &how) == 0 && how == TP_LEAVE_OFFLOAD,
 	   "delta-overlap via choose: F = 3001/3000 offloads");
+	/* One evicted ancestor page: its remap (500) joins c_r. */
+	cost[1] = 1600;
+	ok(choose_one(&t, false, &how) == 0 && how == TP_LEAVE_EVICT,
+	   "delta-overlap via choose: F = 2600/3000 evicts");
+	anc[1] = 1;
+	ok(choose_one(&t, false, &how) == 0 && how == TP_LEAVE_OFFLOAD,
+	   "delta-overlap via choose: an evicted ancestor page makes F = 3100/3000: offloads");
+	/* DELTA's F = c_r*b/m knows no remap: 900*20/20000 = 0.9 evicts. */
+	set("policy.director", "delta");
+	cost[1] = 900;
+	ok(choose_one(&t, false, &how) == 0 && how == TP_LEAVE_EVICT,
+	   "delta via choose: the ancestor page changes nothing, F = 0.9 evicts");
+	anc[1] = 0;
 }
 
 /*
@@ -322,13 +350,22 @@ static void recompute_back(void)
 	ok(tp_director_recompute_back(TP_DIRECTOR_EVICT, &in) &&
 	   !tp_director_recompute_back(TP_DIRECTOR_OFFLOAD, &in),
 	   "the swap-only director reloads what is cheaper recomputed");
+	/* delta-overlap: the ancestors' remap joins the recompute side. */
+	in.c_r = 400;
+	in.anc_remap_ns = 600;
+	ok(!tp_director_recompute_back(TP_DIRECTOR_DELTA_OVERLAP, &in),
+	   "delta-overlap: c_r 400 + ancestors' remap 600 is not < 1000: reload");
+	in.anc_remap_ns = 599;
+	ok(tp_director_recompute_back(TP_DIRECTOR_DELTA_OVERLAP, &in),
+	   "delta-overlap: 400 + 599 < 1000: recompute");
+	in.anc_remap_ns = 0;
 	in.computable = false;
 	ok(!tp_director_recompute_back(TP_DIRECTOR_DELTA, &in), "uncomputable: reload");
 }
 
 int main(void)
 {
-	plan_tests(6 + 8 + 2 + 6 + 8 + 5 + 5 + 2);
+	plan_tests(6 + 8 + 2 + 6 + 13 + 5 + 7 + 2);
 	memset(&ctx, 0, sizeof(ctx));
 	tp_conf_defaults(&ctx.conf);
 	pol = pt_policy(&ctx, true);

@@ -47,8 +47,10 @@ static uint64_t test_clock(void *priv)
 	return now;
 }
 
-static double test_cost(void *priv, const struct tp_tensor *t)
+static double test_cost(void *priv, const struct tp_tensor *t,
+			size_t *anc_pages)
 {
+	*anc_pages = 0;
 	return cost[t - pool];
 }
 

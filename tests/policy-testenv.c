@@ -9,14 +9,17 @@
 
 uint64_t now;
 double cost[PT_IDS];
+size_t anc[PT_IDS];
 
 static uint64_t test_clock(void *priv)
 {
 	return now;
 }
 
-static double test_cost(void *priv, const struct tp_tensor *t)
+static double test_cost(void *priv, const struct tp_tensor *t,
+			size_t *anc_pages)
 {
+	*anc_pages = anc[t->id];
 	return cost[t->id];
 }
 

@@ -16,6 +16,7 @@
 
 extern uint64_t now;		/* the policy's clock, ns */
 extern double cost[PT_IDS];	/* by tensor id; INFINITY: uncomputable */
+extern size_t anc[PT_IDS];	/* evicted ancestor pages, by tensor id */
 
 /**
  * pt_policy() - a policy on @ctx (its configuration set up by the caller)

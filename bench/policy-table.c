@@ -12,7 +12,8 @@
  * (coop, delta), under 75/50/35/25 % of the trace's peak of live bytes:
  * extra time over the unconstrained replay in the same mode, or why it
  * did not fit; then the minimum budget (Coop's metric: from 100 % down in
- * steps of 5 % until a run fails, or up from 100 % until one fits) and
+ * steps of 5 % until a run fails, or up from 100 % until one fits, then
+ * down from there in steps of 1 % until a run fails) and
  * the fragmentation rate of the run at that minimum (Coop §4.2; 0 on
  * chunks). Driver costs are the sim's
  * defaults, charged per 2 MiB granule as on a GPU; copies at the sim's
@@ -351,6 +352,7 @@ static const unsigned table_pct[] = { 75, 50, 35, 25 };
 #define NR_PCT (sizeof(table_pct) / sizeof(table_pct[0]))
 
 #define SWEEP_STEP	5	/* percent, as tpager-sim --sweep */
+#define SWEEP_FINE	1	/* percent, below the last step that fit */
 #define NR_STEPS	(100 / SWEEP_STEP)
 #define SWEEP_MAX	200	/* percent, when 100 does not fit */
 
@@ -467,6 +469,20 @@ static int trace_row(const struct tp_trace *t, uint64_t peak,
 			min = p;
 			frag = c.frag_ppm;
 		}
+	}
+	/* Then 1 % steps below it, as tpager-sim --sweep. */
+	for (int p = min - SWEEP_FINE, step = min; !no_sweep && min > 0 &&
+	     p > step - SWEEP_STEP && p > 0; p -= SWEEP_FINE) {
+		struct outcome c = { 0 };
+
+		ret = run_row(t, rw, (uint64_t)((double)peak * p / 100.0), &c,
+			      speed);
+		if (ret)
+			return ret;
+		if (c.status != TP_REPLAY_OK)
+			break;
+		min = p;
+		frag = c.frag_ppm;
 	}
 	for (size_t k = 0; k < NR_PCT; k++) {
 		struct outcome *c = &at[table_pct[k] / SWEEP_STEP];
@@ -637,8 +653,9 @@ int main(int argc, char **argv)
 	}
 	printf("tpager policy table: shipped traces on the sim backend; driver costs per 2 MiB,\n"
 	       "OOM = did not fit, thr = recompute passed %.0fx the compute; min = smallest budget\n"
-	       "in steps of %d%% that fits, frag@min = fragmentation rate there (Coop 4.2)\n",
-	       TRACE_THRASH, SWEEP_STEP);
+	       "that fits, in steps of %d%% then %d%% below the last that fit, frag@min =\n"
+	       "fragmentation rate there (Coop 4.2)\n",
+	       TRACE_THRASH, SWEEP_STEP, SWEEP_FINE);
 	if (i == argc)
 		return run_shipped();
 	for (; i < argc && !ret; i++)

@@ -85,9 +85,10 @@ ok $([ $rc = 1 ] && grep -q '^result  *OOM' "$tmp/out" && echo 0 || echo 1) \
 
 "$sim" "$tmp/chain.log" --chunk-size 4K --policy dtr/evict $wm --sweep \
 	> "$tmp/out" 2>"$tmp/err"; rc=$?
-ok $([ $rc = 0 ] && grep -q '^minimum budget  *80% of the trace peak (dtr/evict)$' "$tmp/out" &&
-     grep -q '^    75%  OOM' "$tmp/out" && echo 0 || echo 1) \
-	"--sweep: the smallest budget that fits is 80% (10.4 of 13 chunks)"
+ok $([ $rc = 0 ] && grep -q '^minimum budget  *77% of the trace peak (dtr/evict)$' "$tmp/out" &&
+     grep -q '^    75%  OOM' "$tmp/out" && grep -q '^    80%  fits' "$tmp/out" &&
+     grep -q '^    76%  OOM' "$tmp/out" && echo 0 || echo 1) \
+	"--sweep: 80% fits, 75% not; in 1% steps 77% (10.01 of 13 chunks) fits, 76% (9.88) not"
 
 # The trace of tests/sim-frag.c (see there): 24 chunks of 4 KiB live at
 # its peak; chunks fit in 17, the contiguous pool needs 30, above the peak,
@@ -105,14 +106,15 @@ ok $([ $rc = 0 ] && grep -q '^minimum budget  *80% of the trace peak (dtr/evict)
 } > "$tmp/frag.trace"
 "$sim" "$tmp/frag.trace" --chunk-size 4K --policy dtr/evict --sweep \
 	> "$tmp/out" 2>"$tmp/err"; rc=$?
-ok $([ $rc = 0 ] && grep -q '^minimum budget  *75% of the trace peak (dtr/evict)$' "$tmp/out" &&
-     grep -q '^    70%  OOM' "$tmp/out" && echo 0 || echo 1) \
-	"--sweep on chunks: 75% (18 of 24 chunks; 17 needed)"
+ok $([ $rc = 0 ] && grep -q '^minimum budget  *71% of the trace peak (dtr/evict)$' "$tmp/out" &&
+     [ "$(grep -c '^    70%  OOM' "$tmp/out")" = 1 ] && echo 0 || echo 1) \
+	"--sweep on chunks: 71% (17.04 of 24 chunks; 17 needed), 70% run once"
 "$sim" "$tmp/frag.trace" --chunk-size 4K --policy dtr/evict --sweep \
 	--set vmm.mode=contiguous > "$tmp/out" 2>"$tmp/err"; rc=$?
 ok $([ $rc = 0 ] && grep -q '^minimum budget  *125% of the trace peak (dtr/evict)$' "$tmp/out" &&
      grep '^   100%  OOM' "$tmp/out" | grep -qv ' 0\.0000$' &&
-     grep -q '^   120%  OOM' "$tmp/out" && echo 0 || echo 1) \
+     grep -q '^   120%  OOM' "$tmp/out" && grep -q '^   124%  OOM' "$tmp/out" &&
+     echo 0 || echo 1) \
 	"--sweep contiguous: OOM at 100% with fragmentation, up to 125% (30 chunks)"
 
 # Warm-up passes run the region first and are not counted.

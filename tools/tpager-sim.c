@@ -21,6 +21,7 @@
 #include "tools/cli.h"
 
 #define SWEEP_STEP	5	/* percent */
+#define SWEEP_FINE	1	/* percent, below the last step that fit */
 #define SWEEP_MAX	200	/* percent, when 100 does not fit */
 
 enum budget_kind { B_NONE, B_BYTES, B_PERCENT, B_RATIO };
@@ -368,7 +369,9 @@ static void sweep_line(const struct sim_args *a, int p,
  * Coop's metric: the smallest budget, in steps of 5 % of the trace's
  * peak, that still fits: down from 100 % until a run fails. A pool that
  * fragments may not fit even at 100 % of the live bytes; the sweep then
- * goes up instead, to SWEEP_MAX %, until a run fits.
+ * goes up instead, to SWEEP_MAX %, until a run fits. Then down from the
+ * budget found in steps of 1 % until a run fails: policies that meet at
+ * a 5 % step are told apart without five times the runs.
  */
 static int sweep(const struct sim_args *a, const struct tp_trace *t,
 		 const struct tp_trace_summary *sum)
@@ -376,7 +379,7 @@ static int sweep(const struct sim_args *a, const struct tp_trace *t,
 	struct tp_replay_opts o = a->o;
 	uint64_t least = tp_replay_chunk(t, &o);
 	struct tp_replay_result r;
-	int min = -1, p;
+	int min = -1, step, p;
 
 	if (!a->json)
 		printf("%-8s %-7s %-8s %10s %10s %10s %8s\n", "budget",
@@ -400,6 +403,17 @@ static int sweep(const struct sim_args *a, const struct tp_trace *t,
 		sweep_line(a, p, &r);
 		if (r.status == TP_REPLAY_OK)
 			min = p;
+	}
+	for (p = min - SWEEP_FINE, step = min; min > 0 &&
+	     p > step - SWEEP_STEP && p > 0; p -= SWEEP_FINE) {
+		o.budget_bytes = (uint64_t)((double)sum->peak_bytes * p / 100.0);
+		if (o.budget_bytes < least)
+			break;
+		replay(t, &o, &r);
+		sweep_line(a, p, &r);
+		if (r.status != TP_REPLAY_OK)
+			break;
+		min = p;
 	}
 	if (a->json)
 		printf("{\"min_budget_pct\":%d}\n", min);

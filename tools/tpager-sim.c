@@ -366,6 +366,28 @@ static void sweep_line(const struct sim_args *a, int p,
 }
 
 /*
+ * Budgets from @from % down to above @to % in steps of @step, while they
+ * fit: each that does becomes *@min. Stops below @least bytes.
+ */
+static void sweep_down(const struct sim_args *a, const struct tp_trace *t,
+		       struct tp_replay_opts *o, uint64_t peak, uint64_t least,
+		       int from, int to, int step, int *min)
+{
+	struct tp_replay_result r;
+
+	for (int p = from; p > to && p > 0; p -= step) {
+		o->budget_bytes = (uint64_t)((double)peak * p / 100.0);
+		if (o->budget_bytes < least)
+			break;
+		replay(t, o, &r);
+		sweep_line(a, p, &r);
+		if (r.status != TP_REPLAY_OK)
+			break;
+		*min = p;
+	}
+}
+
+/*
  * Coop's metric: the smallest budget, in steps of 5 % of the trace's
  * peak, that still fits: down from 100 % until a run fails. A pool that
  * fragments may not fit even at 100 % of the live bytes; the sweep then
@@ -379,22 +401,14 @@ static int sweep(const struct sim_args *a, const struct tp_trace *t,
 	struct tp_replay_opts o = a->o;
 	uint64_t least = tp_replay_chunk(t, &o);
 	struct tp_replay_result r;
-	int min = -1, step, p;
+	int min = -1, p;
 
 	if (!a->json)
 		printf("%-8s %-7s %-8s %10s %10s %10s %8s\n", "budget",
 		       "result", "overhead", "evictions", "offloads",
 		       "recomputes", "frag");
-	for (p = 100; p > 0; p -= SWEEP_STEP) {
-		o.budget_bytes = (uint64_t)((double)sum->peak_bytes * p / 100.0);
-		if (o.budget_bytes < least)
-			break;
-		replay(t, &o, &r);
-		sweep_line(a, p, &r);
-		if (r.status != TP_REPLAY_OK)
-			break;
-		min = p;
-	}
+	sweep_down(a, t, &o, sum->peak_bytes, least, 100, 0, SWEEP_STEP,
+		   &min);
 	for (p = 100 + SWEEP_STEP; min < 0 && p <= SWEEP_MAX; p += SWEEP_STEP) {
 		o.budget_bytes = (uint64_t)((double)sum->peak_bytes * p / 100.0);
 		if (o.budget_bytes < least)
@@ -404,17 +418,9 @@ static int sweep(const struct sim_args *a, const struct tp_trace *t,
 		if (r.status == TP_REPLAY_OK)
 			min = p;
 	}
-	for (p = min - SWEEP_FINE, step = min; min > 0 &&
-	     p > step - SWEEP_STEP && p > 0; p -= SWEEP_FINE) {
-		o.budget_bytes = (uint64_t)((double)sum->peak_bytes * p / 100.0);
-		if (o.budget_bytes < least)
-			break;
-		replay(t, &o, &r);
-		sweep_line(a, p, &r);
-		if (r.status != TP_REPLAY_OK)
-			break;
-		min = p;
-	}
+	if (min > 0)
+		sweep_down(a, t, &o, sum->peak_bytes, least, min - SWEEP_FINE,
+			   min - SWEEP_STEP, SWEEP_FINE, &min);
 	if (a->json)
 		printf("{\"min_budget_pct\":%d}\n", min);
 	else if (min < 0)

@@ -56,8 +56,8 @@ double tp_director_f(int kind, const struct tp_director_in *in)
 		 * Remap of its own chunks is charged to both actions; an
 		 * eviction also maps again the evicted ancestors its
 		 * regeneration brings back first, which a reload does not
-		 * (without them, bert at 9% of its peak evicted six times
-		 * as often as with them and took 4.6x as long).
+		 * (without them, bert at 9% of its peak made 2478 evictions
+		 * instead of 338 and took 3.7x as long).
 		 */
 		double c_s = exposed_out(in) +
 			     exposed(in->m, in->b, in->hide_ns);

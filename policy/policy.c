@@ -191,12 +191,12 @@ double tp_policy_out_backlog(struct tp_policy *pol)
 static void director_in_base(struct tp_policy *pol, const struct tp_tensor *t,
 			     bool no_offload, struct tp_director_in *in)
 {
+	size_t anc_pages = 0;
+
 	in->flags = t->flags;
 	in->computable = tp_policy_computable(pol, t);
 	in->m = tp_filter_mem(t);
 	in->cached = (double)t->cached_pages * (double)chunk_bytes(pol);
-	size_t anc_pages = 0;
-
 	in->c_r = in->computable ? tp_policy_regen_cost(pol, t, &anc_pages) :
 				   INFINITY;
 	in->b = tp_bw_get(&pol->bw, pol->conf);

@@ -259,8 +259,9 @@ bool tp_policy_ahead_ok(struct tp_policy *pol, const struct tp_tensor *t,
 
 /*
  * What leaving costs the step that waits for the room, ns: an eviction's
- * recompute (DTR's c_r), an offload's copy out behind those queued (none
- * of what the swap cache holds).
+ * recompute (DTR's c_r, and for delta-overlap the remap of the evicted
+ * ancestors it brings back), an offload's copy out behind those queued
+ * (none of what the swap cache holds).
  */
 double tp_policy_leave_cost(struct tp_policy *pol, enum tp_leave how,
 			    const struct tp_director_in *in)

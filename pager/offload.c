@@ -182,6 +182,22 @@ static int copy_out(struct tp_pager *pg, struct tp_tensor *t, void **bufs,
 }
 
 /*
+ * What an offload or a writeback holds until it returns, let go: its
+ * copy's completion and start events (NULL when not taken or handed
+ * on) and its buffer list. Return: @ret.
+ */
+static int copy_finish(struct tp_pager *pg, struct tp_event *ev,
+		       struct tp_event *start, void **bufs, int ret)
+{
+	if (ev)
+		tp_vmm_event_put(pg->vmm, ev);
+	if (start)
+		tp_vmm_event_put(pg->vmm, start);
+	free(bufs);
+	return ret;
+}
+
+/*
  * Before @t's pages leave (offload, evict): -EBUSY while pinned, else
  * its copies in flight have landed.
  */
@@ -268,12 +284,7 @@ err_put:
 	if (dirty)
 		tp_swap_put(pg, fresh, dirty);
 out_free:
-	if (ev)
-		tp_vmm_event_put(pg->vmm, ev);
-	if (start)
-		tp_vmm_event_put(pg->vmm, start);
-	free(bufs);
-	return ret;
+	return copy_finish(pg, ev, start, bufs, ret);
 }
 
 /*
@@ -340,12 +351,7 @@ err_sync:
 err_put:
 	tp_swap_put(pg, fresh, n);
 out_free:
-	if (ev)
-		tp_vmm_event_put(pg->vmm, ev);
-	if (start)
-		tp_vmm_event_put(pg->vmm, start);
-	free(bufs);
-	return ret;
+	return copy_finish(pg, ev, start, bufs, ret);
 }
 
 void tp_pager_writeback_run(struct tp_pager *pg)

@@ -191,6 +191,7 @@ double tp_policy_out_backlog(struct tp_policy *pol)
 static void director_in_base(struct tp_policy *pol, const struct tp_tensor *t,
 			     bool no_offload, struct tp_director_in *in)
 {
+	double remap = remap_ns_per_chunk(pol);
 	size_t anc_pages = 0;
 
 	in->flags = t->flags;
@@ -200,11 +201,11 @@ static void director_in_base(struct tp_policy *pol, const struct tp_tensor *t,
 	in->c_r = in->computable ? tp_policy_regen_cost(pol, t, &anc_pages) :
 				   INFINITY;
 	in->b = tp_bw_get(&pol->bw, pol->conf);
-	in->remap_ns = remap_ns_per_chunk(pol) * (double)t->resident_pages;
+	in->remap_ns = remap * (double)t->resident_pages;
 	/* Only delta-overlap's cost model counts it (the papers' do not). */
 	in->anc_remap_ns = pol->conf->policy_director ==
 			   TP_DIRECTOR_DELTA_OVERLAP ?
-			   remap_ns_per_chunk(pol) * (double)anc_pages : 0;
+			   remap * (double)anc_pages : 0;
 	in->no_offload = no_offload;
 	in->hide_ns = 0;
 	in->queued = 0;

@@ -11,6 +11,11 @@
  * This is the alternative to keeping a copy of the old version: it costs
  * no memory beyond what the live tensors already hold, and nothing is
  * recomputed afterwards from a version that no longer exists.
+ *
+ * A user's write (tp_tensor_write, an acquire with TP_WRITE) changes
+ * contents the same way, on any tensor: what was made from them is
+ * severed, and a tensor an op made stops being that op's output, since
+ * replaying the op would bring back the op's contents, not the user's.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -143,4 +148,31 @@ out:
 	free(recs.v);
 	free(live.v);
 	return ret;
+}
+
+int tp_lin_on_write(void *priv, struct tp_tensor *t)
+{
+	struct tp_lineage *lin = priv;
+	struct tp_lin_node *n = t->lin.p;
+	int ret;
+
+	/* Pages left behind by a partial eviction exist only as lineage:
+	 * they come back before the record goes. */
+	if (tp_pager_has_evicted(t) && t->lin.rec) {
+		ret = tp_lineage_regenerate(lin, t);
+		if (ret)
+			return ret;
+	}
+	ret = tp_lin_sever(lin, t);
+	if (ret)
+		return ret;
+	if (t->lin.rec) {
+		tp_lin_detach(lin, t);
+		lin->st.user_written++;
+	}
+	/* A record left reading the old version fails rather than replay
+	 * from the new one (replay() checks it). */
+	if (n)
+		n->version++;
+	return 0;
 }

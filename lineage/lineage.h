@@ -124,6 +124,8 @@ struct tp_lineage_stats {
 					 * memory kept for the records, now */
 	uint64_t severed;		/* tensors made uncomputable by in-place
 					 * updates or frees of what they read */
+	uint64_t user_written;		/* op outputs made uncomputable by a
+					 * user's write */
 };
 
 void tp_lineage_get_stats(struct tp_lineage *lin, struct tp_lineage_stats *st);

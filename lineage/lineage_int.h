@@ -273,4 +273,13 @@ int tp_lin_regenerate_cb(void *priv, struct tp_tensor *t);
  */
 int tp_lin_sever(struct tp_lineage *lin, struct tp_tensor *t);
 
+/**
+ * tp_lin_on_write() - the pager's on_write callback: the user is about to
+ * write @t (pinned, resident where written). What was made from its
+ * contents is severed and, when an op made @t, @t is detached from that
+ * op (regenerated first where a partial eviction left pages behind).
+ * Return: 0, or the error of a regeneration, with nothing changed.
+ */
+int tp_lin_on_write(void *priv, struct tp_tensor *t);
+
 #endif /* TP_LINEAGE_LINEAGE_INT_H */

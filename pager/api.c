@@ -36,6 +36,25 @@ static int public_mode(unsigned mode, unsigned *out)
 	return 0;
 }
 
+/*
+ * Pin [off, off + len) of @t for the user; for a write, lineage lets go
+ * of @t's contents first (tp_regen_ops.on_write): neither what was made
+ * from them nor @t itself may be regenerated from what the user is
+ * about to overwrite.
+ */
+static int user_acquire(struct tp_pager *pg, struct tp_tensor *t, size_t off,
+			size_t len, unsigned mode, void **addr)
+{
+	int ret = tp_pager_acquire(pg, t, off, len, mode, addr);
+
+	if (ret || !(mode & TP_WRITE) || !pg->regen.on_write)
+		return ret;
+	ret = pg->regen.on_write(pg->regen.priv, t);
+	if (ret)
+		tp_pager_release(pg, t, off, len);
+	return ret;
+}
+
 TP_API void *tp_tensor_acquire_range(struct tp_ctx *ctx, struct tp_tensor *t,
 				     size_t off, size_t len, unsigned mode)
 {
@@ -48,7 +67,7 @@ TP_API void *tp_tensor_acquire_range(struct tp_ctx *ctx, struct tp_tensor *t,
 	else
 		ret = public_mode(mode, &m);
 	if (!ret)
-		ret = tp_pager_acquire(ctx->pager, t, off, len, m, &addr);
+		ret = user_acquire(ctx->pager, t, off, len, m, &addr);
 	if (ret) {
 		errno = ret < 0 ? -ret : ret;
 		return NULL;
@@ -89,8 +108,7 @@ static int tensor_copy(struct tp_ctx *ctx, struct tp_tensor *t, size_t off,
 		return -ENOTSUP;
 	if (!len)
 		return off <= t->bytes ? 0 : -EINVAL;
-	ret = tp_pager_acquire(pg, t, off, len, write ? TP_RW : TP_READ,
-			       &addr);
+	ret = user_acquire(pg, t, off, len, write ? TP_RW : TP_READ, &addr);
 	if (ret)
 		return ret;
 	if (write)

@@ -104,7 +104,8 @@ struct tp_regen_ops {
 	bool (*can_regenerate)(void *priv, const struct tp_tensor *t);
 	/*
 	 * Make every EVICTED page of @t resident again with its old
-	 * contents. Called by acquire with @t pinned for the duration.
+	 * contents. Called by acquire with the pages it asked for pinned
+	 * for the duration.
 	 * Return 0 or -errno (the pages stay EVICTED on failure).
 	 */
 	int (*regenerate)(void *priv, struct tp_tensor *t);
@@ -117,6 +118,14 @@ struct tp_regen_ops {
 	 * while other references (records reading @t) remain.
 	 */
 	bool (*on_free)(void *priv, struct tp_tensor *t);
+	/*
+	 * Optional: the user is about to write @t (tp_tensor_write, or an
+	 * acquire with TP_WRITE returns its address), pinned and resident
+	 * where written. Whatever regenerates from @t's contents, and @t's
+	 * own regeneration, must stop depending on them. Return 0, or
+	 * -errno with nothing changed (the write is refused).
+	 */
+	int (*on_write)(void *priv, struct tp_tensor *t);
 	void *priv;
 };
 

@@ -64,6 +64,11 @@ static bool glue_recompute_back(void *priv, const struct tp_tensor *t)
 	return tp_policy_recompute_back(priv, t);
 }
 
+static bool glue_partial_evict(void *priv)
+{
+	return tp_policy_partial_evict(priv);
+}
+
 static double glue_recompute_ns(void *priv, const struct tp_tensor *t,
 				size_t *anc_pages)
 {
@@ -122,6 +127,7 @@ static int policy_create(struct tp_ctx *ctx)
 	ctx->vops->prefetch_done = glue_prefetch_done;
 	ctx->vops->writeback_pick = glue_writeback_pick;
 	ctx->vops->recompute_back = glue_recompute_back;
+	ctx->vops->partial_evict = glue_partial_evict;
 	ctx->vops->priv = ctx->policy;
 	tp_pager_set_victim_ops(ctx->pager, ctx->vops);
 	ctx->iter_hook = glue_iteration;

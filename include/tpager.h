@@ -313,6 +313,9 @@ struct tp_stats {
 					 * pages */
 	uint64_t writebacks;		/* tensors copied to host ahead */
 	uint64_t cache_offloads;	/* offloads that copied nothing */
+	/* policy.partial_evict */
+	uint64_t partial_evictions;	/* of evictions, those that left
+					 * part of the tensor resident */
 };
 
 /** tp_stats_get() - a snapshot of the context's counters. */

@@ -350,22 +350,39 @@ int tp_pager_acquire(struct tp_pager *pg, struct tp_tensor *t, size_t off,
 
 	if (!discard && !(mode & TP_ACQ_NO_REGEN) && pg->victim.recompute_back)
 		prefer_regen(pg, t, first, last);
+	/*
+	 * Any page EVICTED, in the range or not, and the tensor is
+	 * regenerated whole: a partly evicted tensor (policy.partial_evict)
+	 * then never has pages pinned while a replay writes it, so a replay
+	 * that fails can drop everything it wrote.
+	 */
 	if (!discard && t->evicted_pages) {
-		bool evicted = false;
+		/*
+		 * The replay rewrites every page: those a partial eviction
+		 * left resident are worth nothing until it is done, and are
+		 * not pinned while it makes room for the inputs it
+		 * regenerates.
+		 */
+		bool unpin = t->resident_pages > 0;
 
-		for (size_t i = first; i <= last && !evicted; i++)
-			evicted = t->pages[i].state == TP_PAGE_EVICTED;
-		if (evicted) {
-			if (mode & TP_ACQ_NO_REGEN) {
-				ret = -ESTALE;
-				goto err_unpin;
-			}
-			ret = pg->regen.regenerate(pg->regen.priv, t);
-			for (size_t i = first; i <= last && !ret; i++)
-				if (t->pages[i].state == TP_PAGE_EVICTED)
-					ret = -TP_ENOREGEN;
-			if (ret)
-				goto err_regen;
+		if (mode & TP_ACQ_NO_REGEN) {
+			ret = -ESTALE;
+			goto err_unpin;
+		}
+		if (unpin) {
+			pin_range(t, first, last, -1);
+			tp_pager_cand_update(pg, t);
+		}
+		ret = pg->regen.regenerate(pg->regen.priv, t);
+		if (!ret && t->evicted_pages)
+			ret = -TP_ENOREGEN;
+		if (ret && !unpin)
+			pin_range(t, first, last, -1);
+		if (ret)
+			goto err_regen;
+		if (unpin) {
+			pin_range(t, first, last, 1);
+			tp_pager_cand_update(pg, t);
 		}
 	}
 
@@ -410,11 +427,10 @@ out:
 
 err_regen:
 	/*
-	 * A failed replay may have written part of @t while our pin kept
+	 * A failed replay may have written part of @t while a pin kept
 	 * lineage from dropping it: what it wrote cannot be trusted, so
 	 * the pages go back to EVICTED (all regenerable by definition).
 	 */
-	pin_range(t, first, last, -1);
 	if (!t->pins && tp_pager_can_evict(pg, t))
 		tp_pager_drop_contents(pg, t);
 	tp_pager_cand_update(pg, t);

@@ -96,6 +96,13 @@ struct tp_victim_ops {
 	size_t (*writeback_pick)(void *priv, struct tp_tensor **out,
 				 size_t max);
 	bool (*recompute_back)(void *priv, const struct tp_tensor *t);
+	/*
+	 * Optional: whether an eviction may take only the pages a request
+	 * lacks from a larger victim, the rest staying resident until the
+	 * tensor is regenerated whole at its next acquire. NULL: victims
+	 * are evicted whole.
+	 */
+	bool (*partial_evict)(void *priv);
 	void *priv;
 };
 

@@ -369,6 +369,11 @@ void tp_pager_writeback_run(struct tp_pager *pg)
 
 int tp_pager_evict(struct tp_pager *pg, struct tp_tensor *t)
 {
+	return tp_pager_evict_part(pg, t, SIZE_MAX);
+}
+
+int tp_pager_evict_part(struct tp_pager *pg, struct tp_tensor *t, size_t most)
+{
 	struct tp_event *ev;
 	size_t before;
 	int ret;
@@ -384,10 +389,12 @@ int tp_pager_evict(struct tp_pager *pg, struct tp_tensor *t)
 	if (!ev)
 		return -errno;
 	before = t->resident_pages;
-	ret = tp_pager_unmap_pages(pg, t, ev, true);
+	ret = tp_pager_unmap_pages(pg, t, ev, true, most);
 	tp_vmm_event_put(pg->vmm, ev);
 	if (t->resident_pages != before) {
 		pg->c.evictions++;
+		if (t->resident_pages)
+			pg->c.partial_evictions++;
 		tp_tracer_evict(pg->ctx->tracer, t->id,
 				(uint64_t)(before - t->resident_pages) * pg->chunk,
 				(uint64_t)pg->swap.used * pg->chunk);

@@ -604,21 +604,21 @@ int tp_pager_settle(struct tp_pager *pg, struct tp_tensor *t, size_t first,
 /* --- unmapping --------------------------------------------------------- */
 
 int tp_pager_unmap_pages(struct tp_pager *pg, struct tp_tensor *t,
-			 struct tp_event *ev, bool evict)
+			 struct tp_event *ev, bool evict, size_t most)
 {
 	struct tp_chunk *run[64];
 	size_t i = 0;
 	int ret;
 
 	tp_pager_cache_settle(pg, t);
-	while (i < t->nr_pages) {
+	while (i < t->nr_pages && most) {
 		size_t start = i, n = 0;
 
 		if (t->pages[i].state != TP_PAGE_RESIDENT || t->pages[i].pins) {
 			i++;
 			continue;
 		}
-		while (i < t->nr_pages && n < 64 &&
+		while (i < t->nr_pages && n < 64 && n < most &&
 		       t->pages[i].state == TP_PAGE_RESIDENT &&
 		       !t->pages[i].pins) {
 			/* Evicted or torn down: its copy goes with it. */
@@ -637,6 +637,7 @@ int tp_pager_unmap_pages(struct tp_pager *pg, struct tp_tensor *t,
 				t->resident_pages--;
 		}
 		tp_pager_held_add(pg, -(long)n);
+		most -= n;
 	}
 	return 0;
 }
@@ -781,7 +782,7 @@ static void tensor_teardown(struct tp_pager *pg, struct tp_tensor *t)
 	if (tp_range_cache_put(pg, t))
 		return;
 	ev = tp_pager_compute_event(pg);
-	ret = tp_pager_unmap_pages(pg, t, ev, false);
+	ret = tp_pager_unmap_pages(pg, t, ev, false, SIZE_MAX);
 	if (ret || !ev) {
 		/* Fall back to unmapping at once after the device is idle. */
 		tp_vmm_sync_all(pg->vmm);
@@ -927,7 +928,7 @@ int tp_pager_drop_contents(struct tp_pager *pg, struct tp_tensor *t)
 	ev = tp_pager_compute_event(pg);
 	if (!ev)
 		return -errno;
-	ret = tp_pager_unmap_pages(pg, t, ev, true);
+	ret = tp_pager_unmap_pages(pg, t, ev, true, SIZE_MAX);
 	tp_vmm_event_put(pg->vmm, ev);
 	if (ret)
 		return ret;
@@ -985,6 +986,7 @@ void tp_pager_stats(struct tp_pager *pg, struct tp_stats *st)
 	st->offloads = pg->c.offloads;
 	st->reloads = pg->c.reloads;
 	st->evictions = pg->c.evictions;
+	st->partial_evictions = pg->c.partial_evictions;
 	st->recomputes = pg->c.recomputes;
 	st->recompute_ns = pg->c.recompute_ns;
 	st->prefetch_issued = pg->c.prefetch_issued;

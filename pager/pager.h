@@ -53,6 +53,11 @@ int tp_pager_release(struct tp_pager *pg, struct tp_tensor *t, size_t off,
 
 int tp_pager_offload(struct tp_pager *pg, struct tp_tensor *t);
 int tp_pager_evict(struct tp_pager *pg, struct tp_tensor *t);
+/*
+ * Evict at most @most of @t's resident pages (a partial eviction: the
+ * rest stay resident, and the next acquire regenerates the tensor whole).
+ */
+int tp_pager_evict_part(struct tp_pager *pg, struct tp_tensor *t, size_t most);
 int tp_pager_prefetch(struct tp_pager *pg, struct tp_tensor *t);
 
 /* True when any page of @t is EVICTED / not resident. */

@@ -163,6 +163,16 @@ static uint64_t pending_wait_bytes(const struct tp_pager *pg, size_t want)
 }
 
 /*
+ * Whether a victim evicted gives only the pages lacking (the victim ops
+ * say so; never on the contiguous pool, whose room must be one run).
+ */
+static bool partial_evict(struct tp_pager *pg)
+{
+	return pg->victim.partial_evict && !tp_vmm_pool_contiguous(pg->vmm) &&
+	       pg->victim.partial_evict(pg->victim.priv);
+}
+
+/*
  * Send one victim away. Return 0 when something left (or was skipped and
  * another may), -ENOENT when no candidate is left or, @ahead, none
  * qualifies for leaving ahead of need (see choose_ahead in hooks.h:
@@ -199,6 +209,13 @@ static int send_victim(struct tp_pager *pg, size_t need, bool ahead,
 		    how == TP_LEAVE_EVICT))
 		return -ENOENT;
 	tp_pager_cand_drop(pg, v);
+	if (how == TP_LEAVE_EVICT && partial_evict(pg)) {
+		/* Only what is lacking leaves; the rest stays a candidate. */
+		ret = tp_pager_evict_part(pg, v, need);
+		if (ret)
+			skip(pg, s, v);
+		return 0;
+	}
 	ret = tp_pager_leave(pg, v, how);
 	if (ret || v->resident_pages)
 		skip(pg, s, v);

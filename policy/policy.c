@@ -105,6 +105,13 @@ double tp_policy_regen_cost(struct tp_policy *pol, const struct tp_tensor *t,
 	*anc_pages = 0;
 	if (!tp_policy_computable(pol, t))
 		return INFINITY;
+	/*
+	 * Part of it evicted (policy.partial_evict): its regeneration is
+	 * owed already. Leaving more of it, or regenerating the rest rather
+	 * than reloading it, adds no recompute.
+	 */
+	if (t->evicted_pages)
+		return 0;
 	if (pol->has_cost && pol->cost.recompute_ns)
 		return pol->cost.recompute_ns(pol->cost.priv, t, anc_pages);
 	return TP_POLICY_PRIOR_COST_NS;
@@ -456,6 +463,22 @@ void tp_policy_prefetch_done(struct tp_policy *pol, struct tp_tensor *t,
 			     bool ok)
 {
 	tp_prefetch_done(pol->pf, t, ok);
+}
+
+bool tp_policy_partial_evict(const struct tp_policy *pol)
+{
+	switch (pol->conf->policy_partial_evict) {
+	case TP_PARTIAL_ON:
+		return true;
+	case TP_PARTIAL_AUTO:
+		/* A filter blind to cost would spread evictions over many
+		 * tensors, each then owing a regeneration. */
+		return pol->conf->policy_director == TP_DIRECTOR_DELTA_OVERLAP &&
+		       (pol->conf->policy_filter == TP_FILTER_OVERLAP ||
+			tp_filter_uses_cost(pol->conf->policy_filter));
+	default:
+		return false;
+	}
 }
 
 bool tp_policy_recompute_back(struct tp_policy *pol,

@@ -130,6 +130,14 @@ void tp_policy_prefetch_done(struct tp_policy *pol, struct tp_tensor *t,
 			     bool ok);
 
 /**
+ * tp_policy_partial_evict() - whether an eviction takes only the pages a
+ * request lacks (policy.partial_evict; auto: with the delta-overlap
+ * director and a filter that ranks by cost, which sees that taking more
+ * of a partly evicted tensor adds no recompute).
+ */
+bool tp_policy_partial_evict(const struct tp_policy *pol);
+
+/**
  * tp_policy_recompute_back() - for an acquire of an offloaded @t: true
  * when recomputing it is cheaper than reloading it (DELTA §5.5).
  */

@@ -13,7 +13,8 @@
  * extra time over the unconstrained replay in the same mode, or why it
  * did not fit; then the minimum budget (Coop's metric: from 100 % down in
  * steps of 5 % until a run fails, or up from 100 % until one fits, then
- * down from there in steps of 1 % until a run fails) and
+ * down from there in steps of 1 % until a run fails, then by halves to
+ * 0.1 %) and
  * the fragmentation rate of the run at that minimum (Coop §4.2; 0 on
  * chunks). Driver costs are the sim's
  * defaults, charged per 2 MiB granule as on a GPU; copies at the sim's
@@ -429,12 +430,22 @@ static void print_cell(const struct outcome *c, uint64_t base_ns)
 	printf(" %9s", buf);
 }
 
+/* @p tenths of a percent as text: "6%", "5.1%". */
+static const char *pct_text(int p, char *buf, size_t len)
+{
+	if (p % 10)
+		snprintf(buf, len, "%d.%d%%", p / 10, p % 10);
+	else
+		snprintf(buf, len, "%d%%", p / 10);
+	return buf;
+}
+
 static int trace_row(const struct tp_trace *t, uint64_t peak,
 		     const struct row *rw, uint64_t base_ns, double *speed)
 {
 	struct outcome at[NR_STEPS + 1] = { 0 };	/* by percent / step */
 	uint64_t frag = 0;
-	int min = -1, ret;
+	int min = -1, min_t, fail = 0, ret;
 	char name[48];
 
 	snprintf(name, sizeof(name), "%s/%s", rw->filter, rw->director);
@@ -452,8 +463,10 @@ static int trace_row(const struct tp_trace *t, uint64_t peak,
 			      speed);
 		if (ret)
 			return ret;
-		if (c->status != TP_REPLAY_OK)
+		if (c->status != TP_REPLAY_OK) {
+			fail = p;
 			break;
+		}
 		min = p;
 		frag = c->frag_ppm;
 	}
@@ -471,6 +484,8 @@ static int trace_row(const struct tp_trace *t, uint64_t peak,
 		}
 	}
 	/* Then 1 % steps below it, as tpager-sim --sweep. */
+	if (min > 100)
+		fail = min - SWEEP_STEP;	/* going up, the step below failed */
 	for (int p = min - SWEEP_FINE, step = min; !no_sweep && min > 0 &&
 	     p > step - SWEEP_STEP && p > 0; p -= SWEEP_FINE) {
 		struct outcome c = { 0 };
@@ -479,9 +494,29 @@ static int trace_row(const struct tp_trace *t, uint64_t peak,
 			      speed);
 		if (ret)
 			return ret;
-		if (c.status != TP_REPLAY_OK)
+		if (c.status != TP_REPLAY_OK) {
+			fail = p;
 			break;
+		}
 		min = p;
+		frag = c.frag_ppm;
+	}
+	/* And by halves between the last that fit and the first that did
+	 * not, to 0.1 % (tenths from here), as tpager-sim --sweep. */
+	min_t = min * 10;
+	for (int lo = fail * 10; !no_sweep && fail > 0 && min_t - lo > 1;) {
+		struct outcome c = { 0 };
+		int p = (lo + min_t) / 2;
+
+		ret = run_row(t, rw, (uint64_t)((double)peak * p / 1000.0),
+			      &c, speed);
+		if (ret)
+			return ret;
+		if (c.status != TP_REPLAY_OK) {
+			lo = p;
+			continue;
+		}
+		min_t = p;
 		frag = c.frag_ppm;
 	}
 	for (size_t k = 0; k < NR_PCT; k++) {
@@ -501,7 +536,8 @@ static int trace_row(const struct tp_trace *t, uint64_t peak,
 	else if (min < 0)
 		printf("  >%3d%% %8s\n", SWEEP_MAX, "-");
 	else
-		printf(" %5d%% %8.4f\n", min, frag / 1e6);
+		printf(" %6s %8.4f\n", pct_text(min_t, name, sizeof(name)),
+		       frag / 1e6);
 	return 0;
 }
 
@@ -653,8 +689,8 @@ int main(int argc, char **argv)
 	}
 	printf("tpager policy table: shipped traces on the sim backend; driver costs per 2 MiB,\n"
 	       "OOM = did not fit, thr = recompute passed %.0fx the compute; min = smallest budget\n"
-	       "that fits, in steps of %d%% then %d%% below the last that fit, frag@min =\n"
-	       "fragmentation rate there (Coop 4.2)\n",
+	       "that fits, in steps of %d%% then %d%% below the last that fit, then by halves\n"
+	       "to 0.1%%; frag@min = fragmentation rate there (Coop 4.2)\n",
 	       TRACE_THRASH, SWEEP_STEP, SWEEP_FINE);
 	if (i == argc)
 		return run_shipped();

@@ -87,8 +87,9 @@ ok $([ $rc = 1 ] && grep -q '^result  *OOM' "$tmp/out" && echo 0 || echo 1) \
 	> "$tmp/out" 2>"$tmp/err"; rc=$?
 ok $([ $rc = 0 ] && grep -q '^minimum budget  *77% of the trace peak (dtr/evict)$' "$tmp/out" &&
      grep -q '^    75%  OOM' "$tmp/out" && grep -q '^    80%  fits' "$tmp/out" &&
-     grep -q '^    76%  OOM' "$tmp/out" && echo 0 || echo 1) \
-	"--sweep: 80% fits, 75% not; in 1% steps 77% (10.01 of 13 chunks) fits, 76% (9.88) not"
+     grep -q '^    76%  OOM' "$tmp/out" && grep -q '^  76.9%  OOM' "$tmp/out" &&
+     echo 0 || echo 1) \
+	"--sweep: 80% fits, 75% not; in 1% steps 77% (10.01 of 13 chunks) fits, 76% (9.88) not, nor 76.9% (9.997) by halves"
 
 # The trace of tests/sim-frag.c (see there): 24 chunks of 4 KiB live at
 # its peak; chunks fit in 17, the contiguous pool needs 30, above the peak,
@@ -106,9 +107,10 @@ ok $([ $rc = 0 ] && grep -q '^minimum budget  *77% of the trace peak (dtr/evict)
 } > "$tmp/frag.trace"
 "$sim" "$tmp/frag.trace" --chunk-size 4K --policy dtr/evict --sweep \
 	> "$tmp/out" 2>"$tmp/err"; rc=$?
-ok $([ $rc = 0 ] && grep -q '^minimum budget  *71% of the trace peak (dtr/evict)$' "$tmp/out" &&
+ok $([ $rc = 0 ] && grep -q '^minimum budget  *70.9% of the trace peak (dtr/evict)$' "$tmp/out" &&
+     grep -q '^    71%  fits' "$tmp/out" && grep -q '^  70.8%  OOM' "$tmp/out" &&
      [ "$(grep -c '^    70%  OOM' "$tmp/out")" = 1 ] && echo 0 || echo 1) \
-	"--sweep on chunks: 71% (17.04 of 24 chunks; 17 needed), 70% run once"
+	"--sweep on chunks: 71% fits, then by halves 70.9% (17.02 of 24 chunks; 17 needed) fits, 70.8% (16.99) not; 70% run once"
 "$sim" "$tmp/frag.trace" --chunk-size 4K --policy dtr/evict --sweep \
 	--set vmm.mode=contiguous > "$tmp/out" 2>"$tmp/err"; rc=$?
 ok $([ $rc = 0 ] && grep -q '^minimum budget  *125% of the trace peak (dtr/evict)$' "$tmp/out" &&

@@ -20,9 +20,10 @@
 #include "ctl/conf.h"
 #include "tools/cli.h"
 
-#define SWEEP_STEP	5	/* percent */
-#define SWEEP_FINE	1	/* percent, below the last step that fit */
-#define SWEEP_MAX	200	/* percent, when 100 does not fit */
+/* Budgets in the sweep are in tenths of a percent of the trace's peak. */
+#define SWEEP_STEP	50	/* 5 % */
+#define SWEEP_FINE	10	/* 1 %, below the last step that fit */
+#define SWEEP_MAX	2000	/* 200 %, when 100 % does not fit */
 
 enum budget_kind { B_NONE, B_BYTES, B_PERCENT, B_RATIO };
 
@@ -350,41 +351,63 @@ static void report_json(const struct sim_args *a,
 	(void)a;
 }
 
+/* @p tenths of a percent as text: "75%", "76.5%". */
+static const char *pct_text(int p, char *buf, size_t len)
+{
+	if (p % 10)
+		snprintf(buf, len, "%d.%d%%", p / 10, p % 10);
+	else
+		snprintf(buf, len, "%d%%", p / 10);
+	return buf;
+}
+
 static void sweep_line(const struct sim_args *a, int p,
 		       const struct tp_replay_result *r)
 {
+	char pct[16];
+
 	if (a->json)
-		printf("{\"budget_pct\":%d,\"result\":\"%s\",\"overhead\":%.6f,\"evictions\":%" PRIu64 ",\"offloads\":%" PRIu64 ",\"recomputes\":%" PRIu64 ",\"fragmentation_ppm\":%" PRIu64 "}\n",
-		       p, status_name(r->status), tp_replay_overhead(r),
+		printf("{\"budget_pct\":%g,\"result\":\"%s\",\"overhead\":%.6f,\"evictions\":%" PRIu64 ",\"offloads\":%" PRIu64 ",\"recomputes\":%" PRIu64 ",\"fragmentation_ppm\":%" PRIu64 "}\n",
+		       p / 10.0, status_name(r->status), tp_replay_overhead(r),
 		       r->evictions, r->offloads, r->recomputes,
 		       r->fragmentation_ppm);
 	else
-		printf("%6d%%  %-7s %8.4f %10" PRIu64 " %10" PRIu64 " %10" PRIu64 " %8.4f\n",
-		       p, status_name(r->status), tp_replay_overhead(r),
+		printf("%7s  %-7s %8.4f %10" PRIu64 " %10" PRIu64 " %10" PRIu64 " %8.4f\n",
+		       pct_text(p, pct, sizeof(pct)), status_name(r->status),
+		       tp_replay_overhead(r),
 		       r->evictions, r->offloads, r->recomputes,
 		       r->fragmentation_ppm / 1e6);
 }
 
-/*
- * Budgets from @from % down to above @to % in steps of @step, while they
- * fit: each that does becomes *@min. Stops below @least bytes.
- */
-static void sweep_down(const struct sim_args *a, const struct tp_trace *t,
-		       struct tp_replay_opts *o, uint64_t peak, uint64_t least,
-		       int from, int to, int step, int *min)
+/* Replay at @p tenths of a percent of @peak: whether it fits. */
+static bool sweep_fits(const struct sim_args *a, const struct tp_trace *t,
+		       struct tp_replay_opts *o, uint64_t peak, int p)
 {
 	struct tp_replay_result r;
 
+	o->budget_bytes = (uint64_t)((double)peak * p / 1000.0);
+	replay(t, o, &r);
+	sweep_line(a, p, &r);
+	return r.status == TP_REPLAY_OK;
+}
+
+/*
+ * Budgets from @from down to above @to in steps of @step (tenths of a
+ * percent), while they fit: each that does becomes *@min. Stops below
+ * @least bytes. Return the first that did not fit, or 0.
+ */
+static int sweep_down(const struct sim_args *a, const struct tp_trace *t,
+		      struct tp_replay_opts *o, uint64_t peak, uint64_t least,
+		      int from, int to, int step, int *min)
+{
 	for (int p = from; p > to && p > 0; p -= step) {
-		o->budget_bytes = (uint64_t)((double)peak * p / 100.0);
-		if (o->budget_bytes < least)
+		if ((uint64_t)((double)peak * p / 1000.0) < least)
 			break;
-		replay(t, o, &r);
-		sweep_line(a, p, &r);
-		if (r.status != TP_REPLAY_OK)
-			break;
+		if (!sweep_fits(a, t, o, peak, p))
+			return p;
 		*min = p;
 	}
+	return 0;
 }
 
 /*
@@ -400,33 +423,44 @@ static int sweep(const struct sim_args *a, const struct tp_trace *t,
 {
 	struct tp_replay_opts o = a->o;
 	uint64_t least = tp_replay_chunk(t, &o);
-	struct tp_replay_result r;
-	int min = -1, p;
+	int min = -1, fail = 0, p;
+	char pct[16];
 
 	if (!a->json)
 		printf("%-8s %-7s %-8s %10s %10s %10s %8s\n", "budget",
 		       "result", "overhead", "evictions", "offloads",
 		       "recomputes", "frag");
-	sweep_down(a, t, &o, sum->peak_bytes, least, 100, 0, SWEEP_STEP,
-		   &min);
-	for (p = 100 + SWEEP_STEP; min < 0 && p <= SWEEP_MAX; p += SWEEP_STEP) {
-		o.budget_bytes = (uint64_t)((double)sum->peak_bytes * p / 100.0);
-		if (o.budget_bytes < least)
-			continue;
-		replay(t, &o, &r);
-		sweep_line(a, p, &r);
-		if (r.status == TP_REPLAY_OK)
+	fail = sweep_down(a, t, &o, sum->peak_bytes, least, 1000, 0,
+			  SWEEP_STEP, &min);
+	for (p = 1000 + SWEEP_STEP; min < 0 && p <= SWEEP_MAX; p += SWEEP_STEP)
+		if ((uint64_t)((double)sum->peak_bytes * p / 1000.0) >= least &&
+		    sweep_fits(a, t, &o, sum->peak_bytes, p))
 			min = p;
+	if (min > 1000)
+		fail = min - SWEEP_STEP;	/* going up, the step below failed */
+	if (min > 0) {
+		p = sweep_down(a, t, &o, sum->peak_bytes, least,
+			       min - SWEEP_FINE, min - SWEEP_STEP, SWEEP_FINE,
+			       &min);
+		if (p)
+			fail = p;
 	}
-	if (min > 0)
-		sweep_down(a, t, &o, sum->peak_bytes, least, min - SWEEP_FINE,
-			   min - SWEEP_STEP, SWEEP_FINE, &min);
+	/* Between the last 1 % step that fit and the one that did not, by
+	 * halves to 0.1 %: at most four runs more. */
+	while (fail && min - fail > 1) {
+		p = (fail + min) / 2;
+		if (sweep_fits(a, t, &o, sum->peak_bytes, p))
+			min = p;
+		else
+			fail = p;
+	}
 	if (a->json)
-		printf("{\"min_budget_pct\":%d}\n", min);
+		printf("{\"min_budget_pct\":%g}\n", min < 0 ? -1.0 : min / 10.0);
 	else if (min < 0)
-		printf("minimum budget   none fits up to %d%%\n", SWEEP_MAX);
+		printf("minimum budget   none fits up to %d%%\n", SWEEP_MAX / 10);
 	else
-		printf("minimum budget   %d%% of the trace peak (%s/%s)\n", min,
+		printf("minimum budget   %s of the trace peak (%s/%s)\n",
+		       pct_text(min, pct, sizeof(pct)),
 		       o.filter ? o.filter : "default",
 		       o.director ? o.director : "default");
 	return min < 0;

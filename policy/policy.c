@@ -106,11 +106,13 @@ double tp_policy_regen_cost(struct tp_policy *pol, const struct tp_tensor *t,
 	if (!tp_policy_computable(pol, t))
 		return INFINITY;
 	/*
-	 * Part of it evicted (policy.partial_evict): its regeneration is
-	 * owed already. Leaving more of it, or regenerating the rest rather
-	 * than reloading it, adds no recompute.
+	 * Part of it evicted, part resident (policy.partial_evict): its
+	 * regeneration is owed already, and leaving more of it adds no
+	 * recompute. A tensor evicted whole keeps its cost: the question
+	 * asked of it is where it goes back (Coop's placement) or whether
+	 * it comes back by recompute.
 	 */
-	if (t->evicted_pages)
+	if (t->evicted_pages && t->resident_pages)
 		return 0;
 	if (pol->has_cost && pol->cost.recompute_ns)
 		return pol->cost.recompute_ns(pol->cost.priv, t, anc_pages);

@@ -59,8 +59,8 @@ struct tp_policy {
 };
 
 uint64_t tp_policy_now(struct tp_policy *pol);
-/* c_r(t) through the cost ops or the fallback; 0 for a tensor with
- * evicted pages, whose regeneration is owed already. */
+/* c_r(t) through the cost ops or the fallback; 0 for a partly evicted
+ * tensor, whose regeneration is owed already. */
 double tp_policy_cost(struct tp_policy *pol, const struct tp_tensor *t);
 /* The same, with the evicted pages of the ancestors it counts. */
 double tp_policy_regen_cost(struct tp_policy *pol, const struct tp_tensor *t,

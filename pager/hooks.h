@@ -112,7 +112,9 @@ struct tp_regen_ops {
 	/*
 	 * Make every EVICTED page of @t resident again with its old
 	 * contents. Called by acquire with the pages it asked for pinned
-	 * for the duration.
+	 * for the duration, unless some of @t are resident (a partial
+	 * eviction's): the replay rewrites them, and they may leave to
+	 * make room for it.
 	 * Return 0 or -errno (the pages stay EVICTED on failure).
 	 */
 	int (*regenerate)(void *priv, struct tp_tensor *t);

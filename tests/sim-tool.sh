@@ -58,7 +58,7 @@ echo "1..20"
 	> "$tmp/out" 2>"$tmp/err"; rc=$?
 ok $([ $rc = 0 ] && grep -q '^result  *fits$' "$tmp/out" &&
      grep -q '^overhead (DTR)  *1\.1538$' "$tmp/out" &&
-     grep -q '^evictions  *1$' "$tmp/out" &&
+     grep -q '^evictions  *1 (0 partial)$' "$tmp/out" &&
      grep -q '^recomputes  *1 (0\.001 ms)$' "$tmp/out" && echo 0 || echo 1) \
 	"a report: fits, overhead 1.1538, one eviction, one recompute"
 ok $(grep -q '^budget  *40960 bytes (0\.769 of the trace peak), chunk 4096$' "$tmp/out" &&

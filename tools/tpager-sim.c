@@ -288,7 +288,8 @@ static void report_text(const struct sim_args *a,
 	printf("physical peak    %" PRIu64 " bytes\n", r->phys_peak);
 	printf("overhead (DTR)   %.4f\n", tp_replay_overhead(r));
 	printf("extra time       %.2f %%\n", extra);
-	printf("evictions        %" PRIu64 "\n", r->evictions);
+	printf("evictions        %" PRIu64 " (%" PRIu64 " partial)\n",
+	       r->evictions, r->partial_evictions);
 	printf("offloads         %" PRIu64 "\n", r->offloads);
 	printf("reloads          %" PRIu64 "\n", r->reloads);
 	printf("writebacks       %" PRIu64 " (%" PRIu64
@@ -327,7 +328,8 @@ static void report_json(const struct sim_args *a,
 	       ",\"budget\":%" PRIu64 ",\"chunk_size\":%" PRIu64
 	       ",\"result\":\"%s\",\"phys_peak\":%" PRIu64
 	       ",\"overhead\":%.6f,\"extra_time_pct\":%.4f"
-	       ",\"evictions\":%" PRIu64 ",\"offloads\":%" PRIu64
+	       ",\"evictions\":%" PRIu64 ",\"partial_evictions\":%" PRIu64
+	       ",\"offloads\":%" PRIu64
 	       ",\"reloads\":%" PRIu64 ",\"recomputes\":%" PRIu64
 	       ",\"recompute_ns\":%" PRIu64 ",\"prefetch_hits\":%" PRIu64
 	       ",\"prefetch_issued\":%" PRIu64 ",\"prefetch_late\":%" PRIu64
@@ -340,7 +342,7 @@ static void report_json(const struct sim_args *a,
 	       r->ops, r->op_runs, sum->peak_bytes, u->phys_peak,
 	       r->budget_bytes, r->chunk_size, status_name(r->status),
 	       r->phys_peak, tp_replay_overhead(r), extra, r->evictions,
-	       r->offloads, r->reloads, r->recomputes, r->recompute_ns,
+	       r->partial_evictions, r->offloads, r->reloads, r->recomputes, r->recompute_ns,
 	       r->prefetch_hits, r->prefetch_issued, r->prefetch_late,
 	       r->stall_ns, r->driver_ns, r->driver_calls, r->time_ns ?
 	       (double)r->copy_ns / (double)r->time_ns : 0.0,

@@ -420,6 +420,7 @@ static void region_figures(struct replay *rp, const struct rp_snap *a,
 #define D(f) (b->s.f - a->s.f)
 	r->time_ns = b->now - a->now;
 	r->evictions = D(evictions);
+	r->partial_evictions = D(partial_evictions);
 	r->offloads = D(offloads);
 	r->reloads = D(reloads);
 	r->recomputes = D(recomputes);

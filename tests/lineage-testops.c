@@ -7,6 +7,7 @@
 #include "ctx/ctx.h"
 #include "pager/pager.h"
 #include "tests/lineage-testops.h"
+#include "tests/tap.h"
 
 unsigned long tops_launches, tops_replays, tops_replay_mismatches;
 
@@ -245,4 +246,16 @@ struct tp_tensor *tops_input(struct tp_ctx *ctx, size_t n, uint64_t seed)
 out:
 	free(buf);
 	return t;
+}
+
+struct tp_tensor *tops_run1(struct tp_ctx *ctx, const struct tp_op_type *type,
+			    const void *p, size_t plen, struct tp_tensor *in,
+			    size_t bytes)
+{
+	struct tp_tensor *out = NULL;
+	int ret = tp_op_run(ctx, type, p, plen, &in, 1, &out, &bytes, 1);
+
+	if (ret)
+		diag("tp_op_run(%s): %s", type->name, tp_strerror(ret));
+	return ret ? NULL : out;
 }

@@ -47,6 +47,13 @@ uint64_t tops_rand(uint64_t *state);
 
 /* A new uncomputable tensor of @n floats filled from @seed. NULL on error. */
 struct tp_tensor *tops_input(struct tp_ctx *ctx, size_t n, uint64_t seed);
+/*
+ * Run @type (params @p of @plen bytes) on the one input @in into one new
+ * output of @bytes. NULL on failure, said as a TAP diagnostic.
+ */
+struct tp_tensor *tops_run1(struct tp_ctx *ctx, const struct tp_op_type *type,
+			    const void *p, size_t plen, struct tp_tensor *in,
+			    size_t bytes);
 
 /* The host-side references of the ops, for expected values. */
 float tops_ref_scale(float a, float s, float c);

@@ -39,12 +39,7 @@ static const struct tops_scale_params sp = { 1.5f, -0.75f };
 static struct tp_tensor *run1(const struct tp_op_type *type, const void *p,
 			      size_t plen, struct tp_tensor *in)
 {
-	struct tp_tensor *out = NULL;
-	int ret = tp_op_run(ctx, type, p, plen, &in, 1, &out, &bytes, 1);
-
-	if (ret)
-		diag("tp_op_run(%s): %s", type->name, tp_strerror(ret));
-	return ret ? NULL : out;
+	return tops_run1(ctx, type, p, plen, in, bytes);
 }
 
 static bool same(struct tp_tensor *t, const float *ref)

@@ -153,7 +153,7 @@ out:
 int tp_lin_on_write(void *priv, struct tp_tensor *t)
 {
 	struct tp_lineage *lin = priv;
-	struct tp_lin_node *n = t->lin.p;
+	struct tp_lin_node *n;
 	int ret;
 
 	/* Pages left behind by a partial eviction exist only as lineage:
@@ -170,8 +170,12 @@ int tp_lin_on_write(void *priv, struct tp_tensor *t)
 		tp_lin_detach(lin, t);
 		lin->st.user_written++;
 	}
-	/* A record left reading the old version fails rather than replay
-	 * from the new one (replay() checks it). */
+	/*
+	 * A record left reading the old version fails rather than replay
+	 * from the new one (replay() checks it). Read only now: the node
+	 * goes with the last record that read it.
+	 */
+	n = t->lin.p;
 	if (n)
 		n->version++;
 	return 0;

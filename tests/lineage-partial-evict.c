@@ -1,6 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Partial eviction (policy.partial_evict), host backend with data.
+ * Partial eviction (policy.partial_evict), host backend with data. Op
+ * costs come from the model (1 us each), not from timing the host, so
+ * that the victims are the same in every build.
  *  - A victim larger than what a request lacks gives only the pages
  *    lacking; the rest stay resident.
  *  - Reading any part of a partly evicted tensor regenerates it whole,
@@ -93,7 +95,8 @@ int main(void)
 	ctx = tp_ctx_create("vmm.backend=host,vmm.chunk_size=64K,pager.budget=896K,"
 			    "pager.slab_fraction=0,pager.high_watermark=100,"
 			    "policy.filter=dtr,policy.director=evict,"
-			    "policy.partial_evict=on,policy.prefetch=0");
+			    "policy.partial_evict=on,policy.prefetch=0,"
+			    "policy.costs=model");
 	if (!ctx)
 		bail_out("tp_ctx_create: %s", strerror(errno));
 

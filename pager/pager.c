@@ -496,12 +496,7 @@ struct tp_event *tp_pager_copy_start(struct tp_pager *pg, enum tp_stream s)
 
 uint64_t tp_pager_copy_backlog(const struct tp_pager *pg, bool d2h)
 {
-	uint64_t bytes = 0;
-
-	for (size_t i = 0; i < pg->nr_copies; i++)
-		if (pg->copies[i].d2h == d2h)
-			bytes += pg->copies[i].bytes;
-	return bytes;
+	return pg->copy_bytes[d2h];
 }
 
 void tp_pager_copy_issued(struct tp_pager *pg, struct tp_event *start,
@@ -525,6 +520,7 @@ void tp_pager_copy_issued(struct tp_pager *pg, struct tp_event *start,
 		.start = start, .ev = tp_vmm_event_get(ev), .t0 = t0,
 		.bytes = bytes, .d2h = d2h,
 	};
+	pg->copy_bytes[d2h] += bytes;
 }
 
 /*
@@ -559,6 +555,7 @@ static void poll_copies(struct tp_pager *pg, bool all)
 			pg->c.copy_h2d_ns += ns;
 		if (pg->victim.copy_done)
 			pg->victim.copy_done(pg->victim.priv, r->d2h, r->bytes, ns);
+		pg->copy_bytes[r->d2h] -= r->bytes;
 		tp_vmm_event_put(pg->vmm, r->ev);
 	}
 	pg->nr_copies = j;

@@ -175,6 +175,9 @@ struct tp_pager {
 	struct tp_pager_counters c;
 	struct tp_copy_rec *copies;	/* in flight, oldest first */
 	size_t nr_copies, cap_copies;
+	/* bytes of copies[] by direction ([1]: to host), kept beside it:
+	 * the policy reads the backlog per candidate it scores */
+	uint64_t copy_bytes[2];
 };
 
 /* --- page_state.c ---------------------------------------------------- */

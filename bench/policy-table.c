@@ -48,6 +48,7 @@
 
 #include "tpager.h"
 #include "trace/replay.h"
+#include "trace/sweep.h"
 
 static const double ratios[] = { 0.2, 0.3, 0.5, 0.7, 0.9 };
 #define NR_RATIOS (sizeof(ratios) / sizeof(ratios[0]))
@@ -352,10 +353,7 @@ static const struct row rows[] = {
 static const unsigned table_pct[] = { 75, 50, 35, 25 };
 #define NR_PCT (sizeof(table_pct) / sizeof(table_pct[0]))
 
-#define SWEEP_STEP	5	/* percent, as tpager-sim --sweep */
-#define SWEEP_FINE	1	/* percent, below the last step that fit */
-#define NR_STEPS	(100 / SWEEP_STEP)
-#define SWEEP_MAX	200	/* percent, when 100 does not fit */
+#define NR_STEPS	(1000 / TP_SWEEP_STEP)
 
 /*
  * Recomputation past this many times the compute of the iteration is
@@ -430,97 +428,59 @@ static void print_cell(const struct outcome *c, uint64_t base_ns)
 	printf(" %9s", buf);
 }
 
-/* @p tenths of a percent as text: "6%", "5.1%". */
-static const char *pct_text(int p, char *buf, size_t len)
+struct sweep_row {
+	const struct tp_trace *t;
+	const struct row *rw;
+	uint64_t peak;
+	struct outcome *at;	/* by 5 % step up to 100 %: the cells reuse them */
+	uint64_t frag;		/* of the last run that fit: at the minimum */
+	double *speed;
+};
+
+/* tp_sweep()'s run: one run of the row at @tenths of the peak. */
+static int sweep_run(void *priv, int tenths)
 {
-	if (p % 10)
-		snprintf(buf, len, "%d.%d%%", p / 10, p % 10);
-	else
-		snprintf(buf, len, "%d%%", p / 10);
-	return buf;
+	struct sweep_row *s = priv;
+	struct outcome scratch = { 0 }, *c = &scratch;
+	int ret;
+
+	if (tenths <= 1000 && !(tenths % TP_SWEEP_STEP))
+		c = &s->at[tenths / TP_SWEEP_STEP];
+	ret = run_row(s->t, s->rw, tp_sweep_bytes(s->peak, tenths), c,
+		      s->speed);
+	if (ret)
+		return ret < 0 ? ret : -EIO;
+	if (c->status != TP_REPLAY_OK)
+		return 0;
+	s->frag = c->frag_ppm;
+	return 1;
 }
 
 static int trace_row(const struct tp_trace *t, uint64_t peak,
 		     const struct row *rw, uint64_t base_ns, double *speed)
 {
 	struct outcome at[NR_STEPS + 1] = { 0 };	/* by percent / step */
-	uint64_t frag = 0;
-	int min = -1, min_t, fail = 0, ret;
+	struct sweep_row s = { .t = t, .rw = rw, .peak = peak, .at = at,
+			       .speed = speed };
+	int min = -1, ret;
 	char name[48];
 
 	snprintf(name, sizeof(name), "%s/%s", rw->filter, rw->director);
 	printf("  %-20s %-10s", name, rw->contiguous ? "contiguous" :
 	       "chunked");
 	fflush(stdout);
-	/*
-	 * Coop's minimum budget: down from 100 % until a run fails; when
-	 * 100 % fails (a fragmenting pool), up to SWEEP_MAX % until one fits.
-	 */
-	for (int p = 100; !no_sweep && p > 0; p -= SWEEP_STEP) {
-		struct outcome *c = &at[p / SWEEP_STEP];
+	/* Coop's minimum budget, as tpager-sim --sweep finds it. */
+	if (!no_sweep) {
+		struct tp_replay_opts o;
 
-		ret = run_row(t, rw, (uint64_t)((double)peak * p / 100.0), c,
-			      speed);
+		trace_opts(&o, rw, 0);
+		ret = tp_sweep(peak, tp_replay_chunk(t, &o), sweep_run, &s,
+			       &min);
 		if (ret)
 			return ret;
-		if (c->status != TP_REPLAY_OK) {
-			fail = p;
-			break;
-		}
-		min = p;
-		frag = c->frag_ppm;
-	}
-	for (int p = 100 + SWEEP_STEP; !no_sweep && min < 0 &&
-	     p <= SWEEP_MAX; p += SWEEP_STEP) {
-		struct outcome c = { 0 };
-
-		ret = run_row(t, rw, (uint64_t)((double)peak * p / 100.0), &c,
-			      speed);
-		if (ret)
-			return ret;
-		if (c.status == TP_REPLAY_OK) {
-			min = p;
-			frag = c.frag_ppm;
-		}
-	}
-	/* Then 1 % steps below it, as tpager-sim --sweep. */
-	if (min > 100)
-		fail = min - SWEEP_STEP;	/* going up, the step below failed */
-	for (int p = min - SWEEP_FINE, step = min; !no_sweep && min > 0 &&
-	     p > step - SWEEP_STEP && p > 0; p -= SWEEP_FINE) {
-		struct outcome c = { 0 };
-
-		ret = run_row(t, rw, (uint64_t)((double)peak * p / 100.0), &c,
-			      speed);
-		if (ret)
-			return ret;
-		if (c.status != TP_REPLAY_OK) {
-			fail = p;
-			break;
-		}
-		min = p;
-		frag = c.frag_ppm;
-	}
-	/* And by halves between the last that fit and the first that did
-	 * not, to 0.1 % (tenths from here), as tpager-sim --sweep. */
-	min_t = min * 10;
-	for (int lo = fail * 10; !no_sweep && fail > 0 && min_t - lo > 1;) {
-		struct outcome c = { 0 };
-		int p = (lo + min_t) / 2;
-
-		ret = run_row(t, rw, (uint64_t)((double)peak * p / 1000.0),
-			      &c, speed);
-		if (ret)
-			return ret;
-		if (c.status != TP_REPLAY_OK) {
-			lo = p;
-			continue;
-		}
-		min_t = p;
-		frag = c.frag_ppm;
 	}
 	for (size_t k = 0; k < NR_PCT; k++) {
-		struct outcome *c = &at[table_pct[k] / SWEEP_STEP];
+		struct outcome *c = &at[table_pct[k] * 10 / TP_SWEEP_STEP];
 
 		if (!c->done) {
 			ret = run_row(t, rw, (uint64_t)((double)peak *
@@ -534,10 +494,10 @@ static int trace_row(const struct tp_trace *t, uint64_t peak,
 	if (no_sweep)
 		printf(" %6s %8s\n", "-", "-");
 	else if (min < 0)
-		printf("  >%3d%% %8s\n", SWEEP_MAX, "-");
+		printf("  >%3d%% %8s\n", TP_SWEEP_MAX / 10, "-");
 	else
-		printf(" %6s %8.4f\n", pct_text(min_t, name, sizeof(name)),
-		       frag / 1e6);
+		printf(" %6s %8.4f\n", tp_sweep_text(min, name, sizeof(name)),
+		       s.frag / 1e6);
 	return 0;
 }
 
@@ -691,7 +651,7 @@ int main(int argc, char **argv)
 	       "OOM = did not fit, thr = recompute passed %.0fx the compute; min = smallest budget\n"
 	       "that fits, in steps of %d%% then %d%% below the last that fit, then by halves\n"
 	       "to 0.1%%; frag@min = fragmentation rate there (Coop 4.2)\n",
-	       TRACE_THRASH, SWEEP_STEP, SWEEP_FINE);
+	       TRACE_THRASH, TP_SWEEP_STEP / 10, TP_SWEEP_FINE / 10);
 	if (i == argc)
 		return run_shipped();
 	for (; i < argc && !ret; i++)

@@ -16,14 +16,11 @@
 
 #include "tpager.h"
 #include "trace/replay.h"
+#include "trace/sweep.h"
 #include "trace/trace.h"
 #include "ctl/conf.h"
 #include "tools/cli.h"
 
-/* Budgets in the sweep are in tenths of a percent of the trace's peak. */
-#define SWEEP_STEP	50	/* 5 % */
-#define SWEEP_FINE	10	/* 1 %, below the last step that fit */
-#define SWEEP_MAX	2000	/* 200 %, when 100 % does not fit */
 
 enum budget_kind { B_NONE, B_BYTES, B_PERCENT, B_RATIO };
 
@@ -353,16 +350,6 @@ static void report_json(const struct sim_args *a,
 	(void)a;
 }
 
-/* @p tenths of a percent as text: "75%", "76.5%". */
-static const char *pct_text(int p, char *buf, size_t len)
-{
-	if (p % 10)
-		snprintf(buf, len, "%d.%d%%", p / 10, p % 10);
-	else
-		snprintf(buf, len, "%d%%", p / 10);
-	return buf;
-}
-
 static void sweep_line(const struct sim_args *a, int p,
 		       const struct tp_replay_result *r)
 {
@@ -375,96 +362,55 @@ static void sweep_line(const struct sim_args *a, int p,
 		       r->fragmentation_ppm);
 	else
 		printf("%7s  %-7s %8.4f %10" PRIu64 " %10" PRIu64 " %10" PRIu64 " %8.4f\n",
-		       pct_text(p, pct, sizeof(pct)), status_name(r->status),
+		       tp_sweep_text(p, pct, sizeof(pct)), status_name(r->status),
 		       tp_replay_overhead(r),
 		       r->evictions, r->offloads, r->recomputes,
 		       r->fragmentation_ppm / 1e6);
 }
 
-/* Replay at @p tenths of a percent of @peak: whether it fits. */
-static bool sweep_fits(const struct sim_args *a, const struct tp_trace *t,
-		       struct tp_replay_opts *o, uint64_t peak, int p)
+struct sweep_run {
+	const struct sim_args *a;
+	const struct tp_trace *t;
+	struct tp_replay_opts o;
+	uint64_t peak;
+};
+
+/* tp_sweep()'s run: replay at @tenths of the peak, print its row. */
+static int sweep_run(void *priv, int tenths)
 {
+	struct sweep_run *s = priv;
 	struct tp_replay_result r;
 
-	o->budget_bytes = (uint64_t)((double)peak * p / 1000.0);
-	replay(t, o, &r);
-	sweep_line(a, p, &r);
+	s->o.budget_bytes = tp_sweep_bytes(s->peak, tenths);
+	replay(s->t, &s->o, &r);
+	sweep_line(s->a, tenths, &r);
 	return r.status == TP_REPLAY_OK;
 }
 
-/*
- * Budgets from @from down to above @to in steps of @step (tenths of a
- * percent), while they fit: each that does becomes *@min. Stops below
- * @least bytes. Return the first that did not fit, or 0.
- */
-static int sweep_down(const struct sim_args *a, const struct tp_trace *t,
-		      struct tp_replay_opts *o, uint64_t peak, uint64_t least,
-		      int from, int to, int step, int *min)
-{
-	for (int p = from; p > to && p > 0; p -= step) {
-		if ((uint64_t)((double)peak * p / 1000.0) < least)
-			break;
-		if (!sweep_fits(a, t, o, peak, p))
-			return p;
-		*min = p;
-	}
-	return 0;
-}
-
-/*
- * Coop's metric: the smallest budget, in steps of 5 % of the trace's
- * peak, that still fits: down from 100 % until a run fails. A pool that
- * fragments may not fit even at 100 % of the live bytes; the sweep then
- * goes up instead, to SWEEP_MAX %, until a run fits. Then down from the
- * budget found in steps of 1 % until a run fails: policies that meet at
- * a 5 % step are told apart without five times the runs.
- */
+/* Coop's metric, the smallest budget that fits (trace/sweep.h). */
 static int sweep(const struct sim_args *a, const struct tp_trace *t,
 		 const struct tp_trace_summary *sum)
 {
-	struct tp_replay_opts o = a->o;
-	uint64_t least = tp_replay_chunk(t, &o);
-	int min = -1, fail = 0, p;
+	struct sweep_run s = { .a = a, .t = t, .o = a->o,
+			       .peak = sum->peak_bytes };
 	char pct[16];
+	int min;
 
 	if (!a->json)
 		printf("%-8s %-7s %-8s %10s %10s %10s %8s\n", "budget",
 		       "result", "overhead", "evictions", "offloads",
 		       "recomputes", "frag");
-	fail = sweep_down(a, t, &o, sum->peak_bytes, least, 1000, 0,
-			  SWEEP_STEP, &min);
-	for (p = 1000 + SWEEP_STEP; min < 0 && p <= SWEEP_MAX; p += SWEEP_STEP)
-		if ((uint64_t)((double)sum->peak_bytes * p / 1000.0) >= least &&
-		    sweep_fits(a, t, &o, sum->peak_bytes, p))
-			min = p;
-	if (min > 1000)
-		fail = min - SWEEP_STEP;	/* going up, the step below failed */
-	if (min > 0) {
-		p = sweep_down(a, t, &o, sum->peak_bytes, least,
-			       min - SWEEP_FINE, min - SWEEP_STEP, SWEEP_FINE,
-			       &min);
-		if (p)
-			fail = p;
-	}
-	/* Between the last 1 % step that fit and the one that did not, by
-	 * halves to 0.1 %: at most four runs more. */
-	while (fail && min - fail > 1) {
-		p = (fail + min) / 2;
-		if (sweep_fits(a, t, &o, sum->peak_bytes, p))
-			min = p;
-		else
-			fail = p;
-	}
+	tp_sweep(s.peak, tp_replay_chunk(t, &s.o), sweep_run, &s, &min);
 	if (a->json)
 		printf("{\"min_budget_pct\":%g}\n", min < 0 ? -1.0 : min / 10.0);
 	else if (min < 0)
-		printf("minimum budget   none fits up to %d%%\n", SWEEP_MAX / 10);
+		printf("minimum budget   none fits up to %d%%\n",
+		       TP_SWEEP_MAX / 10);
 	else
 		printf("minimum budget   %s of the trace peak (%s/%s)\n",
-		       pct_text(min, pct, sizeof(pct)),
-		       o.filter ? o.filter : "default",
-		       o.director ? o.director : "default");
+		       tp_sweep_text(min, pct, sizeof(pct)),
+		       s.o.filter ? s.o.filter : "default",
+		       s.o.director ? s.o.director : "default");
 	return min < 0;
 }
 

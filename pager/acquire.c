@@ -376,10 +376,11 @@ int tp_pager_acquire(struct tp_pager *pg, struct tp_tensor *t, size_t off,
 		ret = pg->regen.regenerate(pg->regen.priv, t);
 		if (!ret && t->evicted_pages)
 			ret = -TP_ENOREGEN;
-		if (ret && !unpin)
-			pin_range(t, first, last, -1);
-		if (ret)
+		if (ret) {
+			if (!unpin)
+				pin_range(t, first, last, -1);
 			goto err_regen;
+		}
 		if (unpin) {
 			pin_range(t, first, last, 1);
 			tp_pager_cand_update(pg, t);

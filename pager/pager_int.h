@@ -401,8 +401,10 @@ int tp_pager_make_room(struct tp_pager *pg, size_t n);
  */
 void tp_pager_watermark(struct tp_pager *pg);
 
-/* Make @t leave as @how. */
-int tp_pager_leave(struct tp_pager *pg, struct tp_tensor *t, enum tp_leave how);
+/* Make @t leave as @how: an offload moves it whole, an eviction at most
+ * @most of its pages (SIZE_MAX: all). */
+int tp_pager_leave(struct tp_pager *pg, struct tp_tensor *t, enum tp_leave how,
+		   size_t most);
 
 /* --- victim_lru.c ---------------------------------------------------- */
 

@@ -12,9 +12,10 @@
 #include "ctx/ctx.h"
 #include "pager/pager_int.h"
 
-int tp_pager_leave(struct tp_pager *pg, struct tp_tensor *t, enum tp_leave how)
+int tp_pager_leave(struct tp_pager *pg, struct tp_tensor *t, enum tp_leave how,
+		   size_t most)
 {
-	return how == TP_LEAVE_EVICT ? tp_pager_evict(pg, t) :
+	return how == TP_LEAVE_EVICT ? tp_pager_evict_part(pg, t, most) :
 				       tp_pager_offload(pg, t);
 }
 
@@ -187,6 +188,7 @@ static int send_victim(struct tp_pager *pg, size_t need, bool ahead,
 	bool no_offload = tp_swap_room(pg) == 0;
 	struct tp_tensor *v;
 	enum tp_leave how;
+	size_t most;
 	int ret;
 
 	if (ahead && pg->victim.choose_ahead)
@@ -208,16 +210,13 @@ static int send_victim(struct tp_pager *pg, size_t need, bool ahead,
 	if (ret || (ahead && !ahead_of && !pg->victim.choose_ahead &&
 		    how == TP_LEAVE_EVICT))
 		return -ENOENT;
+	/* A partial eviction takes only what is lacking. */
+	most = how == TP_LEAVE_EVICT && partial_evict(pg) ? need : SIZE_MAX;
 	tp_pager_cand_drop(pg, v);
-	if (how == TP_LEAVE_EVICT && partial_evict(pg)) {
-		/* Only what is lacking leaves; the rest stays a candidate. */
-		ret = tp_pager_evict_part(pg, v, need);
-		if (ret)
-			skip(pg, s, v);
-		return 0;
-	}
-	ret = tp_pager_leave(pg, v, how);
-	if (ret || v->resident_pages)
+	ret = tp_pager_leave(pg, v, how, most);
+	/* What could not leave sits out the round; a partial eviction's
+	 * rest stays a candidate. */
+	if (ret || (v->resident_pages && most == SIZE_MAX))
 		skip(pg, s, v);
 	return 0;
 }

@@ -199,6 +199,18 @@ TP_API int tp_iteration_end(struct tp_ctx *ctx);
 struct tp_op_launch;
 
 /*
+ * How a splittable op may run in parts: the tensors whose bit is set are
+ * cut along their outermost dimension of @rows rows (each one's bytes a
+ * multiple of @rows), a part computing a run of rows; the others are
+ * whole in every part.
+ */
+struct tp_op_split {
+	size_t rows;
+	uint64_t in;		/* bit k: input k is cut (k < 64) */
+	uint64_t out;		/* bit k: output k is cut */
+};
+
+/*
  * An op type: registered once, referenced by every record of a run.
  * @launch runs the op. On a GPU backend it enqueues on l->stream and
  * returns; on the host backend it computes on the caller's thread; on sim
@@ -218,9 +230,16 @@ struct tp_op_type {
 	/* With TP_OP_INPLACE: output inplace_out takes input inplace_in's pages. */
 	int inplace_out;
 	int inplace_in;
-	/* With TP_OP_SPLITTABLE: the outermost dimension's extent in bytes per
-	 * row of each tensor is given by the op at run time (see tp_op_launch). */
-	int split_dim;
+	/*
+	 * With TP_OP_SPLITTABLE: which tensors of a run with these params
+	 * and tensor sizes are cut along their outermost dimension (struct
+	 * tp_op_split); nonzero when this run cannot be cut. See
+	 * tp_op_run(3), Split.
+	 */
+	int (*split)(const void *params, size_t params_len,
+		     const size_t *in_bytes, unsigned n_in,
+		     const size_t *out_bytes, unsigned n_out,
+		     struct tp_op_split *s);
 };
 
 #define TP_OP_INPLACE		(1u << 0)
@@ -241,6 +260,17 @@ struct tp_op_launch {
 	unsigned n_out;
 	void *stream;		/* CUstream on cuda; NULL on host and sim */
 	int recompute;		/* 1 when replayed by lineage */
+	/*
+	 * A split run: part @part of @parts, computing rows [row0, row0 +
+	 * rows) of the cut tensors, whose in[] / out[] point at row @row0
+	 * and whose in_bytes / out_bytes are those rows' bytes. The rows of
+	 * a cut input after them are resident too and may be read, so part
+	 * 0 sees every row: it writes the whole outputs (not cut), which
+	 * later parts leave as they are. A whole run is part 0 of 1 with
+	 * row0 0 and rows 0.
+	 */
+	unsigned part, parts;
+	size_t row0, rows;
 };
 
 /**

@@ -638,7 +638,7 @@ static int launch(const struct tp_op_launch *l)
 		.type = { .name = #op, .launch = launch, \
 			  .cost_ns = cost_##op, .flags = fl, \
 			  .inplace_out = 0, .inplace_in = 0, \
-			  .split_dim = -1 }, \
+			  .split = NULL }, \
 		.params_len = sizeof(struct ptype), \
 		.shape = shape_##shp, .flops = flops_##flp, \
 		.cpu = tp_cpu_##op, .cuda = CUDA_FN(op), \

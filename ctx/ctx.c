@@ -69,6 +69,11 @@ static bool glue_partial_evict(void *priv)
 	return tp_policy_partial_evict(priv);
 }
 
+static bool glue_split(void *priv)
+{
+	return tp_policy_split(priv);
+}
+
 static double glue_recompute_ns(void *priv, const struct tp_tensor *t,
 				size_t *anc_pages)
 {
@@ -128,6 +133,7 @@ static int policy_create(struct tp_ctx *ctx)
 	ctx->vops->writeback_pick = glue_writeback_pick;
 	ctx->vops->recompute_back = glue_recompute_back;
 	ctx->vops->partial_evict = glue_partial_evict;
+	ctx->vops->split = glue_split;
 	ctx->vops->priv = ctx->policy;
 	tp_pager_set_victim_ops(ctx->pager, ctx->vops);
 	ctx->iter_hook = glue_iteration;

@@ -343,6 +343,9 @@ struct tp_stats {
 					 * pages */
 	uint64_t writebacks;		/* tensors copied to host ahead */
 	uint64_t cache_offloads;	/* offloads that copied nothing */
+	/* policy.split */
+	uint64_t split_runs;		/* ops run in parts: did not fit whole */
+	uint64_t split_parts;		/* launches of those parts */
 	/* policy.partial_evict */
 	uint64_t partial_evictions;	/* of evictions, those that left
 					 * part of the tensor resident */

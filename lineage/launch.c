@@ -35,11 +35,12 @@ int tp_lin_launch(struct tp_lineage *lin, const struct tp_op_type *type,
 		  const void *params, size_t params_len,
 		  void *const *in, const size_t *in_bytes, unsigned n_in,
 		  void *const *out, const size_t *out_bytes, unsigned n_out,
-		  bool recompute, uint64_t *ns)
+		  bool recompute, const struct tp_lin_part *part, uint64_t *ns)
 {
 	struct tp_vmm *vmm = lin->ctx->vmm;
 	uint64_t prior = tp_lin_type_prior_ns(type, params, params_len,
-					      in_bytes, n_in);
+					      part ? part->whole_in_bytes :
+						     in_bytes, n_in);
 	struct launch_arg a = {
 		.l = {
 			.ctx = lin->ctx,
@@ -53,6 +54,7 @@ int tp_lin_launch(struct tp_lineage *lin, const struct tp_op_type *type,
 			.out_bytes = out_bytes,
 			.n_out = n_out,
 			.recompute = recompute,
+			.parts = 1,
 		},
 		.vmm = vmm,
 	};
@@ -60,6 +62,14 @@ int tp_lin_launch(struct tp_lineage *lin, const struct tp_op_type *type,
 	bool timed;
 	int span, ret;
 
+	if (part) {
+		a.l.part = part->part;
+		a.l.parts = part->parts;
+		a.l.row0 = part->row0;
+		a.l.rows = part->rows;
+		/* The prior is of the whole op: a part costs its rows' share. */
+		prior = (uint64_t)((double)prior * part->rows / part->total);
+	}
 	if (!tp_vmm_has_data(vmm)) {
 		*ns = prior;
 		span = tp_tracer_op_begin(tr);

@@ -244,17 +244,48 @@ void tp_lin_cost_fini(struct tp_lineage *lin);
 
 /* --- launch.c -------------------------------------------------------- */
 
+/*
+ * One part of a split run (op_split.c): rows [row0, row0 + rows) of
+ * @total; @whole_in_bytes are the inputs' whole sizes, which the op's
+ * cost is of.
+ */
+struct tp_lin_part {
+	unsigned part, parts;
+	size_t row0, rows, total;
+	const size_t *whole_in_bytes;
+};
+
 /**
  * tp_lin_launch() - run @type on the compute stream with the given device
  * addresses and measure it: the host clock on host, the charged cost on
- * sim. *@ns receives the cost.
+ * sim (for a @part, its share of the rows). *@ns receives the cost.
  * Return: 0 or the launch function's (or backend's) error.
  */
 int tp_lin_launch(struct tp_lineage *lin, const struct tp_op_type *type,
 		  const void *params, size_t params_len,
 		  void *const *in, const size_t *in_bytes, unsigned n_in,
 		  void *const *out, const size_t *out_bytes, unsigned n_out,
-		  bool recompute, uint64_t *ns);
+		  bool recompute, const struct tp_lin_part *part, uint64_t *ns);
+
+/* --- op_split.c ------------------------------------------------------ */
+
+struct tp_op_split;
+
+/**
+ * tp_lin_run_split() - run an op that did not fit whole in parts, as
+ * @s cuts it: acquire, launch and release each part, the pages of the
+ * cut inputs a part is done with evicted when the next lacks room.
+ * @in: the op's inputs; @out: its outputs, made and not acquired.
+ * *@ns receives the cost of all parts.
+ * Return: 0, or -ENOMEM when no number of parts fits, or an error of
+ * acquire or launch; on failure what was written to @out is worth
+ * nothing and nothing is held.
+ */
+int tp_lin_run_split(struct tp_lineage *lin, const struct tp_op_type *type,
+		     const void *params, size_t params_len,
+		     struct tp_tensor *const *in, unsigned n_in,
+		     struct tp_tensor *const *out, unsigned n_out,
+		     const struct tp_op_split *s, uint64_t *ns);
 
 /* --- regen.c --------------------------------------------------------- */
 

@@ -117,9 +117,27 @@ static void release_all(struct op_run *o)
 	}
 }
 
+/* Make output @k (a new tensor) unless it is given already. */
+static int make_output(struct op_run *o, unsigned k, const size_t *out_bytes)
+{
+	struct tp_tensor *t;
+
+	if (o->out[k])
+		return 0;
+	t = tp_pager_tensor_new(o->ctx->pager, out_bytes[k], TP_KIND_ACT);
+	if (!t)
+		return -errno;
+	o->out[k] = t;
+	o->n_out_made = k + 1;
+	/* Recorded outputs need a node for on_free. */
+	if (o->recorded && !tp_pager_in_slab(t) && !tp_lin_node_get(o->lin, t))
+		return -ENOMEM;
+	return 0;
+}
+
 /* Acquire inputs, then make and acquire the outputs not given already. */
 static int acquire_all(struct op_run *o, const size_t *out_bytes,
-		       unsigned n_in, unsigned n_out, int rw_in)
+		       unsigned n_in, unsigned n_out, int rw_in, bool can_split)
 {
 	struct tp_pager *pg = o->ctx->pager;
 	unsigned k;
@@ -143,15 +161,10 @@ static int acquire_all(struct op_run *o, const size_t *out_bytes,
 		struct tp_tensor *t = o->out[k];
 
 		if (!t) {
-			t = tp_pager_tensor_new(pg, out_bytes[k], TP_KIND_ACT);
-			if (!t)
-				return -errno;
-			o->out[k] = t;
-			o->n_out_made = k + 1;
-			/* Recorded outputs need a node for on_free. */
-			if (o->recorded && !tp_pager_in_slab(t) &&
-			    !tp_lin_node_get(o->lin, t))
-				return -ENOMEM;
+			ret = make_output(o, k, out_bytes);
+			if (ret)
+				return ret;
+			t = o->out[k];
 			ret = tp_pager_acquire(pg, t, 0, t->bytes, TP_WRITE,
 					       &o->out_addr[k]);
 		} else {
@@ -160,6 +173,9 @@ static int acquire_all(struct op_run *o, const size_t *out_bytes,
 			ret = tp_pager_acquire(pg, t, 0, t->bytes, TP_READ,
 					       &o->out_addr[k]);
 		}
+		/* Said by run_split() if it fails too. */
+		if (ret == -ENOMEM && can_split)
+			return ret;
 		if (ret) {
 			tp_ctx_error(o->ctx, ret, "tp_op_run(%s): output %u of %zu bytes",
 				     o->type->name ? o->type->name : "?", k,
@@ -169,6 +185,74 @@ static int acquire_all(struct op_run *o, const size_t *out_bytes,
 		o->n_out_held++;
 	}
 	return 0;
+}
+
+/*
+ * Whether an op that did not fit whole may run in parts, and how its
+ * type cuts this run: splittable, not in place, the policy willing, a
+ * cut of at least two rows that divides every cut tensor.
+ */
+static bool split_cut(struct op_run *o, const void *params, size_t params_len,
+		      const size_t *out_bytes, unsigned n_in, unsigned n_out,
+		      struct tp_op_split *s)
+{
+	const struct tp_op_type *type = o->type;
+	unsigned k;
+
+	if (!(type->flags & TP_OP_SPLITTABLE) || !type->split ||
+	    (type->flags & TP_OP_INPLACE) ||
+	    !tp_pager_split_allowed(o->ctx->pager))
+		return false;
+	*s = (struct tp_op_split){ 0 };
+	for (k = 0; k < n_in; k++)
+		o->in_bytes[k] = o->in[k]->bytes;
+	if (type->split(params, params_len, o->in_bytes, n_in, out_bytes,
+			n_out, s) || s->rows < 2 || !(s->in | s->out))
+		return false;
+	if ((n_in < 64 && s->in >> n_in) || (n_out < 64 && s->out >> n_out))
+		return false;
+	for (k = 0; k < n_in && k < 64; k++)
+		if ((s->in >> k & 1) && o->in_bytes[k] % s->rows)
+			return false;
+	for (k = 0; k < n_out && k < 64; k++)
+		if ((s->out >> k & 1) && out_bytes[k] % s->rows)
+			return false;
+	return true;
+}
+
+/*
+ * The op did not fit whole: let go of what the attempt holds and run it
+ * in parts (op_split.c) on the outputs, all made now.
+ */
+static int run_split(struct op_run *o, const void *params, size_t params_len,
+		     const size_t *out_bytes, unsigned n_in, unsigned n_out,
+		     const struct tp_op_split *cut, uint64_t *ns)
+{
+	const char *name = o->type->name ? o->type->name : "?";
+	unsigned k;
+	int ret;
+
+	release_all(o);
+	for (k = 0; k < n_out; k++) {
+		ret = make_output(o, k, out_bytes);
+		if (ret)
+			return ret;
+		/*
+		 * What the attempt backed holds nothing yet: its chunks go
+		 * back, so that the parts take them only as their rows come.
+		 */
+		if (!tp_pager_in_slab(o->out[k]))
+			tp_pager_drop_contents(o->ctx->pager, o->out[k]);
+	}
+	ret = tp_lin_run_split(o->lin, o->type, params, params_len, o->in,
+			       n_in, o->out, n_out, cut, ns);
+	if (ret == -ENOMEM)
+		tp_ctx_error(o->ctx, ret, "tp_op_run(%s): did not fit whole, nor in parts of its %zu rows",
+			     name, cut->rows);
+	else if (ret)
+		tp_ctx_error(o->ctx, ret, "tp_op_run(%s): a part of a split run failed",
+			     name);
+	return ret;
 }
 
 /* Free the outputs made by a run that failed (not a given in-place one). */
@@ -239,7 +323,8 @@ TP_API int tp_op_run(struct tp_ctx *ctx, const struct tp_op_type *type,
 	struct tp_lineage *lin;
 	struct tp_lin_rec *rec = NULL;
 	struct tp_tensor *x = NULL, *nt = NULL;
-	bool inplace, recorded, timed;
+	bool inplace, recorded, timed, split = false, can_split;
+	struct tp_op_split cut;
 	int io = -1, ii = -1, rw_in = -1;
 	uint64_t ns = 0;
 	unsigned k;
@@ -323,20 +408,35 @@ TP_API int tp_op_run(struct tp_ctx *ctx, const struct tp_op_type *type,
 		rw_in = ii;
 	}
 
-	ret = acquire_all(&o, out_bytes, n_in, n_out, rw_in);
-	if (ret)
+	can_split = split_cut(&o, params, params_len, out_bytes, n_in, n_out,
+			      &cut);
+	ret = acquire_all(&o, out_bytes, n_in, n_out, rw_in, can_split);
+	if (ret == -ENOMEM && can_split) {
+		ret = run_split(&o, params, params_len, out_bytes, n_in, n_out,
+				&cut, &ns);
+		if (ret)
+			goto out_release;
+		split = true;
+	} else if (ret) {
 		goto out_release;
-	ret = tp_lin_launch(lin, type, params, params_len, o.in_addr,
-			    o.in_bytes, n_in, o.out_addr, out_bytes, n_out,
-			    false, &ns);
-	if (ret) {
-		tp_ctx_error(ctx, ret, "tp_op_run(%s): launch failed",
-			     type->name ? type->name : "?");
-		goto out_release;
+	} else {
+		ret = tp_lin_launch(lin, type, params, params_len, o.in_addr,
+				    o.in_bytes, n_in, o.out_addr, out_bytes,
+				    n_out, false, NULL, &ns);
+		if (ret) {
+			tp_ctx_error(ctx, ret, "tp_op_run(%s): launch failed",
+				     type->name ? type->name : "?");
+			goto out_release;
+		}
 	}
-	/* Timed on the device: the cost is folded in when it is known. */
-	timed = tp_lin_timing_claim(lin, rec,
-				    rec ? NULL : tp_lin_type_get(lin, type));
+	/*
+	 * Timed on the device: the cost is folded in when it is known. The
+	 * parts of a split run are not: their pairs go unclaimed, and the
+	 * cost is the parts' priors.
+	 */
+	timed = !split && tp_lin_timing_claim(lin, rec,
+					      rec ? NULL :
+					      tp_lin_type_get(lin, type));
 	if (rec) {
 		/* Slab tensors never leave: nothing to regenerate. */
 		for (k = 0; k < n_out; k++)

@@ -242,7 +242,7 @@ static int replay(struct regen *r, struct tp_lin_rec *rec,
 	}
 	ret = tp_lin_launch(lin, rec->type, rec->params, rec->params_len,
 			    in_addr, r->bytes, rec->n_in, out_addr,
-			    r->bytes + rec->n_in, rec->n_out, true, &ns);
+			    r->bytes + rec->n_in, rec->n_out, true, NULL, &ns);
 	if (!ret) {
 		/* Timed on the device: op_timing.c folds the cost in later. */
 		if (!tp_lin_timing_claim(lin, rec, NULL)) {

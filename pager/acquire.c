@@ -202,6 +202,15 @@ static void pin_range(struct tp_tensor *t, size_t first, size_t last, int d)
 	t->pins += d;
 }
 
+static bool range_evicted(const struct tp_tensor *t, size_t first,
+			  size_t last)
+{
+	for (size_t i = first; i <= last; i++)
+		if (t->pages[i].state == TP_PAGE_EVICTED)
+			return true;
+	return false;
+}
+
 /* A prefetched range is now used: count the hit, order compute after it. */
 static int use_reloading(struct tp_pager *pg, struct tp_tensor *t,
 			 size_t first, size_t last)
@@ -354,9 +363,13 @@ int tp_pager_acquire(struct tp_pager *pg, struct tp_tensor *t, size_t off,
 	 * Any page EVICTED, in the range or not, and the tensor is
 	 * regenerated whole: a partly evicted tensor (policy.partial_evict)
 	 * then never has pages pinned while a replay writes it, so a replay
-	 * that fails can drop everything it wrote.
+	 * that fails can drop everything it wrote. Except a range with none
+	 * EVICTED of a tensor someone else pins: an op run in parts holds
+	 * the rows it has still to read and has let go those it read
+	 * (policy.split); the range is there as it is.
 	 */
-	if (!discard && t->evicted_pages) {
+	if (!discard && t->evicted_pages &&
+	    (t->pins == 1 || range_evicted(t, first, last))) {
 		/*
 		 * The replay rewrites every page: those a partial eviction
 		 * left resident are worth nothing until it is done, and are
@@ -431,9 +444,13 @@ err_regen:
 	 * A failed replay may have written part of @t while a pin kept
 	 * lineage from dropping it: what it wrote cannot be trusted, so
 	 * the pages go back to EVICTED (all regenerable by definition).
+	 * Those someone pins hold what they held: a replay writes the same
+	 * bytes.
 	 */
 	if (!t->pins && tp_pager_can_evict(pg, t))
 		tp_pager_drop_contents(pg, t);
+	else if (t->pins && tp_pager_can_evict(pg, t))
+		tp_pager_evict_range(pg, t, 0, t->bytes);
 	tp_pager_cand_update(pg, t);
 	return ret;
 

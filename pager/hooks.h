@@ -103,6 +103,12 @@ struct tp_victim_ops {
 	 * are evicted whole.
 	 */
 	bool (*partial_evict)(void *priv);
+	/*
+	 * Optional: whether an op that does not fit whole may run in parts
+	 * (TP_OP_SPLITTABLE), the pages of its inputs that a part is done
+	 * with leaving before the next. NULL: never.
+	 */
+	bool (*split)(void *priv);
 	void *priv;
 };
 

@@ -372,24 +372,21 @@ int tp_pager_evict(struct tp_pager *pg, struct tp_tensor *t)
 	return tp_pager_evict_part(pg, t, SIZE_MAX);
 }
 
-int tp_pager_evict_part(struct tp_pager *pg, struct tp_tensor *t, size_t most)
+/* Evict the unpinned resident pages of @t in [@first, @last], @most. */
+static int evict_pages(struct tp_pager *pg, struct tp_tensor *t, size_t first,
+		       size_t last, size_t most)
 {
 	struct tp_event *ev;
 	size_t before;
 	int ret;
 
-	if (!tp_pager_can_evict(pg, t))
-		return -EPERM;
-	ret = settle_to_leave(pg, t);
-	if (ret)
-		return ret;
 	if (!t->resident_pages)
 		return 0;
 	ev = tp_pager_compute_event(pg);
 	if (!ev)
 		return -errno;
 	before = t->resident_pages;
-	ret = tp_pager_unmap_pages(pg, t, ev, true, most);
+	ret = tp_pager_unmap_range(pg, t, first, last, ev, true, most);
 	tp_vmm_event_put(pg->vmm, ev);
 	if (t->resident_pages != before) {
 		pg->c.evictions++;
@@ -402,6 +399,46 @@ int tp_pager_evict_part(struct tp_pager *pg, struct tp_tensor *t, size_t most)
 	}
 	tp_pager_cand_update(pg, t);
 	return ret;
+}
+
+int tp_pager_evict_part(struct tp_pager *pg, struct tp_tensor *t, size_t most)
+{
+	int ret;
+
+	if (!tp_pager_can_evict(pg, t))
+		return -EPERM;
+	ret = settle_to_leave(pg, t);
+	if (ret)
+		return ret;
+	return evict_pages(pg, t, 0, t->nr_pages - 1, most);
+}
+
+int tp_pager_evict_range(struct tp_pager *pg, struct tp_tensor *t, size_t off,
+			 size_t len)
+{
+	size_t first, last;
+	int ret;
+
+	if (!len || off > t->bytes || len > t->bytes - off)
+		return -EINVAL;
+	if (t->slab || tp_vmm_pool_contiguous(pg->vmm) ||
+	    !tp_pager_can_evict(pg, t))
+		return -EPERM;
+	/* Only pages wholly inside: a page shared with bytes outside stays. */
+	first = (off + pg->chunk - 1) / pg->chunk;
+	if (off + len == t->bytes)
+		last = t->nr_pages - 1;
+	else if ((off + len) / pg->chunk)
+		last = (off + len) / pg->chunk - 1;
+	else
+		return 0;
+	if (first > last)
+		return 0;
+	tp_pager_poll(pg);
+	ret = tp_pager_settle(pg, t, first, last);
+	if (ret)
+		return ret;
+	return evict_pages(pg, t, first, last, SIZE_MAX);
 }
 
 /*

@@ -239,6 +239,42 @@ bool tp_pager_can_evict(struct tp_pager *pg, const struct tp_tensor *t)
 	return pg->regen.can_regenerate(pg->regen.priv, t);
 }
 
+bool tp_pager_split_allowed(struct tp_pager *pg)
+{
+	return pg->victim.split && !tp_vmm_pool_contiguous(pg->vmm) &&
+	       pg->victim.split(pg->victim.priv);
+}
+
+void tp_pager_note_split(struct tp_pager *pg, unsigned parts)
+{
+	pg->c.split_runs++;
+	pg->c.split_parts += parts;
+}
+
+size_t tp_pager_room_pages(struct tp_pager *pg)
+{
+	size_t pinned = 0;
+	struct tp_tensor *t;
+
+	cds_list_for_each_entry(t, &pg->tensors, link) {
+		if (!t->pins || t->slab)
+			continue;
+		for (size_t i = 0; i < t->nr_pages; i++)
+			pinned += t->pages[i].pins &&
+				  t->pages[i].state == TP_PAGE_RESIDENT;
+	}
+	/* Slab chunks in use never leave. */
+	pinned += pg->slabs.chunks - pg->slabs.idle;
+	return pinned < pg->vmm->nr_chunks ? pg->vmm->nr_chunks - pinned : 0;
+}
+
+size_t tp_pager_span_pages(struct tp_pager *pg, size_t off, size_t len)
+{
+	if (!len)
+		return 0;
+	return (off + len - 1) / pg->chunk - off / pg->chunk + 1;
+}
+
 bool tp_pager_has_evicted(const struct tp_tensor *t)
 {
 	return t->evicted_pages > 0;
@@ -603,19 +639,27 @@ int tp_pager_settle(struct tp_pager *pg, struct tp_tensor *t, size_t first,
 int tp_pager_unmap_pages(struct tp_pager *pg, struct tp_tensor *t,
 			 struct tp_event *ev, bool evict, size_t most)
 {
+	return tp_pager_unmap_range(pg, t, 0, t->nr_pages - 1, ev, evict,
+				    most);
+}
+
+int tp_pager_unmap_range(struct tp_pager *pg, struct tp_tensor *t,
+			 size_t first, size_t last, struct tp_event *ev,
+			 bool evict, size_t most)
+{
 	struct tp_chunk *run[64];
-	size_t i = 0;
+	size_t i = first;
 	int ret;
 
 	tp_pager_cache_settle(pg, t);
-	while (i < t->nr_pages && most) {
+	while (i <= last && most) {
 		size_t start = i, n = 0;
 
 		if (t->pages[i].state != TP_PAGE_RESIDENT || t->pages[i].pins) {
 			i++;
 			continue;
 		}
-		while (i < t->nr_pages && n < 64 && n < most &&
+		while (i <= last && n < 64 && n < most &&
 		       t->pages[i].state == TP_PAGE_RESIDENT &&
 		       !t->pages[i].pins) {
 			/* Evicted or torn down: its copy goes with it. */
@@ -984,6 +1028,8 @@ void tp_pager_stats(struct tp_pager *pg, struct tp_stats *st)
 	st->reloads = pg->c.reloads;
 	st->evictions = pg->c.evictions;
 	st->partial_evictions = pg->c.partial_evictions;
+	st->split_runs = pg->c.split_runs;
+	st->split_parts = pg->c.split_parts;
 	st->recomputes = pg->c.recomputes;
 	st->recompute_ns = pg->c.recompute_ns;
 	st->prefetch_issued = pg->c.prefetch_issued;

@@ -58,6 +58,28 @@ int tp_pager_evict(struct tp_pager *pg, struct tp_tensor *t);
  * rest stay resident, and the next acquire regenerates the tensor whole).
  */
 int tp_pager_evict_part(struct tp_pager *pg, struct tp_tensor *t, size_t most);
+/*
+ * Whether an op that does not fit whole may run in parts (the victim
+ * ops' split, never on the contiguous pool); tp_pager_note_split()
+ * counts one such run of @parts.
+ */
+bool tp_pager_split_allowed(struct tp_pager *pg);
+void tp_pager_note_split(struct tp_pager *pg, unsigned parts);
+/*
+ * tp_pager_room_pages() - how many chunks demands could have at most now:
+ * the pool less the pages of tensors someone pins. Walks every tensor.
+ */
+size_t tp_pager_room_pages(struct tp_pager *pg);
+/* Chunks of the pages [@off, @off + @len) of @t covers. */
+size_t tp_pager_span_pages(struct tp_pager *pg, size_t off, size_t len);
+
+/*
+ * Evict the pages of @t wholly inside [@off, @off + @len) that no one
+ * pins, while other pages may be pinned (a split op done with them).
+ * -EPERM when @t cannot be evicted.
+ */
+int tp_pager_evict_range(struct tp_pager *pg, struct tp_tensor *t, size_t off,
+			 size_t len);
 int tp_pager_prefetch(struct tp_pager *pg, struct tp_tensor *t);
 
 /* True when any page of @t is EVICTED / not resident. */

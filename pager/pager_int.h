@@ -143,6 +143,7 @@ struct tp_copy_rec {
 struct tp_pager_counters {
 	uint64_t offloads, reloads, evictions, recomputes, recompute_ns;
 	uint64_t partial_evictions;
+	uint64_t split_runs, split_parts;
 	uint64_t prefetch_issued, prefetch_hits, prefetch_late, prefetch_wasted;
 	uint64_t writebacks, cache_offloads;
 	uint64_t bytes_d2h, bytes_h2d, stall_ns, compute_ns;
@@ -280,11 +281,15 @@ bool tp_pager_can_evict(struct tp_pager *pg, const struct tp_tensor *t);
 struct tp_event *tp_pager_compute_event(struct tp_pager *pg);
 
 /**
- * tp_pager_unmap_pages() - unmap the unpinned RESIDENT pages of @t after
- * @ev, run by run, the first @most of them (SIZE_MAX: all); with @evict
- * the pages become EVICTED, else (teardown) they only lose their chunks.
- * Return 0 or the first error (later runs stay).
+ * tp_pager_unmap_range() - unmap the unpinned RESIDENT pages of @t in
+ * [@first, @last] after @ev, run by run, the first @most of them
+ * (SIZE_MAX: all); with @evict the pages become EVICTED, else (teardown)
+ * they only lose their chunks. Return 0 or the first error (later runs
+ * stay). tp_pager_unmap_pages() does it over the whole tensor.
  */
+int tp_pager_unmap_range(struct tp_pager *pg, struct tp_tensor *t,
+			 size_t first, size_t last, struct tp_event *ev,
+			 bool evict, size_t most);
 int tp_pager_unmap_pages(struct tp_pager *pg, struct tp_tensor *t,
 			 struct tp_event *ev, bool evict, size_t most);
 

@@ -483,6 +483,18 @@ bool tp_policy_partial_evict(const struct tp_policy *pol)
 	}
 }
 
+bool tp_policy_split(const struct tp_policy *pol)
+{
+	switch (pol->conf->policy_split) {
+	case TP_PARTIAL_ON:
+		return true;
+	case TP_PARTIAL_AUTO:
+		return pol->conf->policy_director == TP_DIRECTOR_DELTA_OVERLAP;
+	default:
+		return false;
+	}
+}
+
 bool tp_policy_recompute_back(struct tp_policy *pol,
 			      const struct tp_tensor *t)
 {

@@ -138,6 +138,13 @@ void tp_policy_prefetch_done(struct tp_policy *pol, struct tp_tensor *t,
 bool tp_policy_partial_evict(const struct tp_policy *pol);
 
 /**
+ * tp_policy_split() - whether an op that does not fit whole may run in
+ * parts (policy.split; auto: with the delta-overlap director, whose
+ * baselines, as published, run every op whole).
+ */
+bool tp_policy_split(const struct tp_policy *pol);
+
+/**
  * tp_policy_recompute_back() - for an acquire of an offloaded @t: true
  * when recomputing it is cheaper than reloading it (DELTA §5.5).
  */

@@ -1,0 +1,310 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Running an op in parts: TSPLIT's micro-tensors (DESIGN, "Split
+ * micro-tensors"). An op that declares TP_OP_SPLITTABLE and does not fit
+ * whole runs on consecutive rows of the tensors it cuts along their
+ * outermost dimension. Those rows are a byte range of the tensor's VA
+ * range, so cutting and joining copy nothing.
+ *
+ * What each part holds pinned:
+ *  - a cut input, from the part's first row to its end: the rows still
+ *    to be read never leave (one evicted would bring the whole tensor
+ *    back), and part 0 sees every row, as tp_op_launch promises;
+ *  - a cut output, the part's rows; the next part's are acquired before
+ *    these are released, so that a page two parts share stays resident;
+ *  - the whole inputs and outputs, whole, from the first part to the last.
+ * Between parts, when the next part's rows lack room, the pages of the
+ * cut inputs that every part so far has read are evicted: the pager's
+ * victims are the tensors no one pins, and at this point the op holds
+ * most of what is resident.
+ */
+#include <errno.h>
+#include <stdlib.h>
+
+#include "ctx/ctx.h"
+#include "ctx/log.h"
+#include "lineage/lineage_int.h"
+#include "vmm/vmm.h"
+
+struct split_io {
+	struct tp_tensor *t;
+	size_t row_bytes;	/* 0: whole */
+	size_t off, len;	/* the range held, len 0: none */
+	char *base;		/* address of byte 0 once acquired */
+};
+
+struct split_run {
+	struct tp_lineage *lin;
+	struct tp_pager *pg;
+	const struct tp_op_type *type;
+	const void *params;
+	size_t params_len;
+	const struct tp_op_split *s;
+	struct split_io *in, *out;
+	unsigned n_in, n_out;
+	void **in_addr, **out_addr;
+	size_t *in_len, *out_len, *whole_in;
+};
+
+static bool is_cut(uint64_t mask, unsigned k)
+{
+	return k < 64 && (mask >> k) & 1;
+}
+
+static int hold(struct split_run *r, struct split_io *io, size_t off,
+		size_t len, unsigned mode)
+{
+	void *addr;
+	int ret = tp_pager_acquire(r->pg, io->t, off, len, mode, &addr);
+
+	if (ret)
+		return ret;
+	if (io->len)
+		tp_pager_release(r->pg, io->t, io->off, io->len);
+	io->off = off;
+	io->len = len;
+	io->base = (char *)addr - off;
+	return 0;
+}
+
+static void let_go(struct split_run *r)
+{
+	for (unsigned k = 0; k < r->n_out; k++)
+		if (r->out[k].len)
+			tp_pager_release(r->pg, r->out[k].t, r->out[k].off,
+					 r->out[k].len);
+	for (unsigned k = 0; k < r->n_in; k++)
+		if (r->in[k].len)
+			tp_pager_release(r->pg, r->in[k].t, r->in[k].off,
+					 r->in[k].len);
+}
+
+/* Whether @k is the first of the inputs holding its tensor. */
+static bool first_use(const struct split_run *r, unsigned k)
+{
+	for (unsigned j = 0; j < k; j++)
+		if (r->in[j].t == r->in[k].t)
+			return false;
+	return true;
+}
+
+/*
+ * The fewest parts whose peak fits in @room chunks, 0 if none up to
+ * @max. A part holds the whole tensors, the cut inputs from its rows on
+ * (those lineage cannot regenerate never leave), and the cut outputs up
+ * to its rows; at most one page more per cut tensor where parts meet.
+ */
+static unsigned choose_parts(struct split_run *r, size_t room, unsigned max)
+{
+	size_t whole = 0, cut_in = 0, cut_out = 0, edges = 0;
+	unsigned k, p;
+
+	for (k = 0; k < r->n_in; k++) {
+		size_t pages = tp_pager_span_pages(r->pg, 0, r->in[k].t->bytes);
+
+		if (!first_use(r, k))
+			continue;
+		if (r->in[k].row_bytes &&
+		    tp_lineage_can_regenerate(r->lin, r->in[k].t)) {
+			cut_in += pages;
+			edges++;
+		} else {
+			whole += pages;
+		}
+	}
+	for (k = 0; k < r->n_out; k++) {
+		size_t pages = tp_pager_span_pages(r->pg, 0, r->out[k].t->bytes);
+
+		if (r->out[k].row_bytes) {
+			cut_out += pages;
+			edges++;
+		} else {
+			whole += pages;
+		}
+	}
+	for (p = 2; p <= max && p <= r->s->rows; p++) {
+		size_t a = cut_in + (cut_out + p - 1) / p;
+		size_t b = (cut_in + p - 1) / p + cut_out;
+
+		if (whole + (a > b ? a : b) + edges <= room)
+			return p;
+	}
+	return 0;
+}
+
+/* Pages the cut outputs' rows [@r0, @r1) may need. */
+static size_t rows_need(struct split_run *r, size_t r0, size_t r1)
+{
+	size_t n = 0;
+
+	for (unsigned k = 0; k < r->n_out; k++)
+		if (r->out[k].row_bytes)
+			n += tp_pager_span_pages(r->pg, r0 * r->out[k].row_bytes,
+						 (r1 - r0) * r->out[k].row_bytes);
+	return n;
+}
+
+/* Make room for rows [@r0, @r1) from the cut inputs' rows before @r0. */
+static void drop_read_rows(struct split_run *r, size_t r0, size_t r1)
+{
+	struct tp_vmm *vmm = r->lin->ctx->vmm;
+
+	tp_vmm_reap(vmm);
+	if (tp_vmm_chunks_fit(vmm, rows_need(r, r0, r1)))
+		return;
+	for (unsigned k = 0; k < r->n_in; k++) {
+		struct split_io *io = &r->in[k];
+
+		/* -EPERM: it cannot be regenerated, and stays. */
+		if (io->row_bytes && first_use(r, k))
+			tp_pager_evict_range(r->pg, io->t, 0,
+					     r0 * io->row_bytes);
+	}
+}
+
+/* Acquire what part 0 holds besides the cut outputs. */
+static int hold_first(struct split_run *r)
+{
+	unsigned k;
+	int ret;
+
+	for (k = 0; k < r->n_in; k++) {
+		ret = hold(r, &r->in[k], 0, r->in[k].t->bytes, TP_READ);
+		if (ret)
+			return ret;
+	}
+	for (k = 0; k < r->n_out; k++) {
+		if (r->out[k].row_bytes)
+			continue;
+		ret = hold(r, &r->out[k], 0, r->out[k].t->bytes, TP_WRITE);
+		if (ret)
+			return ret;
+	}
+	return 0;
+}
+
+static int run_part(struct split_run *r, unsigned i, unsigned parts,
+		    uint64_t *ns)
+{
+	size_t rows = r->s->rows;
+	size_t r0 = rows * i / parts, r1 = rows * (i + 1) / parts;
+	struct tp_lin_part part = {
+		.part = i, .parts = parts, .row0 = r0, .rows = r1 - r0,
+		.total = rows, .whole_in_bytes = r->whole_in,
+	};
+	uint64_t part_ns = 0;
+	unsigned k;
+	int ret;
+
+	for (k = 0; k < r->n_out; k++) {
+		struct split_io *io = &r->out[k];
+
+		if (!io->row_bytes)
+			continue;
+		ret = hold(r, io, r0 * io->row_bytes, (r1 - r0) * io->row_bytes,
+			   TP_WRITE);
+		if (ret)
+			return ret;
+	}
+	for (k = 0; k < r->n_in; k++) {
+		struct split_io *io = &r->in[k];
+		size_t b = io->row_bytes;
+
+		r->in_addr[k] = io->base + (b ? r0 * b : 0);
+		r->in_len[k] = b ? (r1 - r0) * b : io->t->bytes;
+	}
+	for (k = 0; k < r->n_out; k++) {
+		struct split_io *io = &r->out[k];
+		size_t b = io->row_bytes;
+
+		r->out_addr[k] = io->base + (b ? r0 * b : 0);
+		r->out_len[k] = b ? (r1 - r0) * b : io->t->bytes;
+	}
+	ret = tp_lin_launch(r->lin, r->type, r->params, r->params_len,
+			    r->in_addr, r->in_len,
+			    r->n_in, r->out_addr, r->out_len, r->n_out, false,
+			    &part, &part_ns);
+	if (ret)
+		return ret;
+	*ns += part_ns;
+	if (i + 1 == parts)
+		return 0;
+	/* The next part holds the cut inputs from its first row on. */
+	for (k = 0; k < r->n_in; k++) {
+		struct split_io *io = &r->in[k];
+
+		if (!io->row_bytes)
+			continue;
+		ret = hold(r, io, r1 * io->row_bytes,
+			   io->t->bytes - r1 * io->row_bytes, TP_READ);
+		if (ret)
+			return ret;
+	}
+	drop_read_rows(r, r1, rows * (i + 2) / parts);
+	return 0;
+}
+
+static int split_alloc(struct split_run *r)
+{
+	unsigned n = r->n_in + r->n_out;
+	void *mem = calloc(1, n * (sizeof(struct split_io) + sizeof(void *) +
+				   sizeof(size_t)) +
+			   r->n_in * sizeof(size_t));
+
+	if (!mem)
+		return -ENOMEM;
+	r->in = mem;
+	r->out = r->in + r->n_in;
+	r->in_addr = (void **)(r->out + r->n_out);
+	r->out_addr = r->in_addr + r->n_in;
+	r->in_len = (size_t *)(r->out_addr + r->n_out);
+	r->out_len = r->in_len + r->n_in;
+	r->whole_in = r->out_len + r->n_out;
+	return 0;
+}
+
+int tp_lin_run_split(struct tp_lineage *lin, const struct tp_op_type *type,
+		     const void *params, size_t params_len,
+		     struct tp_tensor *const *in, unsigned n_in,
+		     struct tp_tensor *const *out, unsigned n_out,
+		     const struct tp_op_split *s, uint64_t *ns)
+{
+	struct split_run r = {
+		.lin = lin, .pg = lin->pg, .type = type, .params = params,
+		.params_len = params_len, .s = s,
+		.n_in = n_in, .n_out = n_out,
+	};
+	unsigned k, parts, i;
+	int ret;
+
+	*ns = 0;
+	ret = split_alloc(&r);
+	if (ret)
+		return ret;
+	for (k = 0; k < n_in; k++) {
+		r.in[k].t = in[k];
+		r.whole_in[k] = in[k]->bytes;
+		if (is_cut(s->in, k))
+			r.in[k].row_bytes = in[k]->bytes / s->rows;
+	}
+	for (k = 0; k < n_out; k++) {
+		r.out[k].t = out[k];
+		if (is_cut(s->out, k))
+			r.out[k].row_bytes = out[k]->bytes / s->rows;
+	}
+	parts = choose_parts(&r, tp_pager_room_pages(r.pg),
+			     (unsigned)lin->ctx->conf.policy_split_max_parts);
+	if (!parts) {
+		ret = -ENOMEM;
+		goto out;
+	}
+	ret = hold_first(&r);
+	for (i = 0; !ret && i < parts; i++)
+		ret = run_part(&r, i, parts, ns);
+	if (!ret)
+		tp_pager_note_split(r.pg, parts);
+out:
+	let_go(&r);
+	free(r.in);
+	return ret;
+}

@@ -272,11 +272,23 @@ int tp_lin_launch(struct tp_lineage *lin, const struct tp_op_type *type,
 struct tp_op_split;
 
 /**
+ * tp_lin_split_cut() - whether a run of @type with these params and
+ * sizes may run in parts, and how (@s): splittable, not in place, the
+ * policy willing (policy.split), at least two rows dividing every cut
+ * tensor.
+ */
+bool tp_lin_split_cut(struct tp_lineage *lin, const struct tp_op_type *type,
+		      const void *params, size_t params_len,
+		      const size_t *in_bytes, unsigned n_in,
+		      const size_t *out_bytes, unsigned n_out,
+		      struct tp_op_split *s);
+
+/**
  * tp_lin_run_split() - run an op that did not fit whole in parts, as
  * @s cuts it: acquire, launch and release each part, the pages of the
  * cut inputs a part is done with evicted when the next lacks room.
- * @in: the op's inputs; @out: its outputs, made and not acquired.
- * *@ns receives the cost of all parts.
+ * @in: the op's inputs; @out: its outputs, made and not acquired;
+ * @recompute: a replay by lineage. *@ns receives the cost of all parts.
  * Return: 0, or -ENOMEM when no number of parts fits, or an error of
  * acquire or launch; on failure what was written to @out is worth
  * nothing and nothing is held.
@@ -285,7 +297,7 @@ int tp_lin_run_split(struct tp_lineage *lin, const struct tp_op_type *type,
 		     const void *params, size_t params_len,
 		     struct tp_tensor *const *in, unsigned n_in,
 		     struct tp_tensor *const *out, unsigned n_out,
-		     const struct tp_op_split *s, uint64_t *ns);
+		     const struct tp_op_split *s, bool recompute, uint64_t *ns);
 
 /* --- regen.c --------------------------------------------------------- */
 

@@ -187,37 +187,17 @@ static int acquire_all(struct op_run *o, const size_t *out_bytes,
 	return 0;
 }
 
-/*
- * Whether an op that did not fit whole may run in parts, and how its
- * type cuts this run: splittable, not in place, the policy willing, a
- * cut of at least two rows that divides every cut tensor.
- */
+/* Whether the op may run in parts if it does not fit whole, and how. */
 static bool split_cut(struct op_run *o, const void *params, size_t params_len,
 		      const size_t *out_bytes, unsigned n_in, unsigned n_out,
 		      struct tp_op_split *s)
 {
-	const struct tp_op_type *type = o->type;
-	unsigned k;
-
-	if (!(type->flags & TP_OP_SPLITTABLE) || !type->split ||
-	    (type->flags & TP_OP_INPLACE) ||
-	    !tp_pager_split_allowed(o->ctx->pager))
+	if (!(o->type->flags & TP_OP_SPLITTABLE))
 		return false;
-	*s = (struct tp_op_split){ 0 };
-	for (k = 0; k < n_in; k++)
+	for (unsigned k = 0; k < n_in; k++)
 		o->in_bytes[k] = o->in[k]->bytes;
-	if (type->split(params, params_len, o->in_bytes, n_in, out_bytes,
-			n_out, s) || s->rows < 2 || !(s->in | s->out))
-		return false;
-	if ((n_in < 64 && s->in >> n_in) || (n_out < 64 && s->out >> n_out))
-		return false;
-	for (k = 0; k < n_in && k < 64; k++)
-		if ((s->in >> k & 1) && o->in_bytes[k] % s->rows)
-			return false;
-	for (k = 0; k < n_out && k < 64; k++)
-		if ((s->out >> k & 1) && out_bytes[k] % s->rows)
-			return false;
-	return true;
+	return tp_lin_split_cut(o->lin, o->type, params, params_len,
+				o->in_bytes, n_in, out_bytes, n_out, s);
 }
 
 /*
@@ -245,7 +225,7 @@ static int run_split(struct op_run *o, const void *params, size_t params_len,
 			tp_pager_drop_contents(o->ctx->pager, o->out[k]);
 	}
 	ret = tp_lin_run_split(o->lin, o->type, params, params_len, o->in,
-			       n_in, o->out, n_out, cut, ns);
+			       n_in, o->out, n_out, cut, false, ns);
 	if (ret == -ENOMEM)
 		tp_ctx_error(o->ctx, ret, "tp_op_run(%s): did not fit whole, nor in parts of its %zu rows",
 			     name, cut->rows);

@@ -40,6 +40,7 @@ struct split_run {
 	const void *params;
 	size_t params_len;
 	const struct tp_op_split *s;
+	bool recompute;
 	struct split_io *in, *out;
 	unsigned n_in, n_out;
 	void **in_addr, **out_addr;
@@ -91,8 +92,9 @@ static bool first_use(const struct split_run *r, unsigned k)
 /*
  * The fewest parts whose peak fits in @room chunks, 0 if none up to
  * @max. A part holds the whole tensors, the cut inputs from its rows on
- * (those lineage cannot regenerate never leave), and the cut outputs up
- * to its rows; at most one page more per cut tensor where parts meet.
+ * (those lineage cannot regenerate, or someone else pins, never leave),
+ * and the cut outputs up to its rows; at most one page more per cut
+ * tensor where parts meet.
  */
 static unsigned choose_parts(struct split_run *r, size_t room, unsigned max)
 {
@@ -104,7 +106,7 @@ static unsigned choose_parts(struct split_run *r, size_t room, unsigned max)
 
 		if (!first_use(r, k))
 			continue;
-		if (r->in[k].row_bytes &&
+		if (r->in[k].row_bytes && !r->in[k].t->pins &&
 		    tp_lineage_can_regenerate(r->lin, r->in[k].t)) {
 			cut_in += pages;
 			edges++;
@@ -130,6 +132,24 @@ static unsigned choose_parts(struct split_run *r, size_t room, unsigned max)
 			return p;
 	}
 	return 0;
+}
+
+/*
+ * Chunks the parts may have: the pool less what others pin. The op's own
+ * tensors pinned already (a replay's inputs, held by its frames) are
+ * counted in its peak, not twice.
+ */
+static size_t room(struct split_run *r)
+{
+	size_t n = tp_pager_room_pages(r->pg);
+	unsigned k;
+
+	for (k = 0; k < r->n_in; k++)
+		if (first_use(r, k))
+			n += tp_pager_pinned_pages(r->in[k].t);
+	for (k = 0; k < r->n_out; k++)
+		n += tp_pager_pinned_pages(r->out[k].t);
+	return n;
 }
 
 /* Pages the cut outputs' rows [@r0, @r1) may need. */
@@ -222,7 +242,8 @@ static int run_part(struct split_run *r, unsigned i, unsigned parts,
 	}
 	ret = tp_lin_launch(r->lin, r->type, r->params, r->params_len,
 			    r->in_addr, r->in_len,
-			    r->n_in, r->out_addr, r->out_len, r->n_out, false,
+			    r->n_in, r->out_addr, r->out_len, r->n_out,
+			    r->recompute,
 			    &part, &part_ns);
 	if (ret)
 		return ret;
@@ -263,15 +284,41 @@ static int split_alloc(struct split_run *r)
 	return 0;
 }
 
+bool tp_lin_split_cut(struct tp_lineage *lin, const struct tp_op_type *type,
+		      const void *params, size_t params_len,
+		      const size_t *in_bytes, unsigned n_in,
+		      const size_t *out_bytes, unsigned n_out,
+		      struct tp_op_split *s)
+{
+	unsigned k;
+
+	if (!(type->flags & TP_OP_SPLITTABLE) || !type->split ||
+	    (type->flags & TP_OP_INPLACE) || !tp_pager_split_allowed(lin->pg))
+		return false;
+	*s = (struct tp_op_split){ 0 };
+	if (type->split(params, params_len, in_bytes, n_in, out_bytes, n_out,
+			s) || s->rows < 2 || !(s->in | s->out))
+		return false;
+	if ((n_in < 64 && s->in >> n_in) || (n_out < 64 && s->out >> n_out))
+		return false;
+	for (k = 0; k < n_in && k < 64; k++)
+		if ((s->in >> k & 1) && in_bytes[k] % s->rows)
+			return false;
+	for (k = 0; k < n_out && k < 64; k++)
+		if ((s->out >> k & 1) && out_bytes[k] % s->rows)
+			return false;
+	return true;
+}
+
 int tp_lin_run_split(struct tp_lineage *lin, const struct tp_op_type *type,
 		     const void *params, size_t params_len,
 		     struct tp_tensor *const *in, unsigned n_in,
 		     struct tp_tensor *const *out, unsigned n_out,
-		     const struct tp_op_split *s, uint64_t *ns)
+		     const struct tp_op_split *s, bool recompute, uint64_t *ns)
 {
 	struct split_run r = {
 		.lin = lin, .pg = lin->pg, .type = type, .params = params,
-		.params_len = params_len, .s = s,
+		.params_len = params_len, .s = s, .recompute = recompute,
 		.n_in = n_in, .n_out = n_out,
 	};
 	unsigned k, parts, i;
@@ -292,7 +339,7 @@ int tp_lin_run_split(struct tp_lineage *lin, const struct tp_op_type *type,
 		if (is_cut(s->out, k))
 			r.out[k].row_bytes = out[k]->bytes / s->rows;
 	}
-	parts = choose_parts(&r, tp_pager_room_pages(r.pg),
+	parts = choose_parts(&r, room(&r),
 			     (unsigned)lin->ctx->conf.policy_split_max_parts);
 	if (!parts) {
 		ret = -ENOMEM;

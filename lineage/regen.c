@@ -165,6 +165,103 @@ static void cost_fell(struct tp_lineage *lin, struct tp_lin_node *n)
 		}
 }
 
+/* Whether @rec's op may be replayed in parts, and how. */
+static bool split_cut(struct tp_lineage *lin, struct tp_lin_rec *rec,
+		      struct tp_op_split *cut)
+{
+	size_t *in_bytes;
+	bool ok;
+
+	if (!(rec->type->flags & TP_OP_SPLITTABLE))
+		return false;
+	in_bytes = calloc(rec->n_in + 1, sizeof(*in_bytes));
+	if (!in_bytes)
+		return false;
+	for (unsigned k = 0; k < rec->n_in; k++)
+		in_bytes[k] = rec->in[k].t->bytes;
+	ok = tp_lin_split_cut(lin, rec->type, rec->params, rec->params_len,
+			      in_bytes, rec->n_in, rec->out_bytes, rec->n_out,
+			      cut);
+	free(in_bytes);
+	return ok;
+}
+
+/*
+ * The outputs of @rec did not fit beside its inputs: let go of all that
+ * r->held holds (@n_held: the inputs, then the outputs acquired so far),
+ * then replay it in parts (op_split.c, policy.split) into the outputs
+ * that are evicted and scratch for the others, as the whole replay
+ * would have. An input the frames regenerated stays pinned by them; one
+ * that was resident may leave as the parts are done with its rows.
+ */
+static int replay_split(struct regen *r, struct tp_lin_rec *rec,
+			const struct tp_op_split *cut, unsigned n_held)
+{
+	struct tp_lineage *lin = r->lin;
+	struct tp_tensor **out = calloc(rec->n_out, sizeof(*out));
+	bool *scratch = calloc(rec->n_out, sizeof(*scratch));
+	struct tp_tensor **in = calloc(rec->n_in + 1, sizeof(*in));
+	uint64_t ns = 0;
+	unsigned k;
+	int ret = -ENOMEM;
+
+	for (k = 0; k < n_held; k++) {
+		release_whole(lin, r->held[k]);
+		if (k < rec->n_in)
+			continue;
+		if (r->scratch[k])
+			tp_pager_tensor_free(lin->pg, r->held[k]);
+		else
+			tp_pager_drop_contents(lin->pg, r->held[k]);
+	}
+	if (!out || !scratch || !in)
+		goto out;
+	for (k = 0; k < rec->n_in; k++)
+		in[k] = rec->in[k].t;
+	for (k = 0; k < rec->n_out; k++) {
+		out[k] = rec->out[k];
+		if (out[k] && tp_pager_has_evicted(out[k]))
+			continue;
+		out[k] = tp_pager_tensor_new(lin->pg, rec->out_bytes[k],
+					     TP_UNCOMPUTABLE | TP_KIND_WORKSPACE);
+		if (!out[k]) {
+			ret = -errno;
+			goto out;
+		}
+		scratch[k] = true;
+		lin->st.scratch_outputs++;
+	}
+	ret = tp_lin_run_split(lin, rec->type, rec->params, rec->params_len,
+			       in, rec->n_in, out, rec->n_out, cut, true, &ns);
+	if (!ret) {
+		tp_lin_note_cost(lin, rec, ns);
+		tp_pager_note_recompute(lin->pg, ns);
+		lin->st.replay_ns += ns;
+		lin->st.replays++;
+	}
+	for (k = 0; k < rec->n_out; k++) {
+		struct tp_lin_node *on;
+
+		if (!out[k])
+			continue;
+		if (scratch[k]) {
+			tp_pager_tensor_free(lin->pg, out[k]);
+		} else if (ret) {
+			/* Half written: evicted again (a pinned page keeps
+			 * what it held, see acquire's err_regen). */
+			tp_pager_drop_contents(lin->pg, out[k]);
+		} else if ((on = out[k]->lin.p)) {
+			tp_lin_uf_forget(lin, on);
+			cost_fell(lin, on);
+		}
+	}
+out:
+	free(out);
+	free(scratch);
+	free(in);
+	return ret;
+}
+
 /*
  * Replay @rec once, all inputs resident. Return 0, 1 when input @*stale
  * was found EVICTED (a frame must regenerate it first), or -errno.
@@ -175,6 +272,7 @@ static int replay(struct regen *r, struct tp_lin_rec *rec,
 	struct tp_lineage *lin = r->lin;
 	unsigned n = rec->n_in + rec->n_out, k, j, held = 0, root_k = UINT_MAX;
 	void **in_addr, **out_addr;
+	struct tp_op_split cut;
 	uint64_t ns = 0;
 	int ret = 0;
 
@@ -234,6 +332,10 @@ static int replay(struct regen *r, struct tp_lin_rec *rec,
 		if (ret) {
 			if (scratch)
 				tp_pager_tensor_free(lin->pg, o);
+			if (ret == -ENOMEM && split_cut(lin, rec, &cut)) {
+				ret = replay_split(r, rec, &cut, held);
+				held = 0;
+			}
 			goto out_release;
 		}
 		r->bytes[rec->n_in + k] = rec->out_bytes[k];

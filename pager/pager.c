@@ -251,18 +251,24 @@ void tp_pager_note_split(struct tp_pager *pg, unsigned parts)
 	pg->c.split_parts += parts;
 }
 
+size_t tp_pager_pinned_pages(const struct tp_tensor *t)
+{
+	size_t n = 0;
+
+	if (!t->pins || t->slab)
+		return 0;
+	for (size_t i = 0; i < t->nr_pages; i++)
+		n += t->pages[i].pins && t->pages[i].state == TP_PAGE_RESIDENT;
+	return n;
+}
+
 size_t tp_pager_room_pages(struct tp_pager *pg)
 {
 	size_t pinned = 0;
 	struct tp_tensor *t;
 
-	cds_list_for_each_entry(t, &pg->tensors, link) {
-		if (!t->pins || t->slab)
-			continue;
-		for (size_t i = 0; i < t->nr_pages; i++)
-			pinned += t->pages[i].pins &&
-				  t->pages[i].state == TP_PAGE_RESIDENT;
-	}
+	cds_list_for_each_entry(t, &pg->tensors, link)
+		pinned += tp_pager_pinned_pages(t);
 	/* Slab chunks in use never leave. */
 	pinned += pg->slabs.chunks - pg->slabs.idle;
 	return pinned < pg->vmm->nr_chunks ? pg->vmm->nr_chunks - pinned : 0;

@@ -70,6 +70,8 @@ void tp_pager_note_split(struct tp_pager *pg, unsigned parts);
  * the pool less the pages of tensors someone pins. Walks every tensor.
  */
 size_t tp_pager_room_pages(struct tp_pager *pg);
+/* Resident pages of @t someone pins. */
+size_t tp_pager_pinned_pages(const struct tp_tensor *t);
 /* Chunks of the pages [@off, @off + @len) of @t covers. */
 size_t tp_pager_span_pages(struct tp_pager *pg, size_t off, size_t len);
 

@@ -243,7 +243,7 @@ int main(void)
 	struct tp_stats st;
 	void *rx;
 
-	plan_tests(19);
+	plan_tests(21);
 	for (size_t j = 0; j < 16384; j++)
 		wv[j] = 0.5f + (float)(j % 7) / 8.0f;
 
@@ -253,13 +253,34 @@ int main(void)
 	 */
 	shape("aligned", ROWS, COLS, CONF("576K", ""), 4, wv);
 	{
+		struct run ref = run_mix(CONF("64M", ""), &mp, &mix_whole, wv);
+		void *ry = contents(&ref, ref.y);
+
+		rx = contents(&ref, ref.x);
+		tp_ctx_destroy(ref.ctx);
 		/* The same run: x's pages read by all parts left. */
 		r = run_mix(CONF("576K", ""), &mp, &mix, wv);
 		ok(!r.ret && r.x->evicted_pages == 3 &&
 		   r.x->resident_pages == 1 && stats(&r).evictions >= 1,
 		   "x's 3 pages read by the first 3 parts were evicted for the last (%zu evicted)",
 		   r.x->evicted_pages);
+		/*
+		 * y's replay, with x resident and m evicted to make room for
+		 * it, does not fit whole either: it runs in parts too.
+		 */
+		ok(same(&r, r.x, rx, tp_tensor_size(r.x)) &&
+		   !tp_tensor_evict(r.ctx, r.y) && r.y->evicted_pages == 4,
+		   "x regenerated whole; y evicted");
+		st = stats(&r);
+		ok(same(&r, r.y, ry, tp_tensor_size(r.y)) &&
+		   stats(&r).split_runs == st.split_runs + 1 &&
+		   stats(&r).recomputes > st.recomputes &&
+		   stats(&r).phys_peak <= stats(&r).budget_bytes,
+		   "y's replay ran in parts, byte for byte (%llu split runs)",
+		   (unsigned long long)stats(&r).split_runs);
 		tp_ctx_destroy(r.ctx);
+		free(ry);
+		free(rx);
 	}
 	/*
 	 * 12 rows of 20K: parts of 3 rows (60K) straddle chunks. x and y

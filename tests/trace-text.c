@@ -4,7 +4,7 @@
  * describe; writer and parser round-trip (same trace, same bytes); every
  * kind of malformed input fails on its line with its reason and leaves the
  * output pointer alone; the builder refuses bad records and stays
- * unchanged.
+ * unchanged. The same for split marks (version 2).
  */
 #include "config.h"
 
@@ -102,6 +102,8 @@ static void test_sample(void)
 	fclose(f);
 	ok(!rc && len == len2 && !memcmp(text, text2, len),
 	   "and writes the same bytes again");
+	ok(!strncmp(text, "tpager-trace 1\n", 15),
+	   "a trace without split marks is written as version 1");
 	ok(strstr(text, "op relu_ 7000 4 => 5:8192:activation,computable:inplace=0\n") &&
 	   strstr(text, "tensor 2 512 param view=1\n") &&
 	   strstr(text, "op noop 1 =>\n"),
@@ -117,10 +119,11 @@ static const struct {
 	unsigned long line;
 	const char *reason;
 } bad[] = {
-	{ "", 0, "empty file: no 'tpager-trace 1' header" },
+	{ "", 0, "empty file: no 'tpager-trace VERSION' header" },
 	{ "tensor 1 8 input\n", 1,
-	  "not a tpager-trace file: the first line must be 'tpager-trace 1'" },
-	{ "tpager-trace 2\n", 1, "unsupported version 2 (this reader knows 1)" },
+	  "not a tpager-trace file: the first line must be 'tpager-trace VERSION'" },
+	{ "tpager-trace 3\n", 1, "unsupported version 3 (this reader knows 1 and 2)" },
+	{ "tpager-trace 0\n", 1, "unsupported version 0 (this reader knows 1 and 2)" },
 	{ "tpager-trace\n", 1, "header: expected 'tpager-trace VERSION'" },
 	{ "tpager-trace 1\nfrob 1\n", 2, "unknown record 'frob'" },
 	{ "tpager-trace 1\ntensor 1 8\n", 2,
@@ -170,6 +173,73 @@ static const struct {
 	{ "tpager-trace 1\nfree\n", 2, "free: expected 'free ID'" },
 	{ "tpager-trace 1\nfree 1\x01\n", 2, "control character 0x01" },
 	{ "tpager-trace 1\n# ok\nfree 1\0\n", 3, "NUL byte in line" },
+	/* split marks */
+	{ "tpager-trace 1\ntensor 1 8 input\nop f 1 split=2:0:- 1 =>\n", 3,
+	  "op: split= needs 'tpager-trace 2' (the header says 1)" },
+	{ "tpager-trace 2\ntensor 1 8 input\nop f 1 split=x:0:- 1 =>\n", 3,
+	  "bad split rows 'x': not a decimal number" },
+	{ "tpager-trace 2\ntensor 1 8 input\nop f 1 split=:0:- 1 =>\n", 3,
+	  "missing split rows" },
+	{ "tpager-trace 2\ntensor 1 8 input\nop f 1 split=18446744073709551616:0:- 1 =>\n",
+	  3, "split rows '18446744073709551616' out of range" },
+	{ "tpager-trace 2\ntensor 1 8 input\nop f 1 split=1:0:- 1 =>\n", 3,
+	  "op: split rows must be at least 2, not 1" },
+	{ "tpager-trace 2\ntensor 1 8 input\nop f 1 split=0:0:- 1 =>\n", 3,
+	  "op: split rows must be at least 2, not 0" },
+	{ "tpager-trace 2\ntensor 1 8 input\nop f 1 split= 1 =>\n", 3,
+	  "op: expected split=ROWS:INS:OUTS, not 'split='" },
+	{ "tpager-trace 2\ntensor 1 8 input\nop f 1 split=2:0 1 =>\n", 3,
+	  "op: expected split=ROWS:INS:OUTS, not 'split=2:0'" },
+	{ "tpager-trace 2\ntensor 1 8 input\nop f 1 split=2:0:-:0 1 =>\n", 3,
+	  "op: expected split=ROWS:INS:OUTS, not 'split=2:0:-:0'" },
+	{ "tpager-trace 2\ntensor 1 8 input\nop f 1 split=2::- 1 =>\n", 3,
+	  "op: empty split input list (write '-' for none)" },
+	{ "tpager-trace 2\ntensor 1 8 input\nop f 1 split=2:0: 1 => 2:8:-\n", 3,
+	  "op: empty split output list (write '-' for none)" },
+	{ "tpager-trace 2\ntensor 1 8 input\nop f 1 split=2:0,,1:- 1 1 =>\n", 3,
+	  "missing split input index" },
+	{ "tpager-trace 2\ntensor 1 8 input\nop f 1 split=2:0,:- 1 1 =>\n", 3,
+	  "missing split input index" },
+	{ "tpager-trace 2\ntensor 1 8 input\nop f 1 split=2:0x:- 1 =>\n", 3,
+	  "bad split input index '0x': not a decimal number" },
+	{ "tpager-trace 2\ntensor 1 8 input\nop f 1 split=2:-,0:- 1 =>\n", 3,
+	  "bad split input index '-': not a decimal number" },
+	{ "tpager-trace 2\ntensor 1 8 input\nop f 1 split=2:0:-x 1 => 2:8:-\n", 3,
+	  "bad split output index '-x': not a decimal number" },
+	{ "tpager-trace 2\ntensor 1 8 input\nop f 1 split=2:99999999999999999999:- 1 =>\n",
+	  3, "split input index '99999999999999999999' out of range" },
+	{ "tpager-trace 2\ntensor 1 8 input\nop f 1 split=2:1:- 1 =>\n", 3,
+	  "op: split input index 1 out of range (op has 1 inputs)" },
+	{ "tpager-trace 2\nop f 1 split=2:0:- =>\n", 2,
+	  "op: split input index 0 out of range (op has 0 inputs)" },
+	{ "tpager-trace 2\ntensor 1 8 input\nop f 1 split=2:-:1 1 => 2:8:-\n", 3,
+	  "op: split output index 1 out of range (op has 1 outputs)" },
+	{ "tpager-trace 2\ntensor 1 8 input\nop f 1 split=2:0,1,0:- 1 1 =>\n", 3,
+	  "op: split input index 0 given twice" },
+	{ "tpager-trace 2\nop f 1 split=2:-:1,1 => 2:8:- 3:8:-\n", 2,
+	  "op: split output index 1 given twice" },
+	{ "tpager-trace 2\ntensor 1 8 input\nop f 1 split=2:-:- 1 => 2:8:-\n", 3,
+	  "op: split cuts no tensor (INS and OUTS are both '-')" },
+	{ "tpager-trace 2\ntensor 1 8 input\ntensor 2 9 input\nop f 1 split=2:0,1:- 1 2 =>\n",
+	  4, "op: split input 1 has 9 bytes, not a multiple of 2 rows" },
+	{ "tpager-trace 2\ntensor 1 8 input\nop f 1 split=4:0:0 1 => 2:6:-\n", 3,
+	  "op: split output 0 has 6 bytes, not a multiple of 4 rows" },
+	{ "tpager-trace 2\ntensor 1 8 input\nop f 1 split=2:0:0 1 => 2:8:-:view=0\n",
+	  3, "op: split output 0 is a view: only new outputs can be cut" },
+	{ "tpager-trace 2\ntensor 1 8 input\nop f 1 split=2:0:- 1 => 2:8:-:inplace=0\n",
+	  3, "op: an op with an in-place output cannot be split" },
+	{ "tpager-trace 2\ntensor 1 8 input\nop f 1 split=2:-:1 1 1 => 2:8:-:inplace=0 3:8:-\n",
+	  3, "op: an op with an in-place output cannot be split" },
+	{ "tpager-trace 2\ntensor 1 8 input\nop f 1 1 split=2:0:- =>\n", 3,
+	  "op: split= must come right after the cost" },
+	{ "tpager-trace 2\ntensor 1 8 input\nop f 1 split=2:0:- split=2:0:- 1 =>\n",
+	  3, "op: split= must come right after the cost" },
+	{ "tpager-trace 2\ntensor 1 8 input\nop f 1 1 => split=2:0:-\n", 3,
+	  "op: split= must come right after the cost" },
+	{ "tpager-trace 2\ntensor 1 8 input\nop f 1 split=2:0:- 1\n", 3,
+	  "op: missing '=>'" },
+	{ "tpager-trace 2\ntensor 1 8 input\nop f 1 split=2:0:- 1 =>\nop g 1 split=2:0:- 2 =>\n",
+	  4, "tensor 2 is not defined" },
 };
 
 static void test_malformed(void)
@@ -196,6 +266,216 @@ static void test_malformed(void)
 			diag("got %d, line %lu, \"%s\"", rc, err.line,
 			     err.reason);
 	}
+}
+
+/* The ops of split_sample, as tp_trace_set_split() would mark them. */
+static const char split_sample[] =
+	"tpager-trace 2\n"
+	"tensor 10 4096 input\n"				/* t0 */
+	"tensor 11 256 param\n"				/* t1 */
+	"op mm 100 split=64:0:0 10 11 => 12:8192:activation,computable\n"
+	"op mm_bwd 200 split=128:0,1:0 12 10 11 => 13:4096:grad,computable 14:256:grad,computable\n"
+	"op sum 5 split=2:-:1 12 => 15:7:computable 16:16:computable\n"
+	"op view 1 12 => 17:8192:activation,computable:view=0\n"
+	"op cat 3 split=4:1,0:- 10 12 => 18:12288:computable\n"
+	"op add_ 1 18 => 19:12288:computable:inplace=0\n";
+
+static const struct {
+	uint64_t rows, in, out;
+} split_want[] = {
+	{ 64, 1, 1 }, { 128, 3, 1 }, { 2, 0, 2 }, { 0, 0, 0 }, { 4, 3, 0 },
+	{ 0, 0, 0 },
+};
+
+static void test_split(void)
+{
+	struct tp_trace *t = NULL, *t2 = NULL;
+	struct tp_trace_error err;
+	char *text = NULL, *text2 = NULL;
+	size_t len = 0, len2 = 0, i;
+	const char *v2 = "tpager-trace 2\ntensor 1 8 input\n";
+	bool marks = true;
+	FILE *f;
+	int rc;
+
+	rc = tp_trace_parse(split_sample, sizeof(split_sample) - 1,
+			    "split.trace", &t, &err);
+	if (!ok_rc(rc, "version 2 with split marks parses"))
+		bail_out("%s:%lu: %s", err.file, err.line, err.reason);
+	for (i = 0; i < ARRAY_SIZE(split_want); i++) {
+		const struct tp_trace_op *op = &t->ops[i];
+
+		if (op->split_rows == split_want[i].rows &&
+		    op->split_in == split_want[i].in &&
+		    op->split_out == split_want[i].out)
+			continue;
+		marks = false;
+		diag("op %zu: split %llu:%llx:%llx", i,
+		     (unsigned long long)op->split_rows,
+		     (unsigned long long)op->split_in,
+		     (unsigned long long)op->split_out);
+	}
+	ok(t->n_ops == ARRAY_SIZE(split_want) && marks,
+	   "rows and cut masks as written; unmarked ops have none");
+
+	f = open_memstream(&text, &len);
+	rc = tp_trace_write(t, f);
+	fclose(f);
+	ok(!rc && !strncmp(text, "tpager-trace 2\n", 15) &&
+	   strstr(text, "op mm_bwd 200 split=128:0,1:0 2 0 1 => ") &&
+	   strstr(text, "op sum 5 split=2:-:1 2 => ") &&
+	   strstr(text, "op cat 3 split=4:0,1:- 0 2 => ") &&
+	   strstr(text, "op view 1 2 => "),
+	   "written as version 2, indexes in order, '-' for none");
+	rc = tp_trace_parse(text, len, "out.trace", &t2, &err);
+	ok(!rc && tp_trace_equal(t, t2), "written text parses to an equal trace");
+	if (rc)
+		diag("%s:%lu: %s", err.file, err.line, err.reason);
+	f = open_memstream(&text2, &len2);
+	rc = tp_trace_write(t2, f);
+	fclose(f);
+	ok(!rc && len == len2 && !memcmp(text, text2, len),
+	   "and writes the same bytes again");
+	t2->ops[1].split_rows = 64;
+	ok(!tp_trace_equal(t, t2), "traces differing in split rows differ");
+	t2->ops[1].split_rows = 128;
+	t2->ops[1].split_out = 0;
+	ok(!tp_trace_equal(t, t2), "and in the outputs cut");
+	t2->ops[1].split_out = 1;
+	t2->ops[1].split_in = 1;
+	ok(!tp_trace_equal(t, t2), "and in the inputs cut");
+	tp_trace_free(t);
+	tp_trace_free(t2);
+	free(text);
+	free(text2);
+	t = t2 = NULL;
+
+	rc = tp_trace_parse(v2, strlen(v2), "v2", &t, &err);
+	text = NULL;
+	f = open_memstream(&text, &len);
+	if (!rc)
+		rc = tp_trace_write(t, f);
+	fclose(f);
+	ok(!rc && !strcmp(text, "tpager-trace 1\ntensor 0 8 input\n"),
+	   "version 2 without marks parses, and is written as version 1");
+	tp_trace_free(t);
+	free(text);
+}
+
+/* Only the first 64 operands can be cut; a full record still fits. */
+static void test_split_limits(void)
+{
+	size_t cap = 64 * 1024, n;
+	char *buf = malloc(cap);
+	struct tp_trace *t = NULL;
+	struct tp_trace_error err;
+	int rc;
+
+	if (!buf)
+		bail_out("out of memory");
+	for (unsigned k = 63; k <= 64; k++) {
+		n = (size_t)snprintf(buf, cap,
+				     "tpager-trace 2\ntensor 0 8 input\nop f 1 split=2:%u:-",
+				     k);
+		for (int i = 0; i < 70; i++)
+			n += (size_t)snprintf(buf + n, cap - n, " 0");
+		n += (size_t)snprintf(buf + n, cap - n, " =>\n");
+		rc = tp_trace_parse(buf, n, "limits", &t, &err);
+		if (k == 63)
+			ok(!rc && t->ops[0].split_in == 1ull << 63,
+			   "input 63 of 70 can be cut");
+		else
+			ok(rc == -EINVAL && err.line == 3 &&
+			   !strcmp(err.reason, "op: split input index 64: only the first 64 inputs can be cut"),
+			   "input 64 cannot: %s", err.reason);
+		tp_trace_free(t);
+		t = NULL;
+	}
+
+	n = (size_t)snprintf(buf, cap,
+			     "tpager-trace 2\ntensor 0 8 input\nop f 1 split=2:254:254");
+	for (int i = 0; i < 255; i++)
+		n += (size_t)snprintf(buf + n, cap - n, " 0");
+	n += (size_t)snprintf(buf + n, cap - n, " =>");
+	for (int i = 0; i < 255; i++)
+		n += (size_t)snprintf(buf + n, cap - n, " %d:8:-", i + 1);
+	n += (size_t)snprintf(buf + n, cap - n, "\n");
+	rc = tp_trace_parse(buf, n, "limits", &t, &err);
+	ok(rc == -EINVAL && err.line == 3 &&
+	   !strcmp(err.reason, "op: split input index 254: only the first 64 inputs can be cut"),
+	   "255 inputs, 255 outputs and a split mark are one record: %s",
+	   err.reason);
+	tp_trace_free(t);
+	free(buf);
+}
+
+/* tp_trace_set_split(): each refusal is -EINVAL and changes nothing. */
+static void test_set_split(void)
+{
+	struct tp_trace *t = tp_trace_new();
+	struct tp_trace_out_spec o[2] = {
+		{ 8, TP_TRACE_COMPUTABLE, TP_TRACE_OUT_FRESH, 0 },
+		{ 8, TP_TRACE_COMPUTABLE, TP_TRACE_OUT_VIEW, 0 },
+	};
+	struct tp_trace_out_spec ip = { 8, TP_TRACE_COMPUTABLE,
+					TP_TRACE_OUT_INPLACE, 0 };
+	uint32_t a, b, in[2], first;
+	const struct tp_trace_op *op;
+	static const struct {
+		uint32_t op;
+		uint64_t rows, in, out;
+		const char *why;
+	} refused[] = {
+		{ 2, 2, 1, 0, "no such op" },
+		{ UINT32_MAX, 2, 1, 0, "op UINT32_MAX" },
+		{ 0, 0, 1, 0, "0 rows" },
+		{ 0, 1, 1, 0, "1 row" },
+		{ 0, 2, 0, 0, "nothing cut" },
+		{ 0, 2, 4, 0, "input 2 of 2" },
+		{ 0, 2, 1ull << 63, 0, "input 63 of 2" },
+		{ 0, 2, 0, 4, "output 2 of 2" },
+		{ 0, 2, 0, 2, "a view output" },
+		{ 0, 2, 2, 0, "an input of 9 bytes in 2 rows" },
+		{ 0, 16, 0, 1, "an output of 8 bytes in 16 rows" },
+		{ 1, 2, 1, 0, "an op with an in-place output" },
+	};
+	bool same = true;
+
+	if (!t || tp_trace_add_tensor(t, 8, 0, TP_TRACE_NONE, &a) ||
+	    tp_trace_add_tensor(t, 9, 0, TP_TRACE_NONE, &b))
+		bail_out("building the trace");
+	in[0] = a;
+	in[1] = b;
+	if (tp_trace_add_op(t, "f", 1, 1, in, 2, o, 2, &first) ||
+	    tp_trace_add_op(t, "g", 1, 1, in, 1, &ip, 1, &first))
+		bail_out("adding the ops");
+	op = &t->ops[0];
+	ok(op->split_rows == 0 && op->split_in == 0 && op->split_out == 0 &&
+	   t->ops[1].split_rows == 0, "ops start unmarked");
+	ok(!tp_trace_set_split(t, 0, 4, 1, 1) && op->split_rows == 4 &&
+	   op->split_in == 1 && op->split_out == 1,
+	   "input 0 and output 0 in 4 rows");
+	for (size_t i = 0; i < ARRAY_SIZE(refused); i++) {
+		int rc = tp_trace_set_split(t, refused[i].op, refused[i].rows,
+					    refused[i].in, refused[i].out);
+
+		if (rc == -EINVAL && op->split_rows == 4 &&
+		    op->split_in == 1 && op->split_out == 1 &&
+		    !t->ops[1].split_rows && !t->ops[1].split_in &&
+		    !t->ops[1].split_out)
+			continue;
+		same = false;
+		diag("%s: %d, op 0 now %llu:%llx:%llx", refused[i].why, rc,
+		     (unsigned long long)op->split_rows,
+		     (unsigned long long)op->split_in,
+		     (unsigned long long)op->split_out);
+	}
+	ok(same, "%zu refusals: -EINVAL, both ops unchanged",
+	   ARRAY_SIZE(refused));
+	ok(!tp_trace_set_split(t, 0, 8, 0, 1) && op->split_rows == 8 &&
+	   op->split_in == 0 && op->split_out == 1,
+	   "a second mark replaces the first");
+	tp_trace_free(t);
 }
 
 static void test_error_str(void)
@@ -308,18 +588,23 @@ static void test_man_example(void)
 	rc = tp_trace_parse(b, (size_t)(e - b) + 1, "tpager-trace.5", &t, &err);
 	if (rc)
 		diag("%s:%lu: %s", err.file, err.line, err.reason);
-	ok(!rc && t->n_ops == 6 && t->tensors[1].state == TP_TRACE_OVERWRITTEN,
-	   "it parses: 6 ops, the parameter updated in place");
+	ok(!rc && t->n_ops == 6 && t->tensors[1].state == TP_TRACE_OVERWRITTEN &&
+	   t->ops[0].split_rows == 64 && t->ops[0].split_in == 1 &&
+	   t->ops[0].split_out == 1,
+	   "it parses: 6 ops, the first split, the parameter updated in place");
 	tp_trace_free(t);
 	free(buf);
 }
 
 int main(void)
 {
-	plan_tests(16 + ARRAY_SIZE(bad) + 2 + 11 + 2);
+	plan_tests(17 + ARRAY_SIZE(bad) + 9 + 3 + 4 + 2 + 11 + 2);
 	test_man_example();
 	test_sample();
 	test_malformed();
+	test_split();
+	test_split_limits();
+	test_set_split();
 	test_error_str();
 	test_builder();
 	return exit_status();

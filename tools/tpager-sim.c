@@ -287,6 +287,8 @@ static void report_text(const struct sim_args *a,
 	printf("extra time       %.2f %%\n", extra);
 	printf("evictions        %" PRIu64 " (%" PRIu64 " partial)\n",
 	       r->evictions, r->partial_evictions);
+	printf("split runs       %" PRIu64 " (%" PRIu64 " parts)\n",
+	       r->split_runs, r->split_parts);
 	printf("offloads         %" PRIu64 "\n", r->offloads);
 	printf("reloads          %" PRIu64 "\n", r->reloads);
 	printf("writebacks       %" PRIu64 " (%" PRIu64
@@ -335,7 +337,8 @@ static void report_json(const struct sim_args *a,
 	       ",\"decision_ns\":%.1f,\"time_ns\":%" PRIu64
 	       ",\"unlimited_time_ns\":%" PRIu64 ",\"ops_per_s\":%.0f"
 	       ",\"fragmentation_ppm\":%" PRIu64 ",\"writebacks\":%" PRIu64
-	       ",\"cache_offloads\":%" PRIu64 "}\n",
+	       ",\"cache_offloads\":%" PRIu64 ",\"split_runs\":%" PRIu64
+	       ",\"split_parts\":%" PRIu64 "}\n",
 	       r->ops, r->op_runs, sum->peak_bytes, u->phys_peak,
 	       r->budget_bytes, r->chunk_size, status_name(r->status),
 	       r->phys_peak, tp_replay_overhead(r), extra, r->evictions,
@@ -346,7 +349,8 @@ static void report_json(const struct sim_args *a,
 	       r->policy_decisions ? (double)r->policy_ns /
 	       (double)r->policy_decisions : 0.0, r->time_ns, u->time_ns,
 	       r->wall_s > 0 ? r->ops / r->wall_s : 0.0,
-	       r->fragmentation_ppm, r->writebacks, r->cache_offloads);
+	       r->fragmentation_ppm, r->writebacks, r->cache_offloads,
+	       r->split_runs, r->split_parts);
 	(void)a;
 }
 

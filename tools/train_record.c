@@ -250,6 +250,32 @@ static uint64_t now_ns(void)
 	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
+/*
+ * The split marks of the op just appended, when its type says how a run
+ * with these sizes is cut (tp_op_run(3), Split): the simulator then splits
+ * it as the library would. A cut the trace cannot hold is left out; the op
+ * stays, whole.
+ */
+static void record_split(const struct tp_op_type *type, const void *params,
+			 size_t params_len, struct tp_tensor *const *inputs,
+			 unsigned n_in, const size_t *out_bytes,
+			 unsigned n_out)
+{
+	size_t in_bytes[TP_TRACE_MAX_ARGS];
+	struct tp_op_split s = { 0 };
+
+	if (!(type->flags & TP_OP_SPLITTABLE) || !type->split ||
+	    (type->flags & TP_OP_INPLACE))
+		return;
+	for (unsigned i = 0; i < n_in; i++)
+		in_bytes[i] = tp_tensor_size(inputs[i]);
+	if (type->split(params, params_len, in_bytes, n_in, out_bytes, n_out,
+			&s))
+		return;
+	tp_trace_set_split(rec.t, (uint32_t)rec.t->n_ops - 1, s.rows, s.in,
+			   s.out);
+}
+
 /* Append the op that just ran; its outputs are in @outputs. */
 static int record_op(const struct tp_op_type *type, const void *params,
 		     size_t params_len, struct tp_tensor *const *inputs,
@@ -295,6 +321,9 @@ static int record_op(const struct tp_op_type *type, const void *params,
 		ns = tp_rec_model_cost(type->name, params, params_len, ib, ob);
 	rc = tp_trace_add_op(rec.t, type->name, strlen(type->name), ns, args,
 			     n_in, outs, n_out, &first);
+	if (!rc)
+		record_split(type, params, params_len, inputs, n_in, out_bytes,
+			     n_out);
 	for (i = 0; !rc && i < n_out; i++)
 		rc = map_put(outputs[i], first + i);
 	return rc;

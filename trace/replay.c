@@ -75,15 +75,40 @@ struct replay {
 	size_t out_bytes[TP_TRACE_MAX_OUTS];
 };
 
+/* What a replayed op carries: its cost and the trace's split marks. */
+struct rp_params {
+	uint64_t cost_ns;
+	uint64_t rows;		/* 0: it runs whole */
+	uint64_t in, out;	/* out: bits of tp_op_run's outputs */
+};
+
 static uint64_t op_cost(const void *params, size_t params_len,
 			const size_t *in_bytes, unsigned n_in)
 {
-	uint64_t ns;
+	struct rp_params p;
 
-	if (params_len != sizeof(ns))
+	if (params_len != sizeof(p))
 		return 0;
-	memcpy(&ns, params, sizeof(ns));
-	return ns;
+	memcpy(&p, params, sizeof(p));
+	return p.cost_ns;
+}
+
+static int op_split(const void *params, size_t params_len,
+		    const size_t *in_bytes, unsigned n_in,
+		    const size_t *out_bytes, unsigned n_out,
+		    struct tp_op_split *s)
+{
+	struct rp_params p;
+
+	if (params_len != sizeof(p))
+		return -EINVAL;
+	memcpy(&p, params, sizeof(p));
+	if (!p.rows)
+		return -EINVAL;
+	s->rows = p.rows;
+	s->in = p.in;
+	s->out = p.out;
+	return 0;
 }
 
 /* Never called on sim, which holds no data to compute on. */
@@ -96,6 +121,8 @@ static const struct tp_op_type replay_op = {
 	.name = "replay",
 	.launch = op_launch,
 	.cost_ns = op_cost,
+	.flags = TP_OP_SPLITTABLE,
+	.split = op_split,
 };
 
 static const struct tp_op_type *inplace_type(struct replay *rp, int out,
@@ -112,6 +139,7 @@ static const struct tp_op_type *inplace_type(struct replay *rp, int out,
 	it->type = replay_op;
 	it->type.name = "replay-inplace";
 	it->type.flags = TP_OP_INPLACE;
+	it->type.split = NULL;
 	it->type.inplace_out = out;
 	it->type.inplace_in = in;
 	it->next = rp->inplace;
@@ -238,6 +266,27 @@ static int charge_only(struct replay *rp, uint64_t cost)
 }
 
 /*
+ * The trace's split marks in tp_op_run's terms: its outputs are the
+ * trace op's fresh ones (a cut output is always fresh).
+ */
+static void split_marks(const struct replay *rp, const struct tp_trace_op *op,
+			struct rp_params *p)
+{
+	const struct tp_trace_out *outs = &rp->t->outs[op->first_out];
+	unsigned j, k = 0;
+
+	p->rows = op->split_rows;
+	p->in = op->split_in;
+	for (j = 0; j < op->n_outs; j++) {
+		if (outs[j].kind != TP_TRACE_OUT_FRESH)
+			continue;
+		if (j < 64 && (op->split_out >> j & 1) && k < 64)
+			p->out |= UINT64_C(1) << k;
+		k++;
+	}
+}
+
+/*
  * Run one tp_op_run: @n_fresh fresh outputs in rp->out_bytes, plus, when
  * @ip_arg is not -1, the in-place output over argument @ip_arg placed
  * last. Fills rp->out.
@@ -246,10 +295,13 @@ static int run_op(struct replay *rp, const struct tp_trace_op *op,
 		  unsigned n_fresh, int ip_arg, uint64_t cost)
 {
 	const struct tp_op_type *type = &replay_op;
+	struct rp_params p = { .cost_ns = cost };
 	unsigned n_out = n_fresh;
 	struct tp_tensor *x = NULL;
 	int ret;
 
+	if (op->split_rows && ip_arg < 0)
+		split_marks(rp, op, &p);
 	if (ip_arg >= 0) {
 		x = rp->in[ip_arg];
 		type = inplace_type(rp, (int)n_fresh, ip_arg);
@@ -257,7 +309,7 @@ static int run_op(struct replay *rp, const struct tp_trace_op *op,
 			return fail(rp, -ENOMEM, "in-place op type");
 		rp->out_bytes[n_out++] = tp_tensor_size(x);
 	}
-	ret = tp_op_run(rp->ctx, type, &cost, sizeof(cost), rp->in,
+	ret = tp_op_run(rp->ctx, type, &p, sizeof(p), rp->in,
 			op->n_args, rp->out, rp->out_bytes, n_out);
 	if (ret)
 		return fail(rp, ret, "op %s",
@@ -421,6 +473,8 @@ static void region_figures(struct replay *rp, const struct rp_snap *a,
 	r->time_ns = b->now - a->now;
 	r->evictions = D(evictions);
 	r->partial_evictions = D(partial_evictions);
+	r->split_runs = D(split_runs);
+	r->split_parts = D(split_parts);
 	r->offloads = D(offloads);
 	r->reloads = D(reloads);
 	r->recomputes = D(recomputes);

@@ -73,6 +73,7 @@ struct tp_replay_result {
 	uint64_t time_ns;	/* virtual time the region took */
 	uint64_t evictions, offloads, reloads, recomputes, recompute_ns;
 	uint64_t partial_evictions;	/* of evictions (policy.partial_evict) */
+	uint64_t split_runs, split_parts;	/* ops run in parts (policy.split) */
 	uint64_t prefetch_hits, stall_ns, copy_ns;
 	/* prefetches started, and those still in flight when acquired */
 	uint64_t prefetch_issued, prefetch_late;

@@ -241,6 +241,7 @@ int tp_trace_add_op(struct tp_trace *t, const char *name, size_t name_len,
 	op->first_out = (uint32_t)t->n_outs;
 	op->n_args = (uint8_t)n_args;
 	op->n_outs = (uint8_t)n_outs;
+	op->split_in = op->split_out = op->split_rows = 0;
 	if (n_args)	/* args may still be NULL */
 		memcpy(t->args + t->n_args, args, n_args * sizeof(*args));
 	t->n_args += n_args;
@@ -278,6 +279,52 @@ int tp_trace_add_op(struct tp_trace *t, const char *name, size_t name_len,
 				TP_TRACE_OVERWRITTEN;
 	add_event(t, TP_TRACE_EV_OP, (uint32_t)t->n_ops);
 	t->n_ops++;
+	return 0;
+}
+
+/* Whether bit @k of @mask is set; tensors past the 64th are never cut. */
+static bool has_bit(uint64_t mask, unsigned k)
+{
+	return k < 64 && (mask >> k & 1);
+}
+
+/* Whether @mask names only the first @n tensors. */
+static bool mask_fits(uint64_t mask, unsigned n)
+{
+	return n >= 64 || !(mask >> n);
+}
+
+/* Whether output @o can belong to a split op, cut into @rows if @cut. */
+static bool split_out_ok(const struct tp_trace *t,
+			 const struct tp_trace_out *o, bool cut, uint64_t rows)
+{
+	if (o->kind == TP_TRACE_OUT_INPLACE)
+		return false;
+	return !cut || (o->kind == TP_TRACE_OUT_FRESH &&
+			!(t->tensors[o->tensor].size % rows));
+}
+
+int tp_trace_set_split(struct tp_trace *t, uint32_t op, uint64_t rows,
+		       uint64_t in, uint64_t out)
+{
+	struct tp_trace_op *x;
+
+	if (op >= t->n_ops || rows < 2 || !(in | out))
+		return -EINVAL;
+	x = &t->ops[op];
+	if (!mask_fits(in, x->n_args) || !mask_fits(out, x->n_outs))
+		return -EINVAL;
+	for (unsigned k = 0; k < x->n_args; k++)
+		if (has_bit(in, k) &&
+		    t->tensors[t->args[x->first_arg + k]].size % rows)
+			return -EINVAL;
+	for (unsigned j = 0; j < x->n_outs; j++)
+		if (!split_out_ok(t, &t->outs[x->first_out + j],
+				  has_bit(out, j), rows))
+			return -EINVAL;
+	x->split_rows = rows;
+	x->split_in = in;
+	x->split_out = out;
 	return 0;
 }
 
@@ -354,6 +401,9 @@ bool tp_trace_equal(const struct tp_trace *a, const struct tp_trace *b)
 		if (x->cost_ns != y->cost_ns || x->n_args != y->n_args ||
 		    x->n_outs != y->n_outs || x->first_arg != y->first_arg ||
 		    x->first_out != y->first_out ||
+		    x->split_rows != y->split_rows ||
+		    x->split_in != y->split_in ||
+		    x->split_out != y->split_out ||
 		    strcmp(tp_trace_op_name(a, (uint32_t)i),
 			   tp_trace_op_name(b, (uint32_t)i)))
 			return false;

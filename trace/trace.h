@@ -91,6 +91,14 @@ struct tp_trace_out {
 
 struct tp_trace_op {
 	uint64_t cost_ns;	/* measured or modelled compute time */
+	/*
+	 * Split marks (tp_trace_set_split()): the op may run in parts, each
+	 * a run of the split_rows rows of the inputs whose bit is set in
+	 * split_in and of the outputs whose bit is set in split_out (bit k:
+	 * the op's k-th); 0 rows: it always runs whole.
+	 */
+	uint64_t split_in, split_out;
+	uint64_t split_rows;
 	uint32_t name;		/* offset of the NUL-terminated name in names */
 	uint32_t first_arg;	/* inputs: args[first_arg .. + n_args) */
 	uint32_t first_out;	/* outputs: outs[first_out .. + n_outs) */
@@ -224,6 +232,28 @@ int tp_trace_add_free(struct tp_trace *t, uint32_t id);
  */
 int tp_trace_add_mark(struct tp_trace *t, enum tp_trace_event_kind kind);
 
+/**
+ * tp_trace_set_split() - mark op @op as one that may run in parts along
+ * the outermost dimension of some of its tensors (struct tp_op_split).
+ * @t:    the trace
+ * @op:   the op, an index of t->ops
+ * @rows: rows of the cut tensors, at least 2
+ * @in:   bit k: the op's input k is cut into row ranges
+ * @out:  bit k: the op's output k is cut; the tensors not named are
+ *        whole in every part
+ *
+ * Every cut tensor's size must be a multiple of @rows and every cut
+ * output fresh storage; an op with an in-place output is never split. A
+ * second call replaces the first one's marks.
+ *
+ * Return: 0; -EINVAL no such op, fewer than 2 rows, nothing cut, a bit
+ * past the op's inputs or outputs, a cut output that is a view or in
+ * place, an in-place output, or a cut size not a multiple of @rows. On
+ * error the trace is unchanged.
+ */
+int tp_trace_set_split(struct tp_trace *t, uint32_t op, uint64_t rows,
+		       uint64_t in, uint64_t out);
+
 /** tp_trace_op_name() - the NUL-terminated name of op @op. */
 static inline const char *tp_trace_op_name(const struct tp_trace *t,
 					   uint32_t op)
@@ -233,7 +263,7 @@ static inline const char *tp_trace_op_name(const struct tp_trace *t,
 
 /**
  * tp_trace_equal() - whether two traces describe the same program: same
- * tensors, storages, ops (names, costs, operands) and events.
+ * tensors, storages, ops (names, costs, operands, split marks) and events.
  */
 bool tp_trace_equal(const struct tp_trace *a, const struct tp_trace *b);
 

@@ -7,8 +7,13 @@
 
 #include "trace/trace.h"
 
-/* The version of tpager-trace(5) this code reads and writes. */
-#define TP_TRACE_TEXT_VERSION 1
+/*
+ * The versions of tpager-trace(5) this code reads. The writer picks the
+ * oldest that holds the trace, so traces without split marks read the
+ * same in older readers.
+ */
+#define TP_TRACE_TEXT_V1	1
+#define TP_TRACE_TEXT_V2	2	/* adds split= to op records */
 
 /**
  * tp_trace_verror() - fill @err (may be NULL) with @file, @line and the

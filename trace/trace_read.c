@@ -15,7 +15,8 @@
 #include "trace/trace.h"
 #include "trace/trace_parse.h"
 
-#define MAX_TOKENS (4 + TP_TRACE_MAX_ARGS + TP_TRACE_MAX_OUTS)
+/* op NAME COST split= IN... => OUT... */
+#define MAX_TOKENS (5 + TP_TRACE_MAX_ARGS + TP_TRACE_MAX_OUTS)
 
 struct tok {
 	const char *s;
@@ -28,6 +29,7 @@ struct text_parser {
 	struct tp_trace_error *err;
 	const char *file;
 	unsigned long line;
+	unsigned version;		/* the header's */
 	struct tok tok[MAX_TOKENS + 1];
 	unsigned n_tok;
 };
@@ -283,32 +285,166 @@ static int parse_out(struct text_parser *p, const struct tok *k,
 	return 0;
 }
 
-/* op NAME COST IN... => OUT... */
+/* The split marks of an op record (tp_trace_set_split()). */
+struct split_mark {
+	uint64_t rows, in, out;
+};
+
+static bool is_split(const struct tok *k)
+{
+	return k->len >= 6 && !memcmp(k->s, "split=", 6);
+}
+
+/*
+ * INS or OUTS of split=: '-', or indexes below @n, each once, into the
+ * bits of *@mask; @what is "input" or "output".
+ */
+static int parse_cut_list(struct text_parser *p, const char *s, size_t len,
+			  const char *what, unsigned n, uint64_t *mask)
+{
+	char name[32];
+	size_t i = 0;
+
+	*mask = 0;
+	if (len == 1 && s[0] == '-')
+		return 0;
+	if (!len)
+		return fail(p, "op: empty split %s list (write '-' for none)",
+			    what);
+	snprintf(name, sizeof(name), "split %s index", what);
+	while (i <= len) {
+		size_t b = i;
+		uint64_t v;
+		int rc;
+
+		while (i < len && s[i] != ',')
+			i++;
+		rc = parse_u64(p, s + b, i - b, name, &v);
+		if (rc)
+			return rc;
+		if (v >= n)
+			return fail(p, "op: %s %llu out of range (op has %u %ss)",
+				    name, (unsigned long long)v, n, what);
+		if (v >= 64)
+			return fail(p, "op: %s %llu: only the first 64 %ss can be cut",
+				    name, (unsigned long long)v, what);
+		if (*mask >> v & 1)
+			return fail(p, "op: %s %llu given twice", name,
+				    (unsigned long long)v);
+		*mask |= 1ull << v;
+		i++;
+	}
+	return 0;
+}
+
+/* Whether bit @k of @mask is set; tensors past the 64th are never cut. */
+static bool cut(uint64_t mask, unsigned k)
+{
+	return k < 64 && (mask >> k & 1);
+}
+
+/* What tp_trace_set_split() would refuse, with the reason. */
+static int check_split(struct text_parser *p, const struct split_mark *m,
+		       const uint32_t *args, unsigned n_args,
+		       const struct tp_trace_out_spec *outs, unsigned n_outs)
+{
+	uint64_t rows = m->rows;
+
+	for (unsigned j = 0; j < n_outs; j++)
+		if (outs[j].kind == TP_TRACE_OUT_INPLACE)
+			return fail(p, "op: an op with an in-place output cannot be split");
+	for (unsigned k = 0; k < n_args; k++)
+		if (cut(m->in, k) && p->t->tensors[args[k]].size % rows)
+			return fail(p, "op: split input %u has %llu bytes, not a multiple of %llu rows",
+				    k,
+				    (unsigned long long)p->t->tensors[args[k]].size,
+				    (unsigned long long)rows);
+	for (unsigned j = 0; j < n_outs; j++) {
+		if (!cut(m->out, j))
+			continue;
+		if (outs[j].kind != TP_TRACE_OUT_FRESH)
+			return fail(p, "op: split output %u is a view: only new outputs can be cut",
+				    j);
+		if (outs[j].size % rows)
+			return fail(p, "op: split output %u has %llu bytes, not a multiple of %llu rows",
+				    j, (unsigned long long)outs[j].size,
+				    (unsigned long long)rows);
+	}
+	return 0;
+}
+
+/* split=ROWS:INS:OUTS of an op whose operands are parsed; sets the marks. */
+static int parse_split(struct text_parser *p, const struct tok *k,
+		       const uint32_t *args, unsigned n_args,
+		       const struct tp_trace_out_spec *outs, unsigned n_outs,
+		       struct split_mark *m)
+{
+	const char *f[3];
+	size_t fl[3], n = 0, b = 6;
+	int rc;
+
+	for (size_t i = 6; i <= k->len; i++) {
+		if (i < k->len && k->s[i] != ':')
+			continue;
+		if (n == 3)
+			return fail(p, "op: expected split=ROWS:INS:OUTS, not '%.*s'",
+				    (int)(k->len > 40 ? 40 : k->len), k->s);
+		f[n] = k->s + b;
+		fl[n++] = i - b;
+		b = i + 1;
+	}
+	if (n < 3)
+		return fail(p, "op: expected split=ROWS:INS:OUTS, not '%.*s'",
+			    (int)(k->len > 40 ? 40 : k->len), k->s);
+	if ((rc = parse_u64(p, f[0], fl[0], "split rows", &m->rows)))
+		return rc;
+	if (m->rows < 2)
+		return fail(p, "op: split rows must be at least 2, not %llu",
+			    (unsigned long long)m->rows);
+	if ((rc = parse_cut_list(p, f[1], fl[1], "input", n_args, &m->in)) ||
+	    (rc = parse_cut_list(p, f[2], fl[2], "output", n_outs, &m->out)))
+		return rc;
+	if (!(m->in | m->out))
+		return fail(p, "op: split cuts no tensor (INS and OUTS are both '-')");
+	return check_split(p, m, args, n_args, outs, n_outs);
+}
+
+/* op NAME COST [split=ROWS:INS:OUTS] IN... => OUT... */
 static int rec_op(struct text_parser *p)
 {
 	uint32_t args[TP_TRACE_MAX_ARGS];
 	struct tp_trace_out_spec outs[TP_TRACE_MAX_OUTS];
 	uint64_t ids[TP_TRACE_MAX_OUTS], cost;
-	unsigned n_args = 0, n_outs = 0, i, arrow;
+	struct split_mark split;
+	unsigned n_args = 0, n_outs = 0, i, arrow, in0 = 3;
+	const struct tok *split_tok = NULL;
 	uint32_t first;
 	int rc;
 
 	if (p->n_tok < 4)
-		return fail(p, "op: expected 'op NAME COST IN... => OUT...'");
+		return fail(p, "op: expected 'op NAME COST [split=ROWS:INS:OUTS] IN... => OUT...'");
 	if (p->tok[1].len > TP_TRACE_MAX_NAME)
 		return fail(p, "op: name longer than %d bytes", TP_TRACE_MAX_NAME);
 	rc = parse_u64(p, p->tok[2].s, p->tok[2].len, "cost", &cost);
 	if (rc)
 		return rc;
-	for (arrow = 3; arrow < p->n_tok; arrow++)
+	if (is_split(&p->tok[3])) {
+		if (p->version < TP_TRACE_TEXT_V2)
+			return fail(p, "op: split= needs 'tpager-trace %d' (the header says %u)",
+				    TP_TRACE_TEXT_V2, p->version);
+		split_tok = &p->tok[in0++];
+	}
+	for (arrow = in0; arrow < p->n_tok; arrow++)
 		if (tok_is(&p->tok[arrow], "=>"))
 			break;
 	if (arrow == p->n_tok)
 		return fail(p, "op: missing '=>'");
-	for (i = 3; i < arrow; i++) {
+	for (i = in0; i < arrow; i++) {
 		if (n_args == TP_TRACE_MAX_ARGS)
 			return fail(p, "op: more than %d inputs",
 				    TP_TRACE_MAX_ARGS);
+		if (is_split(&p->tok[i]))
+			return fail(p, "op: split= must come right after the cost");
 		rc = parse_ref(p, p->tok[i].s, p->tok[i].len, &args[n_args++]);
 		if (rc)
 			return rc;
@@ -317,6 +453,8 @@ static int rec_op(struct text_parser *p)
 		if (n_outs == TP_TRACE_MAX_OUTS)
 			return fail(p, "op: more than %d outputs",
 				    TP_TRACE_MAX_OUTS);
+		if (is_split(&p->tok[i]))
+			return fail(p, "op: split= must come right after the cost");
 		rc = parse_out(p, &p->tok[i], n_args, &ids[n_outs],
 			       &outs[n_outs]);
 		if (rc)
@@ -333,8 +471,17 @@ static int rec_op(struct text_parser *p)
 					return fail(p, "op: one input overwritten twice");
 		n_outs++;
 	}
+	if (split_tok) {
+		rc = parse_split(p, split_tok, args, n_args, outs, n_outs,
+				 &split);
+		if (rc)
+			return rc;
+	}
 	rc = tp_trace_add_op(p->t, p->tok[1].s, p->tok[1].len, cost, args,
 			     n_args, outs, n_outs, &first);
+	if (!rc && split_tok)
+		rc = tp_trace_set_split(p->t, (uint32_t)p->t->n_ops - 1,
+					split.rows, split.in, split.out);
 	if (rc)
 		return builder_error(p, rc);
 	for (unsigned j = 0; j < n_outs; j++) {
@@ -414,16 +561,17 @@ static int parse_header(struct text_parser *p)
 	int rc;
 
 	if (p->n_tok < 1 || !tok_is(&p->tok[0], "tpager-trace"))
-		return fail(p, "not a tpager-trace file: the first line must be 'tpager-trace %d'",
-			    TP_TRACE_TEXT_VERSION);
+		return fail(p, "not a tpager-trace file: the first line must be 'tpager-trace VERSION'");
 	if (p->n_tok != 2)
 		return fail(p, "header: expected 'tpager-trace VERSION'");
 	rc = parse_u64(p, p->tok[1].s, p->tok[1].len, "version", &v);
 	if (rc)
 		return rc;
-	if (v != TP_TRACE_TEXT_VERSION)
-		return fail(p, "unsupported version %llu (this reader knows %d)",
-			    (unsigned long long)v, TP_TRACE_TEXT_VERSION);
+	if (v < TP_TRACE_TEXT_V1 || v > TP_TRACE_TEXT_V2)
+		return fail(p, "unsupported version %llu (this reader knows %d and %d)",
+			    (unsigned long long)v, TP_TRACE_TEXT_V1,
+			    TP_TRACE_TEXT_V2);
+	p->version = (unsigned)v;
 	return 0;
 }
 
@@ -491,8 +639,7 @@ int tp_trace_parse(const char *buf, size_t len, const char *file,
 	}
 	if (!header) {
 		p.line = 0;
-		rc = fail(&p, "empty file: no 'tpager-trace %d' header",
-			  TP_TRACE_TEXT_VERSION);
+		rc = fail(&p, "empty file: no 'tpager-trace VERSION' header");
 	}
 out:
 	tp_symtab_fini(&p.ids);

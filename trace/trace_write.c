@@ -27,11 +27,34 @@ static void write_flags(FILE *f, unsigned flags)
 	}
 }
 
+/* The indexes of the bits of @mask, comma-separated, or '-'. */
+static void write_cut_list(FILE *f, uint64_t mask)
+{
+	bool first = true;
+
+	if (!mask) {
+		fputc('-', f);
+		return;
+	}
+	for (unsigned k = 0; k < 64; k++) {
+		if (!(mask >> k & 1))
+			continue;
+		fprintf(f, "%s%u", first ? "" : ",", k);
+		first = false;
+	}
+}
+
 static void write_op(const struct tp_trace *t, uint32_t id, FILE *f)
 {
 	const struct tp_trace_op *op = &t->ops[id];
 
 	fprintf(f, "op %s %" PRIu64, tp_trace_op_name(t, id), op->cost_ns);
+	if (op->split_rows) {
+		fprintf(f, " split=%" PRIu64 ":", op->split_rows);
+		write_cut_list(f, op->split_in);
+		fputc(':', f);
+		write_cut_list(f, op->split_out);
+	}
 	for (unsigned i = 0; i < op->n_args; i++)
 		fprintf(f, " %" PRIu32, t->args[op->first_arg + i]);
 	fputs(" =>", f);
@@ -49,9 +72,18 @@ static void write_op(const struct tp_trace *t, uint32_t id, FILE *f)
 	fputc('\n', f);
 }
 
+/* The oldest version that holds @t: older readers take what they can. */
+static int text_version(const struct tp_trace *t)
+{
+	for (size_t i = 0; i < t->n_ops; i++)
+		if (t->ops[i].split_rows)
+			return TP_TRACE_TEXT_V2;
+	return TP_TRACE_TEXT_V1;
+}
+
 int tp_trace_write(const struct tp_trace *t, FILE *f)
 {
-	fprintf(f, "tpager-trace %d\n", TP_TRACE_TEXT_VERSION);
+	fprintf(f, "tpager-trace %d\n", text_version(t));
 	for (size_t i = 0; i < t->n_events; i++) {
 		const struct tp_trace_event *e = &t->events[i];
 		const struct tp_trace_tensor *x;

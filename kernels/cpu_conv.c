@@ -4,6 +4,10 @@
  * matrix of one image is c*r*s x oh*ow floats, small enough to reuse for
  * every image of the batch. The weight gradient accumulates over images in
  * batch order (beta = 1), so its summation order is fixed.
+ *
+ * In parts, an image's output is the same product of the same shapes
+ * whatever the part; the weight and bias gradients are part 0's, over
+ * the whole batch in the same order as a whole run.
  */
 #include "config.h"
 
@@ -89,15 +93,15 @@ int tp_cpu_conv2d(const struct tp_op_launch *l)
 	const struct tp_conv2d_params *p = TP_PARAMS(l, tp_conv2d_params);
 	const float *x = TP_IN(l, 0), *w = TP_IN(l, 1);
 	float *y = TP_OUT(l, 0), *col;
+	size_t i, j, n = tp_rows(l, p->n);
 	struct conv_geom g;
-	uint32_t i, k;
-	size_t j;
+	uint32_t k;
 
 	conv_geom(p, &g);
 	col = malloc(g.crs * g.ohw * sizeof(*col));
 	if (!col)
 		return -ENOMEM;
-	for (i = 0; i < p->n; i++) {
+	for (i = 0; i < n; i++) {
 		float *yi = y + i * g.y_img;
 
 		im2col(p, &g, x + i * g.x_img, col);
@@ -112,42 +116,52 @@ int tp_cpu_conv2d(const struct tp_op_launch *l)
 	return 0;
 }
 
-int tp_cpu_conv2d_bwd(const struct tp_op_launch *l)
+/* dW = sum over the batch of dy_i col_i^T, images in order; db likewise. */
+static void conv_bwd_params(const struct tp_op_launch *l,
+			    const struct conv_geom *g, float *col)
 {
 	const struct tp_conv2d_params *p = TP_PARAMS(l, tp_conv2d_params);
-	const float *dy = TP_IN(l, 0), *x = TP_IN(l, 1), *w = TP_IN(l, 2);
-	float *dx = TP_OUT(l, 0), *dw = TP_OUT(l, 1), *col, *dcol;
-	struct conv_geom g;
+	const float *dy = TP_IN(l, 0), *x = TP_IN(l, 1);
+	float *dw = TP_OUT(l, 1);
 	uint32_t i, k;
 	size_t j;
 
+	for (i = 0; i < p->n; i++) {
+		im2col(p, g, x + i * g->x_img, col);
+		tp_cpu_sgemm(0, 1, p->k, g->crs, g->ohw, 1.0f,
+			     dy + i * g->y_img, col, i ? 1.0f : 0.0f, dw);
+	}
+	if (!p->bias)
+		return;
+	for (k = 0; k < p->k; k++) {
+		double s = 0;
+
+		for (i = 0; i < p->n; i++)
+			for (j = 0; j < g->ohw; j++)
+				s += dy[i * g->y_img + k * g->ohw + j];
+		TP_OUT(l, 2)[k] = (float)s;
+	}
+}
+
+int tp_cpu_conv2d_bwd(const struct tp_op_launch *l)
+{
+	const struct tp_conv2d_params *p = TP_PARAMS(l, tp_conv2d_params);
+	const float *dy = TP_IN(l, 0), *w = TP_IN(l, 2);
+	float *dx = TP_OUT(l, 0), *col;
+	size_t i, n = tp_rows(l, p->n);
+	struct conv_geom g;
+
 	conv_geom(p, &g);
-	col = malloc(2 * g.crs * g.ohw * sizeof(*col));
+	col = malloc(g.crs * g.ohw * sizeof(*col));
 	if (!col)
 		return -ENOMEM;
-	dcol = col + g.crs * g.ohw;
-	for (i = 0; i < p->n; i++) {
-		const float *dyi = dy + i * g.y_img;
-
-		im2col(p, &g, x + i * g.x_img, col);
-		/* dW (+)= dy_i col_i^T; dcol = W^T dy_i */
-		tp_cpu_sgemm(0, 1, p->k, g.crs, g.ohw, 1.0f, dyi, col,
-			     i ? 1.0f : 0.0f, dw);
-		tp_cpu_sgemm(1, 0, g.crs, g.ohw, p->k, 1.0f, w, dyi, 0.0f,
-			     dcol);
-		col2im(p, &g, dcol, dx + i * g.x_img);
-	}
-	if (p->bias) {
-		float *db = TP_OUT(l, 2);
-
-		for (k = 0; k < p->k; k++) {
-			double s = 0;
-
-			for (i = 0; i < p->n; i++)
-				for (j = 0; j < g.ohw; j++)
-					s += dy[i * g.y_img + k * g.ohw + j];
-			db[k] = (float)s;
-		}
+	if (tp_writes_whole(l))
+		conv_bwd_params(l, &g, col);
+	/* dcol = W^T dy_i, folded back into dx_i */
+	for (i = 0; i < n; i++) {
+		tp_cpu_sgemm(1, 0, g.crs, g.ohw, p->k, 1.0f, w,
+			     dy + i * g.y_img, 0.0f, col);
+		col2im(p, &g, col, dx + i * g.x_img);
 	}
 	free(col);
 	return 0;

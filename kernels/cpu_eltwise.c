@@ -2,6 +2,10 @@
 /*
  * CPU element-wise and layout ops: the residual add, a scale, and the
  * transpose that moves attention heads, with their backward ops.
+ *
+ * In parts: the element-wise ops' rows are elements, the transposes' the
+ * outermost dimension (a), which they keep; the pointers are at the
+ * part's first row.
  */
 #include "config.h"
 
@@ -14,9 +18,9 @@ int tp_cpu_add(const struct tp_op_launch *l)
 	const struct tp_eltwise_params *p = TP_PARAMS(l, tp_eltwise_params);
 	const float *a = TP_IN(l, 0), *b = TP_IN(l, 1);
 	float *y = TP_OUT(l, 0);
-	uint32_t i;
+	size_t i, n = tp_rows(l, p->count);
 
-	for (i = 0; i < p->count; i++)
+	for (i = 0; i < n; i++)
 		y[i] = a[i] + b[i];
 	return 0;
 }
@@ -24,7 +28,7 @@ int tp_cpu_add(const struct tp_op_launch *l)
 int tp_cpu_add_bwd(const struct tp_op_launch *l)
 {
 	const struct tp_eltwise_params *p = TP_PARAMS(l, tp_eltwise_params);
-	size_t bytes = (size_t)p->count * sizeof(float);
+	size_t bytes = tp_rows(l, p->count) * sizeof(float);
 
 	memcpy(TP_OUT(l, 0), TP_IN(l, 0), bytes);
 	memcpy(TP_OUT(l, 1), TP_IN(l, 0), bytes);
@@ -36,9 +40,9 @@ int tp_cpu_scale(const struct tp_op_launch *l)
 	const struct tp_eltwise_params *p = TP_PARAMS(l, tp_eltwise_params);
 	const float *x = TP_IN(l, 0);
 	float *y = TP_OUT(l, 0);
-	uint32_t i;
+	size_t i, n = tp_rows(l, p->count);
 
-	for (i = 0; i < p->count; i++)
+	for (i = 0; i < n; i++)
 		y[i] = p->alpha * x[i];
 	return 0;
 }
@@ -50,10 +54,11 @@ int tp_cpu_scale_bwd(const struct tp_op_launch *l)
 }
 
 /* y[a][c][b][d] = x[a][b][c][d], whole rows of d at a time. */
-static void transpose12(const float *x, float *y, uint32_t a, uint32_t b,
+static void transpose12(const float *x, float *y, size_t a, uint32_t b,
 			uint32_t c, uint32_t d)
 {
-	uint32_t i, j, k;
+	size_t i;
+	uint32_t j, k;
 
 	for (i = 0; i < a; i++)
 		for (j = 0; j < b; j++)
@@ -67,7 +72,8 @@ int tp_cpu_transpose12(const struct tp_op_launch *l)
 {
 	const struct tp_transpose_params *p = TP_PARAMS(l, tp_transpose_params);
 
-	transpose12(TP_IN(l, 0), TP_OUT(l, 0), p->a, p->b, p->c, p->d);
+	transpose12(TP_IN(l, 0), TP_OUT(l, 0), tp_rows(l, p->a), p->b, p->c,
+		    p->d);
 	return 0;
 }
 
@@ -76,6 +82,7 @@ int tp_cpu_transpose12_bwd(const struct tp_op_launch *l)
 {
 	const struct tp_transpose_params *p = TP_PARAMS(l, tp_transpose_params);
 
-	transpose12(TP_IN(l, 0), TP_OUT(l, 0), p->a, p->c, p->b, p->d);
+	transpose12(TP_IN(l, 0), TP_OUT(l, 0), tp_rows(l, p->a), p->c, p->b,
+		    p->d);
 	return 0;
 }

@@ -4,6 +4,8 @@
  * maximum in window scan order, and its backward op finds it again from
  * x, so the gradient goes to one element per window as cuDNN's
  * deterministic max pooling does. Average counts padding (divides by r*s).
+ * Every plane is computed on its own, so a part (rows: images) computes
+ * its planes, the pointers at its first image.
  */
 #include "config.h"
 
@@ -54,7 +56,7 @@ int tp_cpu_maxpool(const struct tp_op_launch *l)
 	const struct tp_pool_params *p = TP_PARAMS(l, tp_pool_params);
 	uint32_t oh = tp_out_dim(p->h, p->r, p->stride_h, p->pad_h);
 	uint32_t ow = tp_out_dim(p->w, p->s, p->stride_w, p->pad_w);
-	size_t plane, nplanes = (size_t)p->n * p->c;
+	size_t plane, nplanes = tp_rows(l, p->n) * p->c;
 	uint32_t oy, ox;
 
 	for (plane = 0; plane < nplanes; plane++) {
@@ -74,7 +76,7 @@ int tp_cpu_maxpool_bwd(const struct tp_op_launch *l)
 	const struct tp_pool_params *p = TP_PARAMS(l, tp_pool_params);
 	uint32_t oh = tp_out_dim(p->h, p->r, p->stride_h, p->pad_h);
 	uint32_t ow = tp_out_dim(p->w, p->s, p->stride_w, p->pad_w);
-	size_t plane, nplanes = (size_t)p->n * p->c;
+	size_t plane, nplanes = tp_rows(l, p->n) * p->c;
 	uint32_t oy, ox;
 
 	memset(TP_OUT(l, 0), 0, nplanes * p->h * p->w * sizeof(float));
@@ -96,7 +98,7 @@ int tp_cpu_avgpool(const struct tp_op_launch *l)
 	const struct tp_pool_params *p = TP_PARAMS(l, tp_pool_params);
 	uint32_t oh = tp_out_dim(p->h, p->r, p->stride_h, p->pad_h);
 	uint32_t ow = tp_out_dim(p->w, p->s, p->stride_w, p->pad_w);
-	size_t plane, nplanes = (size_t)p->n * p->c;
+	size_t plane, nplanes = tp_rows(l, p->n) * p->c;
 	float inv = 1.0f / ((float)p->r * p->s);
 	long iy, ix;
 	uint32_t oy, ox;
@@ -124,7 +126,7 @@ int tp_cpu_avgpool_bwd(const struct tp_op_launch *l)
 	const struct tp_pool_params *p = TP_PARAMS(l, tp_pool_params);
 	uint32_t oh = tp_out_dim(p->h, p->r, p->stride_h, p->pad_h);
 	uint32_t ow = tp_out_dim(p->w, p->s, p->stride_w, p->pad_w);
-	size_t plane, nplanes = (size_t)p->n * p->c;
+	size_t plane, nplanes = tp_rows(l, p->n) * p->c;
 	float inv = 1.0f / ((float)p->r * p->s);
 	long iy, ix;
 	uint32_t oy, ox;
@@ -150,7 +152,7 @@ int tp_cpu_avgpool_bwd(const struct tp_op_launch *l)
 int tp_cpu_global_avgpool(const struct tp_op_launch *l)
 {
 	const struct tp_gap_params *p = TP_PARAMS(l, tp_gap_params);
-	size_t plane, j, nplanes = (size_t)p->n * p->c;
+	size_t plane, j, nplanes = tp_rows(l, p->n) * p->c;
 
 	for (plane = 0; plane < nplanes; plane++) {
 		const float *x = TP_IN(l, 0) + plane * p->hw;
@@ -166,7 +168,7 @@ int tp_cpu_global_avgpool(const struct tp_op_launch *l)
 int tp_cpu_global_avgpool_bwd(const struct tp_op_launch *l)
 {
 	const struct tp_gap_params *p = TP_PARAMS(l, tp_gap_params);
-	size_t plane, j, nplanes = (size_t)p->n * p->c;
+	size_t plane, j, nplanes = tp_rows(l, p->n) * p->c;
 
 	for (plane = 0; plane < nplanes; plane++) {
 		float g = TP_IN(l, 0)[plane] / (float)p->hw;

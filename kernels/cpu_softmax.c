@@ -4,6 +4,9 @@
  * likelihood, mean over the batch). The loss is computed from the
  * log-sum-exp, not from log(prob), so a confident wrong class gives a large
  * finite loss rather than inf.
+ *
+ * Softmax works row by row, so a part computes its rows. Cross-entropy's
+ * loss is a mean over the batch and does not run in parts.
  */
 #include "config.h"
 
@@ -32,23 +35,24 @@ static double softmax_row(const float *x, float *y, uint32_t cols)
 int tp_cpu_softmax(const struct tp_op_launch *l)
 {
 	const struct tp_softmax_params *p = TP_PARAMS(l, tp_softmax_params);
-	uint32_t r;
+	size_t r, rows = tp_rows(l, p->rows);
 
-	for (r = 0; r < p->rows; r++)
-		softmax_row(TP_IN(l, 0) + (size_t)r * p->cols,
-			    TP_OUT(l, 0) + (size_t)r * p->cols, p->cols);
+	for (r = 0; r < rows; r++)
+		softmax_row(TP_IN(l, 0) + r * p->cols,
+			    TP_OUT(l, 0) + r * p->cols, p->cols);
 	return 0;
 }
 
 int tp_cpu_softmax_bwd(const struct tp_op_launch *l)
 {
 	const struct tp_softmax_params *p = TP_PARAMS(l, tp_softmax_params);
-	uint32_t r, j;
+	size_t r, rows = tp_rows(l, p->rows);
+	uint32_t j;
 
-	for (r = 0; r < p->rows; r++) {
-		const float *dy = TP_IN(l, 0) + (size_t)r * p->cols;
-		const float *y = TP_IN(l, 1) + (size_t)r * p->cols;
-		float *dx = TP_OUT(l, 0) + (size_t)r * p->cols;
+	for (r = 0; r < rows; r++) {
+		const float *dy = TP_IN(l, 0) + r * p->cols;
+		const float *y = TP_IN(l, 1) + r * p->cols;
+		float *dx = TP_OUT(l, 0) + r * p->cols;
 		double s = 0;
 
 		/* dx = y (dy - sum dy y) */

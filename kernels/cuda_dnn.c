@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 /*
- * CUDA convolution, batch-norm, ReLU, pooling and softmax through cuDNN 9.
+ * CUDA convolution through cuDNN 9.
  *
  * Convolutions use deterministic algorithms only, chosen by cuDNN's
  * heuristics (not by timing runs, which could pick differently from one
@@ -11,8 +11,12 @@
  * else comes from the stream-ordered allocator and goes back to it on the
  * same stream.
  *
- * The batch-norm entry points are the legacy ones, deprecated in cuDNN 9
- * in favour of the graph API but still shipped and still deterministic.
+ * A split run's parts (TP_OP_SPLITTABLE) are refused with -ENOTSUP: cuDNN
+ * promises the same bits for the same problem, not that one image's
+ * output is the same in a batch of another size (its engines tile and
+ * split their sums by the problem's shape), and a part must give exactly
+ * a whole run's bits. The other ops that cuDNN could run (batch-norm,
+ * ReLU, pooling, softmax) are tpager's own kernels for that reason.
  */
 #include "config.h"
 
@@ -43,8 +47,6 @@ struct dnn_desc {
 	cudnnTensorDescriptor_t x, y, b;
 	cudnnFilterDescriptor_t w;
 	cudnnConvolutionDescriptor_t conv;
-	cudnnPoolingDescriptor_t pool;
-	cudnnActivationDescriptor_t act;
 };
 
 static void desc_destroy(struct dnn_desc *d)
@@ -59,10 +61,6 @@ static void desc_destroy(struct dnn_desc *d)
 		cudnnDestroyFilterDescriptor(d->w);
 	if (d->conv)
 		cudnnDestroyConvolutionDescriptor(d->conv);
-	if (d->pool)
-		cudnnDestroyPoolingDescriptor(d->pool);
-	if (d->act)
-		cudnnDestroyActivationDescriptor(d->act);
 }
 
 static cudnnStatus_t tensor4d(cudnnTensorDescriptor_t *t, uint32_t n,
@@ -246,6 +244,13 @@ static void ws_put(const struct tp_op_launch *l, void *ws, bool owned)
 		cudaFreeAsync(ws, TP_STREAM(l));
 }
 
+/* Whether @l computes every image: a whole run, or one part of them all. */
+static bool conv_whole(const struct tp_op_launch *l,
+		       const struct tp_conv2d_params *p)
+{
+	return tp_rows(l, p->n) == p->n;
+}
+
 int tp_cuda_conv_workspace(const struct tp_conv2d_params *p, size_t *bytes)
 {
 	const struct tp_op_launch probe = {
@@ -279,6 +284,8 @@ int tp_cuda_conv2d(const struct tp_op_launch *l)
 	bool owned = false;
 	int rc;
 
+	if (!conv_whole(l, p))
+		return -ENOTSUP;
 	rc = dnn_begin(l);
 	if (rc)
 		return rc;
@@ -310,6 +317,8 @@ int tp_cuda_conv2d_bwd(const struct tp_op_launch *l)
 	bool owned = false;
 	int rc;
 
+	if (!conv_whole(l, p))
+		return -ENOTSUP;
 	rc = dnn_begin(l);
 	if (rc)
 		return rc;
@@ -334,256 +343,5 @@ int tp_cuda_conv2d_bwd(const struct tp_op_launch *l)
 						 &zero, d.b, TP_OUT(l, 2)));
 out:
 	ws_put(l, ws, owned);
-	return dnn_end(&d, rc);
-}
-
-/* --- batch-norm -------------------------------------------------------- */
-
-/* x is [n, c, hw] seen as NCHW with w = 1; d->b the per-channel tensor. */
-static int bn_desc(const struct tp_op_launch *l,
-		   const struct tp_batchnorm_params *p, struct dnn_desc *d)
-{
-	int rc = 0;
-
-	DNN(tensor4d(&d->x, p->n, p->c, p->hw, 1));
-	DNN(cudnnCreateTensorDescriptor(&d->b));
-	DNN(cudnnDeriveBNTensorDescriptor(d->b, d->x,
-					  CUDNN_BATCHNORM_SPATIAL));
-out:
-	return rc;
-}
-
-int tp_cuda_batchnorm(const struct tp_op_launch *l)
-{
-	const struct tp_batchnorm_params *p = TP_PARAMS(l, tp_batchnorm_params);
-	struct dnn_desc d = { 0 };
-	int rc;
-
-	rc = dnn_begin(l);
-	if (rc)
-		return rc;
-	rc = bn_desc(l, p, &d);
-	if (rc)
-		goto out;
-	/* no running averages: those are the model's business */
-	DNN(cudnnBatchNormalizationForwardTraining(dnn,
-			CUDNN_BATCHNORM_SPATIAL, &one, &zero, d.x,
-			TP_IN(l, 0), d.x, TP_OUT(l, 0), d.b, TP_IN(l, 1),
-			TP_IN(l, 2), 0.0, NULL, NULL, p->eps, TP_OUT(l, 1),
-			TP_OUT(l, 2)));
-out:
-	return dnn_end(&d, rc);
-}
-
-int tp_cuda_batchnorm_bwd(const struct tp_op_launch *l)
-{
-	const struct tp_batchnorm_params *p = TP_PARAMS(l, tp_batchnorm_params);
-	struct dnn_desc d = { 0 };
-	int rc;
-
-	rc = dnn_begin(l);
-	if (rc)
-		return rc;
-	rc = bn_desc(l, p, &d);
-	if (rc)
-		goto out;
-	DNN(cudnnBatchNormalizationBackward(dnn, CUDNN_BATCHNORM_SPATIAL,
-			&one, &zero, &one, &zero, d.x, TP_IN(l, 1), d.x,
-			TP_IN(l, 0), d.x, TP_OUT(l, 0), d.b, TP_IN(l, 2),
-			TP_OUT(l, 1), TP_OUT(l, 2), p->eps, TP_IN(l, 3),
-			TP_IN(l, 4)));
-out:
-	return dnn_end(&d, rc);
-}
-
-/* --- ReLU -------------------------------------------------------------- */
-
-static int relu_desc(const struct tp_op_launch *l,
-		     const struct tp_eltwise_params *p, struct dnn_desc *d)
-{
-	int rc = 0;
-
-	DNN(tensor4d(&d->x, 1, p->count, 1, 1));
-	DNN(cudnnCreateActivationDescriptor(&d->act));
-	DNN(cudnnSetActivationDescriptor(d->act, CUDNN_ACTIVATION_RELU,
-					 CUDNN_NOT_PROPAGATE_NAN, 0.0));
-out:
-	return rc;
-}
-
-int tp_cuda_relu(const struct tp_op_launch *l)
-{
-	struct dnn_desc d = { 0 };
-	int rc;
-
-	rc = dnn_begin(l);
-	if (rc)
-		return rc;
-	rc = relu_desc(l, TP_PARAMS(l, tp_eltwise_params), &d);
-	if (rc)
-		goto out;
-	DNN(cudnnActivationForward(dnn, d.act, &one, d.x, TP_IN(l, 0), &zero,
-				   d.x, TP_OUT(l, 0)));
-out:
-	return dnn_end(&d, rc);
-}
-
-/*
- * The op keeps x, not y; for ReLU the mask y > 0 is x > 0, so x stands in
- * for y whichever of the two cuDNN reads.
- */
-int tp_cuda_relu_bwd(const struct tp_op_launch *l)
-{
-	struct dnn_desc d = { 0 };
-	int rc;
-
-	rc = dnn_begin(l);
-	if (rc)
-		return rc;
-	rc = relu_desc(l, TP_PARAMS(l, tp_eltwise_params), &d);
-	if (rc)
-		goto out;
-	DNN(cudnnActivationBackward(dnn, d.act, &one, d.x, TP_IN(l, 1), d.x,
-				    TP_IN(l, 0), d.x, TP_IN(l, 1), &zero, d.x,
-				    TP_OUT(l, 0)));
-out:
-	return dnn_end(&d, rc);
-}
-
-/* --- pooling ----------------------------------------------------------- */
-
-static int pool_desc(const struct tp_op_launch *l,
-		     const struct tp_pool_params *p, cudnnPoolingMode_t mode,
-		     struct dnn_desc *d)
-{
-	int rc = 0;
-
-	DNN(tensor4d(&d->x, p->n, p->c, p->h, p->w));
-	DNN(tensor4d(&d->y, p->n, p->c,
-		     tp_out_dim(p->h, p->r, p->stride_h, p->pad_h),
-		     tp_out_dim(p->w, p->s, p->stride_w, p->pad_w)));
-	DNN(cudnnCreatePoolingDescriptor(&d->pool));
-	DNN(cudnnSetPooling2dDescriptor(d->pool, mode, CUDNN_NOT_PROPAGATE_NAN,
-					(int)p->r, (int)p->s, (int)p->pad_h,
-					(int)p->pad_w, (int)p->stride_h,
-					(int)p->stride_w));
-out:
-	return rc;
-}
-
-/*
- * One pooling call. Forward: @x -> @y. Backward: @dy (with @y and @x
- * of the forward) -> @dx. Average pooling reads neither x nor y going
- * backward, so its backward op passes dy and dx in their places.
- */
-static int pool_run(const struct tp_op_launch *l,
-		    const struct tp_pool_params *p, cudnnPoolingMode_t mode,
-		    int backward, const void *x, const void *y,
-		    const void *dy, void *out)
-{
-	struct dnn_desc d = { 0 };
-	int rc;
-
-	rc = dnn_begin(l);
-	if (rc)
-		return rc;
-	rc = pool_desc(l, p, mode, &d);
-	if (rc)
-		goto out;
-	if (!backward)
-		DNN(cudnnPoolingForward(dnn, d.pool, &one, d.x, x, &zero, d.y,
-					out));
-	else
-		DNN(cudnnPoolingBackward(dnn, d.pool, &one, d.y, y, d.y, dy,
-					 d.x, x, &zero, d.x, out));
-out:
-	return dnn_end(&d, rc);
-}
-
-#define MAXP CUDNN_POOLING_MAX_DETERMINISTIC
-#define AVGP CUDNN_POOLING_AVERAGE_COUNT_INCLUDE_PADDING
-
-int tp_cuda_maxpool(const struct tp_op_launch *l)
-{
-	return pool_run(l, TP_PARAMS(l, tp_pool_params), MAXP, 0,
-			TP_IN(l, 0), NULL, NULL, TP_OUT(l, 0));
-}
-
-int tp_cuda_maxpool_bwd(const struct tp_op_launch *l)
-{
-	return pool_run(l, TP_PARAMS(l, tp_pool_params), MAXP, 1,
-			TP_IN(l, 1), TP_IN(l, 2), TP_IN(l, 0), TP_OUT(l, 0));
-}
-
-int tp_cuda_avgpool(const struct tp_op_launch *l)
-{
-	return pool_run(l, TP_PARAMS(l, tp_pool_params), AVGP, 0,
-			TP_IN(l, 0), NULL, NULL, TP_OUT(l, 0));
-}
-
-int tp_cuda_avgpool_bwd(const struct tp_op_launch *l)
-{
-	return pool_run(l, TP_PARAMS(l, tp_pool_params), AVGP, 1,
-			TP_OUT(l, 0), TP_IN(l, 0), TP_IN(l, 0), TP_OUT(l, 0));
-}
-
-/* Global average pooling: one hw x 1 window over [n, c, hw, 1]. */
-static struct tp_pool_params gap_as_pool(const struct tp_gap_params *g)
-{
-	return (struct tp_pool_params){
-		.n = g->n, .c = g->c, .h = g->hw, .w = 1, .r = g->hw, .s = 1,
-		.stride_h = 1, .stride_w = 1,
-	};
-}
-
-int tp_cuda_global_avgpool(const struct tp_op_launch *l)
-{
-	struct tp_pool_params p = gap_as_pool(TP_PARAMS(l, tp_gap_params));
-
-	return pool_run(l, &p, AVGP, 0, TP_IN(l, 0), NULL, NULL, TP_OUT(l, 0));
-}
-
-int tp_cuda_global_avgpool_bwd(const struct tp_op_launch *l)
-{
-	struct tp_pool_params p = gap_as_pool(TP_PARAMS(l, tp_gap_params));
-
-	return pool_run(l, &p, AVGP, 1, TP_OUT(l, 0), TP_IN(l, 0),
-			TP_IN(l, 0), TP_OUT(l, 0));
-}
-
-/* --- softmax ----------------------------------------------------------- */
-
-int tp_cuda_softmax(const struct tp_op_launch *l)
-{
-	const struct tp_softmax_params *p = TP_PARAMS(l, tp_softmax_params);
-	struct dnn_desc d = { 0 };
-	int rc;
-
-	rc = dnn_begin(l);
-	if (rc)
-		return rc;
-	DNN(tensor4d(&d.x, p->rows, p->cols, 1, 1));
-	DNN(cudnnSoftmaxForward(dnn, CUDNN_SOFTMAX_ACCURATE,
-				CUDNN_SOFTMAX_MODE_INSTANCE, &one, d.x,
-				TP_IN(l, 0), &zero, d.x, TP_OUT(l, 0)));
-out:
-	return dnn_end(&d, rc);
-}
-
-int tp_cuda_softmax_bwd(const struct tp_op_launch *l)
-{
-	const struct tp_softmax_params *p = TP_PARAMS(l, tp_softmax_params);
-	struct dnn_desc d = { 0 };
-	int rc;
-
-	rc = dnn_begin(l);
-	if (rc)
-		return rc;
-	DNN(tensor4d(&d.x, p->rows, p->cols, 1, 1));
-	DNN(cudnnSoftmaxBackward(dnn, CUDNN_SOFTMAX_ACCURATE,
-				 CUDNN_SOFTMAX_MODE_INSTANCE, &one, d.x,
-				 TP_IN(l, 1), d.x, TP_IN(l, 0), &zero, d.x,
-				 TP_OUT(l, 0)));
-out:
 	return dnn_end(&d, rc);
 }

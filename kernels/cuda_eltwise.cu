@@ -3,6 +3,9 @@
  * CUDA element-wise ops (residual add, scale), the head transpose, and the
  * bias helpers of the cuBLAS linear op: a bias added to every row, and column sums for its
  * gradient (one thread per column, rows in order: deterministic).
+ *
+ * In parts, an element-wise op computes its elements and a transpose its
+ * rows of the outermost dimension; each element's bits depend on it alone.
  */
 #include "kernels/cuda_launch.cuh"
 
@@ -72,17 +75,17 @@ extern "C" cudaError_t tp_cuda_col_sum(const float *x, float *sum,
 
 extern "C" int tp_cuda_add(const struct tp_op_launch *l)
 {
-	const struct tp_eltwise_params *p = TP_PARAMS(l, tp_eltwise_params);
+	size_t n = tp_rows(l, TP_PARAMS(l, tp_eltwise_params)->count);
 
-	add_kernel<<<tp_grid(p->count), TP_BLOCK, 0, TP_STREAM(l)>>>(
-		TP_IN(l, 0), TP_IN(l, 1), TP_OUT(l, 0), p->count);
+	add_kernel<<<tp_grid(n), TP_BLOCK, 0, TP_STREAM(l)>>>(
+		TP_IN(l, 0), TP_IN(l, 1), TP_OUT(l, 0), n);
 	return tp_cuda_launched(l, "add_kernel");
 }
 
 extern "C" int tp_cuda_add_bwd(const struct tp_op_launch *l)
 {
 	const struct tp_eltwise_params *p = TP_PARAMS(l, tp_eltwise_params);
-	size_t bytes = (size_t)p->count * sizeof(float);
+	size_t bytes = tp_rows(l, p->count) * sizeof(float);
 	int rc;
 
 	rc = tp_cuda_check(l, cudaMemcpyAsync(TP_OUT(l, 0), TP_IN(l, 0),
@@ -99,9 +102,10 @@ extern "C" int tp_cuda_add_bwd(const struct tp_op_launch *l)
 extern "C" int tp_cuda_scale(const struct tp_op_launch *l)
 {
 	const struct tp_eltwise_params *p = TP_PARAMS(l, tp_eltwise_params);
+	size_t n = tp_rows(l, p->count);
 
-	scale_kernel<<<tp_grid(p->count), TP_BLOCK, 0, TP_STREAM(l)>>>(
-		TP_IN(l, 0), TP_OUT(l, 0), p->alpha, p->count);
+	scale_kernel<<<tp_grid(n), TP_BLOCK, 0, TP_STREAM(l)>>>(
+		TP_IN(l, 0), TP_OUT(l, 0), p->alpha, n);
 	return tp_cuda_launched(l, "scale_kernel");
 }
 
@@ -113,7 +117,7 @@ extern "C" int tp_cuda_scale_bwd(const struct tp_op_launch *l)
 static int transpose12(const struct tp_op_launch *l, uint32_t b, uint32_t c)
 {
 	const struct tp_transpose_params *p = TP_PARAMS(l, tp_transpose_params);
-	size_t n = (size_t)p->a * p->b * p->c * p->d;
+	size_t n = tp_rows(l, p->a) * p->b * p->c * p->d;
 
 	transpose12_kernel<<<tp_grid(n), TP_BLOCK, 0, TP_STREAM(l)>>>(
 		TP_IN(l, 0), TP_OUT(l, 0), b, c, p->d, n);

@@ -3,6 +3,9 @@
  * CUDA layer-norm: one block per row, statistics in double through the
  * fixed reduction tree. The parameter gradients sum over rows with one
  * thread per column, rows in order, so no atomics are needed.
+ *
+ * In parts, each part runs its rows' blocks, whose bits depend on their
+ * row alone, and part 0 the parameter gradients over every row.
  */
 #include "kernels/cuda_launch.cuh"
 
@@ -82,7 +85,8 @@ extern "C" int tp_cuda_layernorm(const struct tp_op_launch *l)
 {
 	const struct tp_layernorm_params *p = TP_PARAMS(l, tp_layernorm_params);
 
-	ln_fwd_kernel<<<p->rows, TP_BLOCK, 0, TP_STREAM(l)>>>(
+	ln_fwd_kernel<<<(unsigned)tp_rows(l, p->rows), TP_BLOCK, 0,
+			TP_STREAM(l)>>>(
 		TP_IN(l, 0), TP_IN(l, 1), TP_IN(l, 2), TP_OUT(l, 0),
 		TP_OUT(l, 1), TP_OUT(l, 2), p->cols, p->eps);
 	return tp_cuda_launched(l, "ln_fwd_kernel");
@@ -93,11 +97,12 @@ extern "C" int tp_cuda_layernorm_bwd(const struct tp_op_launch *l)
 	const struct tp_layernorm_params *p = TP_PARAMS(l, tp_layernorm_params);
 	int rc;
 
-	ln_bwd_dx_kernel<<<p->rows, TP_BLOCK, 0, TP_STREAM(l)>>>(
+	ln_bwd_dx_kernel<<<(unsigned)tp_rows(l, p->rows), TP_BLOCK, 0,
+			   TP_STREAM(l)>>>(
 		TP_IN(l, 0), TP_IN(l, 1), TP_IN(l, 2), TP_IN(l, 3),
 		TP_IN(l, 4), TP_OUT(l, 0), p->cols);
 	rc = tp_cuda_launched(l, "ln_bwd_dx_kernel");
-	if (rc)
+	if (rc || !tp_writes_whole(l))
 		return rc;
 	ln_bwd_param_kernel<<<tp_grid(p->cols), TP_BLOCK, 0, TP_STREAM(l)>>>(
 		TP_IN(l, 0), TP_IN(l, 1), TP_IN(l, 3), TP_IN(l, 4),

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 /*
- * The ops cuDNN provides, in a CUDA build whose toolkit has no cuDNN: they
- * exist so the registry links, and say they are not supported.
+ * The convolutions, in a CUDA build whose toolkit has no cuDNN: they exist
+ * so the registry links, and say they are not supported.
  */
 #include "config.h"
 
@@ -23,15 +23,3 @@ int tp_cuda_conv_workspace(const struct tp_conv2d_params *p, size_t *bytes)
 
 NO_DNN(conv2d)
 NO_DNN(conv2d_bwd)
-NO_DNN(batchnorm)
-NO_DNN(batchnorm_bwd)
-NO_DNN(relu)
-NO_DNN(relu_bwd)
-NO_DNN(maxpool)
-NO_DNN(maxpool_bwd)
-NO_DNN(avgpool)
-NO_DNN(avgpool_bwd)
-NO_DNN(global_avgpool)
-NO_DNN(global_avgpool_bwd)
-NO_DNN(softmax)
-NO_DNN(softmax_bwd)

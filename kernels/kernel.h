@@ -8,6 +8,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #include "kernels/ops.h"
 
@@ -37,6 +38,13 @@ struct tp_kernel {
 	int (*cuda)(const struct tp_op_launch *l);
 	/* Takes an optional last input: device scratch (see ops.h). */
 	bool workspace;
+	/*
+	 * A splittable op (TP_OP_SPLITTABLE): the extent of the outermost
+	 * dimension of the tensors in @cut_in / @cut_out (struct
+	 * tp_op_split); NULL for an op that never runs in parts.
+	 */
+	uint32_t (*rows)(const void *p);
+	uint64_t cut_in, cut_out;
 };
 
 #define tp_kernel_of(t) \
@@ -47,6 +55,25 @@ struct tp_kernel {
 uint64_t tp_kernel_cost(const struct tp_kernel *k, const void *params,
 			size_t params_len, const size_t *in_bytes,
 			unsigned n_in);
+
+/*
+ * The rows of the cut tensors a launch computes: its part's, or all @all
+ * of them in a whole run (rows 0). The cut tensors' pointers are already
+ * at the part's first row.
+ */
+static inline size_t tp_rows(const struct tp_op_launch *l, size_t all)
+{
+	return l->rows ? l->rows : all;
+}
+
+/*
+ * Whether the launch writes the op's whole outputs: a whole run, or part
+ * 0 of a split one, which may read every row of the cut inputs.
+ */
+static inline bool tp_writes_whole(const struct tp_op_launch *l)
+{
+	return !l->part;
+}
 
 #define TP_IN(l, i)	((const float *)(l)->in[i])
 #define TP_OUT(l, i)	((float *)(l)->out[i])

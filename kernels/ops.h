@@ -68,6 +68,19 @@
  * invstd = 1/sqrt(var + eps). Labels and indices out of range make the CPU
  * op fail with -EINVAL before anything is written; on CUDA (which cannot
  * report from a kernel) they give a zero row and no gradient.
+ *
+ * Split runs (TP_OP_SPLITTABLE, tp_op_run(3)): the convolutions,
+ * batch-norm, the pools, softmax, layer-norm, transpose12 and their
+ * backward ops cut the batch, the extent their params give first (n, rows
+ * or a); relu, gelu, add, scale and their backward ops cut elements (rows
+ * = count). The activations and their gradients are cut (layer-norm's
+ * per-row mean and invstd too); parameters, the workspace, parameter
+ * gradients and batch-norm's statistics are whole, the reductions among
+ * them computed by part 0 over the whole batch in a whole run's order, so
+ * that a split run gives a whole run's bits. Batch-norm's per-element
+ * outputs use its statistics as stored in float, split or not. On CUDA
+ * the convolutions refuse parts (-ENOTSUP): cuDNN does not promise an
+ * image the same bits in a batch of another size.
  */
 #ifndef TP_KERNELS_OPS_H
 #define TP_KERNELS_OPS_H
@@ -227,9 +240,11 @@ int tp_kernels_workspace_bytes(struct tp_ctx *ctx,
  * tp_kernels_launch_cpu() - run @l on the CPU whatever the backend.
  * tp_kernels_launch_cuda() - enqueue @l on (cudaStream_t)l->stream.
  *
- * Both check the launch against tp_kernels_shape() first. The CUDA one
- * returns -ENODEV in a build without CUDA or with no usable device, and
- * -ENOTSUP for an op it lacks. Return: 0 or -errno.
+ * Both check the launch against tp_kernels_shape() first, and a part of a
+ * split run against the op's cut (-EINVAL for a part that does not fit
+ * it). The CUDA one returns -ENODEV in a build without CUDA or with no
+ * usable device, and -ENOTSUP for an op it lacks or a part it cannot
+ * compute exactly (the convolutions'). Return: 0 or -errno.
  */
 int tp_kernels_launch_cpu(const struct tp_op_launch *l);
 int tp_kernels_launch_cuda(const struct tp_op_launch *l);

@@ -508,6 +508,52 @@ FLOPS_FN(adam)
 	return 14.0 * p->count;
 }
 
+/* --- rows ------------------------------------------------------------- */
+
+/* The outermost extent of the tensors a split cuts: the batch, mostly. */
+#define ROWS_FN(name) static uint32_t rows_##name(const void *p_)
+
+ROWS_FN(conv)
+{
+	return ((const struct tp_conv2d_params *)p_)->n;
+}
+
+ROWS_FN(batchnorm)
+{
+	return ((const struct tp_batchnorm_params *)p_)->n;
+}
+
+/* Element-wise ops have no batch in their params: any element will do. */
+ROWS_FN(eltwise)
+{
+	return ((const struct tp_eltwise_params *)p_)->count;
+}
+
+ROWS_FN(pool)
+{
+	return ((const struct tp_pool_params *)p_)->n;
+}
+
+ROWS_FN(gap)
+{
+	return ((const struct tp_gap_params *)p_)->n;
+}
+
+ROWS_FN(softmax)
+{
+	return ((const struct tp_softmax_params *)p_)->rows;
+}
+
+ROWS_FN(layernorm)
+{
+	return ((const struct tp_layernorm_params *)p_)->rows;
+}
+
+ROWS_FN(transpose)
+{
+	return ((const struct tp_transpose_params *)p_)->a;
+}
+
 /* --- cost ------------------------------------------------------------- */
 
 /*
@@ -540,12 +586,98 @@ uint64_t tp_kernel_cost(const struct tp_kernel *k, const void *params,
 	return (uint64_t)(TP_KERNEL_LAUNCH_NS + (t_flop > t_mem ? t_flop : t_mem));
 }
 
+/* --- split ------------------------------------------------------------ */
+
+static bool is_cut(uint64_t mask, unsigned i)
+{
+	return i < 64 && (mask >> i & 1);
+}
+
+/*
+ * Whether a tensor of @bytes can take the place of one of @need: a cut
+ * one must be exactly the shape's (its rows are found by dividing it), a
+ * whole one may be larger.
+ */
+static bool split_fits(uint64_t mask, unsigned i, size_t bytes, size_t need)
+{
+	return is_cut(mask, i) ? bytes == need : bytes >= need;
+}
+
+/* The split callback of every splittable op, through its descriptor. */
+static int split_sizes(const struct tp_kernel *k, const void *params,
+		       size_t params_len, const size_t *in_bytes,
+		       unsigned n_in, const size_t *out_bytes, unsigned n_out,
+		       struct tp_op_split *s)
+{
+	size_t in[TP_KERNEL_MAX_IO], out[TP_KERNEL_MAX_IO];
+	unsigned ni, no, i;
+	uint32_t rows;
+
+	if (!k->rows || !params || params_len != k->params_len ||
+	    !in_bytes || !out_bytes || !s ||
+	    k->shape(params, in, &ni, out, &no))
+		return -EINVAL;
+	/* a workspace is never cut, whatever its size */
+	if (n_out != no || (n_in != ni && !(k->workspace && n_in == ni + 1)))
+		return -EINVAL;
+	rows = k->rows(params);
+	if (rows < 2)
+		return -EINVAL;
+	for (i = 0; i < ni; i++)
+		if (!split_fits(k->cut_in, i, in_bytes[i], in[i]))
+			return -EINVAL;
+	for (i = 0; i < no; i++)
+		if (!split_fits(k->cut_out, i, out_bytes[i], out[i]))
+			return -EINVAL;
+	*s = (struct tp_op_split){
+		.rows = rows, .in = k->cut_in, .out = k->cut_out,
+	};
+	return 0;
+}
+
 /* --- dispatch --------------------------------------------------------- */
+
+/*
+ * The part @l runs, against the cut of its params (@s, zeroed for a
+ * whole run). The parts of a run go in order: part 0 from row 0, the
+ * last one to the last row.
+ */
+static int check_part(const struct tp_kernel *k, const struct tp_op_launch *l,
+		      const size_t *in, unsigned ni, const size_t *out,
+		      unsigned no, struct tp_op_split *s)
+{
+	*s = (struct tp_op_split){ 0 };
+	if (!l->rows && l->parts <= 1)
+		return l->part || l->row0 ? -EINVAL : 0;
+	if (!l->rows || l->part >= l->parts ||
+	    split_sizes(k, l->params, l->params_len, in, ni, out, no, s))
+		return -EINVAL;
+	if (l->rows > s->rows || l->row0 > s->rows - l->rows)
+		return -EINVAL;
+	if ((l->part == 0) != (l->row0 == 0) ||
+	    (l->part + 1 == l->parts) != (l->row0 + l->rows == s->rows))
+		return -EINVAL;
+	return 0;
+}
+
+/*
+ * Whether a launch's tensor of @bytes fits: a cut one holds exactly its
+ * part's rows; a whole one (or any in a whole run) may be larger than
+ * the op needs, never smaller.
+ */
+static bool launch_fits(const struct tp_op_split *s, uint64_t mask,
+			unsigned i, size_t rows, size_t bytes, size_t need)
+{
+	if (s->rows && is_cut(mask, i))
+		return bytes == need / s->rows * rows;
+	return bytes >= need;
+}
 
 static int check_launch(const struct tp_kernel *k,
 			const struct tp_op_launch *l)
 {
 	size_t in[TP_KERNEL_MAX_IO], out[TP_KERNEL_MAX_IO];
+	struct tp_op_split s;
 	unsigned ni, no, i;
 	int rc;
 
@@ -561,12 +693,18 @@ static int check_launch(const struct tp_kernel *k,
 		return -EINVAL;
 	if (l->n_out != no || !l->in || !l->out)
 		return -EINVAL;
-	/* A tensor may be larger than the op needs, never smaller. */
+	rc = check_part(k, l, in, ni, out, no, &s);
+	if (rc)
+		return rc;
 	for (i = 0; i < ni; i++)
-		if (!l->in[i] || (l->in_bytes && l->in_bytes[i] < in[i]))
+		if (!l->in[i] || (l->in_bytes &&
+				  !launch_fits(&s, s.in, i, l->rows,
+					       l->in_bytes[i], in[i])))
 			return -EINVAL;
 	for (i = 0; i < no; i++)
-		if (!l->out[i] || (l->out_bytes && l->out_bytes[i] < out[i]))
+		if (!l->out[i] || (l->out_bytes &&
+				   !launch_fits(&s, s.out, i, l->rows,
+						l->out_bytes[i], out[i])))
 			return -EINVAL;
 	return 0;
 }
@@ -633,61 +771,118 @@ static int launch(const struct tp_op_launch *l)
 	static uint64_t cost_##name(const void *p, size_t len, \
 				    const size_t *in, unsigned n_in);
 
-#define KERNEL_X(op, ptype, shp, flp, fl, ws) \
+#define KERNEL_X(op, ptype, shp, flp, fl, ws, spl, rws, cin, cout) \
 	[K_##op] = { \
 		.type = { .name = #op, .launch = launch, \
 			  .cost_ns = cost_##op, .flags = fl, \
 			  .inplace_out = 0, .inplace_in = 0, \
-			  .split = NULL }, \
+			  .split = spl }, \
 		.params_len = sizeof(struct ptype), \
 		.shape = shape_##shp, .flops = flops_##flp, \
 		.cpu = tp_cpu_##op, .cuda = CUDA_FN(op), \
 		.workspace = ws, \
+		.rows = rws, .cut_in = cin, .cut_out = cout, \
 	},
-#define KERNEL(op, ptype, shp, flp) KERNEL_X(op, ptype, shp, flp, 0, false)
-/* takes a workspace input */
-#define KERNEL_WS(op, ptype, shp, flp) KERNEL_X(op, ptype, shp, flp, 0, true)
+#define KERNEL(op, ptype, shp, flp) \
+	KERNEL_X(op, ptype, shp, flp, 0, false, NULL, NULL, 0, 0)
 /* output 0 takes input 0's pages */
 #define KERNEL_INPLACE(op, ptype, shp, flp) \
-	KERNEL_X(op, ptype, shp, flp, TP_OP_INPLACE, false)
+	KERNEL_X(op, ptype, shp, flp, TP_OP_INPLACE, false, NULL, NULL, 0, 0)
+/*
+ * Runs in parts along the outermost dimension of @rws rows: the inputs
+ * and outputs whose bits are set in @cin and @cout are cut, the others
+ * whole (see the CPU ops for how each stays exact).
+ */
+#define KERNEL_CUT(op, ptype, shp, flp, rws, cin, cout) \
+	KERNEL_X(op, ptype, shp, flp, TP_OP_SPLITTABLE, false, split_##op, \
+		 rows_##rws, cin, cout)
+/* the same, taking a workspace input (never cut) */
+#define KERNEL_CUT_WS(op, ptype, shp, flp, rws, cin, cout) \
+	KERNEL_X(op, ptype, shp, flp, TP_OP_SPLITTABLE, true, split_##op, \
+		 rows_##rws, cin, cout)
+
+/* The ops whose table entries are KERNEL_CUT: one split callback each. */
+#define TP_SPLIT_OPS(X) \
+	X(conv2d) X(conv2d_bwd) X(batchnorm) X(batchnorm_bwd) \
+	X(relu) X(relu_bwd) X(gelu) X(gelu_bwd) \
+	X(maxpool) X(maxpool_bwd) X(avgpool) X(avgpool_bwd) \
+	X(global_avgpool) X(global_avgpool_bwd) \
+	X(softmax) X(softmax_bwd) X(layernorm) X(layernorm_bwd) \
+	X(transpose12) X(transpose12_bwd) \
+	X(add) X(add_bwd) X(scale) X(scale_bwd)
+
+#define SPLIT_FN(name) \
+	static int split_##name(const void *p, size_t len, \
+				const size_t *in, unsigned n_in, \
+				const size_t *out, unsigned n_out, \
+				struct tp_op_split *s);
 
 #define K_ENUM(name) K_##name,
 enum { TP_CPU_OPS(K_ENUM) K_COUNT };
 TP_CPU_OPS(COST_FN)
+TP_SPLIT_OPS(SPLIT_FN)
+
+/* Bit k of a mask: input or output k is cut (B(0) | B(1): the first two). */
+#define B(k)	(1ull << (k))
 
 static const struct tp_kernel kernels[K_COUNT] = {
 	KERNEL(linear, tp_linear_params, linear, linear)
 	KERNEL(linear_bwd, tp_linear_params, linear_bwd, linear_bwd)
 	KERNEL(gemm, tp_gemm_params, gemm, gemm)
 	KERNEL(gemm_bwd, tp_gemm_params, gemm_bwd, gemm_bwd)
-	KERNEL_WS(conv2d, tp_conv2d_params, conv2d, conv2d)
-	KERNEL_WS(conv2d_bwd, tp_conv2d_params, conv2d_bwd, conv2d_bwd)
-	KERNEL(batchnorm, tp_batchnorm_params, batchnorm, batchnorm)
-	KERNEL(batchnorm_bwd, tp_batchnorm_params, batchnorm_bwd, batchnorm)
-	KERNEL(relu, tp_eltwise_params, eltwise, eltwise)
-	KERNEL(relu_bwd, tp_eltwise_params, eltwise_bwd, eltwise)
-	KERNEL(gelu, tp_eltwise_params, eltwise, eltwise)
-	KERNEL(gelu_bwd, tp_eltwise_params, eltwise_bwd, eltwise)
-	KERNEL(maxpool, tp_pool_params, pool, pool)
-	KERNEL(maxpool_bwd, tp_pool_params, maxpool_bwd, pool)
-	KERNEL(avgpool, tp_pool_params, pool, pool)
-	KERNEL(avgpool_bwd, tp_pool_params, avgpool_bwd, pool)
-	KERNEL(global_avgpool, tp_gap_params, global_avgpool, gap)
-	KERNEL(global_avgpool_bwd, tp_gap_params, global_avgpool_bwd, gap)
-	KERNEL(softmax, tp_softmax_params, softmax, softmax)
-	KERNEL(softmax_bwd, tp_softmax_params, softmax_bwd, softmax)
-	KERNEL(layernorm, tp_layernorm_params, layernorm, layernorm)
-	KERNEL(layernorm_bwd, tp_layernorm_params, layernorm_bwd, layernorm)
+	/* x | y; dy x | dx (dW, db: part 0, over the batch) */
+	KERNEL_CUT_WS(conv2d, tp_conv2d_params, conv2d, conv2d, conv,
+		      B(0), B(0))
+	KERNEL_CUT_WS(conv2d_bwd, tp_conv2d_params, conv2d_bwd, conv2d_bwd,
+		      conv, B(0) | B(1), B(0))
+	/* x | y (mean, invstd: part 0); dy x | dx (dgamma, dbeta: part 0) */
+	KERNEL_CUT(batchnorm, tp_batchnorm_params, batchnorm, batchnorm,
+		   batchnorm, B(0), B(0))
+	KERNEL_CUT(batchnorm_bwd, tp_batchnorm_params, batchnorm_bwd,
+		   batchnorm, batchnorm, B(0) | B(1), B(0))
+	KERNEL_CUT(relu, tp_eltwise_params, eltwise, eltwise, eltwise,
+		   B(0), B(0))
+	KERNEL_CUT(relu_bwd, tp_eltwise_params, eltwise_bwd, eltwise, eltwise,
+		   B(0) | B(1), B(0))
+	KERNEL_CUT(gelu, tp_eltwise_params, eltwise, eltwise, eltwise,
+		   B(0), B(0))
+	KERNEL_CUT(gelu_bwd, tp_eltwise_params, eltwise_bwd, eltwise, eltwise,
+		   B(0) | B(1), B(0))
+	KERNEL_CUT(maxpool, tp_pool_params, pool, pool, pool, B(0), B(0))
+	KERNEL_CUT(maxpool_bwd, tp_pool_params, maxpool_bwd, pool, pool,
+		   B(0) | B(1) | B(2), B(0))
+	KERNEL_CUT(avgpool, tp_pool_params, pool, pool, pool, B(0), B(0))
+	KERNEL_CUT(avgpool_bwd, tp_pool_params, avgpool_bwd, pool, pool,
+		   B(0), B(0))
+	KERNEL_CUT(global_avgpool, tp_gap_params, global_avgpool, gap, gap,
+		   B(0), B(0))
+	KERNEL_CUT(global_avgpool_bwd, tp_gap_params, global_avgpool_bwd, gap,
+		   gap, B(0), B(0))
+	KERNEL_CUT(softmax, tp_softmax_params, softmax, softmax, softmax,
+		   B(0), B(0))
+	KERNEL_CUT(softmax_bwd, tp_softmax_params, softmax_bwd, softmax,
+		   softmax, B(0) | B(1), B(0))
+	/* x | y mean invstd; dy x mean invstd | dx (dgamma, dbeta: part 0) */
+	KERNEL_CUT(layernorm, tp_layernorm_params, layernorm, layernorm,
+		   layernorm, B(0), B(0) | B(1) | B(2))
+	KERNEL_CUT(layernorm_bwd, tp_layernorm_params, layernorm_bwd,
+		   layernorm, layernorm, B(0) | B(1) | B(3) | B(4), B(0))
 	KERNEL(cross_entropy, tp_xent_params, cross_entropy, xent)
 	KERNEL(cross_entropy_bwd, tp_xent_params, cross_entropy_bwd, xent)
 	KERNEL(embedding, tp_embedding_params, embedding, embedding)
 	KERNEL(embedding_bwd, tp_embedding_params, embedding_bwd, embedding)
-	KERNEL(transpose12, tp_transpose_params, transpose12, transpose)
-	KERNEL(transpose12_bwd, tp_transpose_params, transpose12, transpose)
-	KERNEL(add, tp_eltwise_params, add, eltwise)
-	KERNEL(add_bwd, tp_eltwise_params, add_bwd, eltwise)
-	KERNEL(scale, tp_eltwise_params, eltwise, eltwise)
-	KERNEL(scale_bwd, tp_eltwise_params, eltwise, eltwise)
+	KERNEL_CUT(transpose12, tp_transpose_params, transpose12, transpose,
+		   transpose, B(0), B(0))
+	KERNEL_CUT(transpose12_bwd, tp_transpose_params, transpose12,
+		   transpose, transpose, B(0), B(0))
+	KERNEL_CUT(add, tp_eltwise_params, add, eltwise, eltwise,
+		   B(0) | B(1), B(0))
+	KERNEL_CUT(add_bwd, tp_eltwise_params, add_bwd, eltwise, eltwise,
+		   B(0), B(0) | B(1))
+	KERNEL_CUT(scale, tp_eltwise_params, eltwise, eltwise, eltwise,
+		   B(0), B(0))
+	KERNEL_CUT(scale_bwd, tp_eltwise_params, eltwise, eltwise, eltwise,
+		   B(0), B(0))
 	KERNEL(synth_image, tp_synth_params, synth_image, synth)
 	/* The optimizers update their state, then the parameter, in place. */
 	KERNEL_INPLACE(sgd_momentum, tp_sgd_params, sgd_momentum, sgd)
@@ -703,6 +898,17 @@ static const struct tp_kernel kernels[K_COUNT] = {
 		return tp_kernel_cost(&kernels[K_##name], p, len, in, n_in); \
 	}
 TP_CPU_OPS(COST_BODY)
+
+#define SPLIT_BODY(name) \
+	static int split_##name(const void *p, size_t len, \
+				const size_t *in, unsigned n_in, \
+				const size_t *out, unsigned n_out, \
+				struct tp_op_split *s) \
+	{ \
+		return split_sizes(&kernels[K_##name], p, len, in, n_in, \
+				   out, n_out, s); \
+	}
+TP_SPLIT_OPS(SPLIT_BODY)
 
 const struct tp_op_type *tp_kernels_find(const char *name)
 {

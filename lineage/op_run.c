@@ -226,6 +226,13 @@ static int run_split(struct op_run *o, const void *params, size_t params_len,
 	}
 	ret = tp_lin_run_split(o->lin, o->type, params, params_len, o->in,
 			       n_in, o->out, n_out, cut, false, ns);
+	/* A type whose launch cannot run parts here (cuDNN's convolutions
+	 * on another batch): the op did not fit, which is what is said. */
+	if (ret == -ENOTSUP) {
+		tp_ctx_error(o->ctx, -ENOMEM, "tp_op_run(%s): did not fit whole, and cannot run in parts on this backend",
+			     name);
+		return -ENOMEM;
+	}
 	if (ret == -ENOMEM)
 		tp_ctx_error(o->ctx, ret, "tp_op_run(%s): did not fit whole, nor in parts of its %zu rows",
 			     name, cut->rows);

@@ -233,6 +233,8 @@ static int replay_split(struct regen *r, struct tp_lin_rec *rec,
 	}
 	ret = tp_lin_run_split(lin, rec->type, rec->params, rec->params_len,
 			       in, rec->n_in, out, rec->n_out, cut, true, &ns);
+	if (ret == -ENOTSUP)	/* no parts on this backend: did not fit */
+		ret = -ENOMEM;
 	if (!ret) {
 		tp_lin_note_cost(lin, rec, ns);
 		tp_pager_note_recompute(lin->pg, ns);

@@ -341,7 +341,8 @@ TP_API int tp_op_run(struct tp_ctx *ctx, const struct tp_op_type *type,
 	o.in_bytes = (size_t *)(o.in_addr + n_in);
 	o.out = (struct tp_tensor **)(o.in_bytes + n_in);
 	o.out_addr = (void **)(o.out + n_out);
-	memcpy(o.in, inputs, n_in * sizeof(*inputs));
+	if (n_in)	/* an op with no input may pass NULL */
+		memcpy(o.in, inputs, n_in * sizeof(*inputs));
 
 	/*
 	 * A record is kept only when the outputs can be regenerated from

@@ -34,6 +34,7 @@ struct op_run {
 	size_t *in_bytes;
 	struct tp_tensor **out;
 	unsigned n_in_held, n_out_held, n_out_made;
+	int failed_out;			/* the output acquire_all() could not have */
 	bool recorded;
 };
 
@@ -137,7 +138,7 @@ static int make_output(struct op_run *o, unsigned k, const size_t *out_bytes)
 
 /* Acquire inputs, then make and acquire the outputs not given already. */
 static int acquire_all(struct op_run *o, const size_t *out_bytes,
-		       unsigned n_in, unsigned n_out, int rw_in, bool can_split)
+		       unsigned n_in, unsigned n_out, int rw_in)
 {
 	struct tp_pager *pg = o->ctx->pager;
 	unsigned k;
@@ -173,13 +174,8 @@ static int acquire_all(struct op_run *o, const size_t *out_bytes,
 			ret = tp_pager_acquire(pg, t, 0, t->bytes, TP_READ,
 					       &o->out_addr[k]);
 		}
-		/* Said by run_split() if it fails too. */
-		if (ret == -ENOMEM && can_split)
-			return ret;
 		if (ret) {
-			tp_ctx_error(o->ctx, ret, "tp_op_run(%s): output %u of %zu bytes",
-				     o->type->name ? o->type->name : "?", k,
-				     out_bytes[k]);
+			o->failed_out = (int)k;
 			return ret;
 		}
 		o->n_out_held++;
@@ -306,11 +302,11 @@ TP_API int tp_op_run(struct tp_ctx *ctx, const struct tp_op_type *type,
 		     struct tp_tensor **outputs, const size_t *out_bytes,
 		     unsigned n_out)
 {
-	struct op_run o = { .ctx = ctx, .type = type };
+	struct op_run o = { .ctx = ctx, .type = type, .failed_out = -1 };
 	struct tp_lineage *lin;
 	struct tp_lin_rec *rec = NULL;
 	struct tp_tensor *x = NULL, *nt = NULL;
-	bool inplace, recorded, timed, split = false, can_split;
+	bool inplace, recorded, timed, split = false;
 	struct tp_op_split cut;
 	int io = -1, ii = -1, rw_in = -1;
 	uint64_t ns = 0;
@@ -396,16 +392,21 @@ TP_API int tp_op_run(struct tp_ctx *ctx, const struct tp_op_type *type,
 		rw_in = ii;
 	}
 
-	can_split = split_cut(&o, params, params_len, out_bytes, n_in, n_out,
-			      &cut);
-	ret = acquire_all(&o, out_bytes, n_in, n_out, rw_in, can_split);
-	if (ret == -ENOMEM && can_split) {
+	ret = acquire_all(&o, out_bytes, n_in, n_out, rw_in);
+	/* Asked only once the op did not fit: whole runs pay nothing. */
+	if (ret == -ENOMEM &&
+	    split_cut(&o, params, params_len, out_bytes, n_in, n_out, &cut)) {
 		ret = run_split(&o, params, params_len, out_bytes, n_in, n_out,
 				&cut, &ns);
 		if (ret)
 			goto out_release;
 		split = true;
 	} else if (ret) {
+		/* An output's failure is said here, once a split is out. */
+		if (o.failed_out >= 0)
+			tp_ctx_error(ctx, ret, "tp_op_run(%s): output %d of %zu bytes",
+				     type->name ? type->name : "?", o.failed_out,
+				     out_bytes[o.failed_out]);
 		goto out_release;
 	} else {
 		ret = tp_lin_launch(lin, type, params, params_len, o.in_addr,

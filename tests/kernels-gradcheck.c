@@ -28,6 +28,7 @@
 
 #include "kernels/ops.h"
 #include "tests/tap.h"
+#include "tests/test-rand.h"
 
 #define MAX_IO 8
 #define GC_H 1e-2
@@ -37,12 +38,7 @@ static uint64_t rng_state;
 
 static uint64_t rng_next(void)
 {
-	/* splitmix64 */
-	uint64_t z = (rng_state += 0x9e3779b97f4a7c15ull);
-
-	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-	z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-	return z ^ (z >> 31);
+	return tt_rand(&rng_state);
 }
 
 static double rng_uniform(void)

@@ -39,6 +39,7 @@
 
 #include "kernels/models.h"
 #include "tests/tap.h"
+#include "tests/test-rand.h"
 
 #define TOL 2e-2
 
@@ -104,23 +105,6 @@ out:
 		tp_ctx_destroy(ctx);
 }
 
-static float normal(uint64_t *state)
-{
-	uint64_t z[2];
-	unsigned k;
-
-	/* splitmix64, then Box-Muller */
-	for (k = 0; k < 2; k++) {
-		z[k] = (*state += 0x9e3779b97f4a7c15ull);
-		z[k] = (z[k] ^ (z[k] >> 30)) * 0xbf58476d1ce4e5b9ull;
-		z[k] = (z[k] ^ (z[k] >> 27)) * 0x94d049bb133111ebull;
-		z[k] ^= z[k] >> 31;
-	}
-	return (float)(sqrt(-2.0 * log(((z[0] >> 11) + 1.0) /
-				       9007199254740993.0)) *
-		       cos(2 * M_PI * (z[1] >> 11) / 9007199254740992.0));
-}
-
 /* Along each range's gradient; see the header. */
 static void check_dir(const char *what, struct tp_model_opts *mo, double h)
 {
@@ -143,7 +127,7 @@ static void check_dir(const char *what, struct tp_model_opts *mo, double h)
 	}
 	for (i = 0; !rc && i < n; i++)
 		if (p[i] == 0.0f)
-			p[i] = 0.2f * normal(&rng);
+			p[i] = 0.2f * tt_normal(&rng);
 	rc = rc ? rc : tp_model_write_params(m, p, n * 4);
 	rc = rc ? rc : tp_model_step(m, &loss);
 	rc = rc ? rc : tp_model_read_grads(m, g, n * 4);

@@ -37,6 +37,7 @@
 
 #include "kernels/ops.h"
 #include "tests/tap.h"
+#include "tests/test-rand.h"
 
 #define ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
 #define MAX_IO 8
@@ -59,22 +60,9 @@ struct split_case {
 
 static uint64_t rng_state;
 
-static uint64_t rng_next(void)
-{
-	/* splitmix64 */
-	uint64_t z = (rng_state += 0x9e3779b97f4a7c15ull);
-
-	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-	z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-	return z ^ (z >> 31);
-}
-
 static float rng_normal(void)
 {
-	double u = ((rng_next() >> 11) + 1.0) / 9007199254740993.0;
-	double v = (rng_next() >> 11) / 9007199254740992.0;
-
-	return (float)(sqrt(-2.0 * log(u)) * cos(2 * M_PI * v));
+	return tt_normal(&rng_state);
 }
 
 /* --- faults on read-only whole outputs ------------------------------- */

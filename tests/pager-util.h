@@ -16,6 +16,7 @@
 
 #include "tpager.h"
 #include "tests/tap.h"
+#include "tests/test-rand.h"
 
 static inline const char *pt_backend(void)
 {
@@ -118,12 +119,7 @@ static inline uint64_t pt_seed(void)
 
 static inline uint64_t pt_rand(uint64_t *s)
 {
-	/* splitmix64 */
-	uint64_t z = (*s += 0x9e3779b97f4a7c15ULL);
-
-	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-	z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-	return z ^ (z >> 31);
+	return tt_rand(s);
 }
 
 static inline void pt_fill(void *p, size_t len, uint64_t seed)

@@ -272,14 +272,14 @@ int tp_lin_launch(struct tp_lineage *lin, const struct tp_op_type *type,
 struct tp_op_split;
 
 /**
- * tp_lin_split_cut() - whether a run of @type with these params and
- * sizes may run in parts, and how (@s): splittable, not in place, the
+ * tp_lin_split_cut() - whether a run of @type with these params, inputs
+ * and output sizes may run in parts, and how (@s): splittable, not in place, the
  * policy willing (policy.split), at least two rows dividing every cut
  * tensor.
  */
 bool tp_lin_split_cut(struct tp_lineage *lin, const struct tp_op_type *type,
 		      const void *params, size_t params_len,
-		      const size_t *in_bytes, unsigned n_in,
+		      struct tp_tensor *const *in, unsigned n_in,
 		      const size_t *out_bytes, unsigned n_out,
 		      struct tp_op_split *s);
 

@@ -183,19 +183,6 @@ static int acquire_all(struct op_run *o, const size_t *out_bytes,
 	return 0;
 }
 
-/* Whether the op may run in parts if it does not fit whole, and how. */
-static bool split_cut(struct op_run *o, const void *params, size_t params_len,
-		      const size_t *out_bytes, unsigned n_in, unsigned n_out,
-		      struct tp_op_split *s)
-{
-	if (!(o->type->flags & TP_OP_SPLITTABLE))
-		return false;
-	for (unsigned k = 0; k < n_in; k++)
-		o->in_bytes[k] = o->in[k]->bytes;
-	return tp_lin_split_cut(o->lin, o->type, params, params_len,
-				o->in_bytes, n_in, out_bytes, n_out, s);
-}
-
 /*
  * The op did not fit whole: let go of what the attempt holds and run it
  * in parts (op_split.c) on the outputs, all made now.
@@ -395,7 +382,8 @@ TP_API int tp_op_run(struct tp_ctx *ctx, const struct tp_op_type *type,
 	ret = acquire_all(&o, out_bytes, n_in, n_out, rw_in);
 	/* Asked only once the op did not fit: whole runs pay nothing. */
 	if (ret == -ENOMEM &&
-	    split_cut(&o, params, params_len, out_bytes, n_in, n_out, &cut)) {
+	    tp_lin_split_cut(lin, type, params, params_len, o.in, n_in,
+			     out_bytes, n_out, &cut)) {
 		ret = run_split(&o, params, params_len, out_bytes, n_in, n_out,
 				&cut, &ns);
 		if (ret)

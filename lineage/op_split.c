@@ -68,13 +68,10 @@ static int hold(struct split_run *r, struct split_io *io, size_t off,
 	return 0;
 }
 
+/* Release what is held: r->out follows r->in in one array. */
 static void let_go(struct split_run *r)
 {
-	for (unsigned k = 0; k < r->n_out; k++)
-		if (r->out[k].len)
-			tp_pager_release(r->pg, r->out[k].t, r->out[k].off,
-					 r->out[k].len);
-	for (unsigned k = 0; k < r->n_in; k++)
+	for (unsigned k = 0; k < r->n_in + r->n_out; k++)
 		if (r->in[k].len)
 			tp_pager_release(r->pg, r->in[k].t, r->in[k].off,
 					 r->in[k].len);
@@ -284,30 +281,47 @@ static int split_alloc(struct split_run *r)
 	return 0;
 }
 
+/* Whether @s cuts the run sizes as tp_op_split says it must. */
+static bool cut_fits(const struct tp_op_split *s, const size_t *in_bytes,
+		     unsigned n_in, const size_t *out_bytes, unsigned n_out)
+{
+	unsigned k;
+
+	if (s->rows < 2 || !(s->in | s->out) ||
+	    (n_in < 64 && s->in >> n_in) || (n_out < 64 && s->out >> n_out))
+		return false;
+	for (k = 0; k < n_in; k++)
+		if (is_cut(s->in, k) && in_bytes[k] % s->rows)
+			return false;
+	for (k = 0; k < n_out; k++)
+		if (is_cut(s->out, k) && out_bytes[k] % s->rows)
+			return false;
+	return true;
+}
+
 bool tp_lin_split_cut(struct tp_lineage *lin, const struct tp_op_type *type,
 		      const void *params, size_t params_len,
-		      const size_t *in_bytes, unsigned n_in,
+		      struct tp_tensor *const *in, unsigned n_in,
 		      const size_t *out_bytes, unsigned n_out,
 		      struct tp_op_split *s)
 {
-	unsigned k;
+	size_t *in_bytes;
+	bool ok;
 
 	if (!(type->flags & TP_OP_SPLITTABLE) || !type->split ||
 	    (type->flags & TP_OP_INPLACE) || !tp_pager_split_allowed(lin->pg))
 		return false;
+	/* Asked only of an op that did not fit: not a hot path. */
+	in_bytes = calloc(n_in + 1, sizeof(*in_bytes));
+	if (!in_bytes)
+		return false;
+	for (unsigned k = 0; k < n_in; k++)
+		in_bytes[k] = in[k]->bytes;
 	*s = (struct tp_op_split){ 0 };
-	if (type->split(params, params_len, in_bytes, n_in, out_bytes, n_out,
-			s) || s->rows < 2 || !(s->in | s->out))
-		return false;
-	if ((n_in < 64 && s->in >> n_in) || (n_out < 64 && s->out >> n_out))
-		return false;
-	for (k = 0; k < n_in && k < 64; k++)
-		if ((s->in >> k & 1) && in_bytes[k] % s->rows)
-			return false;
-	for (k = 0; k < n_out && k < 64; k++)
-		if ((s->out >> k & 1) && out_bytes[k] % s->rows)
-			return false;
-	return true;
+	ok = !type->split(params, params_len, in_bytes, n_in, out_bytes, n_out,
+			  s) && cut_fits(s, in_bytes, n_in, out_bytes, n_out);
+	free(in_bytes);
+	return ok;
 }
 
 int tp_lin_run_split(struct tp_lineage *lin, const struct tp_op_type *type,

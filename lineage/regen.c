@@ -165,47 +165,35 @@ static void cost_fell(struct tp_lineage *lin, struct tp_lin_node *n)
 		}
 }
 
-/* Whether @rec's op may be replayed in parts, and how. */
-static bool split_cut(struct tp_lineage *lin, struct tp_lin_rec *rec,
-		      struct tp_op_split *cut)
-{
-	size_t *in_bytes;
-	bool ok;
-
-	if (!(rec->type->flags & TP_OP_SPLITTABLE))
-		return false;
-	in_bytes = calloc(rec->n_in + 1, sizeof(*in_bytes));
-	if (!in_bytes)
-		return false;
-	for (unsigned k = 0; k < rec->n_in; k++)
-		in_bytes[k] = rec->in[k].t->bytes;
-	ok = tp_lin_split_cut(lin, rec->type, rec->params, rec->params_len,
-			      in_bytes, rec->n_in, rec->out_bytes, rec->n_out,
-			      cut);
-	free(in_bytes);
-	return ok;
-}
-
 /*
- * The outputs of @rec did not fit beside its inputs: let go of all that
- * r->held holds (@n_held: the inputs, then the outputs acquired so far),
- * then replay it in parts (op_split.c, policy.split) into the outputs
- * that are evicted and scratch for the others, as the whole replay
- * would have. An input the frames regenerated stays pinned by them; one
- * that was resident may leave as the parts are done with its rows.
+ * The outputs of @rec did not fit beside its inputs. If its op may run in
+ * parts (op_split.c, policy.split): let go of all that r->held holds
+ * (*@n_held: the inputs, then the outputs acquired so far; 0 after), and
+ * replay it in parts into the outputs that are evicted and scratch for
+ * the others, as the whole replay would have. An input the frames
+ * regenerated stays pinned by them; one that was resident may leave as
+ * the parts are done with its rows. Else -ENOMEM, nothing let go.
  */
 static int replay_split(struct regen *r, struct tp_lin_rec *rec,
-			const struct tp_op_split *cut, unsigned n_held)
+			unsigned *n_held)
 {
 	struct tp_lineage *lin = r->lin;
 	struct tp_tensor **out = calloc(rec->n_out, sizeof(*out));
 	bool *scratch = calloc(rec->n_out, sizeof(*scratch));
 	struct tp_tensor **in = calloc(rec->n_in + 1, sizeof(*in));
+	struct tp_op_split cut;
 	uint64_t ns = 0;
 	unsigned k;
 	int ret = -ENOMEM;
 
-	for (k = 0; k < n_held; k++) {
+	if (!out || !scratch || !in)
+		goto out;
+	for (k = 0; k < rec->n_in; k++)
+		in[k] = rec->in[k].t;
+	if (!tp_lin_split_cut(lin, rec->type, rec->params, rec->params_len,
+			      in, rec->n_in, rec->out_bytes, rec->n_out, &cut))
+		goto out;
+	for (k = 0; k < *n_held; k++) {
 		release_whole(lin, r->held[k]);
 		if (k < rec->n_in)
 			continue;
@@ -214,10 +202,7 @@ static int replay_split(struct regen *r, struct tp_lin_rec *rec,
 		else
 			tp_pager_drop_contents(lin->pg, r->held[k]);
 	}
-	if (!out || !scratch || !in)
-		goto out;
-	for (k = 0; k < rec->n_in; k++)
-		in[k] = rec->in[k].t;
+	*n_held = 0;
 	for (k = 0; k < rec->n_out; k++) {
 		out[k] = rec->out[k];
 		if (out[k] && tp_pager_has_evicted(out[k]))
@@ -232,7 +217,7 @@ static int replay_split(struct regen *r, struct tp_lin_rec *rec,
 		lin->st.scratch_outputs++;
 	}
 	ret = tp_lin_run_split(lin, rec->type, rec->params, rec->params_len,
-			       in, rec->n_in, out, rec->n_out, cut, true, &ns);
+			       in, rec->n_in, out, rec->n_out, &cut, true, &ns);
 	if (ret == -ENOTSUP)	/* no parts on this backend: did not fit */
 		ret = -ENOMEM;
 	if (!ret) {
@@ -274,7 +259,6 @@ static int replay(struct regen *r, struct tp_lin_rec *rec,
 	struct tp_lineage *lin = r->lin;
 	unsigned n = rec->n_in + rec->n_out, k, j, held = 0, root_k = UINT_MAX;
 	void **in_addr, **out_addr;
-	struct tp_op_split cut;
 	uint64_t ns = 0;
 	int ret = 0;
 
@@ -334,10 +318,8 @@ static int replay(struct regen *r, struct tp_lin_rec *rec,
 		if (ret) {
 			if (scratch)
 				tp_pager_tensor_free(lin->pg, o);
-			if (ret == -ENOMEM && split_cut(lin, rec, &cut)) {
-				ret = replay_split(r, rec, &cut, held);
-				held = 0;
-			}
+			if (ret == -ENOMEM)
+				ret = replay_split(r, rec, &held);
 			goto out_release;
 		}
 		r->bytes[rec->n_in + k] = rec->out_bytes[k];

@@ -39,36 +39,20 @@ static __global__ void gelu_bwd_kernel(const float *dy, const float *x,
 
 extern "C" int tp_cuda_relu(const struct tp_op_launch *l)
 {
-	size_t n = tp_rows(l, TP_PARAMS(l, tp_eltwise_params)->count);
-
-	relu_kernel<<<tp_grid(n), TP_BLOCK, 0, TP_STREAM(l)>>>(
-		TP_IN(l, 0), TP_OUT(l, 0), n);
-	return tp_cuda_launched(l, "relu_kernel");
+	return tp_eltwise1(l, relu_kernel, "relu_kernel");
 }
 
 extern "C" int tp_cuda_relu_bwd(const struct tp_op_launch *l)
 {
-	size_t n = tp_rows(l, TP_PARAMS(l, tp_eltwise_params)->count);
-
-	relu_bwd_kernel<<<tp_grid(n), TP_BLOCK, 0, TP_STREAM(l)>>>(
-		TP_IN(l, 0), TP_IN(l, 1), TP_OUT(l, 0), n);
-	return tp_cuda_launched(l, "relu_bwd_kernel");
+	return tp_eltwise2(l, relu_bwd_kernel, "relu_bwd_kernel");
 }
 
 extern "C" int tp_cuda_gelu(const struct tp_op_launch *l)
 {
-	size_t n = tp_rows(l, TP_PARAMS(l, tp_eltwise_params)->count);
-
-	gelu_kernel<<<tp_grid(n), TP_BLOCK, 0, TP_STREAM(l)>>>(
-		TP_IN(l, 0), TP_OUT(l, 0), n);
-	return tp_cuda_launched(l, "gelu_kernel");
+	return tp_eltwise1(l, gelu_kernel, "gelu_kernel");
 }
 
 extern "C" int tp_cuda_gelu_bwd(const struct tp_op_launch *l)
 {
-	size_t n = tp_rows(l, TP_PARAMS(l, tp_eltwise_params)->count);
-
-	gelu_bwd_kernel<<<tp_grid(n), TP_BLOCK, 0, TP_STREAM(l)>>>(
-		TP_IN(l, 0), TP_IN(l, 1), TP_OUT(l, 0), n);
-	return tp_cuda_launched(l, "gelu_bwd_kernel");
+	return tp_eltwise2(l, gelu_bwd_kernel, "gelu_bwd_kernel");
 }

@@ -75,11 +75,7 @@ extern "C" cudaError_t tp_cuda_col_sum(const float *x, float *sum,
 
 extern "C" int tp_cuda_add(const struct tp_op_launch *l)
 {
-	size_t n = tp_rows(l, TP_PARAMS(l, tp_eltwise_params)->count);
-
-	add_kernel<<<tp_grid(n), TP_BLOCK, 0, TP_STREAM(l)>>>(
-		TP_IN(l, 0), TP_IN(l, 1), TP_OUT(l, 0), n);
-	return tp_cuda_launched(l, "add_kernel");
+	return tp_eltwise2(l, add_kernel, "add_kernel");
 }
 
 extern "C" int tp_cuda_add_bwd(const struct tp_op_launch *l)

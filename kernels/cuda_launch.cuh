@@ -64,4 +64,32 @@ static inline int tp_cuda_launched(const struct tp_op_launch *l,
 	return tp_cuda_check(l, cudaGetLastError(), what);
 }
 
+/*
+ * An elementwise op (struct tp_eltwise_params) over the elements of its
+ * launch, a part's or all: @k reads input 0 (and 1) and writes output 0.
+ */
+typedef void (*tp_eltwise1_fn)(const float *x, float *y, size_t n);
+typedef void (*tp_eltwise2_fn)(const float *a, const float *b, float *y,
+			       size_t n);
+
+static inline int tp_eltwise1(const struct tp_op_launch *l, tp_eltwise1_fn k,
+			      const char *what)
+{
+	size_t n = tp_rows(l, TP_PARAMS(l, tp_eltwise_params)->count);
+
+	k<<<tp_grid(n), TP_BLOCK, 0, TP_STREAM(l)>>>(TP_IN(l, 0),
+						     TP_OUT(l, 0), n);
+	return tp_cuda_launched(l, what);
+}
+
+static inline int tp_eltwise2(const struct tp_op_launch *l, tp_eltwise2_fn k,
+			      const char *what)
+{
+	size_t n = tp_rows(l, TP_PARAMS(l, tp_eltwise_params)->count);
+
+	k<<<tp_grid(n), TP_BLOCK, 0, TP_STREAM(l)>>>(TP_IN(l, 0), TP_IN(l, 1),
+						     TP_OUT(l, 0), n);
+	return tp_cuda_launched(l, what);
+}
+
 #endif /* TP_KERNELS_CUDA_LAUNCH_CUH */

@@ -9,6 +9,7 @@
 
 #include "config.h"
 
+#include <math.h>
 #include <stdint.h>
 
 #include "kernels/cuda_util.h"
@@ -55,6 +56,27 @@ static __device__ double tp_block_max(double v, double *red)
 	v = red[0];
 	__syncthreads();
 	return v;
+}
+
+/*
+ * One row's softmax by the block, in double: y = exp(x - max) / sum.
+ * Return the sum; *@mx gets the row's maximum (for a log-sum-exp).
+ */
+static __device__ double tp_row_softmax(const float *x, float *y,
+					uint32_t cols, double *red, double *mx)
+{
+	double m = -INFINITY, s = 0;
+
+	for (uint32_t j = threadIdx.x; j < cols; j += blockDim.x)
+		m = fmax(m, (double)x[j]);
+	m = tp_block_max(m, red);
+	for (uint32_t j = threadIdx.x; j < cols; j += blockDim.x)
+		s += exp((double)x[j] - m);
+	s = tp_block_sum(s, red);
+	for (uint32_t j = threadIdx.x; j < cols; j += blockDim.x)
+		y[j] = (float)(exp((double)x[j] - m) / s);
+	*mx = m;
+	return s;
 }
 
 /* The launch's error, reported against op @l. */

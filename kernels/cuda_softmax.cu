@@ -13,18 +13,10 @@ static __global__ void softmax_kernel(const float *x, float *y,
 				      uint32_t cols)
 {
 	__shared__ double red[TP_BLOCK];
-	const float *xr = x + (size_t)blockIdx.x * cols;
-	float *yr = y + (size_t)blockIdx.x * cols;
-	double mx = -INFINITY, s = 0;
+	double mx;
 
-	for (uint32_t j = threadIdx.x; j < cols; j += blockDim.x)
-		mx = fmax(mx, (double)xr[j]);
-	mx = tp_block_max(mx, red);
-	for (uint32_t j = threadIdx.x; j < cols; j += blockDim.x)
-		s += exp((double)xr[j] - mx);
-	s = tp_block_sum(s, red);
-	for (uint32_t j = threadIdx.x; j < cols; j += blockDim.x)
-		yr[j] = (float)(exp((double)xr[j] - mx) / s);
+	tp_row_softmax(x + (size_t)blockIdx.x * cols,
+		       y + (size_t)blockIdx.x * cols, cols, red, &mx);
 }
 
 /* dx = y (dy - sum dy y) */

@@ -17,16 +17,8 @@ static __global__ void xent_row_kernel(const float *x, const int32_t *labels,
 	const float *xr = x + (size_t)blockIdx.x * classes;
 	float *pr = prob + (size_t)blockIdx.x * classes;
 	int32_t label = labels[blockIdx.x];
-	double mx = -INFINITY, s = 0;
+	double mx, s = tp_row_softmax(xr, pr, classes, red, &mx);
 
-	for (uint32_t j = threadIdx.x; j < classes; j += blockDim.x)
-		mx = fmax(mx, (double)xr[j]);
-	mx = tp_block_max(mx, red);
-	for (uint32_t j = threadIdx.x; j < classes; j += blockDim.x)
-		s += exp((double)xr[j] - mx);
-	s = tp_block_sum(s, red);
-	for (uint32_t j = threadIdx.x; j < classes; j += blockDim.x)
-		pr[j] = (float)(exp((double)xr[j] - mx) / s);
 	if (!threadIdx.x)
 		row_loss[blockIdx.x] = label >= 0 && (uint32_t)label < classes ?
 				       log(s) + mx - xr[label] : 0.0;

@@ -2,7 +2,8 @@
 /*
  * vmm-bench: what the vmm's calls cost on each backend that opens here.
  * Per-call latency of reserve, map, set-access and unmap (one chunk and
- * runs of 8 and 64), and copy bandwidth each way, as a table. Host and
+ * runs of 8 and 64: as many handles with vmm.mapping = chunks, one with
+ * extents), and copy bandwidth each way, as a table. Host and
  * cuda figures are wall time measured by the vmm's own call counters;
  * sim figures are its virtual clock (what it was configured to charge).
  *
@@ -53,27 +54,68 @@ static double per_call_us(const struct tp_vmm *vmm, enum tp_vmm_call k,
 	return calls ? (double)ns / (double)calls / 1e3 : 0;
 }
 
-static void print_row(const char *op, size_t run, double us)
+static void print_row(const char *op, const char *what, size_t run,
+		      double us)
 {
-	printf("  %-12s %6zu %14.2f %14.2f\n", op, run, us, us / (double)run);
+	printf("  %-12s %14s %12.2f %14.2f\n", op, what, us,
+	       us / (double)run);
+}
+
+/* Map and unmap one run of @n pages @reps times: a row per call kind. */
+static int bench_run(struct tp_vmm *vmm, bool sim, int reps, uintptr_t va,
+		     size_t n)
+{
+	struct tp_vmm_stats before = vmm->stats;
+	struct tp_chunk *c[MAX_RUN];
+	uint64_t vmap = 0, vunmap = 0;
+	size_t handles = 0;
+	char what[32];
+	int ret, i;
+
+	ret = tp_vmm_chunks_take(vmm, c, n);
+	if (ret)
+		return ret;
+	for (size_t k = 0; k < n; k += c[k]->pages)
+		handles++;
+	for (i = 0; i < reps && !ret; i++) {
+		uint64_t t = tp_vmm_now_ns(vmm);
+
+		ret = tp_vmm_map(vmm, va, c, n);
+		vmap += tp_vmm_now_ns(vmm) - t;
+		t = tp_vmm_now_ns(vmm);
+		ret = ret ?: tp_vmm_unmap(vmm, va, c, n);
+		vunmap += tp_vmm_now_ns(vmm) - t;
+	}
+	tp_vmm_chunks_put(vmm, c, n);
+	if (ret)
+		return ret;
+	snprintf(what, sizeof(what), "%zu/%zu", n, handles);
+	if (sim) {
+		/* Virtual: map + set access together, as charged. */
+		print_row("map+access", what, n, (double)vmap / reps / 1e3);
+		print_row("unmap", what, n, (double)vunmap / reps / 1e3);
+		return 0;
+	}
+	print_row("map", what, n, per_call_us(vmm, TP_CALL_MAP, &before));
+	print_row("set_access", what, n,
+		  per_call_us(vmm, TP_CALL_SET_ACCESS, &before));
+	print_row("unmap", what, n, per_call_us(vmm, TP_CALL_UNMAP, &before));
+	return 0;
 }
 
 static int bench_map(struct tp_vmm *vmm, bool sim, int reps)
 {
 	static const size_t runs[] = { 1, 8, MAX_RUN };
 	size_t g = vmm->granularity, r;
-	struct tp_chunk *c[MAX_RUN];
 	uintptr_t va;
-	int ret, i;
+	int ret = 0, i;
 
-	printf("  %-12s %6s %14s %14s\n", "call", "chunks", "us/call", "us/chunk");
-	ret = tp_vmm_chunks_take(vmm, c, MAX_RUN);
-	if (ret)
-		return ret;
+	printf("  %-12s %14s %12s %14s\n", "call", "chunks/handles", "us/call",
+	       "us/chunk");
 	/* reserve/release of a 64-chunk range */
 	{
 		struct tp_vmm_stats before = vmm->stats;
-		uint64_t v0 = tp_vmm_now_ns(vmm), vres = 0, vrel = 0;
+		uint64_t vres = 0, vrel = 0;
 
 		for (i = 0; i < reps && !ret; i++) {
 			uint64_t t = tp_vmm_now_ns(vmm);
@@ -84,46 +126,19 @@ static int bench_map(struct tp_vmm *vmm, bool sim, int reps)
 			ret = ret ?: tp_vmm_release(vmm, va, MAX_RUN * g);
 			vrel += tp_vmm_now_ns(vmm) - t;
 		}
-		(void)v0;
 		if (ret)
-			goto out;
-		print_row("reserve", MAX_RUN, sim ? (double)vres / reps / 1e3 :
+			return ret;
+		print_row("reserve", "", MAX_RUN, sim ? (double)vres / reps / 1e3 :
 			  per_call_us(vmm, TP_CALL_RESERVE, &before));
-		print_row("release", MAX_RUN, sim ? (double)vrel / reps / 1e3 :
+		print_row("release", "", MAX_RUN, sim ? (double)vrel / reps / 1e3 :
 			  per_call_us(vmm, TP_CALL_RELEASE, &before));
 	}
 	ret = tp_vmm_reserve(vmm, MAX_RUN * g, &va);
 	if (ret)
-		goto out;
-	for (r = 0; r < sizeof(runs) / sizeof(runs[0]); r++) {
-		struct tp_vmm_stats before = vmm->stats;
-		uint64_t vmap = 0, vunmap = 0;
-
-		for (i = 0; i < reps && !ret; i++) {
-			uint64_t t = tp_vmm_now_ns(vmm);
-
-			ret = tp_vmm_map(vmm, va, c, runs[r]);
-			vmap += tp_vmm_now_ns(vmm) - t;
-			t = tp_vmm_now_ns(vmm);
-			ret = ret ?: tp_vmm_unmap(vmm, va, runs[r] * g);
-			vunmap += tp_vmm_now_ns(vmm) - t;
-		}
-		if (ret)
-			break;
-		if (sim) {
-			/* Virtual: map + set access together, as charged. */
-			print_row("map+access", runs[r], (double)vmap / reps / 1e3);
-			print_row("unmap", runs[r], (double)vunmap / reps / 1e3);
-			continue;
-		}
-		print_row("map", runs[r], per_call_us(vmm, TP_CALL_MAP, &before));
-		print_row("set_access", runs[r],
-			  per_call_us(vmm, TP_CALL_SET_ACCESS, &before));
-		print_row("unmap", runs[r], per_call_us(vmm, TP_CALL_UNMAP, &before));
-	}
+		return ret;
+	for (r = 0; r < sizeof(runs) / sizeof(runs[0]) && !ret; r++)
+		ret = bench_run(vmm, sim, reps, va, runs[r]);
 	tp_vmm_release(vmm, va, MAX_RUN * g);
-out:
-	tp_vmm_chunks_put(vmm, c, MAX_RUN);
 	return ret;
 }
 
@@ -169,7 +184,7 @@ static int bench_copy(struct tp_vmm *vmm, bool sim, int reps)
 			       dir ? "host->device" : "device->host", len >> 20,
 			       reps, (double)len * reps / (double)(t1 - t0));
 	}
-	tp_vmm_unmap(vmm, va, len);
+	tp_vmm_unmap(vmm, va, c, COPY_CHUNKS);
 out_put:
 	tp_vmm_chunks_put(vmm, c, COPY_CHUNKS);
 out_release:
@@ -216,8 +231,10 @@ int main(int argc, char **argv)
 			continue;
 		}
 		sim = !tp_vmm_has_data(vmm);
-		printf("== %s: chunk %zu KiB, %d repetitions, %s\n", all[i],
-		       vmm->granularity >> 10, reps,
+		printf("== %s: chunk %zu KiB, mapping %s, %d repetitions, %s\n",
+		       all[i], vmm->granularity >> 10,
+		       vmm->mapping == TP_VMM_MAPPING_CHUNKS ? "chunks" :
+							       "extents", reps,
 		       sim ? "virtual time (configured costs)" : "wall time");
 		ret = tp_vmm_pool_create(vmm, (uint64_t)(MAX_RUN + COPY_CHUNKS) *
 					 vmm->granularity);

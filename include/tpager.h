@@ -349,6 +349,11 @@ struct tp_stats {
 	/* policy.partial_evict */
 	uint64_t partial_evictions;	/* of evictions, those that left
 					 * part of the tensor resident */
+	/* physical handles (vmm.mapping) */
+	uint64_t handles;		/* physical handles now */
+	uint64_t handle_creates;	/* handles ever created */
+	uint64_t recarves;		/* handles released to make room for
+					 * one of another size */
 };
 
 /** tp_stats_get() - a snapshot of the context's counters. */

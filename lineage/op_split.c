@@ -91,11 +91,13 @@ static bool first_use(const struct split_run *r, unsigned k)
  * @max. A part holds the whole tensors, the cut inputs from its rows on
  * (those lineage cannot regenerate, or someone else pins, never leave),
  * and the cut outputs up to its rows; at most one page more per cut
- * tensor where parts meet.
+ * output where parts meet, and per cut input a handle's worth (the
+ * handle where parts meet leaves only once every row of it was read).
  */
 static unsigned choose_parts(struct split_run *r, size_t room, unsigned max)
 {
 	size_t whole = 0, cut_in = 0, cut_out = 0, edges = 0;
+	size_t handle = tp_pager_handle_max(r->pg);
 	unsigned k, p;
 
 	for (k = 0; k < r->n_in; k++) {
@@ -106,7 +108,7 @@ static unsigned choose_parts(struct split_run *r, size_t room, unsigned max)
 		if (r->in[k].row_bytes && !r->in[k].t->pins &&
 		    tp_lineage_can_regenerate(r->lin, r->in[k].t)) {
 			cut_in += pages;
-			edges++;
+			edges += handle < pages ? handle : pages;
 		} else {
 			whole += pages;
 		}

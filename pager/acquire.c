@@ -27,21 +27,43 @@ static bool needs_chunk(const struct tp_page *p, bool discard)
 	}
 }
 
-/* Undo the maps of a failed back_pages: the runs [first, last] in @mapped. */
-static void unback(struct tp_pager *pg, struct tp_tensor *t, size_t first,
-		   size_t last, const bool *mapped, struct tp_chunk **chunks,
-		   size_t n)
+/* Whether page @p is one back_pages gives a chunk to. */
+static bool backs(const struct tp_page *p, bool discard, bool prefetch)
 {
-	for (size_t i = first; i <= last; i++)
-		if (mapped[i - first])
-			tp_vmm_unmap(pg->vmm, t->va + i * pg->chunk, pg->chunk);
-	tp_vmm_chunks_put(pg->vmm, chunks, n);
+	return prefetch ? p->state == TP_PAGE_OFFLOADED :
+			  needs_chunk(p, discard);
+}
+
+/*
+ * Undo the maps of a failed back_pages: the runs of pages [first, last]
+ * marked in @mapped, whose handles are in @chunks in page order.
+ */
+static void unback(struct tp_pager *pg, struct tp_tensor *t, size_t first,
+		   size_t last, const bool *mapped, struct tp_chunk **chunks)
+{
+	size_t k = 0;
+
+	for (size_t i = first; i <= last;) {
+		size_t start = i;
+
+		if (!mapped[i - first]) {
+			i++;
+			continue;
+		}
+		while (i <= last && mapped[i - first])
+			i++;
+		tp_vmm_unmap(pg->vmm, t->va + start * pg->chunk, chunks + k,
+			     i - start);
+		tp_vmm_chunks_put(pg->vmm, chunks + k, i - start);
+		k += i - start;
+	}
 }
 
 int tp_pager_back_pages(struct tp_pager *pg, struct tp_tensor *t,
 			size_t first, size_t last, bool discard, bool prefetch)
 {
 	size_t span = last - first + 1, n = 0, k, copies = 0, copied = 0;
+	enum tp_pool_side side = t->pol.right ? TP_SIDE_RIGHT : TP_SIDE_LEFT;
 	struct tp_chunk **chunks;
 	struct tp_event *ev = NULL, *cstart = NULL;
 	bool *mapped;
@@ -49,8 +71,7 @@ int tp_pager_back_pages(struct tp_pager *pg, struct tp_tensor *t,
 	int ret;
 
 	for (size_t i = first; i <= last; i++)
-		if (prefetch ? t->pages[i].state == TP_PAGE_OFFLOADED :
-			       needs_chunk(&t->pages[i], discard))
+		if (backs(&t->pages[i], discard, prefetch))
 			n++;
 	if (!n)
 		return 0;
@@ -60,20 +81,22 @@ int tp_pager_back_pages(struct tp_pager *pg, struct tp_tensor *t,
 		ret = -ENOMEM;
 		goto out_free;
 	}
-	/* Coop §3.4: the policy sends cheap tensors to the pool's right end. */
-	ret = tp_vmm_chunks_take_side(pg->vmm, chunks, n,
-				      t->pol.right ? TP_SIDE_RIGHT : TP_SIDE_LEFT);
-	if (ret)
+	if (!tp_vmm_chunks_fit(pg->vmm, n)) {
+		ret = -ENOMEM;
 		goto out_free;
+	}
 
-	/* Map runs of contiguous pages in one call each. */
+	/*
+	 * Each run of contiguous pages gets its backing (one handle, or a
+	 * few of the largest size, on the extent pool) and is mapped in one
+	 * call. Coop §3.4: the policy sends cheap tensors to the contiguous
+	 * pool's right end.
+	 */
 	k = 0;
 	for (size_t i = first; i <= last;) {
 		size_t start = i, m = 0;
 
-		while (i <= last &&
-		       (prefetch ? t->pages[i].state == TP_PAGE_OFFLOADED :
-				   needs_chunk(&t->pages[i], discard))) {
+		while (i <= last && backs(&t->pages[i], discard, prefetch)) {
 			m++;
 			i++;
 		}
@@ -81,10 +104,15 @@ int tp_pager_back_pages(struct tp_pager *pg, struct tp_tensor *t,
 			i++;
 			continue;
 		}
-		ret = tp_vmm_map(pg->vmm, t->va + start * pg->chunk,
-				 chunks + k, m);
+		ret = tp_vmm_chunks_take_side(pg->vmm, chunks + k, m, side);
 		if (ret)
 			goto err_unback;
+		ret = tp_vmm_map(pg->vmm, t->va + start * pg->chunk,
+				 chunks + k, m);
+		if (ret) {
+			tp_vmm_chunks_put(pg->vmm, chunks + k, m);
+			goto err_unback;
+		}
 		for (size_t j = start; j < start + m; j++)
 			mapped[j - first] = true;
 		k += m;
@@ -184,7 +212,7 @@ err_sync:
 	/* Copies may be in flight into the new chunks: let them finish. */
 	tp_vmm_stream_sync(pg->vmm, TP_STREAM_H2D);
 err_unback:
-	unback(pg, t, first, last, mapped, chunks, n);
+	unback(pg, t, first, last, mapped, chunks);
 out_free:
 	if (ev)
 		tp_vmm_event_put(pg->vmm, ev);

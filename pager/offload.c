@@ -61,7 +61,7 @@ static int offload_commit(struct tp_pager *pg, struct tp_tensor *t,
 			  void **bufs, struct tp_event *ev, size_t *moved,
 			  size_t *copied)
 {
-	struct tp_chunk *run[64];
+	struct tp_chunk **run;
 	size_t i = 0, k = 0;
 	int ret = 0;
 
@@ -73,13 +73,18 @@ static int offload_commit(struct tp_pager *pg, struct tp_tensor *t,
 			i++;
 			continue;
 		}
-		while (i < t->nr_pages && m < 64 &&
-		       t->pages[i].state == TP_PAGE_RESIDENT)
-			run[m++] = t->pages[i++].chunk;
-		if (!ret)
-			ret = tp_vmm_unmap_after(pg->vmm,
-						 t->va + start * pg->chunk,
-						 run, m, ev);
+		/* Every page of a handle is resident with it: whole handles. */
+		while (i < t->nr_pages &&
+		       t->pages[i].state == TP_PAGE_RESIDENT) {
+			m++;
+			i++;
+		}
+		if (!ret) {
+			run = tp_pager_run_chunks(pg, t, start, m);
+			ret = run ? tp_vmm_unmap_after(pg->vmm,
+						       t->va + start * pg->chunk,
+						       run, m, ev) : -ENOMEM;
+		}
 		for (size_t j = start; j < start + m; j++, k++) {
 			struct tp_page *p = &t->pages[j];
 			bool cached = p->swap != NULL;

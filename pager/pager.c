@@ -134,6 +134,7 @@ void tp_pager_destroy(struct tp_pager *pg)
 	tp_vmm_sync_all(pg->vmm);
 	poll_copies(pg, true);
 	free(pg->copies);
+	free(pg->run_buf);
 	tp_swap_fini(pg);
 	tp_lookup_fini(pg);
 	free(pg);
@@ -653,7 +654,7 @@ int tp_pager_unmap_range(struct tp_pager *pg, struct tp_tensor *t,
 			 size_t first, size_t last, struct tp_event *ev,
 			 bool evict, size_t most)
 {
-	struct tp_chunk *run[64];
+	struct tp_chunk **run;
 	size_t i = first;
 	int ret;
 
@@ -661,22 +662,29 @@ int tp_pager_unmap_range(struct tp_pager *pg, struct tp_tensor *t,
 	while (i <= last && most) {
 		size_t start = i, n = 0;
 
-		if (t->pages[i].state != TP_PAGE_RESIDENT || t->pages[i].pins) {
+		/* Whole handles, each wholly inside and free to go: a run
+		 * may take more pages than @most, never part of a handle. */
+		while (i <= last && n < most &&
+		       tp_pager_handle_can_go(pg, t, i, first, last)) {
+			size_t end = tp_pager_handle_end(pg, t, i);
+
+			n += end - i;
+			i = end;
+		}
+		if (!n) {
 			i++;
 			continue;
 		}
-		while (i <= last && n < 64 && n < most &&
-		       t->pages[i].state == TP_PAGE_RESIDENT &&
-		       !t->pages[i].pins) {
-			/* Evicted or torn down: its copy goes with it. */
-			uncache_page(pg, t, &t->pages[i]);
-			run[n++] = t->pages[i++].chunk;
-		}
+		run = tp_pager_run_chunks(pg, t, start, n);
+		if (!run)
+			return -ENOMEM;
 		ret = tp_vmm_unmap_after(pg->vmm, t->va + start * pg->chunk,
 					 run, n, ev);
 		if (ret)
 			return ret;
 		for (size_t j = start; j < start + n; j++) {
+			/* Evicted or torn down: its copy goes with it. */
+			uncache_page(pg, t, &t->pages[j]);
 			t->pages[j].chunk = NULL;
 			if (evict)
 				tp_page_set(t, &t->pages[j], TP_PAGE_EVICTED);
@@ -684,7 +692,7 @@ int tp_pager_unmap_range(struct tp_pager *pg, struct tp_tensor *t,
 				t->resident_pages--;
 		}
 		tp_pager_held_add(pg, -(long)n);
-		most -= n;
+		most -= n < most ? n : most;
 	}
 	return 0;
 }
@@ -833,16 +841,23 @@ static void tensor_teardown(struct tp_pager *pg, struct tp_tensor *t)
 	if (ret || !ev) {
 		/* Fall back to unmapping at once after the device is idle. */
 		tp_vmm_sync_all(pg->vmm);
-		for (size_t i = 0; i < t->nr_pages; i++) {
+		for (size_t i = 0; i < t->nr_pages;) {
 			struct tp_page *p = &t->pages[i];
+			struct tp_chunk **run;
+			size_t end;
 
-			if (!p->chunk || p->state != TP_PAGE_RESIDENT)
+			if (!p->chunk || p->state != TP_PAGE_RESIDENT) {
+				i++;
 				continue;
-			if (!tp_vmm_unmap(pg->vmm, t->va + i * pg->chunk,
-					  pg->chunk))
-				tp_vmm_chunks_put(pg->vmm, &p->chunk, 1);
-			p->chunk = NULL;
-			tp_pager_held_add(pg, -1);
+			}
+			end = tp_pager_handle_end(pg, t, i);
+			run = tp_pager_run_chunks(pg, t, i, end - i);
+			if (run && !tp_vmm_unmap(pg->vmm, t->va + i * pg->chunk,
+						 run, end - i))
+				tp_vmm_chunks_put(pg->vmm, run, end - i);
+			tp_pager_held_add(pg, -(long)(end - i));
+			for (; i < end; i++)
+				t->pages[i].chunk = NULL;
 		}
 	}
 	if (ev)
@@ -1062,4 +1077,7 @@ void tp_pager_stats(struct tp_pager *pg, struct tp_stats *st)
 	st->copy_d2h_ns = pg->c.copy_d2h_ns;
 	st->copy_h2d_ns = pg->c.copy_h2d_ns;
 	st->fragmentation_ppm = tp_vmm_frag_ppm(pg->vmm);
+	st->handles = vs->handles;
+	st->handle_creates = vs->handles_created;
+	st->recarves = vs->handles_released;
 }

@@ -70,6 +70,11 @@ void tp_pager_note_split(struct tp_pager *pg, unsigned parts);
  * the pool less the pages of tensors someone pins. Walks every tensor.
  */
 size_t tp_pager_room_pages(struct tp_pager *pg);
+/*
+ * tp_pager_handle_max() - the most pages one physical handle backs: pages
+ * leave by whole handles (1 with vmm.mapping = chunks).
+ */
+size_t tp_pager_handle_max(const struct tp_pager *pg);
 /* Resident pages of @t someone pins. */
 size_t tp_pager_pinned_pages(const struct tp_tensor *t);
 /* Chunks of the pages [@off, @off + @len) of @t covers. */

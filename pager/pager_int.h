@@ -179,6 +179,9 @@ struct tp_pager {
 	/* bytes of copies[] by direction ([1]: to host), kept beside it:
 	 * the policy reads the backlog per candidate it scores */
 	uint64_t copy_bytes[2];
+	/* a run's per-page handles, handed to the vmm (handles.c) */
+	struct tp_chunk **run_buf;
+	size_t run_cap;
 };
 
 /* --- page_state.c ---------------------------------------------------- */
@@ -333,6 +336,35 @@ void tp_pager_cache_settle(struct tp_pager *pg, struct tp_tensor *t);
  */
 size_t tp_pager_cache_shrink(struct tp_pager *pg, size_t want,
 			     const struct tp_tensor *keep);
+
+/* --- handles.c ------------------------------------------------------- */
+
+/*
+ * The first page of the handle behind page @i of @t, and the page past
+ * its last (page @i holds a chunk).
+ */
+size_t tp_pager_handle_start(const struct tp_pager *pg,
+			     const struct tp_tensor *t, size_t i);
+size_t tp_pager_handle_end(const struct tp_pager *pg,
+			   const struct tp_tensor *t, size_t i);
+
+/*
+ * tp_pager_handle_can_go() - whether the handle behind page @i of @t lies
+ * wholly in [@first, @last] with every page of it RESIDENT and unpinned:
+ * it may be unmapped.
+ */
+bool tp_pager_handle_can_go(const struct tp_pager *pg,
+			    const struct tp_tensor *t, size_t i,
+			    size_t first, size_t last);
+
+/*
+ * tp_pager_run_chunks() - the per-page handles of pages [@start, @start +
+ * @n) of @t, in a buffer of the pager's, valid until its next call; NULL
+ * when it cannot grow (ENOMEM).
+ */
+struct tp_chunk **tp_pager_run_chunks(struct tp_pager *pg,
+				      const struct tp_tensor *t, size_t start,
+				      size_t n);
 
 /* --- acquire.c ------------------------------------------------------- */
 

@@ -117,7 +117,7 @@ size_t tp_range_cache_shrink(struct tp_pager *pg)
 		ret = tp_vmm_unmap_after(pg->vmm, r->va, r->chunks, n, ev);
 	if (ret) {
 		tp_vmm_stream_sync(pg->vmm, TP_STREAM_COMPUTE);
-		if (tp_vmm_unmap(pg->vmm, r->va, len) == 0)
+		if (tp_vmm_unmap(pg->vmm, r->va, r->chunks, n) == 0)
 			tp_vmm_chunks_put(pg->vmm, r->chunks, n);
 	}
 	if (ev)

@@ -145,7 +145,7 @@ static void slab_release(struct tp_pager *pg, struct tp_slab *s)
 		ret = tp_vmm_unmap_after(pg->vmm, s->va, &s->chunk, 1, ev);
 	if (ret) {
 		tp_vmm_stream_sync(pg->vmm, TP_STREAM_COMPUTE);
-		if (tp_vmm_unmap(pg->vmm, s->va, pg->chunk) == 0)
+		if (tp_vmm_unmap(pg->vmm, s->va, &s->chunk, 1) == 0)
 			tp_vmm_chunks_put(pg->vmm, &s->chunk, 1);
 	}
 	if (ev)

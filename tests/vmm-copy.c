@@ -140,7 +140,7 @@ static void body(struct tp_vmm *vmm, const char *name)
 	   vmm->stats.call[TP_CALL_COPY].units >= 2 * len + 12 * g,
 	   "%s: done, copy bytes counted", name);
 
-	tp_vmm_unmap(vmm, va, NR * g);
+	tp_vmm_unmap(vmm, va, c, NR);
 	tp_vmm_chunks_put(vmm, c, NR);
 	tp_vmm_release(vmm, va, NR * g);
 	tp_vmm_event_put(vmm, up);

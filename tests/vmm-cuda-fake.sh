@@ -9,8 +9,8 @@ if [ ! -r "$lib" ]; then
 	echo "1..0 # SKIP no fake driver library at $lib"
 	exit 0
 fi
-progs="vmm-remap vmm-pool vmm-copy vmm-inject vmm-elapsed"
-echo "1..5"
+progs="vmm-remap vmm-pool vmm-extents vmm-copy vmm-inject vmm-elapsed"
+echo "1..6"
 n=0
 for t in $progs; do
 	n=$((n + 1))

@@ -94,7 +94,11 @@ static void body(struct tp_vmm *vmm, const char *name)
 	 * pending unmap first instead of mapping over live pages.
 	 */
 	ev = tp_vmm_event_create(vmm);
-	ret = tp_vmm_chunks_take(vmm, c, NR);
+	/* Handles of one chunk, so that pages can go apart (and, on the
+	 * extent pool, the handle of NR chunks is re-carved for them). */
+	ret = 0;
+	for (int i = 0; i < NR && !ret; i++)
+		ret = tp_vmm_chunks_take(vmm, &c[i], 1);
 	ret = ret ?: tp_vmm_map(vmm, va, c, NR);
 	if (host)
 		tp_vmm_host_gate(vmm, TP_STREAM_D2H, true);
@@ -110,8 +114,11 @@ static void body(struct tp_vmm *vmm, const char *name)
 	ok(!ret && tp_vmm_chunks_pending(vmm) == 0 &&
 	   vmm->stats.chunks_mapped == 2,
 	   "%s: mapping over the pending range completed it first", name);
-	if (!ret)
-		ret = tp_vmm_unmap(vmm, va, 2 * g);
+	if (!ret) {
+		struct tp_chunk *both[2] = { c[0], more[0] };
+
+		ret = tp_vmm_unmap(vmm, va, both, 2);
+	}
 	if (!ret) {
 		tp_vmm_chunks_put(vmm, c, 1);
 		tp_vmm_chunks_put(vmm, more, 1);

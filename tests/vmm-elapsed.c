@@ -102,7 +102,7 @@ static void body(struct tp_vmm *vmm, const char *name)
 	   name, (unsigned long long)ns);
 
 	if (va) {
-		tp_vmm_unmap(vmm, va, vmm->granularity);
+		tp_vmm_unmap(vmm, va, &ch, 1);
 		tp_vmm_chunks_put(vmm, &ch, 1);
 		tp_vmm_release(vmm, va, vmm->granularity);
 	}

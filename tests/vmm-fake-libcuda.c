@@ -2,11 +2,15 @@
 /*
  * A stand-in for libcuda.so.1, for tests only: the driver entry points the
  * cuda backend uses, implemented on host memory, so that its code (entry
- * point lookup, per-chunk map and unmap, access, streams, events, error
+ * point lookup, per-handle map and unmap, access, streams, events, error
  * translation) runs where there is no GPU. It enforces the rules of the
- * real driver that the backend must respect: a mapping goes onto an
- * unmapped page of a reservation, cuMemUnmap never splits a mapping, and
- * access is set only on mapped pages.
+ * real driver (measured on an H200) that the backend must respect: a
+ * handle is a whole number of granules and maps whole (offset 0, its own
+ * size: anything else is CUDA_ERROR_NOT_SUPPORTED or INVALID_VALUE) onto
+ * unmapped pages of a reservation; cuMemUnmap covers whole mappings (one
+ * or several) and never splits one; access is set only on mapped pages.
+ * It counts what the real driver charges for: per handle a call touches,
+ * not per call nor per byte (fake_cuda_counts()).
  *
  * Copies are done at once (every stream is trivially in order) and every
  * event has completed. Device memory is one memfd per handle.
@@ -26,12 +30,33 @@
 
 #define API __attribute__((visibility("default")))
 
-/* Live mappings: where, how long, which handle. */
+/* Live mappings: where, how long. */
 static struct {
 	uintptr_t va;
 	size_t len;
 } maps[MAX_MAPS];
 static int nr_maps;
+
+/* The size of each live handle, by its memfd. */
+#define MAX_FDS	65536
+static size_t handle_size[MAX_FDS];
+
+/* Per-handle charges, as the driver bills them. */
+static unsigned long charged_maps, charged_access, charged_unmaps;
+static unsigned long charged_creates, charged_releases;
+
+/*
+ * Test hook: what the driver was charged for so far, one count per
+ * handle each call touched (map, set access, unmap, create, release).
+ */
+API void fake_cuda_counts(unsigned long out[5])
+{
+	out[0] = charged_maps;
+	out[1] = charged_access;
+	out[2] = charged_unmaps;
+	out[3] = charged_creates;
+	out[4] = charged_releases;
+}
 
 static int find_map(uintptr_t va)
 {
@@ -128,40 +153,57 @@ API CUresult cuMemCreate(CUmemGenericAllocationHandle *h, size_t size,
 {
 	int fd;
 
-	if (size % FAKE_GRAN)
+	if (!size || size % FAKE_GRAN)
 		return CUDA_ERROR_INVALID_VALUE;
 	fd = memfd_create("fake-cuda", MFD_CLOEXEC);
 	if (fd < 0)
 		return CUDA_ERROR_OUT_OF_MEMORY;
-	if (ftruncate(fd, (off_t)size)) {
+	if (fd >= MAX_FDS || ftruncate(fd, (off_t)size)) {
 		close(fd);
 		return CUDA_ERROR_OUT_OF_MEMORY;
 	}
+	handle_size[fd] = size;
+	charged_creates++;
 	*h = (CUmemGenericAllocationHandle)fd + 1;
 	return CUDA_SUCCESS;
 }
 
 API CUresult cuMemRelease(CUmemGenericAllocationHandle h)
 {
-	close((int)(h - 1));
+	int fd = (int)(h - 1);
+
+	if (fd < 0 || fd >= MAX_FDS || !handle_size[fd])
+		return CUDA_ERROR_INVALID_HANDLE;
+	handle_size[fd] = 0;
+	charged_releases++;
+	close(fd);
 	return CUDA_SUCCESS;
 }
 
 API CUresult cuMemMap(CUdeviceptr ptr, size_t size, size_t offset,
 		      CUmemGenericAllocationHandle h, unsigned long long flags)
 {
+	int fd = (int)(h - 1);
+	uintptr_t va;
 	void *p;
 
-	if (size != FAKE_GRAN || offset || ptr % FAKE_GRAN ||
-	    find_map(ptr) >= 0 || nr_maps == MAX_MAPS)
+	if (fd < 0 || fd >= MAX_FDS || !handle_size[fd])
+		return CUDA_ERROR_INVALID_HANDLE;
+	/* A handle maps whole: no offset into it, no part of it. */
+	if (offset || size != handle_size[fd])
+		return CUDA_ERROR_NOT_SUPPORTED;
+	if (ptr % FAKE_GRAN || nr_maps == MAX_MAPS)
 		return CUDA_ERROR_INVALID_VALUE;
-	p = mmap((void *)ptr, size, PROT_NONE, MAP_FIXED | MAP_SHARED,
-		 (int)(h - 1), 0);
+	for (va = ptr; va < ptr + size; va += FAKE_GRAN)
+		if (find_map(va) >= 0)
+			return CUDA_ERROR_INVALID_VALUE;
+	p = mmap((void *)ptr, size, PROT_NONE, MAP_FIXED | MAP_SHARED, fd, 0);
 	if (p == MAP_FAILED)
 		return CUDA_ERROR_INVALID_VALUE;
 	maps[nr_maps].va = ptr;
 	maps[nr_maps].len = size;
 	nr_maps++;
+	charged_maps++;
 	return CUDA_SUCCESS;
 }
 
@@ -175,6 +217,13 @@ API CUresult cuMemSetAccess(CUdeviceptr ptr, size_t size,
 	for (va = ptr; va < ptr + size; va += FAKE_GRAN)
 		if (find_map(va) < 0)
 			return CUDA_ERROR_INVALID_VALUE;
+	/* Charged once per mapping (handle) the range covers. */
+	for (va = ptr; va < ptr + size;) {
+		int i = find_map(va);
+
+		charged_access++;
+		va = maps[i].va + maps[i].len;
+	}
 	mprotect((void *)ptr, size,
 		 desc->flags == CU_MEM_ACCESS_FLAGS_PROT_READWRITE ?
 		 PROT_READ | PROT_WRITE : PROT_NONE);
@@ -183,14 +232,25 @@ API CUresult cuMemSetAccess(CUdeviceptr ptr, size_t size,
 
 API CUresult cuMemUnmap(CUdeviceptr ptr, size_t size)
 {
-	int i = find_map(ptr);
+	uintptr_t va, end = ptr + size;
+	size_t len;
+	int i;
 
-	/* The real driver cannot unmap part of a mapping. */
-	if (i < 0 || maps[i].va != ptr || maps[i].len != size)
-		return CUDA_ERROR_INVALID_VALUE;
-	mmap((void *)ptr, size, PROT_NONE,
-	     MAP_FIXED | MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-	maps[i] = maps[--nr_maps];
+	/* Whole mappings only, back to back: never part of one. */
+	for (va = ptr; va < end; va += maps[i].len) {
+		i = find_map(va);
+		if (i < 0 || maps[i].va != va || va + maps[i].len > end)
+			return CUDA_ERROR_INVALID_VALUE;
+	}
+	for (va = ptr; va < end; va += len) {
+		i = find_map(va);
+		len = maps[i].len;
+		mmap((void *)va, len, PROT_NONE,
+		     MAP_FIXED | MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE,
+		     -1, 0);
+		charged_unmaps++;
+		maps[i] = maps[--nr_maps];
+	}
 	return CUDA_SUCCESS;
 }
 

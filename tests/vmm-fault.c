@@ -66,10 +66,10 @@ static void body(struct tp_vmm *vmm, const char *name)
 	ok(sig == 0, "a mapped page can be written and read (got %d)", sig);
 	sig = touch((unsigned char *)va + 3 * g);
 	ok(sig == SIGSEGV, "the page after the run still faults (got %d)", sig);
-	ok_rc(vmm->ops->set_access(vmm, va + g, g, TP_PROT_NONE) ?:
+	ok_rc(vmm->ops->set_access(vmm, va + g, c, 1, TP_PROT_NONE) ?:
 	      ((sig = touch((unsigned char *)va + g)) == SIGSEGV ? 0 : -1),
 	      "a mapped page without access faults");
-	ok_rc(tp_vmm_unmap(vmm, va + g, 2 * g), "unmap pages 1-2");
+	ok_rc(tp_vmm_unmap(vmm, va + g, c, 2), "unmap pages 1-2");
 	sig = touch((unsigned char *)va + 2 * g);
 	ok(sig == SIGSEGV, "an unmapped page faults again (got %d)", sig);
 	tp_vmm_chunks_put(vmm, c, 2);

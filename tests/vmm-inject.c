@@ -97,7 +97,7 @@ out_free:
 			tp_vmm_host_gate(vmm, TP_STREAM_D2H, false);
 		tp_vmm_sync_all(vmm);
 		if (mapped)
-			tp_vmm_unmap(vmm, va, NR * g);
+			tp_vmm_unmap(vmm, va, c, NR);
 		if (taken)
 			tp_vmm_chunks_put(vmm, c, NR);
 	}

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The chunk pool: handles are created lazily up to the budget and then
- * recycled; a take beyond the budget is -ENOMEM and changes nothing.
+ * The chunked pool (vmm.mapping = chunks): handles are created lazily up
+ * to the budget and then recycled; a take beyond the budget is -ENOMEM
+ * and changes nothing. The extent pool has tests/vmm-extents.c.
  */
 #include "config.h"
 
@@ -79,5 +80,6 @@ int main(void)
 {
 	static const char *const backends[] = { "host", "sim", "cuda", NULL };
 
-	return vt_run(backends, PER_BACKEND, 64 << 10, NULL, BUDGET, body);
+	return vt_run(backends, PER_BACKEND, 64 << 10, "vmm.mapping=chunks",
+		      BUDGET, body);
 }

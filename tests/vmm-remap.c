@@ -52,7 +52,11 @@ static void body(struct tp_vmm *vmm, const char *name)
 	ok_rc(tp_vmm_reserve(vmm, NR * g, &b), "%s: reserve range B", name);
 	ok(a % g == 0 && b % g == 0 && a != b,
 	   "%s: ranges are chunk-aligned and distinct", name);
-	ok_rc(tp_vmm_chunks_take(vmm, c, NR), "%s: take %d chunks", name, NR);
+	/* One take per page: handles of one chunk each on either pool. */
+	for (i = 0; i < NR; i++)
+		if (tp_vmm_chunks_take(vmm, &c[i], 1))
+			break;
+	ok(i == NR, "%s: take %d chunks", name, NR);
 
 	maps = vmm->stats.call[TP_CALL_MAP].calls;
 	access = vmm->stats.call[TP_CALL_SET_ACCESS].calls;
@@ -63,7 +67,7 @@ static void body(struct tp_vmm *vmm, const char *name)
 	   "%s: a run is one counted map and one set-access", name);
 	ok_rc(put_bytes(vmm, a, src, NR * g), "%s: write the pattern through A",
 	      name);
-	ok_rc(tp_vmm_unmap(vmm, a, NR * g), "%s: unmap A", name);
+	ok_rc(tp_vmm_unmap(vmm, a, c, NR), "%s: unmap A", name);
 
 	/* The same chunks, reversed, behind B. */
 	for (i = 0; i < NR; i++)
@@ -78,7 +82,7 @@ static void body(struct tp_vmm *vmm, const char *name)
 	   NR - 1);
 	ok(vmm->stats.chunks_mapped == NR && vmm->stats.chunks_peak == NR,
 	   "%s: %d chunks mapped, peak %d", name, NR, NR);
-	ok_rc(tp_vmm_unmap(vmm, b, NR * g), "%s: unmap B", name);
+	ok_rc(tp_vmm_unmap(vmm, b, rev, NR), "%s: unmap B", name);
 	tp_vmm_chunks_put(vmm, c, NR);
 
 	/* 1 TiB of address space, one chunk mapped in its middle. */
@@ -98,7 +102,7 @@ static void body(struct tp_vmm *vmm, const char *name)
 			ret = get_bytes(vmm, dst, mid, g);
 		ok(!ret && memcmp(dst, src, g) == 0,
 		   "%s: a page in the middle of it holds data", name);
-		if (!tp_vmm_unmap(vmm, mid, g))
+		if (!tp_vmm_unmap(vmm, mid, c, 1))
 			tp_vmm_chunks_put(vmm, c, 1);
 		ok_rc(tp_vmm_release(vmm, huge, (size_t)1 << 40),
 		      "%s: release 1 TiB", name);

@@ -63,7 +63,7 @@ static int scenario(struct tp_vmm *vmm, uint64_t *t, int *q)
 	ret = ret ?: tp_vmm_event_sync(vmm, e2);
 	t[3] = tp_vmm_now_ns(vmm);
 	q[2] = tp_vmm_event_query(vmm, e1);
-	ret = ret ?: tp_vmm_unmap(vmm, va, 8 * CHUNK);
+	ret = ret ?: tp_vmm_unmap(vmm, va, c, 8);
 	t[4] = tp_vmm_now_ns(vmm);
 	tp_vmm_chunks_put(vmm, c, 8);
 	tp_vmm_release(vmm, va, 8 * CHUNK);

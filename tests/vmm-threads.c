@@ -101,7 +101,7 @@ static void body(struct tp_vmm *vmm, const char *name)
 	   sh.good, ROUNDS);
 
 	tp_vmm_sync_all(vmm);
-	tp_vmm_unmap(vmm, va, 2 * sh.len);
+	tp_vmm_unmap(vmm, va, c, 2);
 	tp_vmm_chunks_put(vmm, c, 2);
 	tp_vmm_release(vmm, va, 2 * sh.len);
 	for (i = 0; i < ROUNDS; i++) {

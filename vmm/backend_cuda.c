@@ -2,9 +2,12 @@
 /*
  * The cuda backend: the CUDA driver's virtual memory management.
  *
- * A reservation is cuMemAddressReserve, a chunk one cuMemCreate handle of
- * the device's granularity, mapping cuMemMap (one per chunk: a mapping
- * covers exactly one handle) followed by one cuMemSetAccess over the run.
+ * A reservation is cuMemAddressReserve, a handle one cuMemCreate of a
+ * whole number of the device's granules (one on vmm.mapping = chunks, a
+ * run's worth on extents), mapping cuMemMap (one per handle: a mapping
+ * covers exactly one handle, whole) followed by one cuMemSetAccess over
+ * the run; unmapping is one cuMemUnmap per handle (the driver charges
+ * per handle however the calls are grouped, and never splits a mapping).
  * Streams are three non-blocking CUstreams; events are CUevents without
  * timing. Host swap buffers are pinned with cuMemHostAlloc.
  *
@@ -274,7 +277,8 @@ static int cuda_chunk_create(struct tp_vmm *vmm, struct tp_chunk *c)
 	CUmemGenericAllocationHandle h = 0;
 	int ret;
 
-	ret = CU(cu, cuMemCreate(&h, vmm->granularity, &cu->prop, 0));
+	ret = CU(cu, cuMemCreate(&h, (size_t)c->pages * vmm->granularity,
+				 &cu->prop, 0));
 	if (!ret)
 		c->handle = (uint64_t)h;
 	return ret;
@@ -287,15 +291,19 @@ static void cuda_chunk_destroy(struct tp_vmm *vmm, struct tp_chunk *c)
 	CU(cu, cuMemRelease((CUmemGenericAllocationHandle)c->handle));
 }
 
-/* Unmap @n chunks one by one: a cuMemUnmap must not split a mapping. */
-static int unmap_chunks(struct cuda_backend *c, uintptr_t va, size_t n,
-			size_t gran)
+/*
+ * Unmap the handles of the first @n pages of a run, one by one: a
+ * cuMemUnmap must not split a mapping.
+ */
+static int unmap_handles(struct cuda_backend *c, uintptr_t va,
+			 struct tp_chunk *const *chunks, size_t n, size_t gran)
 {
 	int ret = 0, r;
 	size_t i;
 
-	for (i = 0; i < n; i++) {
-		r = CU(c, cuMemUnmap((CUdeviceptr)(va + i * gran), gran));
+	for (i = 0; i < n; i += chunks[i]->pages) {
+		r = CU(c, cuMemUnmap((CUdeviceptr)(va + i * gran),
+				     (size_t)chunks[i]->pages * gran));
 		if (r && !ret)
 			ret = r;
 	}
@@ -309,32 +317,35 @@ static int cuda_map(struct tp_vmm *vmm, uintptr_t va,
 	size_t gran = vmm->granularity, i;
 	int ret;
 
-	for (i = 0; i < n; i++) {
-		ret = CU(c, cuMemMap((CUdeviceptr)(va + i * gran), gran, 0,
+	for (i = 0; i < n; i += chunks[i]->pages) {
+		ret = CU(c, cuMemMap((CUdeviceptr)(va + i * gran),
+				     (size_t)chunks[i]->pages * gran, 0,
 				     (CUmemGenericAllocationHandle)chunks[i]->handle,
 				     0));
 		if (ret) {
-			unmap_chunks(c, va, i, gran);
+			unmap_handles(c, va, chunks, i, gran);
 			return ret;
 		}
 	}
 	return 0;
 }
 
-static int cuda_set_access(struct tp_vmm *vmm, uintptr_t va, size_t len,
+static int cuda_set_access(struct tp_vmm *vmm, uintptr_t va,
+			   struct tp_chunk *const *chunks, size_t n,
 			   unsigned prot)
 {
 	struct cuda_backend *c = cb(vmm);
 	const CUmemAccessDesc *d = prot == TP_PROT_RW ? &c->access_rw :
 							&c->access_none;
 
-	return CU(c, cuMemSetAccess((CUdeviceptr)va, len, d, 1));
+	return CU(c, cuMemSetAccess((CUdeviceptr)va, n * vmm->granularity, d,
+				    1));
 }
 
-static int cuda_unmap(struct tp_vmm *vmm, uintptr_t va, size_t len)
+static int cuda_unmap(struct tp_vmm *vmm, uintptr_t va,
+		      struct tp_chunk *const *chunks, size_t n)
 {
-	return unmap_chunks(cb(vmm), va, len / vmm->granularity,
-			    vmm->granularity);
+	return unmap_handles(cb(vmm), va, chunks, n, vmm->granularity);
 }
 
 static int cuda_copy_d2h(struct tp_vmm *vmm, void *host, uintptr_t va,

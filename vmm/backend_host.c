@@ -497,9 +497,9 @@ static int host_chunk_create(struct tp_vmm *vmm, struct tp_chunk *c)
 {
 	struct host_backend *h = hb(vmm);
 	off_t off = (off_t)c->index * (off_t)vmm->granularity;
-	off_t end = off + (off_t)vmm->granularity;
+	off_t end = off + (off_t)c->pages * (off_t)vmm->granularity;
 
-	/* The pool creates chunks in index order: the memfd grows to fit. */
+	/* Handles are placed low in the memfd's space: it grows to fit. */
 	if (end > h->memfd_size) {
 		if (ftruncate(h->memfd, end))
 			return -errno;
@@ -515,7 +515,7 @@ static void host_chunk_destroy(struct tp_vmm *vmm, struct tp_chunk *c)
 
 	/* Give the memory back now; the offset is reused on re-creation. */
 	fallocate(h->memfd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE,
-		  (off_t)c->handle, (off_t)vmm->granularity);
+		  (off_t)c->handle, (off_t)c->pages * (off_t)vmm->granularity);
 }
 
 /* Put the faulting reservation back over [@va, @va + @len). */
@@ -528,6 +528,16 @@ static int restore_reserved(uintptr_t va, size_t len)
 	return p == MAP_FAILED ? -errno : 0;
 }
 
+/* The memfd offset of page @i of a run whose per-page array is @c. */
+static uint64_t page_offset(size_t gran, struct tp_chunk *const *c, size_t i)
+{
+	size_t first = i;
+
+	while (first && c[first - 1] == c[i])
+		first--;
+	return c[i]->handle + (uint64_t)(i - first) * gran;
+}
+
 static int host_map(struct tp_vmm *vmm, uintptr_t va,
 		    struct tp_chunk *const *chunks, size_t n)
 {
@@ -536,16 +546,17 @@ static int host_map(struct tp_vmm *vmm, uintptr_t va,
 	int ret;
 
 	while (i < n) {
+		uint64_t off = page_offset(gran, chunks, i);
 		void *p;
 
-		/* Chunks adjacent in the memfd go in one mmap. */
+		/* Pages adjacent in the memfd go in one mmap: a handle's
+		 * own, and handles that happen to lie side by side. */
 		for (run = 1; i + run < n; run++)
-			if (chunks[i + run]->handle !=
-			    chunks[i]->handle + run * gran)
+			if (chunks[i + run] != chunks[i + run - 1] &&
+			    chunks[i + run]->handle != off + run * gran)
 				break;
 		p = mmap((void *)(va + i * gran), run * gran, PROT_NONE,
-			 MAP_FIXED | MAP_SHARED, h->memfd,
-			 (off_t)chunks[i]->handle);
+			 MAP_FIXED | MAP_SHARED, h->memfd, (off_t)off);
 		if (p == MAP_FAILED) {
 			ret = -errno;
 			if (i)
@@ -557,10 +568,12 @@ static int host_map(struct tp_vmm *vmm, uintptr_t va,
 	return 0;
 }
 
-static int host_set_access(struct tp_vmm *vmm, uintptr_t va, size_t len,
+static int host_set_access(struct tp_vmm *vmm, uintptr_t va,
+			   struct tp_chunk *const *chunks, size_t n,
 			   unsigned prot)
 {
 	int p = prot == TP_PROT_RW ? PROT_READ | PROT_WRITE : PROT_NONE;
+	size_t len = n * vmm->granularity;
 
 	if (mprotect((void *)va, len, p))
 		return -errno;
@@ -576,9 +589,10 @@ static int host_set_access(struct tp_vmm *vmm, uintptr_t va, size_t len,
 	return 0;
 }
 
-static int host_unmap(struct tp_vmm *vmm, uintptr_t va, size_t len)
+static int host_unmap(struct tp_vmm *vmm, uintptr_t va,
+		      struct tp_chunk *const *chunks, size_t n)
 {
-	return restore_reserved(va, len);
+	return restore_reserved(va, n * vmm->granularity);
 }
 
 /* --- host buffers, time ---------------------------------------------- */

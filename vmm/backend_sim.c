@@ -1,13 +1,16 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * The sim backend: no memory at all, only time. Each stream has a virtual
- * clock, and so does the host (the caller). Driver calls (map, set access,
- * unmap) are charged to the host clock per driver granule they span (at
- * least one a call) from the vmm.sim.* keys;
- * a copy or a launch on a stream starts when both the stream and the host
- * have got there and lasts its cost; events carry the time of the stream
- * they were recorded on. Everything is integer nanoseconds and depends on
- * nothing but the calls made, so a run is exactly reproducible.
+ * clock, and so does the host (the caller). Driver calls are charged to
+ * the host clock: with vmm.sim.profile = custom, map, set access and
+ * unmap per driver granule they span (at least one a call) from the
+ * vmm.sim.* keys; with a measured profile (sim_profile.h), every call per
+ * handle it touches, by the handle's size, as the driver charges, and the
+ * issue of each op too. A copy or a launch on a stream starts when both
+ * the stream and the host have got there and lasts its cost; events carry
+ * the time of the stream they were recorded on. Everything is integer
+ * nanoseconds and depends on nothing but the calls made, so a run is
+ * exactly reproducible.
  *
  * Addresses are numbers from a counter (aligned to the chunk size, never
  * dereferenced) and host buffers are unique tokens.
@@ -21,6 +24,7 @@
 
 #include "vmm/backend_sim.h"
 #include "vmm/event.h"
+#include "vmm/sim_profile.h"
 #include "vmm/vmm.h"
 
 #define SIM_DEFAULT_DEVICE_BYTES	(80ULL << 30)
@@ -47,6 +51,7 @@ struct sim_backend {
 	uint64_t map_ns, set_access_ns, unmap_ns, copy_latency_ns;
 	uint64_t driver_granule;	/* bytes a driver cost covers */
 	double bytes_per_ns;		/* GB/s == bytes/ns */
+	const struct tp_sim_profile *profile;	/* NULL: the keys' costs */
 };
 
 static struct sim_backend *sb(struct tp_vmm *vmm)
@@ -76,10 +81,28 @@ static void run_on(struct sim_backend *s, enum tp_stream st, uint64_t cost)
 	pthread_mutex_unlock(&s->lock);
 }
 
+/* What @call costs on the handle @c under the profile. */
+static void charge_handle(struct tp_vmm *vmm, enum tp_sim_driver_call call,
+			  const struct tp_chunk *c)
+{
+	charge_host(vmm, tp_sim_handle_ns(sb(vmm)->profile, call,
+					  (uint64_t)c->pages * vmm->granularity));
+}
+
+/* ... on every handle of a run of @n pages. */
+static void charge_handles(struct tp_vmm *vmm, enum tp_sim_driver_call call,
+			   struct tp_chunk *const *c, size_t n)
+{
+	for (size_t i = 0; i < n; i += c[i]->pages)
+		charge_handle(vmm, call, c[i]);
+}
+
 static int sim_reserve(struct tp_vmm *vmm, size_t len, uintptr_t *va)
 {
 	struct sim_backend *s = sb(vmm);
 
+	if (s->profile)
+		charge_host(vmm, s->profile->reserve_ns);
 	*va = (s->next_va + vmm->va_align - 1) / vmm->va_align * vmm->va_align;
 	/* A free granule between ranges, so an overrun is never another
 	 * range; len is a multiple of it (tp_vmm_reserve()). */
@@ -89,17 +112,23 @@ static int sim_reserve(struct tp_vmm *vmm, size_t len, uintptr_t *va)
 
 static int sim_release(struct tp_vmm *vmm, uintptr_t va, size_t len)
 {
+	if (sb(vmm)->profile)
+		charge_host(vmm, sb(vmm)->profile->reserve_ns);
 	return 0;
 }
 
 static int sim_chunk_create(struct tp_vmm *vmm, struct tp_chunk *c)
 {
 	c->handle = c->index;
+	if (sb(vmm)->profile)
+		charge_handle(vmm, TP_SIM_CREATE, c);
 	return 0;
 }
 
 static void sim_chunk_destroy(struct tp_vmm *vmm, struct tp_chunk *c)
 {
+	if (sb(vmm)->profile)
+		charge_handle(vmm, TP_SIM_RELEASE, c);
 }
 
 /*
@@ -122,20 +151,34 @@ static uint64_t sim_driver_ns(struct tp_vmm *vmm, uint64_t per_granule_ns,
 static int sim_map(struct tp_vmm *vmm, uintptr_t va,
 		   struct tp_chunk *const *chunks, size_t n)
 {
-	charge_host(vmm, sim_driver_ns(vmm, sb(vmm)->map_ns, n * vmm->granularity));
+	if (sb(vmm)->profile)
+		charge_handles(vmm, TP_SIM_MAP, chunks, n);
+	else
+		charge_host(vmm, sim_driver_ns(vmm, sb(vmm)->map_ns,
+					       n * vmm->granularity));
 	return 0;
 }
 
-static int sim_set_access(struct tp_vmm *vmm, uintptr_t va, size_t len,
+static int sim_set_access(struct tp_vmm *vmm, uintptr_t va,
+			  struct tp_chunk *const *chunks, size_t n,
 			  unsigned prot)
 {
-	charge_host(vmm, sim_driver_ns(vmm, sb(vmm)->set_access_ns, len));
+	if (sb(vmm)->profile)
+		charge_handles(vmm, TP_SIM_SET_ACCESS, chunks, n);
+	else
+		charge_host(vmm, sim_driver_ns(vmm, sb(vmm)->set_access_ns,
+					       n * vmm->granularity));
 	return 0;
 }
 
-static int sim_unmap(struct tp_vmm *vmm, uintptr_t va, size_t len)
+static int sim_unmap(struct tp_vmm *vmm, uintptr_t va,
+		     struct tp_chunk *const *chunks, size_t n)
 {
-	charge_host(vmm, sim_driver_ns(vmm, sb(vmm)->unmap_ns, len));
+	if (sb(vmm)->profile)
+		charge_handles(vmm, TP_SIM_UNMAP, chunks, n);
+	else
+		charge_host(vmm, sim_driver_ns(vmm, sb(vmm)->unmap_ns,
+					       n * vmm->granularity));
 	return 0;
 }
 
@@ -273,7 +316,23 @@ static void sim_host_free(struct tp_vmm *vmm, void *p, size_t len)
 static int sim_launch(struct tp_vmm *vmm, enum tp_stream st, uint64_t cost_ns,
 		      int (*fn)(void *arg), void *arg)
 {
-	run_on(sb(vmm), st, cost_ns);
+	struct sim_backend *s = sb(vmm);
+
+	/* The host issues the op, then the stream runs it. */
+	if (s->profile)
+		charge_host(vmm, s->profile->issue_ns);
+	run_on(s, st, cost_ns);
+	return 0;
+}
+
+static int sim_op_ns(struct tp_vmm *vmm, const char *name, double flops,
+		     double bytes, uint64_t *ns)
+{
+	const struct tp_sim_profile *p = sb(vmm)->profile;
+
+	if (!p)
+		return -ENOENT;
+	*ns = tp_sim_op_ns(p, name, flops, bytes);
 	return 0;
 }
 
@@ -295,8 +354,11 @@ static int sim_open(struct tp_vmm *vmm, const struct tp_conf *conf)
 	if (!s)
 		return -ENOMEM;
 	pthread_mutex_init(&s->lock, NULL);
+	if (conf->vmm_sim_profile == TP_SIM_PROFILE_H200)
+		s->profile = &tp_sim_profile_h200;
 	vmm->granularity = conf->vmm_chunk_size;
 	vmm->device_bytes = conf->vmm_device_memory ? conf->vmm_device_memory :
+			    s->profile ? s->profile->device_bytes :
 			    SIM_DEFAULT_DEVICE_BYTES;
 	s->next_va = (SIM_VA_BASE + vmm->granularity - 1) /
 		     vmm->granularity * vmm->granularity;
@@ -308,6 +370,10 @@ static int sim_open(struct tp_vmm *vmm, const struct tp_conf *conf)
 			    conf->vmm_sim_driver_granule : vmm->granularity;
 	s->copy_latency_ns = (uint64_t)conf->vmm_sim_copy_latency_ns;
 	s->bytes_per_ns = conf->vmm_sim_bandwidth;
+	if (s->profile) {
+		s->copy_latency_ns = s->profile->copy_latency_ns;
+		s->bytes_per_ns = s->profile->link_bytes_per_ns;
+	}
 	if (s->bytes_per_ns <= 0) {
 		pthread_mutex_destroy(&s->lock);
 		free(s);
@@ -350,6 +416,7 @@ const struct tp_vmm_ops tp_vmm_sim_ops = {
 	.host_alloc = sim_host_alloc,
 	.host_free = sim_host_free,
 	.launch = sim_launch,
+	.op_ns = sim_op_ns,
 	.stream_handle = NULL,
 	.now_ns = sim_now_ns,
 };

@@ -11,8 +11,10 @@
 #include "vmm/calls.h"
 #include "vmm/chunk_pool.h"
 #include "vmm/contig_pool.h"
+#include "vmm/extent_pool.h"
 
-struct tp_chunk_pool *tp_chunk_pool_new(size_t nr)
+struct tp_chunk_pool *tp_chunk_pool_new(size_t nr, bool extents,
+					size_t max_pages)
 {
 	struct tp_chunk_pool *pool;
 	size_t i;
@@ -24,15 +26,25 @@ struct tp_chunk_pool *tp_chunk_pool_new(size_t nr)
 	pool = calloc(1, sizeof(*pool));
 	if (!pool)
 		return NULL;
+	pool->nr = nr;
+	if (extents) {
+		pool->ext = tp_extent_pool_new(nr, max_pages);
+		if (!pool->ext) {
+			free(pool);
+			return NULL;
+		}
+		return pool;
+	}
 	pool->chunks = calloc(nr, sizeof(*pool->chunks));
 	if (!pool->chunks) {
 		free(pool);
 		errno = ENOMEM;
 		return NULL;
 	}
-	for (i = 0; i < nr; i++)
+	for (i = 0; i < nr; i++) {
 		pool->chunks[i].index = (uint32_t)i;
-	pool->nr = nr;
+		pool->chunks[i].pages = 1;
+	}
 	return pool;
 }
 
@@ -42,6 +54,11 @@ void tp_chunk_pool_free(struct tp_vmm *vmm, struct tp_chunk_pool *pool)
 
 	if (!pool)
 		return;
+	if (pool->ext) {
+		tp_extent_pool_free(vmm, pool->ext);
+		free(pool);
+		return;
+	}
 	if (pool->contig) {
 		if (pool->contig->nfree != pool->nr)
 			tp_log(TP_LOG_WARN, "vmm: %zu chunks still taken at close",
@@ -65,6 +82,8 @@ void tp_chunk_pool_free(struct tp_vmm *vmm, struct tp_chunk_pool *pool)
 
 size_t tp_chunk_pool_available(const struct tp_chunk_pool *pool)
 {
+	if (pool->ext)
+		return tp_extent_pool_available(pool->ext);
 	if (pool->contig)
 		return pool->contig->nfree;
 	return pool->nfree + (pool->nr - pool->created);
@@ -93,7 +112,7 @@ int tp_chunk_pool_set_contiguous(struct tp_chunk_pool *pool)
 {
 	if (pool->contig)
 		return 0;
-	if (pool->created)
+	if (pool->created || pool->ext)
 		return -EBUSY;
 	pool->contig = tp_contig_pool_new(pool->nr);
 	if (!pool->contig)
@@ -123,6 +142,7 @@ static int take_run(struct tp_vmm *vmm, struct tp_chunk_pool *pool,
 			/* Handles made so far stay for later. */
 			tp_contig_pool_put(pool->contig, start, n);
 			vmm->stats.chunks_created = pool->created;
+			vmm->stats.handles = vmm->stats.handles_created = pool->created;
 			return ret;
 		}
 		c->flags |= TP_CHUNK_CREATED;
@@ -133,6 +153,7 @@ static int take_run(struct tp_vmm *vmm, struct tp_chunk_pool *pool,
 		out[i] = &pool->chunks[start + i];
 	}
 	vmm->stats.chunks_created = pool->created;
+	vmm->stats.handles = vmm->stats.handles_created = pool->created;
 	return 0;
 }
 
@@ -149,6 +170,8 @@ int tp_chunk_pool_take_side(struct tp_vmm *vmm, struct tp_chunk_pool *pool,
 	size_t recycled, fresh, i;
 	int ret;
 
+	if (pool->ext)
+		return tp_extent_pool_take(vmm, pool->ext, out, n);
 	if (pool->contig)
 		return take_run(vmm, pool, out, n, side);
 	recycled = n < pool->nfree ? n : pool->nfree;
@@ -174,6 +197,7 @@ int tp_chunk_pool_take_side(struct tp_vmm *vmm, struct tp_chunk_pool *pool,
 		out[recycled + i] = &pool->chunks[pool->created + i];
 	pool->created += fresh;
 	vmm->stats.chunks_created = pool->created;
+	vmm->stats.handles = vmm->stats.handles_created = pool->created;
 	return 0;
 
 err_keep:
@@ -182,6 +206,7 @@ err_keep:
 		pool->created++;
 	}
 	vmm->stats.chunks_created = pool->created;
+	vmm->stats.handles = vmm->stats.handles_created = pool->created;
 	return ret;
 }
 
@@ -214,6 +239,10 @@ void tp_chunk_pool_put(struct tp_chunk_pool *pool, struct tp_chunk *const *c,
 {
 	size_t i;
 
+	if (pool->ext) {
+		tp_extent_pool_put(pool->ext, c, n);
+		return;
+	}
 	if (pool->contig) {
 		put_runs(pool, c, n);
 		return;

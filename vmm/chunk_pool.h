@@ -8,6 +8,7 @@
 #ifndef TP_VMM_CHUNK_POOL_H
 #define TP_VMM_CHUNK_POOL_H
 
+#include <stdbool.h>
 #include <stddef.h>
 
 #include "vmm/vmm.h"
@@ -25,13 +26,19 @@ struct tp_chunk_pool {
 	/* vmm.mode = contiguous: free runs instead of the free list, and
 	 * handles created lazily at any index (TP_CHUNK_CREATED says). */
 	struct tp_contig_pool *contig;
+	/* vmm.mapping = extents: handles sized to their runs instead
+	 * (extent_pool.c); @chunks is then unused. */
+	struct tp_extent_pool *ext;
 };
 
 /**
- * tp_chunk_pool_new() - a pool of @nr chunks, no handle created yet.
+ * tp_chunk_pool_new() - a pool of @nr chunks, no handle created yet: one
+ * handle per chunk, or with @extents handles of up to @max_pages chunks
+ * sized to the runs they back (extent_pool.h).
  * Return: the pool, or NULL with errno set (ENOMEM).
  */
-struct tp_chunk_pool *tp_chunk_pool_new(size_t nr);
+struct tp_chunk_pool *tp_chunk_pool_new(size_t nr, bool extents,
+					size_t max_pages);
 
 /**
  * tp_chunk_pool_free() - destroy every created handle and the pool.
@@ -41,8 +48,10 @@ struct tp_chunk_pool *tp_chunk_pool_new(size_t nr);
 void tp_chunk_pool_free(struct tp_vmm *vmm, struct tp_chunk_pool *pool);
 
 /**
- * tp_chunk_pool_take() - move @n chunks into @out, recycled ones first,
- * then new handles up to the budget.
+ * tp_chunk_pool_take() - the backing of a run of @n pages into @out, one
+ * entry per page: on the chunked pool @n chunks, recycled ones first,
+ * then new handles up to the budget; on the extent pool handles sized to
+ * the run (tp_extent_pool_take()).
  * Return: 0; -ENOMEM when fewer than @n are available (nothing taken);
  * the backend's error when a handle cannot be created (nothing taken,
  * handles made so far stay in the pool for later).
@@ -65,7 +74,7 @@ int tp_chunk_pool_take_side(struct tp_vmm *vmm, struct tp_chunk_pool *pool,
  */
 int tp_chunk_pool_set_contiguous(struct tp_chunk_pool *pool);
 
-/** tp_chunk_pool_put() - return @n taken chunks to the free list. */
+/** tp_chunk_pool_put() - return a per-page array of @n taken entries. */
 void tp_chunk_pool_put(struct tp_chunk_pool *pool, struct tp_chunk *const *c,
 		       size_t n);
 

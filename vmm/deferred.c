@@ -57,13 +57,12 @@ static int complete(struct tp_vmm *vmm, struct tp_deferred *d,
 	struct tp_deferred_unmap *u = *link;
 	int ret;
 
-	ret = tp_vmm_do_unmap(vmm, u->va, u->n * vmm->granularity, false);
+	ret = tp_vmm_do_unmap(vmm, u->va, u->chunks, u->n, false);
 	if (ret) {
 		tp_log(TP_LOG_ERROR, "vmm: deferred unmap of %zu chunks failed: %d",
 		       u->n, ret);
 		return ret;
 	}
-	vmm->stats.chunks_mapped -= u->n;
 	tp_chunk_pool_put(vmm->pool, u->chunks, u->n);
 	*link = u->next;
 	if (d->tail == &u->next)

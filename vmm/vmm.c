@@ -17,6 +17,7 @@
 #include "vmm/contig_pool.h"
 #include "vmm/deferred.h"
 #include "vmm/event.h"
+#include "vmm/extent_pool.h"
 #include "vmm/vmm.h"
 
 uint64_t tp_vmm_mono_ns(void)
@@ -142,6 +143,12 @@ struct tp_vmm *tp_vmm_open(const struct tp_conf *conf)
 	/* The driver's granule, or the chunk if larger: a chunk multiple. */
 	vmm->va_align = (TP_VMM_VA_ALIGN + vmm->granularity - 1) /
 			vmm->granularity * vmm->granularity;
+	/* Coop's contiguous pool indexes chunks: one handle each. */
+	vmm->mapping = conf->vmm_mode == TP_VMM_MODE_CONTIGUOUS ?
+		       TP_VMM_MAPPING_CHUNKS : conf->vmm_mapping;
+	vmm->extent_max = conf->vmm_extent_max / vmm->granularity;
+	if (conf->vmm_extent_max && !vmm->extent_max)
+		vmm->extent_max = 1;
 	tp_log(TP_LOG_INFO, "vmm: backend %s, chunk %zu bytes, device %llu bytes",
 	       vmm->ops->name, vmm->granularity,
 	       (unsigned long long)vmm->device_bytes);
@@ -184,7 +191,16 @@ int tp_vmm_pool_create(struct tp_vmm *vmm, uint64_t budget_bytes)
 		nr = 1;
 	if (nr > UINT32_MAX)
 		return -EINVAL;
-	vmm->pool = tp_chunk_pool_new((size_t)nr);
+	/* A handle may hold 1/32 of the budget at most: a tensor larger
+	 * than that can then leave in parts (partial eviction, the rows a
+	 * split op is done with) while the rest of it stays. */
+	if (!vmm->extent_max || vmm->extent_max > nr / TP_EXTENT_SHARE)
+		vmm->extent_max = nr / TP_EXTENT_SHARE;
+	if (!vmm->extent_max || vmm->mapping != TP_VMM_MAPPING_EXTENTS)
+		vmm->extent_max = 1;
+	vmm->pool = tp_chunk_pool_new((size_t)nr,
+				      vmm->mapping == TP_VMM_MAPPING_EXTENTS,
+				      vmm->extent_max);
 	if (!vmm->pool)
 		return -errno;
 	vmm->nr_chunks = (size_t)nr;
@@ -232,11 +248,24 @@ int tp_vmm_chunks_take_side(struct tp_vmm *vmm, struct tp_chunk **out,
 
 int tp_vmm_pool_set_contiguous(struct tp_vmm *vmm)
 {
+	struct tp_chunk_pool *pool;
+
 	if (!vmm->pool)
 		return -EINVAL;
 	/* The driver's physical memory is not one indexable run. */
 	if (vmm->ops == &tp_vmm_cuda_ops)
 		return -EOPNOTSUPP;
+	if (vmm->pool->ext) {
+		/* Runs of chunk indices need one handle per chunk. */
+		if (vmm->pool->ext->handles)
+			return -EBUSY;
+		pool = tp_chunk_pool_new(vmm->nr_chunks, false, 0);
+		if (!pool)
+			return -errno;
+		tp_chunk_pool_free(vmm, vmm->pool);
+		vmm->pool = pool;
+		vmm->mapping = TP_VMM_MAPPING_CHUNKS;
+	}
 	return tp_chunk_pool_set_contiguous(vmm->pool);
 }
 
@@ -359,7 +388,38 @@ int tp_vmm_release(struct tp_vmm *vmm, uintptr_t va, size_t len)
 	return tp_vmm_do_release(vmm, va, len, true);
 }
 
-int tp_vmm_do_unmap(struct tp_vmm *vmm, uintptr_t va, size_t len, bool inject)
+/*
+ * Whether the per-page array @c of a run of @n pages at @va holds whole
+ * handles, each repeated once per page it backs, and each mapped at its
+ * first page (@mapped) or not mapped anywhere.
+ */
+static bool whole_handles(const struct tp_vmm *vmm, uintptr_t va,
+			  struct tp_chunk *const *c, size_t n, bool mapped)
+{
+	for (size_t i = 0; i < n;) {
+		const struct tp_chunk *h = c[i];
+
+		if (!h || !h->pages || h->pages > n - i ||
+		    h->va != (mapped ? va + i * vmm->granularity : 0))
+			return false;
+		for (size_t j = 1; j < h->pages; j++)
+			if (c[i + j] != h)
+				return false;
+		i += h->pages;
+	}
+	return true;
+}
+
+/* Handles of the run that a map placed, or an unmap took away. */
+static void handles_at(const struct tp_vmm *vmm, uintptr_t va,
+		       struct tp_chunk *const *c, size_t n, bool mapped)
+{
+	for (size_t i = 0; i < n; i += c[i]->pages)
+		c[i]->va = mapped ? va + i * vmm->granularity : 0;
+}
+
+int tp_vmm_do_unmap(struct tp_vmm *vmm, uintptr_t va,
+		    struct tp_chunk *const *c, size_t n, bool inject)
 {
 	uint64_t t0;
 	int ret;
@@ -367,8 +427,12 @@ int tp_vmm_do_unmap(struct tp_vmm *vmm, uintptr_t va, size_t len, bool inject)
 	ret = tp_vmm_call_begin(vmm, TP_CALL_UNMAP, inject, &t0);
 	if (ret)
 		return ret;
-	ret = vmm->ops->unmap(vmm, va, len);
-	tp_vmm_call_end(vmm, TP_CALL_UNMAP, t0, len / vmm->granularity);
+	ret = vmm->ops->unmap(vmm, va, c, n);
+	tp_vmm_call_end(vmm, TP_CALL_UNMAP, t0, n);
+	if (!ret) {
+		handles_at(vmm, va, c, n, false);
+		vmm->stats.chunks_mapped -= n;
+	}
 	return ret;
 }
 
@@ -379,7 +443,7 @@ int tp_vmm_map(struct tp_vmm *vmm, uintptr_t va, struct tp_chunk *const *c,
 	uint64_t t0;
 	int ret;
 
-	if (!n || !aligned(vmm, va))
+	if (!n || !aligned(vmm, va) || !whole_handles(vmm, va, c, n, false))
 		return -EINVAL;
 	ret = tp_deferred_flush_range(vmm, vmm->deferred, va, len);
 	if (ret)
@@ -391,35 +455,31 @@ int tp_vmm_map(struct tp_vmm *vmm, uintptr_t va, struct tp_chunk *const *c,
 	tp_vmm_call_end(vmm, TP_CALL_MAP, t0, n);
 	if (ret)
 		return ret;
+	handles_at(vmm, va, c, n, true);
+	vmm->stats.chunks_mapped += n;
 
 	ret = tp_vmm_call_begin(vmm, TP_CALL_SET_ACCESS, true, &t0);
 	if (!ret) {
-		ret = vmm->ops->set_access(vmm, va, len, TP_PROT_RW);
+		ret = vmm->ops->set_access(vmm, va, c, n, TP_PROT_RW);
 		tp_vmm_call_end(vmm, TP_CALL_SET_ACCESS, t0, n);
 	}
 	if (ret)
 		goto err_unmap;
-
-	vmm->stats.chunks_mapped += n;
 	if (vmm->stats.chunks_mapped > vmm->stats.chunks_peak)
 		vmm->stats.chunks_peak = vmm->stats.chunks_mapped;
 	return 0;
 
 err_unmap:
-	tp_vmm_do_unmap(vmm, va, len, false);
+	tp_vmm_do_unmap(vmm, va, c, n, false);
 	return ret;
 }
 
-int tp_vmm_unmap(struct tp_vmm *vmm, uintptr_t va, size_t len)
+int tp_vmm_unmap(struct tp_vmm *vmm, uintptr_t va, struct tp_chunk *const *c,
+		 size_t n)
 {
-	int ret;
-
-	if (!len || !aligned(vmm, va) || !aligned(vmm, len))
+	if (!n || !aligned(vmm, va) || !whole_handles(vmm, va, c, n, true))
 		return -EINVAL;
-	ret = tp_vmm_do_unmap(vmm, va, len, true);
-	if (!ret)
-		vmm->stats.chunks_mapped -= len / vmm->granularity;
-	return ret;
+	return tp_vmm_do_unmap(vmm, va, c, n, true);
 }
 
 int tp_vmm_unmap_after(struct tp_vmm *vmm, uintptr_t va,
@@ -428,11 +488,11 @@ int tp_vmm_unmap_after(struct tp_vmm *vmm, uintptr_t va,
 {
 	int ret;
 
-	if (!n || !aligned(vmm, va))
+	if (!n || !aligned(vmm, va) || !whole_handles(vmm, va, chunks, n, true))
 		return -EINVAL;
 	/* Completed already: no reason to queue it. */
 	if (!ev || vmm->ops->event_query(vmm, ev) == 0) {
-		ret = tp_vmm_unmap(vmm, va, n * vmm->granularity);
+		ret = tp_vmm_do_unmap(vmm, va, chunks, n, true);
 		if (!ret)
 			tp_chunk_pool_put(vmm->pool, chunks, n);
 		return ret;
@@ -658,6 +718,14 @@ void *tp_vmm_stream_handle(struct tp_vmm *vmm, enum tp_stream s)
 uint64_t tp_vmm_now_ns(struct tp_vmm *vmm)
 {
 	return vmm->ops->now_ns(vmm);
+}
+
+int tp_vmm_op_ns(struct tp_vmm *vmm, const char *name, double flops,
+		 double bytes, uint64_t *ns)
+{
+	if (!vmm->ops->op_ns)
+		return -ENOENT;
+	return vmm->ops->op_ns(vmm, name, flops, bytes, ns);
 }
 
 bool tp_vmm_has_data(const struct tp_vmm *vmm)

@@ -19,6 +19,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include <urcu/list.h>
+
 #include "ctl/conf.h"
 
 struct tp_vmm;
@@ -52,12 +54,25 @@ enum tp_pool_side {
 #define TP_PROT_NONE	0u
 #define TP_PROT_RW	3u
 
-/* A physical chunk: one backend handle of vmm->chunk_size bytes. */
+/*
+ * A physical handle. On the chunked pool (vmm.mapping = chunks) each is
+ * one chunk; on the extent pool it holds @pages chunks and backs that
+ * many consecutive pages of one range. A handle maps whole: wherever the
+ * vmm takes an array of chunks for a run of pages, it has one entry per
+ * page, each handle repeated once per page it backs, and the run covers
+ * whole handles.
+ */
 struct tp_chunk {
 	uint64_t handle;	/* backend's: CUmemGenericAllocationHandle, memfd offset, id */
-	uint32_t index;		/* position in the pool, 0..nr_chunks-1 */
+	uint32_t index;		/* chunked: position in the pool, 0..nr_chunks-1;
+				 * extents: first chunk in the backend's
+				 * offset space (the host's memfd) */
 	uint32_t flags;		/* pool-private */
-	struct tp_chunk *next;	/* pool free list link */
+	uint32_t pages;		/* chunks it holds: 1 on the chunked pool */
+	uintptr_t va;		/* the page it is mapped at; 0: not mapped */
+	struct tp_chunk *next;	/* chunked pool: free list link */
+	struct cds_list_head lru;	/* extents: free (oldest first) or taken */
+	struct cds_list_head bucket;	/* extents: free, by size */
 };
 
 /* Kinds of backend call counted in the statistics and fault injection. */
@@ -104,27 +119,32 @@ struct tp_vmm_ops {
 	/* Give back a reservation; it must be fully unmapped. */
 	int (*release)(struct tp_vmm *vmm, uintptr_t va, size_t len);
 
-	/* Create the physical memory of chunk @c (sets c->handle). */
+	/* Create the physical memory of handle @c, c->pages chunks (sets
+	 * c->handle; c->index is its place in the offset space). */
 	int (*chunk_create)(struct tp_vmm *vmm, struct tp_chunk *c);
 	/* Destroy it; it must not be mapped anywhere. */
 	void (*chunk_destroy)(struct tp_vmm *vmm, struct tp_chunk *c);
 
 	/*
-	 * Map @n chunks at @va, @va + granularity, ... (a run of contiguous
-	 * pages of one reservation). Access is not granted until set_access.
-	 * On failure nothing of the run stays mapped.
+	 * Map the run of @n pages at @va, @va + granularity, ... from the
+	 * per-page array @chunks (whole handles, each mapped whole at its
+	 * first page). Access is not granted until set_access. On failure
+	 * nothing of the run stays mapped.
 	 */
 	int (*map)(struct tp_vmm *vmm, uintptr_t va,
 		   struct tp_chunk *const *chunks, size_t n);
-	/* Grant @prot on [@va, @va+@len) of mapped pages, in one call. */
-	int (*set_access)(struct tp_vmm *vmm, uintptr_t va, size_t len,
+	/* Grant @prot on the run of @n mapped pages at @va, in one call
+	 * where the driver allows. */
+	int (*set_access)(struct tp_vmm *vmm, uintptr_t va,
+			  struct tp_chunk *const *chunks, size_t n,
 			  unsigned prot);
 	/*
-	 * Unmap [@va, @va+@len); the range stays reserved and faults again.
-	 * The caller guarantees no in-flight work touches it (see
-	 * tp_vmm_unmap_after for the deferred form).
+	 * Unmap the run of @n pages at @va (whole handles); the range stays
+	 * reserved and faults again. The caller guarantees no in-flight work
+	 * touches it (see tp_vmm_unmap_after for the deferred form).
 	 */
-	int (*unmap)(struct tp_vmm *vmm, uintptr_t va, size_t len);
+	int (*unmap)(struct tp_vmm *vmm, uintptr_t va,
+		     struct tp_chunk *const *chunks, size_t n);
 
 	/*
 	 * Copy asynchronously on stream @s: device [@va, @va+@len) to host
@@ -187,6 +207,13 @@ struct tp_vmm_ops {
 	 */
 	int (*launch)(struct tp_vmm *vmm, enum tp_stream s, uint64_t cost_ns,
 		      int (*fn)(void *arg), void *arg);
+	/*
+	 * Optional: the device time of op @name doing @flops and moving
+	 * @bytes by the backend's model of its device (the sim's profile).
+	 * Return 0 with *@ns set, or -ENOENT when it has none.
+	 */
+	int (*op_ns)(struct tp_vmm *vmm, const char *name, double flops,
+		     double bytes, uint64_t *ns);
 	/* The native stream handle for launch functions (CUstream), or NULL. */
 	void *(*stream_handle)(struct tp_vmm *vmm, enum tp_stream s);
 
@@ -213,7 +240,11 @@ struct tp_vmm_stats {
 	struct tp_vmm_call_stats call[TP_NR_CALLS];
 	uint64_t chunks_mapped;		/* now */
 	uint64_t chunks_peak;
-	uint64_t chunks_created;
+	uint64_t chunks_created;	/* in live handles */
+	uint64_t handles;		/* live handles */
+	uint64_t handles_created;	/* ever */
+	uint64_t handles_released;	/* to re-carve the budget */
+	uint64_t recarves;		/* takes that re-carved */
 	uint64_t ranges_reserved;	/* now */
 	uint64_t deferred_unmaps;	/* pending now */
 	uint64_t deferred_releases;	/* ranges waiting on their unmaps */
@@ -230,6 +261,9 @@ struct tp_vmm {
 	size_t va_align;		/* reservations start and end on it */
 	uint64_t device_bytes;		/* total device memory */
 	size_t nr_chunks;		/* pool budget, in chunks */
+	int mapping;			/* enum tp_vmm_mapping */
+	size_t extent_max;		/* largest handle, chunks: 1 with
+					 * vmm.mapping = chunks */
 	struct tp_vmm_stats stats;
 	struct tp_chunk_pool *pool;
 	struct tp_deferred *deferred;	/* unmaps waiting on events */
@@ -254,14 +288,18 @@ void tp_vmm_close(struct tp_vmm *vmm);
 
 /*
  * Create the chunk pool with a budget of @budget_bytes (rounded down to
- * whole chunks, at least one). Handles are created lazily up to the budget
- * and recycled. Return 0, -EINVAL for a zero budget.
+ * whole chunks, at least one): one handle per chunk (vmm.mapping =
+ * chunks), or handles sized to the runs they back (extents). Handles are
+ * created lazily up to the budget and recycled. Return 0, -EINVAL for a
+ * zero budget.
  */
 int tp_vmm_pool_create(struct tp_vmm *vmm, uint64_t budget_bytes);
 
 /*
- * Take @n free chunks into @out. Beyond the budget: -ENOMEM and the pool is
- * unchanged (no partial take). First reaps completed deferred unmaps.
+ * Take the backing of a run of @n consecutive pages into @out, one entry
+ * per page (a handle of several chunks repeated once per page it backs).
+ * Beyond the budget: -ENOMEM and the pool is unchanged (no partial take).
+ * First reaps completed deferred unmaps.
  */
 int tp_vmm_chunks_take(struct tp_vmm *vmm, struct tp_chunk **out, size_t n);
 /*
@@ -297,7 +335,8 @@ uint64_t tp_vmm_frag_ppm(const struct tp_vmm *vmm);
 void tp_vmm_free_runs(const struct tp_vmm *vmm,
 		      void (*fn)(void *arg, size_t start, size_t len),
 		      void *arg);
-/* Return chunks that are not mapped anywhere. */
+/* Return the handles of a per-page array of @n entries (whole handles)
+ * that are not mapped anywhere. */
 void tp_vmm_chunks_put(struct tp_vmm *vmm, struct tp_chunk *const *c, size_t n);
 /* Free chunks now (not counting those waiting on deferred unmaps). */
 size_t tp_vmm_chunks_free(const struct tp_vmm *vmm);
@@ -318,20 +357,27 @@ int tp_vmm_reserve(struct tp_vmm *vmm, size_t len, uintptr_t *va);
 int tp_vmm_release(struct tp_vmm *vmm, uintptr_t va, size_t len);
 
 /*
- * Map @n chunks at @va and grant read/write, batching the run into one
- * map and one set_access call. A deferred unmap still pending over the
- * range is completed first (waiting on its event), so a page is never
- * mapped over a live mapping. On failure nothing stays mapped.
+ * Map the run of @n pages at @va from the per-page array @c (whole
+ * handles not mapped anywhere) and grant read/write, batching the run
+ * into one map and one set_access call. A deferred unmap still pending
+ * over the range is completed first (waiting on its event), so a page is
+ * never mapped over a live mapping. On failure nothing stays mapped.
+ * -EINVAL when @c does not hold whole handles.
  */
 int tp_vmm_map(struct tp_vmm *vmm, uintptr_t va, struct tp_chunk *const *c,
 	       size_t n);
-/* Unmap at once; the caller knows nothing in flight touches the pages. */
-int tp_vmm_unmap(struct tp_vmm *vmm, uintptr_t va, size_t len);
+/* Unmap the run of @n pages at @va, backed by the per-page array @c, at
+ * once: the caller knows nothing in flight touches them. -EINVAL when
+ * the run does not cover whole handles mapped there. */
+int tp_vmm_unmap(struct tp_vmm *vmm, uintptr_t va, struct tp_chunk *const *c,
+		 size_t n);
 
 /*
- * Unmap [@va, @va + @n chunks) and return @chunks to the pool once @ev has
- * completed (NULL, or an event already complete: at once). Until then the
- * pages stay mapped and the chunks count in tp_vmm_chunks_pending(). Never synchronises the device; pending
+ * Unmap the run of @n pages at @va (the per-page array @chunks, whole
+ * handles) and return its handles to the pool once @ev has completed
+ * (NULL, or an event already complete: at once). Until then the pages
+ * stay mapped and count in tp_vmm_chunks_pending(). Never synchronises
+ * the device; pending
  * unmaps are reaped by tp_vmm_reap() and by chunk takes. @ev is owned by
  * the caller and must stay alive until the unmap is reaped: the vmm takes
  * a reference through tp_vmm_event_get().
@@ -398,8 +444,28 @@ int tp_vmm_launch(struct tp_vmm *vmm, enum tp_stream s, uint64_t cost_ns,
 void *tp_vmm_stream_handle(struct tp_vmm *vmm, enum tp_stream s);
 uint64_t tp_vmm_now_ns(struct tp_vmm *vmm);
 
+/**
+ * tp_vmm_op_ns() - the device time of op @name doing @flops and moving
+ * @bytes, by the backend's model of its device.
+ * Return: 0 with *@ns set; -ENOENT when the backend has no model (the
+ * caller keeps its own estimate).
+ */
+int tp_vmm_op_ns(struct tp_vmm *vmm, const char *name, double flops,
+		 double bytes, uint64_t *ns);
+
 /* True when the backend holds real data (host, cuda); false on sim. */
 bool tp_vmm_has_data(const struct tp_vmm *vmm);
+
+/**
+ * tp_vmm_handle_first() - the page of the range at @va where handle @c,
+ * mapped in that range, starts.
+ */
+static inline size_t tp_vmm_handle_first(const struct tp_vmm *vmm,
+					 uintptr_t va,
+					 const struct tp_chunk *c)
+{
+	return (c->va - va) / vmm->granularity;
+}
 
 /* Round @bytes up to whole chunks. */
 static inline size_t tp_vmm_chunks_for(const struct tp_vmm *vmm, size_t bytes)

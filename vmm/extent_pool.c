@@ -1,0 +1,311 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The extent pool: handles sized to the runs they back, reused by size,
+ * re-carved when the budget has no room for the size wanted.
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <stdlib.h>
+
+#include "ctx/log.h"
+#include "vmm/calls.h"
+#include "vmm/chunk_pool.h"
+#include "vmm/extent_pool.h"
+
+struct tp_extent_pool *tp_extent_pool_new(size_t budget, size_t max_pages)
+{
+	struct tp_extent_pool *ep;
+
+	if (!budget) {
+		errno = EINVAL;
+		return NULL;
+	}
+	ep = calloc(1, sizeof(*ep));
+	if (!ep)
+		return NULL;
+	ep->budget = budget;
+	ep->max_pages = max_pages && max_pages < budget ? max_pages : budget;
+	CDS_INIT_LIST_HEAD(&ep->lru);
+	CDS_INIT_LIST_HEAD(&ep->taken);
+	for (size_t i = 0; i < TP_EXTENT_BUCKETS; i++)
+		CDS_INIT_LIST_HEAD(&ep->by_size[i]);
+	return ep;
+}
+
+/* --- the offset space ------------------------------------------------ */
+
+static int hole_insert(struct tp_extent_pool *ep, size_t at, size_t start,
+		       size_t len)
+{
+	if (ep->nholes == ep->cap_holes) {
+		size_t cap = ep->cap_holes ? 2 * ep->cap_holes : 16;
+		struct tp_extent_hole *h = realloc(ep->holes, cap * sizeof(*h));
+
+		if (!h)
+			return -ENOMEM;
+		ep->holes = h;
+		ep->cap_holes = cap;
+	}
+	for (size_t i = ep->nholes; i > at; i--)
+		ep->holes[i] = ep->holes[i - 1];
+	ep->holes[at] = (struct tp_extent_hole){ .start = start, .len = len };
+	ep->nholes++;
+	return 0;
+}
+
+static void hole_remove(struct tp_extent_pool *ep, size_t at)
+{
+	for (size_t i = at; i + 1 < ep->nholes; i++)
+		ep->holes[i] = ep->holes[i + 1];
+	ep->nholes--;
+}
+
+/* First fit in the holes, else at the top. */
+static size_t space_alloc(struct tp_extent_pool *ep, size_t n)
+{
+	size_t start;
+
+	for (size_t i = 0; i < ep->nholes; i++) {
+		struct tp_extent_hole *h = &ep->holes[i];
+
+		if (h->len < n)
+			continue;
+		start = h->start;
+		h->start += n;
+		h->len -= n;
+		if (!h->len)
+			hole_remove(ep, i);
+		return start;
+	}
+	start = ep->top;
+	ep->top += n;
+	return start;
+}
+
+/*
+ * Give [@start, @start + @n) back, merged with the holes beside it; at
+ * the top, the top comes down. A hole that cannot be recorded only costs
+ * offset space (the memory itself is released by the backend).
+ */
+static void space_free(struct tp_extent_pool *ep, size_t start, size_t n)
+{
+	size_t i = 0;
+
+	while (i < ep->nholes && ep->holes[i].start < start)
+		i++;
+	if (i && ep->holes[i - 1].start + ep->holes[i - 1].len == start) {
+		ep->holes[i - 1].len += n;
+		if (i < ep->nholes && start + n == ep->holes[i].start) {
+			ep->holes[i - 1].len += ep->holes[i].len;
+			hole_remove(ep, i);
+		}
+		i--;
+	} else if (i < ep->nholes && start + n == ep->holes[i].start) {
+		ep->holes[i].start = start;
+		ep->holes[i].len += n;
+	} else if (hole_insert(ep, i, start, n)) {
+		return;
+	}
+	if (ep->holes[i].start + ep->holes[i].len == ep->top) {
+		ep->top = ep->holes[i].start;
+		hole_remove(ep, i);
+	}
+}
+
+/* --- handles ----------------------------------------------------------- */
+
+static struct cds_list_head *bucket(struct tp_extent_pool *ep, size_t pages)
+{
+	return &ep->by_size[pages % TP_EXTENT_BUCKETS];
+}
+
+static void free_push(struct tp_extent_pool *ep, struct tp_chunk *c)
+{
+	c->flags |= TP_CHUNK_FREE;
+	cds_list_del(&c->lru);
+	cds_list_add_tail(&c->lru, &ep->lru);
+	cds_list_add_tail(&c->bucket, bucket(ep, c->pages));
+	ep->nfree += c->pages;
+}
+
+/* Off the free lists, onto the taken list. */
+static void free_unlink(struct tp_extent_pool *ep, struct tp_chunk *c)
+{
+	c->flags &= ~TP_CHUNK_FREE;
+	cds_list_del(&c->lru);
+	cds_list_del(&c->bucket);
+	cds_list_add_tail(&c->lru, &ep->taken);
+	ep->nfree -= c->pages;
+}
+
+/* The most recently freed handle of exactly @pages chunks, or NULL. */
+static struct tp_chunk *free_find(struct tp_extent_pool *ep, size_t pages)
+{
+	struct tp_chunk *c;
+
+	cds_list_for_each_entry_reverse(c, bucket(ep, pages), bucket)
+		if (c->pages == pages)
+			return c;
+	return NULL;
+}
+
+static void handle_destroy(struct tp_vmm *vmm, struct tp_extent_pool *ep,
+			   struct tp_chunk *c)
+{
+	tp_vmm_do_chunk_destroy(vmm, c);
+	cds_list_del(&c->lru);
+	space_free(ep, c->index, c->pages);
+	ep->created -= c->pages;
+	ep->handles--;
+	vmm->stats.chunks_created = ep->created;
+	vmm->stats.handles = ep->handles;
+	free(c);
+}
+
+static int handle_create(struct tp_vmm *vmm, struct tp_extent_pool *ep,
+			 size_t pages, struct tp_chunk **out)
+{
+	struct tp_chunk *c = calloc(1, sizeof(*c));
+	int ret;
+
+	if (!c)
+		return -ENOMEM;
+	c->pages = (uint32_t)pages;
+	c->index = (uint32_t)space_alloc(ep, pages);
+	ret = tp_vmm_do_chunk_create(vmm, c);
+	if (ret) {
+		space_free(ep, c->index, pages);
+		free(c);
+		return ret;
+	}
+	c->flags = TP_CHUNK_CREATED;
+	cds_list_add_tail(&c->lru, &ep->taken);
+	ep->created += pages;
+	ep->handles++;
+	vmm->stats.chunks_created = ep->created;
+	vmm->stats.handles = ep->handles;
+	vmm->stats.handles_created++;
+	*out = c;
+	return 0;
+}
+
+/*
+ * Make room in the budget for a new handle of @pages chunks by releasing
+ * free ones: the smallest that alone suffices, else the oldest until
+ * enough. Return: 0, or -ENOMEM when the free handles cannot make it.
+ */
+static int recarve(struct tp_vmm *vmm, struct tp_extent_pool *ep,
+		   size_t pages)
+{
+	struct tp_chunk *c, *tmp, *best = NULL;
+	size_t lack;
+
+	if (ep->budget - ep->created >= pages)
+		return 0;
+	lack = pages - (ep->budget - ep->created);
+	if (ep->nfree < lack)
+		return -ENOMEM;
+	vmm->stats.recarves++;
+	cds_list_for_each_entry(c, &ep->lru, lru)
+		if (c->pages >= lack && (!best || c->pages < best->pages))
+			best = c;
+	if (best) {
+		free_unlink(ep, best);
+		handle_destroy(vmm, ep, best);
+		vmm->stats.handles_released++;
+		return 0;
+	}
+	cds_list_for_each_entry_safe(c, tmp, &ep->lru, lru) {
+		if (ep->budget - ep->created >= pages)
+			break;
+		free_unlink(ep, c);
+		handle_destroy(vmm, ep, c);
+		vmm->stats.handles_released++;
+	}
+	return 0;
+}
+
+/* One handle of exactly @pages chunks: a free one, or a new one. */
+static int take_one(struct tp_vmm *vmm, struct tp_extent_pool *ep,
+		    size_t pages, struct tp_chunk **out)
+{
+	struct tp_chunk *c = free_find(ep, pages);
+	int ret;
+
+	if (c) {
+		free_unlink(ep, c);
+		*out = c;
+		return 0;
+	}
+	ret = recarve(vmm, ep, pages);
+	if (ret)
+		return ret;
+	return handle_create(vmm, ep, pages, out);
+}
+
+int tp_extent_pool_take(struct tp_vmm *vmm, struct tp_extent_pool *ep,
+			struct tp_chunk **out, size_t n)
+{
+	size_t done = 0;
+	int ret;
+
+	if (n > tp_extent_pool_available(ep))
+		return -ENOMEM;
+	while (done < n) {
+		size_t pages = n - done < ep->max_pages ? n - done :
+							  ep->max_pages;
+		struct tp_chunk *c;
+
+		ret = take_one(vmm, ep, pages, &c);
+		if (ret)
+			goto err_put;
+		for (size_t i = 0; i < pages; i++)
+			out[done + i] = c;
+		done += pages;
+	}
+	return 0;
+
+err_put:
+	tp_extent_pool_put(ep, out, done);
+	return ret;
+}
+
+void tp_extent_pool_put(struct tp_extent_pool *ep, struct tp_chunk *const *c,
+			size_t n)
+{
+	for (size_t i = 0; i < n; i += c[i]->pages) {
+		if (c[i]->flags & TP_CHUNK_FREE) {
+			/* A double put would hand one handle out twice. */
+			tp_log(TP_LOG_ERROR, "vmm: handle at %u returned twice",
+			       c[i]->index);
+			continue;
+		}
+		free_push(ep, c[i]);
+	}
+}
+
+size_t tp_extent_pool_available(const struct tp_extent_pool *ep)
+{
+	return ep->budget - ep->created + ep->nfree;
+}
+
+void tp_extent_pool_free(struct tp_vmm *vmm, struct tp_extent_pool *ep)
+{
+	struct tp_chunk *c, *tmp;
+	size_t taken;
+
+	if (!ep)
+		return;
+	taken = ep->created - ep->nfree;
+	if (taken)
+		tp_log(TP_LOG_WARN, "vmm: %zu chunks still taken at close", taken);
+	cds_list_for_each_entry_safe(c, tmp, &ep->lru, lru) {
+		free_unlink(ep, c);
+		handle_destroy(vmm, ep, c);
+	}
+	cds_list_for_each_entry_safe(c, tmp, &ep->taken, lru)
+		handle_destroy(vmm, ep, c);
+	free(ep->holes);
+	free(ep);
+}

@@ -1,0 +1,91 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The extent pool (vmm.mapping = extents): physical handles sized to the
+ * runs of pages they back, within a budget of chunks. The driver charges
+ * per handle, not per byte (DESIGN.md, "Backends"), so a tensor backed by
+ * one handle of its size is mapped and unmapped for the price of one
+ * chunk. A handle maps whole, so it cannot be cut: when no free handle
+ * has the size a run needs and the budget has no room for a new one,
+ * free handles are released to make that room (re-carving). Free memory
+ * is never lost to the shape of what is free: a take of n chunks fails
+ * only when fewer than n are free in all.
+ */
+#ifndef TP_VMM_EXTENT_POOL_H
+#define TP_VMM_EXTENT_POOL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include <urcu/list.h>
+
+#include "vmm/vmm.h"
+
+#define TP_EXTENT_BUCKETS	64
+
+/* A handle holds at most this fraction of the budget (vmm.extent_max). */
+#define TP_EXTENT_SHARE		32
+
+/* A free range [start, start + len) of the backend's offset space. */
+struct tp_extent_hole {
+	size_t start, len;
+};
+
+struct tp_extent_pool {
+	size_t budget;			/* chunks */
+	size_t max_pages;		/* largest handle, chunks */
+	size_t created;			/* chunks in live handles */
+	size_t nfree;			/* chunks in free handles */
+	size_t handles;			/* live handles */
+	/* Free handles: oldest first for re-carving, and by size; taken
+	 * handles on a list of their own, so that close finds them. */
+	struct cds_list_head lru;
+	struct cds_list_head taken;
+	struct cds_list_head by_size[TP_EXTENT_BUCKETS];
+	/*
+	 * Where each handle lies in the backend's offset space (the host
+	 * backend's memfd): first fit over the holes, else past the top.
+	 * Released handles leave holes; the space never holds more than
+	 * the budget at once.
+	 */
+	struct tp_extent_hole *holes;	/* offset order, never adjacent */
+	size_t nholes, cap_holes;
+	size_t top;
+};
+
+/**
+ * tp_extent_pool_new() - a pool of @budget chunks whose handles hold at
+ * most @max_pages chunks (0: no limit). No handle is created yet.
+ * Return: the pool, or NULL with errno set.
+ */
+struct tp_extent_pool *tp_extent_pool_new(size_t budget, size_t max_pages);
+
+/**
+ * tp_extent_pool_free() - release every handle and the pool. Handles
+ * still taken are reported and released too: the caller has unmapped
+ * everything by then.
+ */
+void tp_extent_pool_free(struct tp_vmm *vmm, struct tp_extent_pool *ep);
+
+/**
+ * tp_extent_pool_take() - back a run of @n consecutive pages: handles of
+ * at most max_pages chunks whose sizes add up to @n, each repeated in
+ * @out once per page it backs (@out has @n entries, in page order).
+ * A free handle of the size wanted is reused; else one is created, after
+ * releasing free handles, oldest first, when the budget has no room.
+ * Return: 0; -ENOMEM when fewer than @n chunks are free (nothing taken);
+ * the backend's error when a handle cannot be created (nothing taken).
+ */
+int tp_extent_pool_take(struct tp_vmm *vmm, struct tp_extent_pool *ep,
+			struct tp_chunk **out, size_t n);
+
+/**
+ * tp_extent_pool_put() - return the handles of a per-page array of @n
+ * entries (each handle repeated once per page, as take gave them).
+ */
+void tp_extent_pool_put(struct tp_extent_pool *ep, struct tp_chunk *const *c,
+			size_t n);
+
+/** tp_extent_pool_available() - chunks a take could get now. */
+size_t tp_extent_pool_available(const struct tp_extent_pool *ep);
+
+#endif /* TP_VMM_EXTENT_POOL_H */

@@ -1,0 +1,78 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * What the sim backend charges, by profile (vmm.sim.profile): "custom"
+ * takes the vmm.sim.* keys, "h200" what an NVIDIA H200 measured
+ * (sim_profile_h200.c). A profile prices the driver per handle as a
+ * function of the handle's size, copies by their engines' bandwidth, and
+ * ops by the work they do.
+ */
+#ifndef TP_VMM_SIM_PROFILE_H
+#define TP_VMM_SIM_PROFILE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* What one driver call costs on one handle of @bytes (medians, ns). */
+struct tp_sim_handle_cost {
+	uint64_t bytes;
+	uint32_t create_ns, map_ns, set_access_ns, unmap_ns, release_ns;
+};
+
+enum tp_sim_driver_call {
+	TP_SIM_CREATE,
+	TP_SIM_MAP,
+	TP_SIM_SET_ACCESS,
+	TP_SIM_UNMAP,
+	TP_SIM_RELEASE,
+};
+
+/*
+ * An op's time on the device from its work: @launch_ns + @flops /
+ * @flops_per_ns + @bytes / @bytes_per_ns (either rate 0: not charged).
+ */
+struct tp_sim_op_cost {
+	const char *name;		/* the op type's name; NULL: any */
+	double launch_ns;
+	double flops_per_ns;
+	double bytes_per_ns;
+};
+
+struct tp_sim_profile {
+	const char *name;
+	const char *device;		/* what it was measured on */
+	uint64_t device_bytes;		/* what 100% means */
+	/* Per-handle driver costs at measured sizes, ascending. */
+	const struct tp_sim_handle_cost *handle;
+	size_t nr_handle;
+	uint64_t reserve_ns;		/* one VA reservation or its release */
+	/* Host <-> device copies (each way) and device <-> device. */
+	double link_bytes_per_ns;
+	uint64_t copy_latency_ns;
+	double d2d_bytes_per_ns;
+	uint64_t d2d_latency_ns;
+	/* Host time to issue one op (the launch API and the library). */
+	uint64_t issue_ns;
+	/* Ops by name, then the model for any other. */
+	const struct tp_sim_op_cost *ops;
+	size_t nr_ops;
+	struct tp_sim_op_cost other;
+};
+
+extern const struct tp_sim_profile tp_sim_profile_h200;
+
+/**
+ * tp_sim_handle_ns() - what @call costs on one handle of @bytes:
+ * interpolated log-log between the measured sizes around it, and
+ * extrapolated along the nearest segment beyond them.
+ */
+uint64_t tp_sim_handle_ns(const struct tp_sim_profile *p,
+			  enum tp_sim_driver_call call, uint64_t bytes);
+
+/**
+ * tp_sim_op_ns() - the device time of op @name doing @flops and moving
+ * @bytes, by the profile's fit for it (or the one for any op).
+ */
+uint64_t tp_sim_op_ns(const struct tp_sim_profile *p, const char *name,
+		      double flops, double bytes);
+
+#endif /* TP_VMM_SIM_PROFILE_H */

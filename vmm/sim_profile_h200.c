@@ -1,0 +1,45 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The "h200" sim profile: what an NVIDIA H200 (driver 580.159.04, CUDA
+ * 13.0) measured on 2026-11-26. The driver's costs are medians of nine
+ * create/map/set_access/unmap/release cycles of one handle per size; the
+ * copies are pinned host <-> device at 55 GB/s each way (2 MiB in
+ * 40.5 us) and device <-> device at 2.1 TB/s (2 MiB in 5.6 us). The op
+ * fits come from the GPU-timed ops of tpager-train's ResNet-50 (batch
+ * 128) on that machine, by scripts/sim-calibrate.
+ */
+#include "config.h"
+
+#include "vmm/sim_profile.h"
+
+#define US(x)	((uint32_t)((x) * 1000 + 0.5))
+
+static const struct tp_sim_handle_cost h200_handle[] = {
+	/* bytes         create    map       set_access unmap     release */
+	{ 2ull << 20,   US(7.0),  US(0.7),  US(19.4),  US(13.3), US(8.9) },
+	{ 8ull << 20,   US(6.9),  US(0.6),  US(18.8),  US(13.2), US(11.6) },
+	{ 32ull << 20,  US(12.8), US(0.6),  US(32.5),  US(20.4), US(16.8) },
+	{ 128ull << 20, US(8.2),  US(0.7),  US(34.0),  US(21.5), US(47.8) },
+	{ 512ull << 20, US(32.1), US(0.6),  US(44.7),  US(24.2), US(138.8) },
+	{ 2ull << 30,   US(22.2), US(0.8),  US(82.7),  US(37.6), US(517.8) },
+};
+
+#include "vmm/sim_profile_h200_ops.inc"
+
+const struct tp_sim_profile tp_sim_profile_h200 = {
+	.name = "h200",
+	.device = "NVIDIA H200",
+	.device_bytes = 143771ull << 20,
+	.handle = h200_handle,
+	.nr_handle = sizeof(h200_handle) / sizeof(h200_handle[0]),
+	/* not measured: cuMemAddressReserve costs about a map */
+	.reserve_ns = 2000,
+	.link_bytes_per_ns = 55.0,
+	.copy_latency_ns = 2400,
+	.d2d_bytes_per_ns = 2100.0,
+	.d2d_latency_ns = 4600,
+	.issue_ns = H200_ISSUE_NS,
+	.ops = h200_ops,
+	.nr_ops = sizeof(h200_ops) / sizeof(h200_ops[0]),
+	.other = H200_OTHER,
+};

@@ -7,6 +7,7 @@
  */
 #include <errno.h>
 #include <inttypes.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -19,11 +20,26 @@
 #define TRACE_NAME	64u
 #define TRACE_PID	1
 
-/* One tid per stream, named like the stream (Perfetto shows the names). */
+/*
+ * One tid per stream, named like the stream (Perfetto shows the names),
+ * then the host's: the driver calls it made and its waits on the device.
+ */
 static const char *const track_name[TP_NR_STREAMS] = {
 	[TP_STREAM_COMPUTE] = "compute",
 	[TP_STREAM_D2H] = "d2h",
 	[TP_STREAM_H2D] = "h2d",
+};
+#define TID_DRIVER	(TP_NR_STREAMS + 1)
+#define TID_WAITS	(TP_NR_STREAMS + 2)
+
+static const char *const call_name[] = {
+	[TP_CALL_RESERVE] = "reserve",
+	[TP_CALL_RELEASE] = "release range",
+	[TP_CALL_CHUNK_CREATE] = "create handle",
+	[TP_CALL_CHUNK_DESTROY] = "release handle",
+	[TP_CALL_MAP] = "map",
+	[TP_CALL_SET_ACCESS] = "set access",
+	[TP_CALL_UNMAP] = "unmap",
 };
 
 struct trace_span {
@@ -35,6 +51,8 @@ struct trace_span {
 	const char *cat;
 	char name[TRACE_NAME];
 	uint64_t tensor, bytes, issue_ns;
+	struct tp_op_work work;		/* an op's, when known */
+	bool has_work;
 };
 
 struct trace_rec {
@@ -45,6 +63,10 @@ struct trace_rec {
 	uint64_t ts, dur;		/* ns on the backend clock */
 	uint64_t tensor, bytes;		/* X, i */
 	uint64_t dev, host;		/* C */
+	struct tp_op_work work;		/* X of an op, when has_work */
+	bool has_work;
+	int tid;			/* a host track; 0: stream s's */
+	uint64_t units;			/* driver calls: chunks */
 };
 
 struct tp_tracer {
@@ -61,6 +83,8 @@ struct tp_tracer {
 	unsigned nr_buf;
 	uint64_t last_dev, last_host, last_c_ts;
 	bool sampled;
+	struct tp_vmm_observer obs;	/* installed on the vmm */
+	pthread_t owner;		/* the caller's thread */
 };
 
 static void json_str(FILE *f, const char *s)
@@ -95,11 +119,18 @@ static void write_rec(struct tp_tracer *tr, const struct trace_rec *r)
 		json_str(f, r->name);
 		fprintf(f, ",\"cat\":\"%s\",\"ph\":\"X\",\"ts\":%.3f,\"dur\":%.3f,\"pid\":%d,\"tid\":%d",
 			r->cat, us(tr, r->ts), (double)r->dur / 1e3, TRACE_PID,
-			(int)r->s + 1);
-		/* Copies say which tensor moved and how much. */
+			r->tid ? r->tid : (int)r->s + 1);
+		/* Copies say which tensor moved and how much; ops what
+		 * work they did, for device models (scripts/sim-calibrate). */
 		if (r->bytes)
 			fprintf(f, ",\"args\":{\"tensor\":%" PRIu64 ",\"bytes\":%" PRIu64 "}",
 				r->tensor, r->bytes);
+		else if (r->has_work)
+			fprintf(f, ",\"args\":{\"flops\":%.17g,\"bytes\":%.17g}",
+				r->work.flops, r->work.bytes);
+		else if (r->units)
+			fprintf(f, ",\"args\":{\"chunks\":%" PRIu64 "}",
+				r->units);
 		fputc('}', f);
 		break;
 	case 'i':
@@ -207,6 +238,8 @@ static void finish_head(struct tp_tracer *tr)
 		r->dur = end - start;
 		r->tensor = sp->tensor;
 		r->bytes = sp->bytes;
+		r->work = sp->work;
+		r->has_work = sp->has_work;
 	}
 	tr->head = (tr->head + 1) % tr->cap;
 	tr->count--;
@@ -276,8 +309,40 @@ static struct trace_span *span_new(struct tp_tracer *tr, bool op)
 	sp->dropped = false;
 	sp->name[0] = '\0';
 	sp->tensor = sp->bytes = sp->issue_ns = 0;
+	sp->has_work = false;
 	tr->count++;
 	return sp;
+}
+
+/* A span of the host's, on track @tid, from @t0 to @t1 (host clock). */
+static void host_span(struct tp_tracer *tr, int tid, const char *cat,
+		      const char *name, uint64_t t0, uint64_t t1,
+		      uint64_t units)
+{
+	struct trace_rec *r;
+
+	if (!pthread_equal(pthread_self(), tr->owner) || t1 < tr->t0)
+		return;
+	r = rec_new(tr, 'X');
+	r->tid = tid;
+	r->cat = cat;
+	snprintf(r->name, sizeof(r->name), "%s", name);
+	r->ts = t0 > tr->t0 ? t0 : tr->t0;
+	r->dur = t1 - r->ts;
+	r->units = units;
+}
+
+static void on_driver(void *priv, enum tp_vmm_call k, uint64_t t0,
+		      uint64_t t1, uint64_t units)
+{
+	host_span(priv, TID_DRIVER, "driver", call_name[k], t0, t1, units);
+}
+
+static void on_wait(void *priv, uint64_t t0, uint64_t t1)
+{
+	/* A wait that did not wait is no news. */
+	if (t1 > t0)
+		host_span(priv, TID_WAITS, "wait", "wait", t0, t1, 0);
 }
 
 int tp_tracer_op_begin(struct tp_tracer *tr)
@@ -299,7 +364,7 @@ int tp_tracer_op_begin(struct tp_tracer *tr)
 }
 
 void tp_tracer_op_end(struct tp_tracer *tr, int span, const char *name,
-		      bool recompute, bool ok)
+		      bool recompute, bool ok, const struct tp_op_work *work)
 {
 	struct trace_span *sp;
 
@@ -317,6 +382,9 @@ void tp_tracer_op_end(struct tp_tracer *tr, int span, const char *name,
 	sp->cat = recompute ? "recompute" : "op";
 	snprintf(sp->name, sizeof(sp->name), recompute ? "%s (recompute)" : "%s",
 		 name ? name : "op");
+	sp->has_work = work != NULL;
+	if (work)
+		sp->work = *work;
 	sample(tr, tr->last_host);
 }
 
@@ -402,8 +470,17 @@ struct tp_tracer *tp_tracer_open(struct tp_vmm *vmm, const char *path)
 	for (s = 0; s < TP_NR_STREAMS; s++)
 		fprintf(tr->f, ",\n{\"name\":\"thread_name\",\"ph\":\"M\",\"pid\":%d,\"tid\":%d,\"args\":{\"name\":\"%s\"}}",
 			TRACE_PID, s + 1, track_name[s]);
+	fprintf(tr->f, ",\n{\"name\":\"thread_name\",\"ph\":\"M\",\"pid\":%d,\"tid\":%d,\"args\":{\"name\":\"host: driver calls\"}}",
+		TRACE_PID, TID_DRIVER);
+	fprintf(tr->f, ",\n{\"name\":\"thread_name\",\"ph\":\"M\",\"pid\":%d,\"tid\":%d,\"args\":{\"name\":\"host: waits on the device\"}}",
+		TRACE_PID, TID_WAITS);
 	check_io(tr);
 	sample(tr, 0);
+	tr->owner = pthread_self();
+	tr->obs = (struct tp_vmm_observer){
+		.driver = on_driver, .wait = on_wait, .priv = tr,
+	};
+	vmm->obs = &tr->obs;
 	return tr;
 
 err_close:
@@ -426,6 +503,8 @@ int tp_tracer_close(struct tp_tracer *tr)
 
 	if (!tr)
 		return 0;
+	if (tr->vmm->obs == &tr->obs)
+		tr->vmm->obs = NULL;
 	harvest(tr, true);
 	flush(tr);
 	if (!tr->err)

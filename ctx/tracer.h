@@ -2,7 +2,10 @@
 /*
  * stats.trace: a Chrome/Perfetto JSON trace of the three streams (ops on
  * compute, offloads on d2h, reloads and prefetches on h2d), evictions,
- * and a counter of device and host swap bytes in use.
+ * the host's driver calls (by kind, with the chunks they covered) and its
+ * waits on the device, and a counter of device and host swap bytes in
+ * use: an idle compute track beside a busy driver track is time lost to
+ * the driver.
  *
  * Spans are timed by the backend: a timed event recorded on the stream
  * after the work, read once it has completed, against an epoch event
@@ -19,6 +22,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "tpager.h"
 #include "vmm/vmm.h"
 
 struct tp_tracer;
@@ -55,9 +59,10 @@ int tp_tracer_op_begin(struct tp_tracer *tr);
  * tp_tracer_op_end() - the op of span @span was launched (@ok) or failed.
  * @name: the op type's name; @recompute: a replay, named "NAME
  * (recompute)" in category "recompute" instead of "op".
+ * @work: what the op did (its args "flops" and "bytes"), or NULL.
  */
 void tp_tracer_op_end(struct tp_tracer *tr, int span, const char *name,
-		      bool recompute, bool ok);
+		      bool recompute, bool ok, const struct tp_op_work *work);
 
 /**
  * tp_tracer_copy() - copies of @bytes for tensor @tensor were just

@@ -50,6 +50,12 @@ struct tp_tensor;
 #define TP_EVICT_PINNED		(1u << 1)	/* never evicted: offload only */
 #define TP_OFFLOAD_PINNED	(1u << 2)	/* never offloaded: evict only */
 #define TP_NO_PAGING		(1u << 3)	/* never leaves device memory */
+/*
+ * Scratch: its contents need not survive from one acquire to the next
+ * (an op's workspace). It leaves by dropping its pages, without a copy
+ * or a recompute, and comes back unwritten.
+ */
+#define TP_SCRATCH		(1u << 4)
 /* What the tensor is, for traces and reports (no effect on paging). */
 #define TP_KIND_INPUT		(1u << 8)
 #define TP_KIND_PARAM		(1u << 9)
@@ -99,8 +105,9 @@ TP_API struct tp_tensor *tp_tensor_create(struct tp_ctx *ctx, size_t bytes,
  *
  * Waits on an in-flight reload, reloads offloaded pages or regenerates
  * evicted ones, making room through the policy. The compute stream is
- * ordered after every copy the data depends on; the host is not blocked by
- * that ordering on a GPU backend.
+ * ordered after every copy the data depends on and after the work its
+ * memory's previous owner left queued; the host is not blocked by that
+ * ordering on a GPU backend, so work on the memory belongs on that stream.
  *
  * Return: the tensor's stable device address, or NULL with errno (ENOMEM
  * when nothing can leave to make room; the tensor is unchanged).
@@ -199,6 +206,16 @@ TP_API int tp_iteration_end(struct tp_ctx *ctx);
 struct tp_op_launch;
 
 /*
+ * The work of one run of an op, for models of a device's speed (the sim
+ * backend's measured profiles, vmm.sim.profile): floating-point
+ * operations, and bytes read and written.
+ */
+struct tp_op_work {
+	double flops;
+	double bytes;
+};
+
+/*
  * How a splittable op may run in parts: the tensors whose bit is set are
  * cut along their outermost dimension of @rows rows (each one's bytes a
  * multiple of @rows), a part computing a run of rows; the others are
@@ -240,6 +257,15 @@ struct tp_op_type {
 		     const size_t *in_bytes, unsigned n_in,
 		     const size_t *out_bytes, unsigned n_out,
 		     struct tp_op_split *s);
+	/*
+	 * Optional: the work of a run with these params and input sizes
+	 * (struct tp_op_work). Where the backend models its device (the
+	 * sim's measured profiles), it prices the op from this instead of
+	 * @cost_ns. Nonzero when the params describe no run.
+	 */
+	int (*work)(const void *params, size_t params_len,
+		    const size_t *in_bytes, unsigned n_in,
+		    struct tp_op_work *w);
 };
 
 #define TP_OP_INPLACE		(1u << 0)

@@ -465,7 +465,8 @@ void tp_model_end_step(struct tp_model *m)
 	/* nothing of the step is left to read the old workspace */
 	if (m->ws_need > m->ws.bytes) {
 		struct tp_tensor *t = tp_tensor_create(m->ctx, m->ws_need,
-				TP_UNCOMPUTABLE | TP_KIND_WORKSPACE);
+				TP_UNCOMPUTABLE | TP_SCRATCH |
+				TP_KIND_WORKSPACE);
 
 		if (t) {
 			if (m->ws.t)

@@ -225,7 +225,8 @@ int tp_kernels_shape(const struct tp_op_type *type, const void *params,
 /**
  * tp_kernels_workspace_bytes() - the workspace an op wants on @ctx's
  * backend: the cuDNN algorithms' scratch for a convolution on the cuda
- * backend, 0 for every other op and backend.
+ * backend, what the sim's profile of a GPU says it took there
+ * (vmm.sim.profile), 0 for every other op and backend.
  * @bytes: filled with the size.
  *
  * Return: 0; -EINVAL for params the op does not accept; -EIO when cuDNN

@@ -586,6 +586,26 @@ uint64_t tp_kernel_cost(const struct tp_kernel *k, const void *params,
 	return (uint64_t)(TP_KERNEL_LAUNCH_NS + (t_flop > t_mem ? t_flop : t_mem));
 }
 
+/* The work callback of every registry op, through its descriptor. */
+static int work_of(const struct tp_kernel *k, const void *params,
+		   size_t params_len, const size_t *in_bytes, unsigned n_in,
+		   struct tp_op_work *w)
+{
+	size_t in[TP_KERNEL_MAX_IO], out[TP_KERNEL_MAX_IO];
+	unsigned ni, no, i;
+
+	if (!params || params_len != k->params_len ||
+	    k->shape(params, in, &ni, out, &no))
+		return -EINVAL;
+	w->bytes = 0;
+	for (i = 0; i < ni; i++)
+		w->bytes += (double)(i < n_in && in_bytes ? in_bytes[i] : in[i]);
+	for (i = 0; i < no; i++)
+		w->bytes += (double)out[i];
+	w->flops = k->flops(params);
+	return 0;
+}
+
 /* --- split ------------------------------------------------------------ */
 
 static bool is_cut(uint64_t mask, unsigned i)
@@ -769,14 +789,17 @@ static int launch(const struct tp_op_launch *l)
 
 #define COST_FN(name) \
 	static uint64_t cost_##name(const void *p, size_t len, \
-				    const size_t *in, unsigned n_in);
+				    const size_t *in, unsigned n_in); \
+	static int work_##name(const void *p, size_t len, \
+			       const size_t *in, unsigned n_in, \
+			       struct tp_op_work *w);
 
 #define KERNEL_X(op, ptype, shp, flp, fl, ws, spl, rws, cin, cout) \
 	[K_##op] = { \
 		.type = { .name = #op, .launch = launch, \
 			  .cost_ns = cost_##op, .flags = fl, \
 			  .inplace_out = 0, .inplace_in = 0, \
-			  .split = spl }, \
+			  .split = spl, .work = work_##op }, \
 		.params_len = sizeof(struct ptype), \
 		.shape = shape_##shp, .flops = flops_##flp, \
 		.cpu = tp_cpu_##op, .cuda = CUDA_FN(op), \
@@ -896,6 +919,12 @@ static const struct tp_kernel kernels[K_COUNT] = {
 				    const size_t *in, unsigned n_in) \
 	{ \
 		return tp_kernel_cost(&kernels[K_##name], p, len, in, n_in); \
+	} \
+	static int work_##name(const void *p, size_t len, \
+			       const size_t *in, unsigned n_in, \
+			       struct tp_op_work *w) \
+	{ \
+		return work_of(&kernels[K_##name], p, len, in, n_in, w); \
 	}
 TP_CPU_OPS(COST_BODY)
 
@@ -957,9 +986,21 @@ int tp_kernels_workspace_bytes(struct tp_ctx *ctx,
 
 	*bytes = 0;
 	rc = tp_kernels_shape(type, params, params_len, in, &ni, out, &no);
-	if (rc || !tp_kernel_of(type)->workspace || !vmm ||
-	    strcmp(vmm->ops->name, "cuda"))
+	if (rc || !tp_kernel_of(type)->workspace || !vmm)
 		return rc;
+	if (strcmp(vmm->ops->name, "cuda")) {
+		/* The sim's model of a GPU prices the scratch its
+		 * algorithms take; nothing else has any. */
+		size_t largest = 0;
+
+		for (unsigned i = 0; i < ni; i++)
+			largest = in[i] > largest ? in[i] : largest;
+		for (unsigned i = 0; i < no; i++)
+			largest = out[i] > largest ? out[i] : largest;
+		if (tp_vmm_op_workspace(ctx->vmm, type->name, largest, bytes))
+			*bytes = 0;
+		return 0;
+	}
 #ifdef TP_HAVE_CUDA
 	if (tp_kernels_cuda_available())
 		return 0;

@@ -22,6 +22,7 @@
 
 #include "ctx/ctx.h"
 #include "lineage/lineage_int.h"
+#include "vmm/vmm.h"
 
 #define TP_LIN_DEFAULT_COST_NS	1000	/* a prior of 1 µs */
 #define UF_NONE			UINT32_MAX
@@ -101,10 +102,18 @@ struct tp_lin_type *tp_lin_type_get(struct tp_lineage *lin,
 	return e;
 }
 
-uint64_t tp_lin_type_prior_ns(const struct tp_op_type *type,
+uint64_t tp_lin_type_prior_ns(struct tp_vmm *vmm,
+			      const struct tp_op_type *type,
 			      const void *params, size_t params_len,
 			      const size_t *in_bytes, unsigned n_in)
 {
+	struct tp_op_work w;
+	uint64_t ns;
+
+	/* The backend's model of its device, where it has one. */
+	if (type->work && !type->work(params, params_len, in_bytes, n_in, &w) &&
+	    !tp_vmm_op_ns(vmm, type->name, w.flops, w.bytes, &ns))
+		return ns;
 	if (!type->cost_ns)
 		return TP_LIN_DEFAULT_COST_NS;
 	return type->cost_ns(params, params_len, in_bytes, n_in);
@@ -116,15 +125,16 @@ static double ema(double avg, double x, double alpha)
 }
 
 /* @rec's op as its type's cost model prices it. */
-static uint64_t rec_model_ns(const struct tp_lin_rec *rec)
+static uint64_t rec_model_ns(struct tp_lineage *lin,
+			     const struct tp_lin_rec *rec)
 {
 	size_t in_bytes[16];
 	unsigned n = rec->n_in < 16 ? rec->n_in : 16;
 
 	for (unsigned k = 0; k < n; k++)
 		in_bytes[k] = rec->in[k].t->bytes;
-	return tp_lin_type_prior_ns(rec->type, rec->params, rec->params_len,
-				    in_bytes, n);
+	return tp_lin_type_prior_ns(lin->ctx->vmm, rec->type, rec->params,
+				    rec->params_len, in_bytes, n);
 }
 
 void tp_lin_note_cost(struct tp_lineage *lin, struct tp_lin_rec *rec,
@@ -136,7 +146,7 @@ void tp_lin_note_cost(struct tp_lineage *lin, struct tp_lin_rec *rec,
 		return;
 	/* Decisions that do not depend on the host's speed. */
 	if (lin->ctx->conf.policy_costs == TP_COSTS_MODEL)
-		ns = rec_model_ns(rec);
+		ns = rec_model_ns(lin, rec);
 	rec->cost_ns = ema(rec->cost_ns, (double)ns, alpha);
 	rec->ts->avg_ns = ema(rec->ts->avg_ns, (double)ns, alpha);
 	rec->ts->runs++;

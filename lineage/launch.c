@@ -38,9 +38,10 @@ int tp_lin_launch(struct tp_lineage *lin, const struct tp_op_type *type,
 		  bool recompute, const struct tp_lin_part *part, uint64_t *ns)
 {
 	struct tp_vmm *vmm = lin->ctx->vmm;
-	uint64_t prior = tp_lin_type_prior_ns(type, params, params_len,
-					      part ? part->whole_in_bytes :
-						     in_bytes, n_in);
+	const size_t *whole_in = part ? part->whole_in_bytes : in_bytes;
+	uint64_t prior = tp_lin_type_prior_ns(vmm, type, params, params_len,
+					      whole_in, n_in);
+	struct tp_op_work w, *work = NULL;
 	struct launch_arg a = {
 		.l = {
 			.ctx = lin->ctx,
@@ -70,11 +71,20 @@ int tp_lin_launch(struct tp_lineage *lin, const struct tp_op_type *type,
 		/* The prior is of the whole op: a part costs its rows' share. */
 		prior = (uint64_t)((double)prior * part->rows / part->total);
 	}
+	/* What the trace says of the op: its work, where the type knows. */
+	if (tr && type->work &&
+	    !type->work(params, params_len, whole_in, n_in, &w)) {
+		if (part) {
+			w.flops *= (double)part->rows / part->total;
+			w.bytes *= (double)part->rows / part->total;
+		}
+		work = &w;
+	}
 	if (!tp_vmm_has_data(vmm)) {
 		*ns = prior;
 		span = tp_tracer_op_begin(tr);
 		ret = tp_vmm_launch(vmm, TP_STREAM_COMPUTE, prior, NULL, NULL);
-		tp_tracer_op_end(tr, span, type->name, recompute, !ret);
+		tp_tracer_op_end(tr, span, type->name, recompute, !ret, work);
 		return ret;
 	}
 	a.l.stream = tp_vmm_stream_handle(vmm, TP_STREAM_COMPUTE);
@@ -83,7 +93,7 @@ int tp_lin_launch(struct tp_lineage *lin, const struct tp_op_type *type,
 	ret = tp_vmm_launch(vmm, TP_STREAM_COMPUTE, prior, launch_fn, &a);
 	if (!ret && a.ret)
 		ret = a.ret;
-	tp_tracer_op_end(tr, span, type->name, recompute, !ret);
+	tp_tracer_op_end(tr, span, type->name, recompute, !ret, work);
 	/* A failed launch leaves its pair unclaimed; the next one drops it. */
 	if (timed && !ret)
 		tp_lin_timing_end(lin, recompute);

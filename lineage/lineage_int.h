@@ -191,8 +191,13 @@ int tp_lin_work_push(struct tp_lineage *lin, void *p);
 struct tp_lin_type *tp_lin_type_get(struct tp_lineage *lin,
 				    const struct tp_op_type *type);
 
-/* The cost the sim backend charges for @type, and its prior elsewhere. */
-uint64_t tp_lin_type_prior_ns(const struct tp_op_type *type,
+/*
+ * The cost the sim backend charges for @type, and its prior elsewhere:
+ * @vmm's model of its device for the op's work (the sim's measured
+ * profiles), else the type's own cost_ns.
+ */
+uint64_t tp_lin_type_prior_ns(struct tp_vmm *vmm,
+			      const struct tp_op_type *type,
 			      const void *params, size_t params_len,
 			      const size_t *in_bytes, unsigned n_in);
 

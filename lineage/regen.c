@@ -208,7 +208,8 @@ static int replay_split(struct regen *r, struct tp_lin_rec *rec,
 		if (out[k] && tp_pager_has_evicted(out[k]))
 			continue;
 		out[k] = tp_pager_tensor_new(lin->pg, rec->out_bytes[k],
-					     TP_UNCOMPUTABLE | TP_KIND_WORKSPACE);
+					     TP_UNCOMPUTABLE | TP_SCRATCH |
+					     TP_KIND_WORKSPACE);
 		if (!out[k]) {
 			ret = -errno;
 			goto out;
@@ -306,7 +307,8 @@ static int replay(struct regen *r, struct tp_lin_rec *rec,
 
 		if (scratch) {
 			o = tp_pager_tensor_new(lin->pg, rec->out_bytes[k],
-						TP_UNCOMPUTABLE | TP_KIND_WORKSPACE);
+						TP_UNCOMPUTABLE | TP_SCRATCH |
+						TP_KIND_WORKSPACE);
 			if (!o) {
 				ret = -errno;
 				goto out_release;

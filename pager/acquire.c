@@ -81,7 +81,7 @@ int tp_pager_back_pages(struct tp_pager *pg, struct tp_tensor *t,
 		ret = -ENOMEM;
 		goto out_free;
 	}
-	if (!tp_vmm_chunks_fit(pg->vmm, n)) {
+	if (!tp_vmm_chunks_takeable(pg->vmm, n)) {
 		ret = -ENOMEM;
 		goto out_free;
 	}
@@ -117,6 +117,20 @@ int tp_pager_back_pages(struct tp_pager *pg, struct tp_tensor *t,
 			mapped[j - first] = true;
 		k += m;
 	}
+
+	/*
+	 * What the handles' previous owners still do with them (their
+	 * last ops, their offloads) comes first: compute, and the copies
+	 * back, are ordered after it.
+	 */
+	t0 = tp_vmm_now_ns(pg->vmm);
+	ret = tp_vmm_chunks_order(pg->vmm, chunks, n,
+				  1u << TP_STREAM_COMPUTE |
+				  (discard ? 0 : 1u << TP_STREAM_H2D) |
+				  (pg->host_waits ? TP_ORDER_HOST : 0));
+	pg->c.stall_ns += tp_vmm_now_ns(pg->vmm) - t0;
+	if (ret)
+		goto err_unback;
 
 	/* Copy offloaded contents back on the h2d stream. */
 	t0 = tp_vmm_now_ns(pg->vmm);
@@ -341,7 +355,8 @@ static int acquire_slab(struct tp_pager *pg, struct tp_tensor *t, size_t off,
 int tp_pager_acquire(struct tp_pager *pg, struct tp_tensor *t, size_t off,
 		     size_t len, unsigned mode, void **addr)
 {
-	bool discard = !(mode & TP_READ);
+	/* A scratch tensor's evicted pages come back unwritten. */
+	bool discard = !(mode & TP_READ) || (t->flags & TP_SCRATCH);
 	size_t first, last, need = 0;
 	int ret;
 
@@ -506,6 +521,7 @@ int tp_pager_release(struct tp_pager *pg, struct tp_tensor *t, size_t off,
 	for (size_t i = first; i <= last; i++)
 		if (!t->pages[i].pins)
 			return -EINVAL;
+	tp_pager_note_use(pg, t);
 	pin_range(t, first, last, -1);
 	/* Unpinned, it is a candidate again, the most recently used. */
 	tp_pager_cand_update(pg, t);

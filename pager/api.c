@@ -86,6 +86,8 @@ TP_API int tp_tensor_release_range(struct tp_ctx *ctx, struct tp_tensor *t,
 {
 	if (!pager_of(ctx) || !t)
 		return -EINVAL;
+	/* The caller's own work on it is not counted: record afresh. */
+	tp_pager_user_work(ctx->pager);
 	return tp_pager_release(ctx->pager, t, off, len);
 }
 

@@ -387,7 +387,7 @@ static int evict_pages(struct tp_pager *pg, struct tp_tensor *t, size_t first,
 
 	if (!t->resident_pages)
 		return 0;
-	ev = tp_pager_compute_event(pg);
+	ev = tp_pager_leave_fence(pg, t);
 	if (!ev)
 		return -errno;
 	before = t->resident_pages;

@@ -135,6 +135,8 @@ void tp_pager_destroy(struct tp_pager *pg)
 	poll_copies(pg, true);
 	free(pg->copies);
 	free(pg->run_buf);
+	if (pg->use_ev)
+		tp_vmm_event_put(pg->vmm, pg->use_ev);
 	tp_swap_fini(pg);
 	tp_lookup_fini(pg);
 	free(pg);
@@ -229,13 +231,19 @@ bool tp_pager_replaying(const struct tp_pager *pg)
 
 bool tp_pager_can_offload(const struct tp_tensor *t)
 {
-	return !t->slab && !(t->flags & (TP_OFFLOAD_PINNED | TP_NO_PAGING));
+	/* A scratch tensor's contents are not worth a copy. */
+	return !t->slab &&
+	       !(t->flags & (TP_OFFLOAD_PINNED | TP_NO_PAGING | TP_SCRATCH));
 }
 
 bool tp_pager_can_evict(struct tp_pager *pg, const struct tp_tensor *t)
 {
-	if (t->slab ||
-	    (t->flags & (TP_UNCOMPUTABLE | TP_EVICT_PINNED | TP_NO_PAGING)))
+	if (t->slab || (t->flags & (TP_EVICT_PINNED | TP_NO_PAGING)))
+		return false;
+	/* Its pages are dropped and come back unwritten. */
+	if (t->flags & TP_SCRATCH)
+		return true;
+	if (t->flags & TP_UNCOMPUTABLE)
 		return false;
 	return pg->regen.can_regenerate(pg->regen.priv, t);
 }
@@ -364,6 +372,55 @@ struct tp_event *tp_pager_compute_event(struct tp_pager *pg)
 		return NULL;
 	}
 	return ev;
+}
+
+/*
+ * An event after all the compute work issued so far: the last one
+ * recorded while no work was issued since, else a new one. A release
+ * after an op takes it; the op's tensors share it.
+ */
+static struct tp_event *use_event(struct tp_pager *pg)
+{
+	struct tp_event *ev;
+
+	if (pg->use_ev && !pg->use_stale &&
+	    pg->use_work == pg->vmm->compute_work)
+		return tp_vmm_event_get(pg->use_ev);
+	ev = tp_pager_compute_event(pg);
+	if (!ev)
+		return NULL;
+	if (pg->use_ev)
+		tp_vmm_event_put(pg->vmm, pg->use_ev);
+	pg->use_ev = tp_vmm_event_get(ev);
+	pg->use_work = pg->vmm->compute_work;
+	pg->use_stale = false;
+	return ev;
+}
+
+void tp_pager_note_use(struct tp_pager *pg, struct tp_tensor *t)
+{
+	struct tp_event *ev;
+
+	if (!pg->vmm->ordered_reuse || t->slab)
+		return;
+	ev = use_event(pg);
+	/* Without it the pages leave behind an event recorded then. */
+	if (t->last_use)
+		tp_vmm_event_put(pg->vmm, t->last_use);
+	t->last_use = ev;
+}
+
+void tp_pager_user_work(struct tp_pager *pg)
+{
+	pg->use_stale = true;
+}
+
+struct tp_event *tp_pager_leave_fence(struct tp_pager *pg,
+				      struct tp_tensor *t)
+{
+	if (pg->vmm->ordered_reuse && t->last_use)
+		return tp_vmm_event_get(t->last_use);
+	return tp_pager_compute_event(pg);
 }
 
 /* --- copies in flight -------------------------------------------------- */
@@ -836,7 +893,7 @@ static void tensor_teardown(struct tp_pager *pg, struct tp_tensor *t)
 	}
 	if (tp_range_cache_put(pg, t))
 		return;
-	ev = tp_pager_compute_event(pg);
+	ev = tp_pager_leave_fence(pg, t);
 	ret = tp_pager_unmap_pages(pg, t, ev, false, SIZE_MAX);
 	if (ret || !ev) {
 		/* Fall back to unmapping at once after the device is idle. */
@@ -889,6 +946,10 @@ void tp_pager_tensor_put(struct tp_pager *pg, struct tp_tensor *t)
 	if (pg->victim.forget)
 		pg->victim.forget(pg->victim.priv, t);
 	tensor_teardown(pg, t);
+	if (t->last_use) {
+		tp_vmm_event_put(pg->vmm, t->last_use);
+		t->last_use = NULL;
+	}
 	if (t->on_inflight)
 		cds_list_del(&t->inflight);
 	cds_list_del(&t->link);
@@ -955,6 +1016,7 @@ int tp_pager_swap_identity(struct tp_pager *pg, struct tp_tensor *a,
 	SWAP(a->cached_pages, b->cached_pages);
 	SWAP(a->evicted_pages, b->evicted_pages);
 	SWAP(a->inflight_pages, b->inflight_pages);
+	SWAP(a->last_use, b->last_use);
 	SWAP(a->lk, b->lk);
 #undef SWAP
 	/* Each node array keeps its keys (addresses) and changes owner. */
@@ -987,7 +1049,7 @@ int tp_pager_drop_contents(struct tp_pager *pg, struct tp_tensor *t)
 		tp_pager_cand_update(pg, t);
 		return 0;
 	}
-	ev = tp_pager_compute_event(pg);
+	ev = tp_pager_leave_fence(pg, t);
 	if (!ev)
 		return -errno;
 	ret = tp_pager_unmap_pages(pg, t, ev, true, SIZE_MAX);

@@ -51,6 +51,16 @@ int tp_pager_acquire(struct tp_pager *pg, struct tp_tensor *t, size_t off,
 int tp_pager_release(struct tp_pager *pg, struct tp_tensor *t, size_t off,
 		     size_t len);
 
+/*
+ * tp_pager_note_use() - with ordered reuse, remember that the work issued
+ * so far may use @t: its pages leave behind an event after it (called at
+ * each release). tp_pager_user_work(): the caller may have issued work
+ * on the compute stream that the pager did not see (a user's release),
+ * so the next use is recorded afresh.
+ */
+void tp_pager_note_use(struct tp_pager *pg, struct tp_tensor *t);
+void tp_pager_user_work(struct tp_pager *pg);
+
 int tp_pager_offload(struct tp_pager *pg, struct tp_tensor *t);
 int tp_pager_evict(struct tp_pager *pg, struct tp_tensor *t);
 /*

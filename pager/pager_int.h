@@ -95,6 +95,7 @@ struct tp_cached_range {
 	struct cds_list_head size_link;	/* its bucket, oldest first */
 	uintptr_t va;
 	size_t nr_pages;
+	struct tp_event *last_use;	/* its tensor's, or NULL */
 	struct tp_chunk *chunks[];
 };
 
@@ -182,6 +183,10 @@ struct tp_pager {
 	/* a run's per-page handles, handed to the vmm (handles.c) */
 	struct tp_chunk **run_buf;
 	size_t run_cap;
+	/* the last use event recorded, and the compute work it covers */
+	struct tp_event *use_ev;
+	uint64_t use_work;
+	bool use_stale;			/* the caller may have issued work */
 };
 
 /* --- page_state.c ---------------------------------------------------- */
@@ -282,6 +287,16 @@ bool tp_pager_can_evict(struct tp_pager *pg, const struct tp_tensor *t);
  * (one reference), or NULL with errno.
  */
 struct tp_event *tp_pager_compute_event(struct tp_pager *pg);
+
+/**
+ * tp_pager_leave_fence() - what @t's pages leave behind them: with
+ * ordered reuse, the event after the last work issued on @t (its last
+ * release), which work on the stream since does not delay; else, or when
+ * @t has none, an event on the compute stream now. One reference, or
+ * NULL with errno.
+ */
+struct tp_event *tp_pager_leave_fence(struct tp_pager *pg,
+				      struct tp_tensor *t);
 
 /**
  * tp_pager_unmap_range() - unmap the unpinned RESIDENT pages of @t in

@@ -41,6 +41,9 @@ static bool cache_range(struct tp_pager *pg, struct tp_tensor *t)
 		return false;
 	r->va = t->va;
 	r->nr_pages = t->nr_pages;
+	/* The memory's last use goes with it. */
+	r->last_use = t->last_use;
+	t->last_use = NULL;
 	for (size_t i = 0; i < t->nr_pages; i++) {
 		r->chunks[i] = t->pages[i].chunk;
 		t->pages[i].chunk = NULL;
@@ -84,6 +87,9 @@ bool tp_range_cache_get(struct tp_pager *pg, struct tp_tensor *t)
 		if (r->nr_pages != t->nr_pages)
 			continue;
 		t->va = r->va;
+		if (t->last_use)
+			tp_vmm_event_put(pg->vmm, t->last_use);
+		t->last_use = r->last_use;
 		for (size_t i = 0; i < r->nr_pages; i++) {
 			t->pages[i].chunk = r->chunks[i];
 			tp_page_set(t, &t->pages[i], TP_PAGE_RESIDENT);
@@ -112,7 +118,10 @@ size_t tp_range_cache_shrink(struct tp_pager *pg)
 	n = r->nr_pages;
 	len = n * pg->chunk;
 	/* The freed tensor's last ops may still run on the compute stream. */
-	ev = tp_pager_compute_event(pg);
+	if (pg->vmm->ordered_reuse && r->last_use)
+		ev = tp_vmm_event_get(r->last_use);
+	else
+		ev = tp_pager_compute_event(pg);
 	if (ev)
 		ret = tp_vmm_unmap_after(pg->vmm, r->va, r->chunks, n, ev);
 	if (ret) {
@@ -122,6 +131,8 @@ size_t tp_range_cache_shrink(struct tp_pager *pg)
 	}
 	if (ev)
 		tp_vmm_event_put(pg->vmm, ev);
+	if (r->last_use)
+		tp_vmm_event_put(pg->vmm, r->last_use);
 	tp_vmm_release(pg->vmm, r->va, len);
 	cds_list_del(&r->link);
 	cds_list_del(&r->size_link);

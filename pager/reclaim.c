@@ -261,6 +261,10 @@ static int free_chunks(struct tp_pager *pg, size_t n,
 			if (wait && !send_victim(pg, n - free_now, false, NULL,
 						 wait, &s))
 				continue;
+			/* Ordered reuse: the take has them, and its work
+			 * waits for those copies on the device. */
+			if (vmm->ordered_reuse)
+				break;
 			t0 = tp_vmm_now_ns(vmm);
 			ret = tp_vmm_reap_wait(vmm);
 			pg->c.stall_ns += tp_vmm_now_ns(vmm) - t0;

@@ -60,6 +60,14 @@ static struct tp_slab *slab_new(struct tp_pager *pg, unsigned cls)
 	ret = tp_vmm_map(pg->vmm, s->va, &s->chunk, 1);
 	if (ret)
 		goto err_put;
+	/* Its slots are written by ops and the caller's copies: compute. */
+	ret = tp_vmm_chunks_order(pg->vmm, &s->chunk, 1,
+				  1u << TP_STREAM_COMPUTE |
+				  (pg->host_waits ? TP_ORDER_HOST : 0));
+	if (ret) {
+		tp_vmm_unmap(pg->vmm, s->va, &s->chunk, 1);
+		goto err_put;
+	}
 	s->lnode.key = s->va;
 	s->lnode.slab = s;
 	tp_lookup_add_slab(pg, s);

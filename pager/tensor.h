@@ -13,6 +13,7 @@
 
 #include <urcu/list.h>
 
+struct tp_event;
 struct tp_page;
 struct tp_lnodes;
 struct tp_slab;
@@ -52,6 +53,11 @@ struct tp_tensor {
 	struct tp_page *pages;		/* nr_pages of them; NULL in a slab */
 	struct tp_lnodes *lk;		/* address lookup nodes; RCU-freed */
 	struct tp_slab *slab;		/* slab holding it, or NULL */
+	/*
+	 * Ordered reuse: an event after the last work issued on its memory
+	 * (a reference), the fence its pages leave behind.
+	 */
+	struct tp_event *last_use;
 	unsigned slab_slot;
 	size_t evicted_pages;		/* pages EVICTED now */
 	size_t inflight_pages;		/* pages OFFLOADING or RELOADING */

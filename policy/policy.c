@@ -92,6 +92,9 @@ uint64_t tp_policy_now(struct tp_policy *pol)
 
 bool tp_policy_computable(struct tp_policy *pol, const struct tp_tensor *t)
 {
+	/* Scratch comes back unwritten: "recomputed" for nothing. */
+	if (t->flags & TP_SCRATCH)
+		return true;
 	if (t->flags & TP_UNCOMPUTABLE)
 		return false;
 	if (pol->has_cost && pol->cost.computable)
@@ -112,7 +115,7 @@ double tp_policy_regen_cost(struct tp_policy *pol, const struct tp_tensor *t,
 	 * asked of it is where it goes back (Coop's placement) or whether
 	 * it comes back by recompute.
 	 */
-	if (t->evicted_pages && t->resident_pages)
+	if ((t->evicted_pages && t->resident_pages) || (t->flags & TP_SCRATCH))
 		return 0;
 	if (pol->has_cost && pol->cost.recompute_ns)
 		return pol->cost.recompute_ns(pol->cost.priv, t, anc_pages);

@@ -21,7 +21,7 @@
 #include "tests/tap.h"
 #include "vmm/backend_host.h"
 
-#define CHECKS 15
+#define CHECKS 16
 #define HELD 300u	/* offloads held in flight: more than the first ring */
 #define SIZE (256u << 10)
 /* Ops beyond the buffer of records and the spans in flight: written in
@@ -320,6 +320,7 @@ static void run(const char *backend, const char *path)
 	int ret = 0;
 	unsigned first = 0, recomp = 0, off = 0, rel = 0, pre = 0, ev = 0;
 	unsigned tracks = 0, bad_tid = 0, counters = 0, back = 0, unmatched = 0;
+	unsigned driver = 0, known = 0;
 	double last_c = -1, max_dev = 0;
 	bool both = true;
 
@@ -393,14 +394,29 @@ static void run(const char *backend, const char *path)
 
 			tracks += (tid == 1 && !strcmp(tn, "compute")) ||
 				  (tid == 2 && !strcmp(tn, "d2h")) ||
-				  (tid == 3 && !strcmp(tn, "h2d"));
+				  (tid == 3 && !strcmp(tn, "h2d")) ||
+				  (tid == 4 && !strcmp(tn, "host: driver calls")) ||
+				  (tid == 5 &&
+				   !strcmp(tn, "host: waits on the device"));
 		} else if (!strcmp(ph, "X")) {
 			double want = !strcmp(cat, "offload") ? 2 :
 				      !strcmp(cat, "reload") ||
-				      !strcmp(cat, "prefetch") ? 3 : 1;
+				      !strcmp(cat, "prefetch") ? 3 :
+				      !strcmp(cat, "driver") ? 4 :
+				      !strcmp(cat, "wait") ? 5 : 1;
 
 			if (tid != want || ts < 0 || nget(e, "dur") < 0)
 				bad_tid++;
+			if (!strcmp(cat, "driver")) {
+				driver++;
+				known += !strcmp(name, "map") ||
+					 !strcmp(name, "set access") ||
+					 !strcmp(name, "unmap") ||
+					 !strcmp(name, "reserve") ||
+					 !strcmp(name, "release range") ||
+					 !strcmp(name, "create handle") ||
+					 !strcmp(name, "release handle");
+			}
 			first += !strcmp(cat, "op") && !strcmp(name, "softsign");
 			recomp += !strcmp(cat, "recompute") &&
 				  !strcmp(name, "softsign (recompute)");
@@ -443,8 +459,11 @@ static void run(const char *backend, const char *path)
 		}
 		unmatched += !found;
 	}
-	ok(tracks == 3, "%s: tracks compute, d2h, h2d named on tids 1-3 (%u)",
+	ok(tracks == 5, "%s: tracks compute, d2h, h2d, driver calls, waits named on tids 1-5 (%u)",
 	   backend, tracks);
+	ok(driver > 0 && known == driver && driver <= st.driver_calls,
+	   "%s: %u driver calls on their track, each named by its kind, of %llu made",
+	   backend, driver, (unsigned long long)st.driver_calls);
 	ok(!bad_tid, "%s: every span on its stream's track, ts and dur >= 0 (%u bad)",
 	   backend, bad_tid);
 	ok(first == 3 + LOOP, "%s: %u first runs named softsign (%u)", backend,

@@ -126,7 +126,9 @@ static void one(const char *what, bool hook, bool give)
 	struct tp_ctx *ctx;
 	uint64_t copy_ns, t0, stall0;
 
+	/* Chunks held by deferred unmaps (ordered reuse hands them on). */
 	ctx = tp_ctx_create("vmm.backend=sim,vmm.chunk_size=64K,"
+			    "vmm.mapping=chunks,"
 			    "pager.budget=256K,pager.high_watermark=100,"
 			    "vmm.sim.bandwidth=0.001,"
 			    "vmm.sim.copy_latency_ns=0,vmm.sim.map_ns=0,"

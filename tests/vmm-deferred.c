@@ -145,5 +145,7 @@ int main(void)
 {
 	static const char *const backends[] = { "host", "sim", NULL };
 
-	return vt_run(backends, PER_BACKEND, 256 << 10, NULL, NR + 1, body);
+	/* The chunks wait for their work; ordered reuse: vmm-ordered. */
+	return vt_run(backends, PER_BACKEND, 256 << 10, "vmm.mapping=chunks",
+		      NR + 1, body);
 }

@@ -54,6 +54,9 @@ struct run {
 	struct tp_stats st;
 	double step_s;			/* mean wall time of a step
 					 * after the first */
+	/* per step after the first: driver calls and their time, and the
+	 * fraction of the step the compute stream was busy */
+	double driver_calls, driver_s, gpu_busy;
 	float loss_first, loss_last;
 	void *params;
 	size_t param_bytes;
@@ -281,6 +284,25 @@ static void fmt_bytes(char *buf, size_t len, uint64_t b)
 }
 
 /*
+ * What the steps after the first cost each, from the stats at the end of
+ * the first (@st0) and of the last: driver calls and time, and the share
+ * of the step the compute stream spent on ops (measured on the device by
+ * the ops' events on cuda, charged on sim).
+ */
+static void per_step(struct run *r, const struct tp_stats *st0, unsigned n)
+{
+	const struct tp_stats *st = &r->st;
+	double busy = (double)(st->compute_ns - st0->compute_ns) +
+		      (double)(st->recompute_ns - st0->recompute_ns);
+
+	r->driver_calls = (double)(st->driver_calls - st0->driver_calls) / n;
+	r->driver_s = (double)(st->driver_ns - st0->driver_ns) / n / 1e9;
+	r->gpu_busy = r->step_s > 0 ? busy / n / 1e9 / r->step_s : 0;
+	if (r->gpu_busy > 1)
+		r->gpu_busy = 1;
+}
+
+/*
  * Train @steps steps of @batch under @budget bytes (0: no budget). With
  * @record, the steps are recorded into *@trace.
  */
@@ -291,6 +313,7 @@ static void run_training(const struct train_args *a, unsigned batch,
 	struct tp_model_opts mo = a->mo;
 	struct tp_model *m = NULL;
 	struct tp_ctx *ctx;
+	struct tp_stats st0 = { 0 };
 	char opts[1024], peak[32];
 	double t0, last_print = 0, start = now_s();
 	unsigned i;
@@ -363,8 +386,10 @@ static void run_training(const struct train_args *a, unsigned batch,
 			 * BLAS threads starting, the prefetcher with nothing
 			 * learnt yet), in whichever run comes first.
 			 */
-			if (steps > 1 && !(rc = tp_sync(ctx)))
+			if (steps > 1 && !(rc = tp_sync(ctx))) {
 				t0 = clock_s(ctx);
+				tp_stats_get(ctx, &st0);
+			}
 			if (rc) {
 				r->rc = rc;
 				r->what = "tp_sync";
@@ -392,6 +417,7 @@ static void run_training(const struct train_args *a, unsigned batch,
 	r->step_s = steps > 1 ? (clock_s(ctx) - t0) / (steps - 1) :
 		    steps ? clock_s(ctx) - t0 : 0;
 	tp_stats_get(ctx, &r->st);
+	per_step(r, &st0, steps > 1 ? steps - 1 : 1);
 	if (trace) {
 		rc = tp_rec_stop(trace);
 		if (rc) {
@@ -442,7 +468,8 @@ static uint64_t budget_of(const struct train_args *a, uint64_t peak)
 	return (uint64_t)((double)peak * a->budget_pct / 100.0);
 }
 
-static void print_json_run(const char *name, const struct run *r, bool last)
+static void print_json_run(const char *name, const struct run *r,
+			   bool gpu_timed, bool last)
 {
 	printf("\"%s\":{\"phys_peak\":%" PRIu64 ",\"step_s\":%.6f,"
 	       "\"loss_first\":", name, r->st.phys_peak, r->step_s);
@@ -456,12 +483,19 @@ static void print_json_run(const char *name, const struct run *r, bool last)
 	       ",\"recompute_ns\":%" PRIu64 ",\"compute_ns\":%" PRIu64
 	       ",\"driver_calls\":%" PRIu64 ",\"driver_ns\":%" PRIu64
 	       ",\"range_cache_misses\":%" PRIu64 ",\"policy_ns\":%" PRIu64
-	       "}%s",
+	       ",\"handles\":%" PRIu64 ",\"recarves\":%" PRIu64
+	       ",\"driver_calls_per_step\":%.1f,\"driver_s_per_step\":%.6f"
+	       ",\"gpu_busy\":",
 	       r->st.evictions, r->st.offloads, r->st.reloads,
 	       r->st.recomputes, r->st.prefetch_hits, r->st.stall_ns,
 	       r->st.recompute_ns, r->st.compute_ns, r->st.driver_calls,
 	       r->st.driver_ns, r->st.range_cache_misses, r->st.policy_ns,
-	       last ? "" : ",");
+	       r->st.handles, r->st.recarves, r->driver_calls, r->driver_s);
+	/* Only where the compute stream is timed: on the device or sim. */
+	if (gpu_timed)
+		printf("%.4f}%s", r->gpu_busy, last ? "" : ",");
+	else
+		printf("null}%s", last ? "" : ",");
 }
 
 static void report(const struct train_args *a, uint64_t budget,
@@ -472,6 +506,7 @@ static void report(const struct train_args *a, uint64_t budget,
 		(double)u->st.phys_peak : 0;
 	double over = u->step_s > 0 ? 100.0 * (c->step_s / u->step_s - 1) : 0;
 	const char *w = same < 0 ? "n/a (no data)" : same ? "yes" : "NO";
+	bool gpu = strcmp(a->backend, "host") != 0;
 	char b1[32], b2[32], b3[32];
 
 	if (a->json) {
@@ -479,8 +514,8 @@ static void report(const struct train_args *a, uint64_t budget,
 		       "\"batch\":%u,\"steps\":%u,\"budget_bytes\":%" PRIu64 ",",
 		       a->model, a->mo.depth, a->backend, a->mo.batch,
 		       a->steps, budget);
-		print_json_run("unconstrained", u, false);
-		print_json_run("budget", c, false);
+		print_json_run("unconstrained", u, gpu, false);
+		print_json_run("budget", c, gpu, false);
 		printf("\"saved_pct\":%.3f,\"overhead_pct\":%.3f,"
 		       "\"weights_identical\":%s}\n", saved, over,
 		       same < 0 ? "null" : same ? "true" : "false");
@@ -512,6 +547,13 @@ static void report(const struct train_args *a, uint64_t budget,
 	       u->st.recomputes, c->st.recomputes);
 	printf("%-22s %16" PRIu64 " %16" PRIu64 "\n", "prefetch hits",
 	       u->st.prefetch_hits, c->st.prefetch_hits);
+	printf("%-22s %16.1f %16.1f\n", "driver calls per step",
+	       u->driver_calls, c->driver_calls);
+	printf("%-22s %13.3f ms %13.3f ms\n", "driver time per step",
+	       u->driver_s * 1e3, c->driver_s * 1e3);
+	if (gpu)
+		printf("%-22s %15.1f%% %15.1f%%\n", "compute stream busy",
+		       u->gpu_busy * 100, c->gpu_busy * 100);
 	printf("%-22s %16.6f %16.6f\n", "loss, first step", u->loss_first,
 	       c->loss_first);
 	printf("%-22s %16.6f %16.6f\n", "loss, last step", u->loss_last,

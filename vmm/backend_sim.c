@@ -21,6 +21,7 @@
 #include <math.h>
 #include <pthread.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "vmm/backend_sim.h"
 #include "vmm/event.h"
@@ -81,12 +82,39 @@ static void run_on(struct sim_backend *s, enum tp_stream st, uint64_t cost)
 	pthread_mutex_unlock(&s->lock);
 }
 
-/* What @call costs on the handle @c under the profile. */
+/* Whether a copy engine has work the host has not waited for. */
+static bool copies_queued(struct sim_backend *s)
+{
+	bool busy;
+
+	pthread_mutex_lock(&s->lock);
+	busy = s->stream[TP_STREAM_D2H] > s->host ||
+	       s->stream[TP_STREAM_H2D] > s->host;
+	pthread_mutex_unlock(&s->lock);
+	return busy;
+}
+
+/*
+ * What @call costs on the handle @c under the profile: more while copies
+ * are queued, where the profile measured it so, and as a training run
+ * pays it.
+ */
 static void charge_handle(struct tp_vmm *vmm, enum tp_sim_driver_call call,
 			  const struct tp_chunk *c)
 {
-	charge_host(vmm, tp_sim_handle_ns(sb(vmm)->profile, call,
-					  (uint64_t)c->pages * vmm->granularity));
+	const struct tp_sim_profile *p = sb(vmm)->profile;
+	double ns = (double)tp_sim_handle_ns(p, call, (uint64_t)c->pages *
+					     vmm->granularity);
+
+	if ((call == TP_SIM_SET_ACCESS && p->busy_set_access > 0) ||
+	    (call == TP_SIM_UNMAP && p->busy_unmap > 0)) {
+		if (copies_queued(sb(vmm)))
+			ns *= call == TP_SIM_UNMAP ? p->busy_unmap :
+						     p->busy_set_access;
+	}
+	if (p->run_factor > 0)
+		ns *= p->run_factor;
+	charge_host(vmm, (uint64_t)llround(ns));
 }
 
 /* ... on every handle of a run of @n pages. */
@@ -301,6 +329,10 @@ static void *sim_host_alloc(struct tp_vmm *vmm, size_t len)
 	struct sim_backend *s = sb(vmm);
 	uintptr_t p = s->next_host;
 
+	/* Pinning host memory is host time, in proportion. */
+	if (s->profile && s->profile->pin_bytes_per_ns > 0)
+		charge_host(vmm, (uint64_t)((double)len /
+					    s->profile->pin_bytes_per_ns));
 	s->next_host += (len + SIM_HOST_ALIGN - 1) & ~(uintptr_t)(SIM_HOST_ALIGN - 1);
 	return (void *)p;
 }
@@ -322,6 +354,18 @@ static int sim_launch(struct tp_vmm *vmm, enum tp_stream st, uint64_t cost_ns,
 	if (s->profile)
 		charge_host(vmm, s->profile->issue_ns);
 	run_on(s, st, cost_ns);
+	return 0;
+}
+
+static int sim_op_workspace(struct tp_vmm *vmm, const char *name,
+			    size_t largest, size_t *bytes)
+{
+	const struct tp_sim_profile *p = sb(vmm)->profile;
+
+	if (!p)
+		return -ENOENT;
+	*bytes = strncmp(name, "conv2d", 6) ? 0 :
+		 (size_t)((double)largest * p->conv_workspace);
 	return 0;
 }
 
@@ -417,6 +461,7 @@ const struct tp_vmm_ops tp_vmm_sim_ops = {
 	.host_free = sim_host_free,
 	.launch = sim_launch,
 	.op_ns = sim_op_ns,
+	.op_workspace = sim_op_workspace,
 	.stream_handle = NULL,
 	.now_ns = sim_now_ns,
 };

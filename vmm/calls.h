@@ -32,6 +32,13 @@ void tp_vmm_do_chunk_destroy(struct tp_vmm *vmm, struct tp_chunk *c);
  * the call and chunks_mapped. */
 int tp_vmm_do_unmap(struct tp_vmm *vmm, uintptr_t va,
 		    struct tp_chunk *const *c, size_t n, bool inject);
+/*
+ * Unmap an old mapping at @va of handles that went back to the pool
+ * already (ordered reuse): the call is counted, nothing else changes.
+ * Never fault-injected (the cleanup of work that succeeded).
+ */
+int tp_vmm_do_unmap_old(struct tp_vmm *vmm, uintptr_t va,
+			struct tp_chunk *const *c, size_t n);
 /* Release @va now, counting the call and ranges_reserved. */
 int tp_vmm_do_release(struct tp_vmm *vmm, uintptr_t va, size_t len,
 		      bool inject);

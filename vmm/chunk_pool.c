@@ -108,6 +108,11 @@ static void push_free(struct tp_chunk_pool *pool, struct tp_chunk *c)
 	pool->nfree++;
 }
 
+size_t tp_chunk_pool_pending(const struct tp_chunk_pool *pool)
+{
+	return pool->ext ? tp_extent_pool_pending(pool->ext) : 0;
+}
+
 int tp_chunk_pool_set_contiguous(struct tp_chunk_pool *pool)
 {
 	if (pool->contig)

@@ -16,6 +16,7 @@
 /* tp_chunk.flags */
 #define TP_CHUNK_CREATED	(1u << 0)	/* backend handle exists */
 #define TP_CHUNK_FREE		(1u << 1)	/* on the free list */
+#define TP_CHUNK_PENDING	(1u << 2)	/* free, fenced by a copy */
 
 struct tp_chunk_pool {
 	struct tp_chunk *chunks;	/* nr of them, index order */
@@ -80,5 +81,7 @@ void tp_chunk_pool_put(struct tp_chunk_pool *pool, struct tp_chunk *const *c,
 
 /** tp_chunk_pool_available() - chunks a take could get now. */
 size_t tp_chunk_pool_available(const struct tp_chunk_pool *pool);
+/** tp_chunk_pool_pending() - and those fenced by copies in flight. */
+size_t tp_chunk_pool_pending(const struct tp_chunk_pool *pool);
 
 #endif /* TP_VMM_CHUNK_POOL_H */

@@ -25,7 +25,7 @@ struct tp_deferred *tp_deferred_new(void)
 
 int tp_deferred_add(struct tp_vmm *vmm, struct tp_deferred *d, uintptr_t va,
 		    struct tp_chunk *const *chunks, size_t n,
-		    struct tp_event *ev)
+		    struct tp_event *ev, bool returns)
 {
 	struct tp_deferred_unmap *u;
 
@@ -36,11 +36,16 @@ int tp_deferred_add(struct tp_vmm *vmm, struct tp_deferred *d, uintptr_t va,
 	u->va = va;
 	u->n = n;
 	u->ev = tp_vmm_event_get(ev);
+	u->returns = returns;
 	memcpy(u->chunks, chunks, n * sizeof(u->chunks[0]));
+	if (!returns)
+		for (size_t i = 0; i < n; i += chunks[i]->pages)
+			chunks[i]->old_maps++;
 	*d->tail = u;
 	d->tail = &u->next;
 	d->nr++;
-	d->chunks += n;
+	if (returns)
+		d->chunks += n;
 	vmm->stats.deferred_unmaps = d->nr;
 	return 0;
 }
@@ -57,18 +62,26 @@ static int complete(struct tp_vmm *vmm, struct tp_deferred *d,
 	struct tp_deferred_unmap *u = *link;
 	int ret;
 
-	ret = tp_vmm_do_unmap(vmm, u->va, u->chunks, u->n, false);
+	if (u->returns)
+		ret = tp_vmm_do_unmap(vmm, u->va, u->chunks, u->n, false);
+	else
+		ret = tp_vmm_do_unmap_old(vmm, u->va, u->chunks, u->n);
 	if (ret) {
 		tp_log(TP_LOG_ERROR, "vmm: deferred unmap of %zu chunks failed: %d",
 		       u->n, ret);
 		return ret;
 	}
-	tp_chunk_pool_put(vmm->pool, u->chunks, u->n);
+	if (u->returns) {
+		tp_chunk_pool_put(vmm->pool, u->chunks, u->n);
+		d->chunks -= u->n;
+	} else {
+		for (size_t i = 0; i < u->n; i += u->chunks[i]->pages)
+			u->chunks[i]->old_maps--;
+	}
 	*link = u->next;
 	if (d->tail == &u->next)
 		d->tail = link;
 	d->nr--;
-	d->chunks -= u->n;
 	vmm->stats.deferred_unmaps = d->nr;
 	tp_vmm_event_put(vmm, u->ev);
 	free(u);

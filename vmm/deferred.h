@@ -19,7 +19,13 @@ struct tp_deferred_unmap {
 	uintptr_t va;
 	size_t n;
 	struct tp_event *ev;		/* a reference of our own */
-	struct tp_chunk *chunks[];	/* n of them */
+	/*
+	 * The handles go back to the pool once unmapped; else they went
+	 * back already (ordered reuse) and only this mapping of theirs
+	 * waits (counted in their old_maps).
+	 */
+	bool returns;
+	struct tp_chunk *chunks[];	/* n of them, one per page */
 };
 
 /* A range to release once no pending unmap overlaps it. */
@@ -32,7 +38,7 @@ struct tp_deferred_release {
 struct tp_deferred {
 	struct tp_deferred_unmap *head, **tail;	/* FIFO, oldest first */
 	size_t nr;			/* entries */
-	size_t chunks;			/* chunks they hold */
+	size_t chunks;			/* chunks they will return */
 	struct tp_deferred_release *releases;	/* any order */
 	size_t nr_releases;
 };
@@ -49,12 +55,14 @@ struct tp_deferred *tp_deferred_new(void);
 void tp_deferred_free(struct tp_vmm *vmm, struct tp_deferred *d);
 
 /**
- * tp_deferred_add() - queue the unmap of @n chunks at @va after @ev.
+ * tp_deferred_add() - queue the unmap of the run of @n pages at @va (the
+ * per-page array @chunks) after @ev; with @returns its handles go back to
+ * the pool then, else they are back already and only the mapping waits.
  * Return: 0, -ENOMEM (nothing queued, no reference taken).
  */
 int tp_deferred_add(struct tp_vmm *vmm, struct tp_deferred *d, uintptr_t va,
 		    struct tp_chunk *const *chunks, size_t n,
-		    struct tp_event *ev);
+		    struct tp_event *ev, bool returns);
 
 /**
  * tp_deferred_overlaps() - whether a pending unmap overlaps [@va, @va +

@@ -13,6 +13,7 @@
 struct tp_event {
 	/* Deferred unmaps and library threads hold references too. */
 	atomic_uint refs;
+	int stream;		/* enum tp_stream last recorded on; -1: none */
 };
 
 #ifndef container_of

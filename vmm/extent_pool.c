@@ -11,6 +11,8 @@
 #include "ctx/log.h"
 #include "vmm/calls.h"
 #include "vmm/chunk_pool.h"
+#include "vmm/deferred.h"
+#include "vmm/event.h"
 #include "vmm/extent_pool.h"
 
 struct tp_extent_pool *tp_extent_pool_new(size_t budget, size_t max_pages)
@@ -26,8 +28,10 @@ struct tp_extent_pool *tp_extent_pool_new(size_t budget, size_t max_pages)
 		return NULL;
 	ep->budget = budget;
 	ep->max_pages = max_pages && max_pages < budget ? max_pages : budget;
+
 	CDS_INIT_LIST_HEAD(&ep->lru);
 	CDS_INIT_LIST_HEAD(&ep->taken);
+	CDS_INIT_LIST_HEAD(&ep->pend);
 	for (size_t i = 0; i < TP_EXTENT_BUCKETS; i++)
 		CDS_INIT_LIST_HEAD(&ep->by_size[i]);
 	return ep;
@@ -120,6 +124,22 @@ static struct cds_list_head *bucket(struct tp_extent_pool *ep, size_t pages)
 	return &ep->by_size[pages % TP_EXTENT_BUCKETS];
 }
 
+/* Whether @c's fence is a copy still in flight. */
+static bool copy_fenced(struct tp_chunk *c)
+{
+	return c->fence && c->fence->stream != TP_STREAM_COMPUTE &&
+	       c->fence->stream >= 0;
+}
+
+static void pend_drop(struct tp_extent_pool *ep, struct tp_chunk *c)
+{
+	if (!(c->flags & TP_CHUNK_PENDING))
+		return;
+	c->flags &= ~TP_CHUNK_PENDING;
+	cds_list_del(&c->pend);
+	ep->npend -= c->pages;
+}
+
 static void free_push(struct tp_extent_pool *ep, struct tp_chunk *c)
 {
 	c->flags |= TP_CHUNK_FREE;
@@ -127,11 +147,17 @@ static void free_push(struct tp_extent_pool *ep, struct tp_chunk *c)
 	cds_list_add_tail(&c->lru, &ep->lru);
 	cds_list_add_tail(&c->bucket, bucket(ep, c->pages));
 	ep->nfree += c->pages;
+	if (copy_fenced(c)) {
+		c->flags |= TP_CHUNK_PENDING;
+		cds_list_add_tail(&c->pend, &ep->pend);
+		ep->npend += c->pages;
+	}
 }
 
 /* Off the free lists, onto the taken list. */
 static void free_unlink(struct tp_extent_pool *ep, struct tp_chunk *c)
 {
+	pend_drop(ep, c);
 	c->flags &= ~TP_CHUNK_FREE;
 	cds_list_del(&c->lru);
 	cds_list_del(&c->bucket);
@@ -139,13 +165,18 @@ static void free_unlink(struct tp_extent_pool *ep, struct tp_chunk *c)
 	ep->nfree -= c->pages;
 }
 
-/* The most recently freed handle of exactly @pages chunks, or NULL. */
-static struct tp_chunk *free_find(struct tp_extent_pool *ep, size_t pages)
+/*
+ * The most recently freed handle of exactly @pages chunks, or NULL; one
+ * fenced by a copy in flight only with @pending.
+ */
+static struct tp_chunk *free_find(struct tp_extent_pool *ep, size_t pages,
+				  bool pending)
 {
 	struct tp_chunk *c;
 
 	cds_list_for_each_entry_reverse(c, bucket(ep, pages), bucket)
-		if (c->pages == pages)
+		if (c->pages == pages &&
+		    (pending || !(c->flags & TP_CHUNK_PENDING)))
 			return c;
 	return NULL;
 }
@@ -154,6 +185,8 @@ static void handle_destroy(struct tp_vmm *vmm, struct tp_extent_pool *ep,
 			   struct tp_chunk *c)
 {
 	tp_vmm_do_chunk_destroy(vmm, c);
+	if (c->fence)
+		tp_vmm_event_put(vmm, c->fence);
 	cds_list_del(&c->lru);
 	space_free(ep, c->index, c->pages);
 	ep->created -= c->pages;
@@ -190,10 +223,25 @@ static int handle_create(struct tp_vmm *vmm, struct tp_extent_pool *ep,
 	return 0;
 }
 
+/* Chunks of free handles that can be released now: none still mapped. */
+static size_t releasable(const struct tp_extent_pool *ep)
+{
+	const struct tp_chunk *c;
+	size_t n = 0;
+
+	cds_list_for_each_entry(c, &ep->lru, lru)
+		if (!c->old_maps)
+			n += c->pages;
+	return n;
+}
+
 /*
  * Make room in the budget for a new handle of @pages chunks by releasing
  * free ones: the smallest that alone suffices, else the oldest until
- * enough. Return: 0, or -ENOMEM when the free handles cannot make it.
+ * enough. A free handle whose old owner's mapping still waits on work in
+ * flight (ordered reuse) is released only once that unmap is done: the
+ * work still reads it. Return: 0, or -ENOMEM when the free handles
+ * cannot make it.
  */
 static int recarve(struct tp_vmm *vmm, struct tp_extent_pool *ep,
 		   size_t pages)
@@ -207,8 +255,14 @@ static int recarve(struct tp_vmm *vmm, struct tp_extent_pool *ep,
 	if (ep->nfree < lack)
 		return -ENOMEM;
 	vmm->stats.recarves++;
+	/* Rarely: wait for the old mappings that keep enough from going. */
+	tp_deferred_reap(vmm, vmm->deferred);
+	while (releasable(ep) < lack &&
+	       !tp_deferred_wait_oldest(vmm, vmm->deferred))
+		;
 	cds_list_for_each_entry(c, &ep->lru, lru)
-		if (c->pages >= lack && (!best || c->pages < best->pages))
+		if (!c->old_maps && c->pages >= lack &&
+		    (!best || c->pages < best->pages))
 			best = c;
 	if (best) {
 		free_unlink(ep, best);
@@ -219,29 +273,47 @@ static int recarve(struct tp_vmm *vmm, struct tp_extent_pool *ep,
 	cds_list_for_each_entry_safe(c, tmp, &ep->lru, lru) {
 		if (ep->budget - ep->created >= pages)
 			break;
+		if (c->old_maps)
+			continue;
 		free_unlink(ep, c);
 		handle_destroy(vmm, ep, c);
 		vmm->stats.handles_released++;
 	}
-	return 0;
+	return ep->budget - ep->created >= pages ? 0 : -ENOMEM;
 }
 
-/* One handle of exactly @pages chunks: a free one, or a new one. */
+/* Fill @out with @h once per page it backs. */
+static void place(struct tp_chunk **out, struct tp_chunk *h)
+{
+	for (size_t i = 0; i < h->pages; i++)
+		out[i] = h;
+}
+
+/*
+ * Back a run of @pages chunks (at most max_pages) with one handle, into
+ * @out once per page: a free handle of that size, or a new one, made
+ * room for by re-carving when the budget has none.
+ */
 static int take_one(struct tp_vmm *vmm, struct tp_extent_pool *ep,
 		    size_t pages, struct tp_chunk **out)
 {
-	struct tp_chunk *c = free_find(ep, pages);
+	struct tp_chunk *c = free_find(ep, pages, false);
 	int ret;
 
-	if (c) {
+	/* One fenced by a copy, when no other memory can make it. */
+	if (!c && ep->budget - ep->created + ep->nfree - ep->npend < pages)
+		c = free_find(ep, pages, true);
+	if (!c) {
+		ret = recarve(vmm, ep, pages);
+		if (!ret)
+			ret = handle_create(vmm, ep, pages, &c);
+		if (ret)
+			return ret;
+	} else {
 		free_unlink(ep, c);
-		*out = c;
-		return 0;
 	}
-	ret = recarve(vmm, ep, pages);
-	if (ret)
-		return ret;
-	return handle_create(vmm, ep, pages, out);
+	place(out, c);
+	return 0;
 }
 
 int tp_extent_pool_take(struct tp_vmm *vmm, struct tp_extent_pool *ep,
@@ -250,18 +322,15 @@ int tp_extent_pool_take(struct tp_vmm *vmm, struct tp_extent_pool *ep,
 	size_t done = 0;
 	int ret;
 
-	if (n > tp_extent_pool_available(ep))
+	if (n > tp_extent_pool_available(ep) + ep->npend)
 		return -ENOMEM;
 	while (done < n) {
 		size_t pages = n - done < ep->max_pages ? n - done :
 							  ep->max_pages;
-		struct tp_chunk *c;
 
-		ret = take_one(vmm, ep, pages, &c);
+		ret = take_one(vmm, ep, pages, out + done);
 		if (ret)
 			goto err_put;
-		for (size_t i = 0; i < pages; i++)
-			out[done + i] = c;
 		done += pages;
 	}
 	return 0;
@@ -287,7 +356,29 @@ void tp_extent_pool_put(struct tp_extent_pool *ep, struct tp_chunk *const *c,
 
 size_t tp_extent_pool_available(const struct tp_extent_pool *ep)
 {
-	return ep->budget - ep->created + ep->nfree;
+	return ep->budget - ep->created + ep->nfree - ep->npend;
+}
+
+size_t tp_extent_pool_pending(const struct tp_extent_pool *ep)
+{
+	return ep->npend;
+}
+
+size_t tp_extent_pool_refresh(struct tp_vmm *vmm, struct tp_extent_pool *ep)
+{
+	struct tp_chunk *c, *tmp;
+	size_t n = 0;
+
+	/* Observation only: neither counted nor a point of failure. */
+	cds_list_for_each_entry_safe(c, tmp, &ep->pend, pend) {
+		if (vmm->ops->event_query(vmm, c->fence))
+			continue;
+		tp_vmm_event_put(vmm, c->fence);
+		c->fence = NULL;
+		n += c->pages;
+		pend_drop(ep, c);
+	}
+	return n;
 }
 
 void tp_extent_pool_free(struct tp_vmm *vmm, struct tp_extent_pool *ep)

@@ -35,6 +35,13 @@ struct tp_extent_pool {
 	size_t max_pages;		/* largest handle, chunks */
 	size_t created;			/* chunks in live handles */
 	size_t nfree;			/* chunks in free handles */
+	/*
+	 * Of those, chunks whose fence is a copy still in flight (an
+	 * offload reading what they held): a taker's compute would wait for
+	 * it, so they go last, and the pager may prefer another victim.
+	 */
+	size_t npend;
+	struct cds_list_head pend;
 	size_t handles;			/* live handles */
 	/* Free handles: oldest first for re-carving, and by size; taken
 	 * handles on a list of their own, so that close finds them. */
@@ -71,9 +78,11 @@ void tp_extent_pool_free(struct tp_vmm *vmm, struct tp_extent_pool *ep);
  * at most max_pages chunks whose sizes add up to @n, each repeated in
  * @out once per page it backs (@out has @n entries, in page order).
  * A free handle of the size wanted is reused; else one is created, after
- * releasing free handles, oldest first, when the budget has no room.
- * Return: 0; -ENOMEM when fewer than @n chunks are free (nothing taken);
- * the backend's error when a handle cannot be created (nothing taken).
+ * releasing free handles, oldest first, when the budget has no room;
+ * a pending handle (fenced by a copy) is taken only when nothing else
+ * will do. Return: 0; -ENOMEM when fewer than @n chunks are free, pending
+ * ones included (nothing taken); the backend's error when a handle cannot
+ * be created (nothing taken).
  */
 int tp_extent_pool_take(struct tp_vmm *vmm, struct tp_extent_pool *ep,
 			struct tp_chunk **out, size_t n);
@@ -85,7 +94,18 @@ int tp_extent_pool_take(struct tp_vmm *vmm, struct tp_extent_pool *ep,
 void tp_extent_pool_put(struct tp_extent_pool *ep, struct tp_chunk *const *c,
 			size_t n);
 
-/** tp_extent_pool_available() - chunks a take could get now. */
+/**
+ * tp_extent_pool_available() - chunks a take could get now without a
+ * stream waiting on a copy; tp_extent_pool_pending() those it could get
+ * besides (fenced by copies in flight).
+ */
 size_t tp_extent_pool_available(const struct tp_extent_pool *ep);
+size_t tp_extent_pool_pending(const struct tp_extent_pool *ep);
+
+/**
+ * tp_extent_pool_refresh() - free handles whose copy fence completed are
+ * no longer pending. Return: chunks that came free so.
+ */
+size_t tp_extent_pool_refresh(struct tp_vmm *vmm, struct tp_extent_pool *ep);
 
 #endif /* TP_VMM_EXTENT_POOL_H */

@@ -44,7 +44,20 @@ struct tp_sim_profile {
 	/* Per-handle driver costs at measured sizes, ascending. */
 	const struct tp_sim_handle_cost *handle;
 	size_t nr_handle;
+	/*
+	 * How much more set access and unmap cost while copies are queued
+	 * on the device (the driver's calls do not wait for them, but slow
+	 * down).
+	 */
+	double busy_set_access, busy_unmap;
+	/*
+	 * What the calls cost in a training run against the micro-benchmark
+	 * above (the driver's tables grow with the live mappings).
+	 */
+	double run_factor;
 	uint64_t reserve_ns;		/* one VA reservation or its release */
+	/* Pinning host memory for swap (cuMemHostAlloc), bytes/ns. */
+	double pin_bytes_per_ns;
 	/* Host <-> device copies (each way) and device <-> device. */
 	double link_bytes_per_ns;
 	uint64_t copy_latency_ns;
@@ -52,6 +65,11 @@ struct tp_sim_profile {
 	uint64_t d2d_latency_ns;
 	/* Host time to issue one op (the launch API and the library). */
 	uint64_t issue_ns;
+	/*
+	 * The scratch a convolution's algorithms take, per byte of its
+	 * largest tensor (0: none).
+	 */
+	double conv_workspace;
 	/* Ops by name, then the model for any other. */
 	const struct tp_sim_op_cost *ops;
 	size_t nr_ops;

@@ -68,10 +68,21 @@ void tp_vmm_call_end(struct tp_vmm *vmm, enum tp_vmm_call k, uint64_t t0,
 		     uint64_t units)
 {
 	struct tp_vmm_call_stats *cs = &vmm->stats.call[k];
+	uint64_t t1 = call_clock(vmm);
 
 	stat_add(&cs->calls, 1);
-	stat_add(&cs->ns, call_clock(vmm) - t0);
+	stat_add(&cs->ns, t1 - t0);
 	stat_add(&cs->units, units);
+	if (vmm->obs && vmm->obs->driver && k <= TP_CALL_UNMAP)
+		vmm->obs->driver(vmm->obs->priv, k, t0, t1, units);
+}
+
+/* A blocking wait on the device, for the observer. */
+static int waited(struct tp_vmm *vmm, uint64_t t0, int ret)
+{
+	if (vmm->obs && vmm->obs->wait)
+		vmm->obs->wait(vmm->obs->priv, t0, call_clock(vmm));
+	return ret;
 }
 
 #ifdef TP_FAULT_INJECTION
@@ -146,6 +157,7 @@ struct tp_vmm *tp_vmm_open(const struct tp_conf *conf)
 	/* Coop's contiguous pool indexes chunks: one handle each. */
 	vmm->mapping = conf->vmm_mode == TP_VMM_MODE_CONTIGUOUS ?
 		       TP_VMM_MAPPING_CHUNKS : conf->vmm_mapping;
+	vmm->ordered_reuse = vmm->mapping == TP_VMM_MAPPING_EXTENTS;
 	vmm->extent_max = conf->vmm_extent_max / vmm->granularity;
 	if (conf->vmm_extent_max && !vmm->extent_max)
 		vmm->extent_max = 1;
@@ -265,6 +277,7 @@ int tp_vmm_pool_set_contiguous(struct tp_vmm *vmm)
 		tp_chunk_pool_free(vmm, vmm->pool);
 		vmm->pool = pool;
 		vmm->mapping = TP_VMM_MAPPING_CHUNKS;
+		vmm->ordered_reuse = false;
 	}
 	return tp_chunk_pool_set_contiguous(vmm->pool);
 }
@@ -320,7 +333,15 @@ size_t tp_vmm_chunks_free(const struct tp_vmm *vmm)
 
 size_t tp_vmm_chunks_pending(const struct tp_vmm *vmm)
 {
-	return vmm->deferred->chunks;
+	return vmm->deferred->chunks +
+	       (vmm->pool ? tp_chunk_pool_pending(vmm->pool) : 0);
+}
+
+bool tp_vmm_chunks_takeable(const struct tp_vmm *vmm, size_t n)
+{
+	return tp_vmm_chunks_fit(vmm, n) ||
+	       (vmm->ordered_reuse &&
+		tp_vmm_chunks_free(vmm) + tp_vmm_chunks_pending(vmm) >= n);
 }
 
 /* --- ranges and mappings --------------------------------------------- */
@@ -436,6 +457,18 @@ int tp_vmm_do_unmap(struct tp_vmm *vmm, uintptr_t va,
 	return ret;
 }
 
+int tp_vmm_do_unmap_old(struct tp_vmm *vmm, uintptr_t va,
+			struct tp_chunk *const *c, size_t n)
+{
+	uint64_t t0;
+	int ret;
+
+	tp_vmm_call_begin(vmm, TP_CALL_UNMAP, false, &t0);
+	ret = vmm->ops->unmap(vmm, va, c, n);
+	tp_vmm_call_end(vmm, TP_CALL_UNMAP, t0, n);
+	return ret;
+}
+
 int tp_vmm_map(struct tp_vmm *vmm, uintptr_t va, struct tp_chunk *const *c,
 	       size_t n)
 {
@@ -497,12 +530,71 @@ int tp_vmm_unmap_after(struct tp_vmm *vmm, uintptr_t va,
 			tp_chunk_pool_put(vmm->pool, chunks, n);
 		return ret;
 	}
-	return tp_deferred_add(vmm, vmm->deferred, va, chunks, n, ev);
+	if (!vmm->ordered_reuse)
+		return tp_deferred_add(vmm, vmm->deferred, va, chunks, n, ev,
+				       true);
+	/*
+	 * Ordered reuse: the memory is free for work ordered after @ev, so
+	 * it goes back to the pool now with @ev as its fence; only the
+	 * mapping at @va waits for @ev (the old owner's work reads it).
+	 */
+	ret = tp_deferred_add(vmm, vmm->deferred, va, chunks, n, ev, false);
+	if (ret)
+		return ret;
+	for (size_t i = 0; i < n; i += chunks[i]->pages) {
+		if (chunks[i]->fence)
+			tp_vmm_event_put(vmm, chunks[i]->fence);
+		chunks[i]->fence = tp_vmm_event_get(ev);
+	}
+	handles_at(vmm, va, chunks, n, false);
+	vmm->stats.chunks_mapped -= n;
+	tp_chunk_pool_put(vmm->pool, chunks, n);
+	return 0;
+}
+
+int tp_vmm_chunks_order(struct tp_vmm *vmm, struct tp_chunk *const *c,
+			size_t n, unsigned streams)
+{
+	struct tp_event *done = NULL;
+	int ret;
+
+	for (size_t i = 0; i < n; i += c[i]->pages) {
+		struct tp_event *f = c[i]->fence;
+
+		if (!f)
+			continue;
+		/* Handles of one free share their fence: one wait each. */
+		if (f != done && tp_vmm_event_query(vmm, f) != 0) {
+			if (streams & TP_ORDER_HOST) {
+				ret = tp_vmm_event_sync(vmm, f);
+				if (ret)
+					return ret;
+			}
+			for (int s = 0; s < TP_NR_STREAMS; s++) {
+				if (!(streams & (1u << s)))
+					continue;
+				ret = tp_vmm_stream_wait(vmm, (enum tp_stream)s,
+							 f);
+				if (ret)
+					return ret;
+			}
+			done = f;
+		}
+	}
+	for (size_t i = 0; i < n; i += c[i]->pages) {
+		tp_vmm_event_put(vmm, c[i]->fence);
+		c[i]->fence = NULL;
+	}
+	return 0;
 }
 
 size_t tp_vmm_reap(struct tp_vmm *vmm)
 {
-	return tp_deferred_reap(vmm, vmm->deferred);
+	size_t n = tp_deferred_reap(vmm, vmm->deferred);
+
+	if (vmm->pool && vmm->pool->ext)
+		tp_extent_pool_refresh(vmm, vmm->pool->ext);
+	return n;
 }
 
 int tp_vmm_reap_wait(struct tp_vmm *vmm)
@@ -522,6 +614,8 @@ int tp_vmm_copy_d2h(struct tp_vmm *vmm, void *host, uintptr_t va, size_t len,
 		return -EINVAL;
 	if (!len)
 		return 0;
+	if (s == TP_STREAM_COMPUTE)
+		vmm->compute_work++;
 	ret = tp_vmm_call_begin(vmm, TP_CALL_COPY, true, &t0);
 	if (ret)
 		return ret;
@@ -540,6 +634,8 @@ int tp_vmm_copy_h2d(struct tp_vmm *vmm, uintptr_t va, const void *host,
 		return -EINVAL;
 	if (!len)
 		return 0;
+	if (s == TP_STREAM_COMPUTE)
+		vmm->compute_work++;
 	ret = tp_vmm_call_begin(vmm, TP_CALL_COPY, true, &t0);
 	if (ret)
 		return ret;
@@ -569,6 +665,7 @@ static struct tp_event *event_new(struct tp_vmm *vmm,
 		return NULL;
 	}
 	atomic_init(&ev->refs, 1);
+	ev->stream = -1;
 	return ev;
 }
 
@@ -601,7 +698,7 @@ void tp_vmm_event_put(struct tp_vmm *vmm, struct tp_event *ev)
 /* One counted event call; @inject as for every call that can fail. */
 #define EVENT_CALL(vmm, expr)						\
 	({								\
-		uint64_t __t0;						\
+		uint64_t __t0 = 0;					\
 		int __ret = tp_vmm_call_begin((vmm), TP_CALL_EVENT, true, &__t0); \
 		if (!__ret) {						\
 			__ret = (expr);					\
@@ -613,9 +710,14 @@ void tp_vmm_event_put(struct tp_vmm *vmm, struct tp_event *ev)
 int tp_vmm_event_record(struct tp_vmm *vmm, struct tp_event *ev,
 			enum tp_stream s)
 {
+	int ret;
+
 	if ((unsigned)s >= TP_NR_STREAMS || !ev)
 		return -EINVAL;
-	return EVENT_CALL(vmm, vmm->ops->event_record(vmm, ev, s));
+	ret = EVENT_CALL(vmm, vmm->ops->event_record(vmm, ev, s));
+	if (!ret)
+		ev->stream = (int)s;
+	return ret;
 }
 
 int tp_vmm_stream_wait(struct tp_vmm *vmm, enum tp_stream s,
@@ -623,6 +725,8 @@ int tp_vmm_stream_wait(struct tp_vmm *vmm, enum tp_stream s,
 {
 	if ((unsigned)s >= TP_NR_STREAMS || !ev)
 		return -EINVAL;
+	if (s == TP_STREAM_COMPUTE)
+		vmm->compute_work++;
 	return EVENT_CALL(vmm, vmm->ops->stream_wait(vmm, s, ev));
 }
 
@@ -633,7 +737,9 @@ int tp_vmm_event_query(struct tp_vmm *vmm, struct tp_event *ev)
 
 int tp_vmm_event_sync(struct tp_vmm *vmm, struct tp_event *ev)
 {
-	return EVENT_CALL(vmm, vmm->ops->event_sync(vmm, ev));
+	uint64_t t0 = call_clock(vmm);
+
+	return waited(vmm, t0, EVENT_CALL(vmm, vmm->ops->event_sync(vmm, ev)));
 }
 
 int tp_vmm_event_elapsed_ns(struct tp_vmm *vmm, struct tp_event *a,
@@ -649,9 +755,11 @@ int tp_vmm_event_elapsed_ns(struct tp_vmm *vmm, struct tp_event *a,
 
 int tp_vmm_stream_sync(struct tp_vmm *vmm, enum tp_stream s)
 {
+	uint64_t t0 = call_clock(vmm);
+
 	if ((unsigned)s >= TP_NR_STREAMS)
 		return -EINVAL;
-	return EVENT_CALL(vmm, vmm->ops->stream_sync(vmm, s));
+	return waited(vmm, t0, EVENT_CALL(vmm, vmm->ops->stream_sync(vmm, s)));
 }
 
 int tp_vmm_sync_all(struct tp_vmm *vmm)
@@ -665,6 +773,8 @@ int tp_vmm_sync_all(struct tp_vmm *vmm)
 	}
 	while ((ret = tp_vmm_reap_wait(vmm)) == 0)
 		;
+	/* Fences of free memory are all complete now. */
+	tp_vmm_reap(vmm);
 	return ret == -ENOENT ? 0 : ret;
 }
 
@@ -703,6 +813,8 @@ int tp_vmm_launch(struct tp_vmm *vmm, enum tp_stream s, uint64_t cost_ns,
 {
 	if ((unsigned)s >= TP_NR_STREAMS)
 		return -EINVAL;
+	if (s == TP_STREAM_COMPUTE)
+		vmm->compute_work++;
 	if (!vmm->ops->launch)
 		return fn ? fn(arg) : 0;
 	return vmm->ops->launch(vmm, s, cost_ns, fn, arg);
@@ -726,6 +838,14 @@ int tp_vmm_op_ns(struct tp_vmm *vmm, const char *name, double flops,
 	if (!vmm->ops->op_ns)
 		return -ENOENT;
 	return vmm->ops->op_ns(vmm, name, flops, bytes, ns);
+}
+
+int tp_vmm_op_workspace(struct tp_vmm *vmm, const char *name,
+			size_t largest, size_t *bytes)
+{
+	if (!vmm->ops->op_workspace)
+		return -ENOENT;
+	return vmm->ops->op_workspace(vmm, name, largest, bytes);
 }
 
 bool tp_vmm_has_data(const struct tp_vmm *vmm)

@@ -69,10 +69,19 @@ struct tp_chunk {
 				 * offset space (the host's memfd) */
 	uint32_t flags;		/* pool-private */
 	uint32_t pages;		/* chunks it holds: 1 on the chunked pool */
-	uintptr_t va;		/* the page it is mapped at; 0: not mapped */
+	uintptr_t va;		/* the page its owner maps it at; 0: none */
+	/*
+	 * Stream-ordered reuse (extents): the last use by its previous
+	 * owner, not yet complete (a reference), which whoever takes it
+	 * orders its work after (tp_vmm_chunks_order()); and how many of
+	 * that owner's mappings still wait for it to unmap them.
+	 */
+	struct tp_event *fence;
+	unsigned old_maps;
 	struct tp_chunk *next;	/* chunked pool: free list link */
 	struct cds_list_head lru;	/* extents: free (oldest first) or taken */
 	struct cds_list_head bucket;	/* extents: free, by size */
+	struct cds_list_head pend;	/* extents: free, fenced by a copy */
 };
 
 /* Kinds of backend call counted in the statistics and fault injection. */
@@ -214,6 +223,13 @@ struct tp_vmm_ops {
 	 */
 	int (*op_ns)(struct tp_vmm *vmm, const char *name, double flops,
 		     double bytes, uint64_t *ns);
+	/*
+	 * Optional: the scratch op @name takes on the modelled device, whose
+	 * largest input or output is @largest bytes (the sim's profiles:
+	 * what the GPU's convolution algorithms chose). -ENOENT: none.
+	 */
+	int (*op_workspace)(struct tp_vmm *vmm, const char *name,
+			    size_t largest, size_t *bytes);
 	/* The native stream handle for launch functions (CUstream), or NULL. */
 	void *(*stream_handle)(struct tp_vmm *vmm, enum tp_stream s);
 
@@ -251,6 +267,21 @@ struct tp_vmm_stats {
 };
 
 /*
+ * Who watches the calls made to the backend (the trace, stats.trace):
+ * @driver hears of every reserve, release, handle creation and release,
+ * map, set access and unmap once it returned, @wait of every time the
+ * caller blocked on the device (an event or a stream sync), with the
+ * backend's host clock at either end. Called on the thread that made the
+ * call.
+ */
+struct tp_vmm_observer {
+	void (*driver)(void *priv, enum tp_vmm_call k, uint64_t t0,
+		       uint64_t t1, uint64_t units);
+	void (*wait)(void *priv, uint64_t t0, uint64_t t1);
+	void *priv;
+};
+
+/*
  * One open backend and its chunk pool. Fields other than those documented
  * as public are private to vmm/.
  */
@@ -262,11 +293,23 @@ struct tp_vmm {
 	uint64_t device_bytes;		/* total device memory */
 	size_t nr_chunks;		/* pool budget, in chunks */
 	int mapping;			/* enum tp_vmm_mapping */
+	/*
+	 * Memory left behind work still in flight goes back to the pool at
+	 * once, fenced by that work, instead of after it (extents).
+	 */
+	bool ordered_reuse;
 	size_t extent_max;		/* largest handle, chunks: 1 with
 					 * vmm.mapping = chunks */
 	struct tp_vmm_stats stats;
 	struct tp_chunk_pool *pool;
 	struct tp_deferred *deferred;	/* unmaps waiting on events */
+	const struct tp_vmm_observer *obs;	/* public: NULL or a watcher */
+	/*
+	 * Public: work issued to the compute stream so far (launches,
+	 * copies, waits), a count that tells whether an event recorded
+	 * there earlier still covers everything issued.
+	 */
+	uint64_t compute_work;
 	/*
 	 * Fault injection (tp_vmm_fail_at). Present in every build, so the
 	 * layout does not depend on whether a file saw config.h first.
@@ -335,13 +378,34 @@ uint64_t tp_vmm_frag_ppm(const struct tp_vmm *vmm);
 void tp_vmm_free_runs(const struct tp_vmm *vmm,
 		      void (*fn)(void *arg, size_t start, size_t len),
 		      void *arg);
+/* tp_vmm_chunks_order(): the caller's thread touches the memory too. */
+#define TP_ORDER_HOST	(1u << TP_NR_STREAMS)
+
+/**
+ * tp_vmm_chunks_order() - order the work of the streams in @streams (a
+ * mask of 1u << enum tp_stream) after the last use of the taken run @c
+ * of @n pages by its handles' previous owners (vmm.ordered_reuse: a
+ * handle may come back to the pool while work of its old owner is still
+ * queued). Call after a take, before any stream touches the run: the
+ * fences are dropped then. Blocks the host only with TP_ORDER_HOST (the
+ * caller itself will touch the memory), until that work is done.
+ * Return: 0, or the event call's error (the fences stay).
+ */
+int tp_vmm_chunks_order(struct tp_vmm *vmm, struct tp_chunk *const *c,
+			size_t n, unsigned streams);
 /* Return the handles of a per-page array of @n entries (whole handles)
  * that are not mapped anywhere. */
 void tp_vmm_chunks_put(struct tp_vmm *vmm, struct tp_chunk *const *c, size_t n);
 /* Free chunks now (not counting those waiting on deferred unmaps). */
 size_t tp_vmm_chunks_free(const struct tp_vmm *vmm);
-/* Chunks that will come back once pending deferred unmaps complete. */
+/*
+ * Chunks that will come back once pending deferred unmaps complete; with
+ * ordered reuse, free ones fenced by copies in flight, which a take can
+ * have at the price of its streams waiting for those copies.
+ */
 size_t tp_vmm_chunks_pending(const struct tp_vmm *vmm);
+/* Whether a take of @n succeeds now, pending chunks it may have too. */
+bool tp_vmm_chunks_takeable(const struct tp_vmm *vmm, size_t n);
 
 /*
  * Reserve a range of @len bytes (a multiple of the chunk size) at an
@@ -376,8 +440,10 @@ int tp_vmm_unmap(struct tp_vmm *vmm, uintptr_t va, struct tp_chunk *const *c,
  * Unmap the run of @n pages at @va (the per-page array @chunks, whole
  * handles) and return its handles to the pool once @ev has completed
  * (NULL, or an event already complete: at once). Until then the pages
- * stay mapped and count in tp_vmm_chunks_pending(). Never synchronises
- * the device; pending
+ * stay mapped and count in tp_vmm_chunks_pending() ; with ordered reuse
+ * the handles go back at once instead, fenced by @ev (a taker orders its
+ * work after it, tp_vmm_chunks_order()), and only the mapping at @va
+ * waits for @ev. Never synchronises the device; pending
  * unmaps are reaped by tp_vmm_reap() and by chunk takes. @ev is owned by
  * the caller and must stay alive until the unmap is reaped: the vmm takes
  * a reference through tp_vmm_event_get().
@@ -452,6 +518,14 @@ uint64_t tp_vmm_now_ns(struct tp_vmm *vmm);
  */
 int tp_vmm_op_ns(struct tp_vmm *vmm, const char *name, double flops,
 		 double bytes, uint64_t *ns);
+
+/**
+ * tp_vmm_op_workspace() - the scratch op @name takes on the backend's
+ * model of its device, whose largest input or output is @largest bytes.
+ * Return: 0 with *@bytes set; -ENOENT when the backend has no model.
+ */
+int tp_vmm_op_workspace(struct tp_vmm *vmm, const char *name,
+			size_t largest, size_t *bytes);
 
 /* True when the backend holds real data (host, cuda); false on sim. */
 bool tp_vmm_has_data(const struct tp_vmm *vmm);

@@ -469,6 +469,10 @@ void tp_model_end_step(struct tp_model *m)
 				TP_KIND_WORKSPACE);
 
 		if (t) {
+			/* Backed now, between steps, not by the next one's
+			 * first convolution. */
+			if (tp_tensor_acquire(m->ctx, t, TP_WRITE))
+				tp_tensor_release(m->ctx, t);
 			if (m->ws.t)
 				tp_tensor_free(m->ctx, m->ws.t);
 			m->ws.t = t;

@@ -322,12 +322,10 @@ static void run_training(const struct train_args *a, unsigned batch,
 	memset(r, 0, sizeof(*r));
 	r->loss_first = r->loss_last = NAN;
 	mo.batch = batch;
-	snprintf(opts, sizeof(opts), "vmm.backend=%s%s%s%s%s%s", a->backend,
+	snprintf(opts, sizeof(opts), "vmm.backend=%s%s%s%s%s", a->backend,
 		 a->chunk[0] ? ",vmm.chunk_size=" : "", a->chunk,
 		 /* shapes only: device memory is what the budget says */
 		 !strcmp(a->backend, "sim") ? ",vmm.device_memory=4T" : "",
-		 /* a mapping costs hundreds of microseconds on a GPU */
-		 !strcmp(a->backend, "cuda") ? ",pager.range_cache_freed=1" : "",
 		 a->extra[0] ? "," : "");
 	snprintf(opts + strlen(opts), sizeof(opts) - strlen(opts), "%s",
 		 a->extra);

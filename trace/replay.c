@@ -570,8 +570,12 @@ static int build_opts(const struct tp_replay_opts *o, uint64_t chunk,
 {
 	size_t n;
 
-	n = (size_t)snprintf(buf, len, "vmm.backend=sim,vmm.chunk_size=%" PRIu64,
-			     chunk);
+	/*
+	 * Bytes counted as DTR counts them: a freed tensor's memory is free
+	 * at once, not kept mapped for the next of its size.
+	 */
+	n = (size_t)snprintf(buf, len, "vmm.backend=sim,vmm.chunk_size=%" PRIu64
+			     ",pager.range_cache_freed=0", chunk);
 	if (n < len)
 		n += (size_t)snprintf(buf + n, len - n, ",pager.budget=%" PRIu64
 				      ",vmm.device_memory=%" PRIu64,

@@ -130,34 +130,41 @@ double tp_policy_cost(struct tp_policy *pol, const struct tp_tensor *t)
 }
 
 /*
- * Remap cost of one chunk (unmap now, map and set access when it comes
- * back): policy.remap_ns, else measured by the vmm, else the configured
- * sim costs (A100 figures by default). The sim backend's calls take no
- * host time, so its configured costs are what it charges.
+ * Remap cost of @pages pages (unmap now, map and set access when they come
+ * back): policy.remap_ns a chunk; else what the vmm measured a handle of
+ * them cost (the driver charges per handle, whatever its size), or its
+ * backend's model of the driver (the sim's profiles); else the configured
+ * sim costs per chunk (the sim backend's calls take no host time, so its
+ * configured costs are what it charges).
  */
-static double remap_ns_per_chunk(struct tp_policy *pol)
+double tp_policy_remap_ns(struct tp_policy *pol, size_t pages)
 {
 	const struct tp_conf *c = pol->conf;
-	const struct tp_vmm *vmm = pol->ctx->vmm;
+	struct tp_vmm *vmm = pol->ctx->vmm;
+	double ns;
 
 	if (c->policy_remap_ns >= 0)
-		return (double)c->policy_remap_ns;
-	if (vmm && c->vmm_backend != TP_VMM_SIM &&
-	    c->policy_costs == TP_COSTS_MEASURED &&
-	    vmm->stats.call[TP_CALL_MAP].units) {
-		const struct tp_vmm_call_stats *s = vmm->stats.call;
-
-		return (double)(s[TP_CALL_MAP].ns + s[TP_CALL_SET_ACCESS].ns +
-				s[TP_CALL_UNMAP].ns) /
-		       (double)s[TP_CALL_MAP].units;
+		return (double)c->policy_remap_ns * (double)pages;
+	if (vmm) {
+		ns = tp_vmm_remap_ns(vmm, pages,
+				     c->vmm_backend != TP_VMM_SIM &&
+				     c->policy_costs == TP_COSTS_MEASURED);
+		if (ns >= 0)
+			return ns;
 	}
 	/* The sim charges its costs per vmm.sim.driver_granule when set. */
-	return (double)(c->vmm_sim_map_ns + c->vmm_sim_set_access_ns +
+	return (double)pages *
+	       (double)(c->vmm_sim_map_ns + c->vmm_sim_set_access_ns +
 			c->vmm_sim_unmap_ns) *
 	       (c->vmm_sim_driver_granule ?
 		(double)(vmm && vmm->granularity ? vmm->granularity :
 			 c->vmm_chunk_size) /
 		(double)c->vmm_sim_driver_granule : 1.0);
+}
+
+static double remap_one(void *priv, size_t pages)
+{
+	return tp_policy_remap_ns(priv, pages);
 }
 
 static uint64_t chunk_bytes(struct tp_policy *pol)
@@ -203,7 +210,6 @@ double tp_policy_out_backlog(struct tp_policy *pol)
 static void director_in_base(struct tp_policy *pol, const struct tp_tensor *t,
 			     bool no_offload, struct tp_director_in *in)
 {
-	double remap = remap_ns_per_chunk(pol);
 	size_t anc_pages = 0;
 
 	in->flags = t->flags;
@@ -213,11 +219,11 @@ static void director_in_base(struct tp_policy *pol, const struct tp_tensor *t,
 	in->c_r = in->computable ? tp_policy_regen_cost(pol, t, &anc_pages) :
 				   INFINITY;
 	in->b = tp_bw_get(&pol->bw, pol->conf);
-	in->remap_ns = remap * (double)t->resident_pages;
+	in->remap_ns = tp_policy_remap_ns(pol, t->resident_pages);
 	/* Only delta-overlap's cost model counts it (the papers' do not). */
 	in->anc_remap_ns = pol->conf->policy_director ==
 			   TP_DIRECTOR_DELTA_OVERLAP ?
-			   remap * (double)anc_pages : 0;
+			   tp_policy_remap_ns(pol, anc_pages) : 0;
 	in->no_offload = no_offload;
 	in->hide_ns = 0;
 	in->queued = 0;
@@ -373,7 +379,8 @@ size_t tp_policy_prefetch_pick(struct tp_policy *pol, struct tp_tensor **out,
 	struct tp_prefetch_room room = {
 		.chunk = chunk_bytes(pol),
 		.bytes_per_ns = tp_bw_get(&pol->bw, c),
-		.remap_ns = remap_ns_per_chunk(pol),
+		.remap_ns = remap_one,
+		.remap_priv = pol,
 	};
 
 	/*

@@ -66,6 +66,12 @@ double tp_policy_cost(struct tp_policy *pol, const struct tp_tensor *t);
 double tp_policy_regen_cost(struct tp_policy *pol, const struct tp_tensor *t,
 			    size_t *anc_pages);
 bool tp_policy_computable(struct tp_policy *pol, const struct tp_tensor *t);
+/*
+ * What unmapping @pages pages now and mapping them back costs the host
+ * (policy.remap_ns a chunk, else per handle as the vmm measures or
+ * models it).
+ */
+double tp_policy_remap_ns(struct tp_policy *pol, size_t pages);
 /* Bytes of copies to host in flight (0 without a pager). */
 double tp_policy_out_backlog(struct tp_policy *pol);
 /* Fill the director's input for @t. */

@@ -593,7 +593,9 @@ size_t tp_prefetch_pick(struct tp_prefetch *pf, struct tp_tensor **out,
 		need = (uint64_t)(t->nr_pages - t->resident_pages -
 				  t->evicted_pages) * room->chunk;
 		lead = (double)(queued + need) / room->bytes_per_ns +
-		       room->remap_ns * (double)(need / room->chunk);
+		       (room->remap_ns ?
+			room->remap_ns(room->remap_priv, need / room->chunk) :
+			0);
 		/* Not due yet, even at the next acquisition: neither is any
 		 * later one. Earlier, it would only take room the work
 		 * before its use needs. */

@@ -62,7 +62,9 @@ int tp_prefetch_on_acquire(struct tp_prefetch *pf, struct tp_tensor *t,
 struct tp_prefetch_room {
 	uint64_t chunk;		/* to count what missing pages take */
 	double bytes_per_ns;	/* the host link's bandwidth */
-	double remap_ns;	/* mapping one chunk back */
+	/* mapping @pages pages back, ns */
+	double (*remap_ns)(void *priv, size_t pages);
+	void *remap_priv;
 };
 
 /*

@@ -369,6 +369,18 @@ static int sim_op_workspace(struct tp_vmm *vmm, const char *name,
 	return 0;
 }
 
+static double sim_remap_handle_ns(struct tp_vmm *vmm, uint64_t bytes)
+{
+	const struct tp_sim_profile *p = sb(vmm)->profile;
+	double f = p && p->run_factor > 0 ? p->run_factor : 1;
+
+	if (!p)
+		return -1;
+	return f * (double)(tp_sim_handle_ns(p, TP_SIM_MAP, bytes) +
+			    tp_sim_handle_ns(p, TP_SIM_SET_ACCESS, bytes) +
+			    tp_sim_handle_ns(p, TP_SIM_UNMAP, bytes));
+}
+
 static int sim_op_ns(struct tp_vmm *vmm, const char *name, double flops,
 		     double bytes, uint64_t *ns)
 {
@@ -462,6 +474,7 @@ const struct tp_vmm_ops tp_vmm_sim_ops = {
 	.launch = sim_launch,
 	.op_ns = sim_op_ns,
 	.op_workspace = sim_op_workspace,
+	.remap_handle_ns = sim_remap_handle_ns,
 	.stream_handle = NULL,
 	.now_ns = sim_now_ns,
 };

@@ -431,6 +431,22 @@ static bool whole_handles(const struct tp_vmm *vmm, uintptr_t va,
 	return true;
 }
 
+/* Handles in a run of @n pages whose per-page array is @c. */
+static uint64_t handles_in(struct tp_chunk *const *c, size_t n)
+{
+	uint64_t h = 0;
+
+	for (size_t i = 0; i < n; i += c[i]->pages)
+		h++;
+	return h;
+}
+
+static void count_handles(struct tp_vmm *vmm, enum tp_vmm_call k,
+			  struct tp_chunk *const *c, size_t n)
+{
+	stat_add(&vmm->stats.call[k].handles, handles_in(c, n));
+}
+
 /* Handles of the run that a map placed, or an unmap took away. */
 static void handles_at(const struct tp_vmm *vmm, uintptr_t va,
 		       struct tp_chunk *const *c, size_t n, bool mapped)
@@ -450,6 +466,7 @@ int tp_vmm_do_unmap(struct tp_vmm *vmm, uintptr_t va,
 		return ret;
 	ret = vmm->ops->unmap(vmm, va, c, n);
 	tp_vmm_call_end(vmm, TP_CALL_UNMAP, t0, n);
+	count_handles(vmm, TP_CALL_UNMAP, c, n);
 	if (!ret) {
 		handles_at(vmm, va, c, n, false);
 		vmm->stats.chunks_mapped -= n;
@@ -466,6 +483,7 @@ int tp_vmm_do_unmap_old(struct tp_vmm *vmm, uintptr_t va,
 	tp_vmm_call_begin(vmm, TP_CALL_UNMAP, false, &t0);
 	ret = vmm->ops->unmap(vmm, va, c, n);
 	tp_vmm_call_end(vmm, TP_CALL_UNMAP, t0, n);
+	count_handles(vmm, TP_CALL_UNMAP, c, n);
 	return ret;
 }
 
@@ -486,6 +504,7 @@ int tp_vmm_map(struct tp_vmm *vmm, uintptr_t va, struct tp_chunk *const *c,
 		return ret;
 	ret = vmm->ops->map(vmm, va, c, n);
 	tp_vmm_call_end(vmm, TP_CALL_MAP, t0, n);
+	count_handles(vmm, TP_CALL_MAP, c, n);
 	if (ret)
 		return ret;
 	handles_at(vmm, va, c, n, true);
@@ -495,6 +514,7 @@ int tp_vmm_map(struct tp_vmm *vmm, uintptr_t va, struct tp_chunk *const *c,
 	if (!ret) {
 		ret = vmm->ops->set_access(vmm, va, c, n, TP_PROT_RW);
 		tp_vmm_call_end(vmm, TP_CALL_SET_ACCESS, t0, n);
+		count_handles(vmm, TP_CALL_SET_ACCESS, c, n);
 	}
 	if (ret)
 		goto err_unmap;
@@ -838,6 +858,28 @@ int tp_vmm_op_ns(struct tp_vmm *vmm, const char *name, double flops,
 	if (!vmm->ops->op_ns)
 		return -ENOENT;
 	return vmm->ops->op_ns(vmm, name, flops, bytes, ns);
+}
+
+double tp_vmm_remap_ns(struct tp_vmm *vmm, size_t pages, bool measured)
+{
+	const struct tp_vmm_call_stats *s = vmm->stats.call;
+	size_t per = vmm->extent_max ? vmm->extent_max : 1;
+	size_t handles = (pages + per - 1) / per;
+	uint64_t bytes;
+
+	if (!pages)
+		return 0;
+	/* Measured: the mean a handle cost so far, map to unmap. */
+	if (measured && s[TP_CALL_MAP].handles && s[TP_CALL_UNMAP].handles)
+		return (double)handles *
+		       ((double)(s[TP_CALL_MAP].ns + s[TP_CALL_SET_ACCESS].ns) /
+			(double)s[TP_CALL_MAP].handles +
+			(double)s[TP_CALL_UNMAP].ns /
+			(double)s[TP_CALL_UNMAP].handles);
+	if (!vmm->ops->remap_handle_ns)
+		return -1;
+	bytes = (uint64_t)(pages / handles) * vmm->granularity;
+	return (double)handles * vmm->ops->remap_handle_ns(vmm, bytes);
 }
 
 int tp_vmm_op_workspace(struct tp_vmm *vmm, const char *name,

@@ -230,6 +230,12 @@ struct tp_vmm_ops {
 	 */
 	int (*op_workspace)(struct tp_vmm *vmm, const char *name,
 			    size_t largest, size_t *bytes);
+	/*
+	 * Optional: what unmapping one handle of @bytes and mapping it again
+	 * (map and set access) costs the host, by the backend's model of its
+	 * driver (the sim's profiles); negative: no model.
+	 */
+	double (*remap_handle_ns)(struct tp_vmm *vmm, uint64_t bytes);
 	/* The native stream handle for launch functions (CUstream), or NULL. */
 	void *(*stream_handle)(struct tp_vmm *vmm, enum tp_stream s);
 
@@ -250,6 +256,7 @@ struct tp_vmm_call_stats {
 	uint64_t ns;		/* host time spent in the call (the sim's
 				 * virtual clock on sim) */
 	uint64_t units;		/* chunks mapped/unmapped, bytes copied */
+	uint64_t handles;	/* map, set access, unmap: handles touched */
 };
 
 struct tp_vmm_stats {
@@ -518,6 +525,16 @@ uint64_t tp_vmm_now_ns(struct tp_vmm *vmm);
  */
 int tp_vmm_op_ns(struct tp_vmm *vmm, const char *name, double flops,
 		 double bytes, uint64_t *ns);
+
+/**
+ * tp_vmm_remap_ns() - what unmapping a run of @pages pages and mapping it
+ * again costs the host, in the handles the pool backs such a run with
+ * (of up to extent_max chunks): per handle as measured so far on a
+ * device (@measured, once calls were made), else by the backend's model
+ * (the sim's profile). Return: ns, or a negative value when neither is
+ * known (the caller keeps its own estimate).
+ */
+double tp_vmm_remap_ns(struct tp_vmm *vmm, size_t pages, bool measured);
 
 /**
  * tp_vmm_op_workspace() - the scratch op @name takes on the backend's

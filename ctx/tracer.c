@@ -31,6 +31,7 @@ static const char *const track_name[TP_NR_STREAMS] = {
 };
 #define TID_DRIVER	(TP_NR_STREAMS + 1)
 #define TID_WAITS	(TP_NR_STREAMS + 2)
+#define TID_DRIVER_BG	(TP_NR_STREAMS + 3)
 
 static const char *const call_name[] = {
 	[TP_CALL_RESERVE] = "reserve",
@@ -85,6 +86,10 @@ struct tp_tracer {
 	bool sampled;
 	struct tp_vmm_observer obs;	/* installed on the vmm */
 	pthread_t owner;		/* the caller's thread */
+	/* the driver thread's calls, waiting for the caller's to take them */
+	pthread_mutex_t bg_lock;
+	struct trace_rec *bg;
+	unsigned nr_bg, cap_bg;
 };
 
 static void json_str(FILE *f, const char *s)
@@ -246,8 +251,11 @@ static void finish_head(struct tp_tracer *tr)
 }
 
 /* Write down completed spans; @wait: every one, waiting for them. */
+static void take_bg(struct tp_tracer *tr);
+
 static void harvest(struct tp_tracer *tr, bool wait)
 {
+	take_bg(tr);
 	while (tr->count) {
 		struct trace_span *sp = &tr->span[tr->head];
 		int ret;
@@ -332,10 +340,56 @@ static void host_span(struct tp_tracer *tr, int tid, const char *cat,
 	r->units = units;
 }
 
-static void on_driver(void *priv, enum tp_vmm_call k, uint64_t t0,
-		      uint64_t t1, uint64_t units)
+/* A driver call of the driver thread, from that thread: set aside. */
+static void bg_span(struct tp_tracer *tr, enum tp_vmm_call k, uint64_t t0,
+		    uint64_t t1, uint64_t units)
 {
-	host_span(priv, TID_DRIVER, "driver", call_name[k], t0, t1, units);
+	struct trace_rec *r;
+
+	pthread_mutex_lock(&tr->bg_lock);
+	if (tr->nr_bg == tr->cap_bg) {
+		unsigned cap = tr->cap_bg ? 2 * tr->cap_bg : 256;
+		struct trace_rec *p = realloc(tr->bg, cap * sizeof(*p));
+
+		if (!p) {
+			pthread_mutex_unlock(&tr->bg_lock);
+			return;
+		}
+		tr->bg = p;
+		tr->cap_bg = cap;
+	}
+	r = &tr->bg[tr->nr_bg++];
+	memset(r, 0, sizeof(*r));
+	r->ph = 'X';
+	r->tid = TID_DRIVER_BG;
+	r->cat = "driver";
+	snprintf(r->name, sizeof(r->name), "%s", call_name[k]);
+	r->ts = t0 > tr->t0 ? t0 : tr->t0;
+	r->dur = t1 > r->ts ? t1 - r->ts : 0;
+	r->units = units;
+	pthread_mutex_unlock(&tr->bg_lock);
+}
+
+/* The driver thread's calls set aside, into the records. Caller's thread. */
+static void take_bg(struct tp_tracer *tr)
+{
+	pthread_mutex_lock(&tr->bg_lock);
+	for (unsigned i = 0; i < tr->nr_bg; i++)
+		*rec_new(tr, 'X') = tr->bg[i];
+	tr->nr_bg = 0;
+	pthread_mutex_unlock(&tr->bg_lock);
+}
+
+static void on_driver(void *priv, enum tp_vmm_call k, uint64_t t0,
+		      uint64_t t1, uint64_t units, bool background)
+{
+	struct tp_tracer *tr = priv;
+
+	if (!pthread_equal(pthread_self(), tr->owner))
+		bg_span(tr, k, t0, t1, units);
+	else
+		host_span(tr, background ? TID_DRIVER_BG : TID_DRIVER,
+			  "driver", call_name[k], t0, t1, units);
 }
 
 static void on_wait(void *priv, uint64_t t0, uint64_t t1)
@@ -474,13 +528,16 @@ struct tp_tracer *tp_tracer_open(struct tp_vmm *vmm, const char *path)
 		TRACE_PID, TID_DRIVER);
 	fprintf(tr->f, ",\n{\"name\":\"thread_name\",\"ph\":\"M\",\"pid\":%d,\"tid\":%d,\"args\":{\"name\":\"host: waits on the device\"}}",
 		TRACE_PID, TID_WAITS);
+	fprintf(tr->f, ",\n{\"name\":\"thread_name\",\"ph\":\"M\",\"pid\":%d,\"tid\":%d,\"args\":{\"name\":\"host: driver thread\"}}",
+		TRACE_PID, TID_DRIVER_BG);
+	pthread_mutex_init(&tr->bg_lock, NULL);
 	check_io(tr);
 	sample(tr, 0);
 	tr->owner = pthread_self();
 	tr->obs = (struct tp_vmm_observer){
 		.driver = on_driver, .wait = on_wait, .priv = tr,
 	};
-	vmm->obs = &tr->obs;
+	tp_vmm_observe(vmm, &tr->obs);
 	return tr;
 
 err_close:
@@ -503,9 +560,11 @@ int tp_tracer_close(struct tp_tracer *tr)
 
 	if (!tr)
 		return 0;
+	/* After this the driver thread calls nothing of ours. */
 	if (tr->vmm->obs == &tr->obs)
-		tr->vmm->obs = NULL;
+		tp_vmm_observe(tr->vmm, NULL);
 	harvest(tr, true);
+	take_bg(tr);
 	flush(tr);
 	if (!tr->err)
 		fputs("\n]}\n", tr->f);
@@ -523,6 +582,8 @@ int tp_tracer_close(struct tp_tracer *tr)
 	ret = tr->err;
 	free(tr->span);
 	free(tr->buf);
+	free(tr->bg);
+	pthread_mutex_destroy(&tr->bg_lock);
 	free(tr->path);
 	free(tr);
 	return ret;

@@ -380,6 +380,9 @@ struct tp_stats {
 	uint64_t handle_creates;	/* handles ever created */
 	uint64_t recarves;		/* handles released to make room for
 					 * one of another size */
+	/* of driver_calls and driver_ns, the library's driver thread's */
+	uint64_t driver_bg_calls;
+	uint64_t driver_bg_ns;
 };
 
 /** tp_stats_get() - a snapshot of the context's counters. */

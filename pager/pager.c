@@ -1142,4 +1142,6 @@ void tp_pager_stats(struct tp_pager *pg, struct tp_stats *st)
 	st->handles = vs->handles;
 	st->handle_creates = vs->handles_created;
 	st->recarves = vs->handles_released;
+	st->driver_bg_calls = vs->bg_calls;
+	st->driver_bg_ns = vs->bg_ns;
 }

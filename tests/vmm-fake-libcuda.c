@@ -18,6 +18,7 @@
 #include "config.h"
 
 #include <cuda.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -29,6 +30,9 @@
 #define MAX_MAPS	4096
 
 #define API __attribute__((visibility("default")))
+
+/* The library's driver thread calls in too: one lock over the tables. */
+static pthread_mutex_t fake_lock = PTHREAD_MUTEX_INITIALIZER;
 
 /* Live mappings: where, how long. */
 static struct {
@@ -51,11 +55,13 @@ static unsigned long charged_creates, charged_releases;
  */
 API void fake_cuda_counts(unsigned long out[5])
 {
+	pthread_mutex_lock(&fake_lock);
 	out[0] = charged_maps;
 	out[1] = charged_access;
 	out[2] = charged_unmaps;
 	out[3] = charged_creates;
 	out[4] = charged_releases;
+	pthread_mutex_unlock(&fake_lock);
 }
 
 static int find_map(uintptr_t va)
@@ -136,7 +142,7 @@ API CUresult cuMemAddressReserve(CUdeviceptr *ptr, size_t size, size_t align,
 	return CUDA_SUCCESS;
 }
 
-API CUresult cuMemAddressFree(CUdeviceptr ptr, size_t size)
+static CUresult locked_cuMemAddressFree(CUdeviceptr ptr, size_t size)
 {
 	int i;
 
@@ -147,7 +153,17 @@ API CUresult cuMemAddressFree(CUdeviceptr ptr, size_t size)
 	return CUDA_SUCCESS;
 }
 
-API CUresult cuMemCreate(CUmemGenericAllocationHandle *h, size_t size,
+API CUresult cuMemAddressFree(CUdeviceptr ptr, size_t size)
+{
+	CUresult r;
+
+	pthread_mutex_lock(&fake_lock);
+	r = locked_cuMemAddressFree(ptr, size);
+	pthread_mutex_unlock(&fake_lock);
+	return r;
+}
+
+static CUresult locked_cuMemCreate(CUmemGenericAllocationHandle *h, size_t size,
 			 const CUmemAllocationProp *prop,
 			 unsigned long long flags)
 {
@@ -168,7 +184,19 @@ API CUresult cuMemCreate(CUmemGenericAllocationHandle *h, size_t size,
 	return CUDA_SUCCESS;
 }
 
-API CUresult cuMemRelease(CUmemGenericAllocationHandle h)
+API CUresult cuMemCreate(CUmemGenericAllocationHandle *h, size_t size,
+			 const CUmemAllocationProp *prop,
+			 unsigned long long flags)
+{
+	CUresult r;
+
+	pthread_mutex_lock(&fake_lock);
+	r = locked_cuMemCreate(h, size, prop, flags);
+	pthread_mutex_unlock(&fake_lock);
+	return r;
+}
+
+static CUresult locked_cuMemRelease(CUmemGenericAllocationHandle h)
 {
 	int fd = (int)(h - 1);
 
@@ -180,7 +208,17 @@ API CUresult cuMemRelease(CUmemGenericAllocationHandle h)
 	return CUDA_SUCCESS;
 }
 
-API CUresult cuMemMap(CUdeviceptr ptr, size_t size, size_t offset,
+API CUresult cuMemRelease(CUmemGenericAllocationHandle h)
+{
+	CUresult r;
+
+	pthread_mutex_lock(&fake_lock);
+	r = locked_cuMemRelease(h);
+	pthread_mutex_unlock(&fake_lock);
+	return r;
+}
+
+static CUresult locked_cuMemMap(CUdeviceptr ptr, size_t size, size_t offset,
 		      CUmemGenericAllocationHandle h, unsigned long long flags)
 {
 	int fd = (int)(h - 1);
@@ -207,7 +245,18 @@ API CUresult cuMemMap(CUdeviceptr ptr, size_t size, size_t offset,
 	return CUDA_SUCCESS;
 }
 
-API CUresult cuMemSetAccess(CUdeviceptr ptr, size_t size,
+API CUresult cuMemMap(CUdeviceptr ptr, size_t size, size_t offset,
+		      CUmemGenericAllocationHandle h, unsigned long long flags)
+{
+	CUresult r;
+
+	pthread_mutex_lock(&fake_lock);
+	r = locked_cuMemMap(ptr, size, offset, h, flags);
+	pthread_mutex_unlock(&fake_lock);
+	return r;
+}
+
+static CUresult locked_cuMemSetAccess(CUdeviceptr ptr, size_t size,
 			    const CUmemAccessDesc *desc, size_t count)
 {
 	uintptr_t va;
@@ -230,7 +279,18 @@ API CUresult cuMemSetAccess(CUdeviceptr ptr, size_t size,
 	return CUDA_SUCCESS;
 }
 
-API CUresult cuMemUnmap(CUdeviceptr ptr, size_t size)
+API CUresult cuMemSetAccess(CUdeviceptr ptr, size_t size,
+			    const CUmemAccessDesc *desc, size_t count)
+{
+	CUresult r;
+
+	pthread_mutex_lock(&fake_lock);
+	r = locked_cuMemSetAccess(ptr, size, desc, count);
+	pthread_mutex_unlock(&fake_lock);
+	return r;
+}
+
+static CUresult locked_cuMemUnmap(CUdeviceptr ptr, size_t size)
 {
 	uintptr_t va, end = ptr + size;
 	size_t len;
@@ -252,6 +312,16 @@ API CUresult cuMemUnmap(CUdeviceptr ptr, size_t size)
 		maps[i] = maps[--nr_maps];
 	}
 	return CUDA_SUCCESS;
+}
+
+API CUresult cuMemUnmap(CUdeviceptr ptr, size_t size)
+{
+	CUresult r;
+
+	pthread_mutex_lock(&fake_lock);
+	r = locked_cuMemUnmap(ptr, size);
+	pthread_mutex_unlock(&fake_lock);
+	return r;
 }
 
 API CUresult cuMemHostAlloc(void **pp, size_t size, unsigned int flags)
@@ -276,7 +346,7 @@ static CUresult check_range(CUdeviceptr d, size_t len)
 	return CUDA_SUCCESS;
 }
 
-API CUresult cuMemcpyDtoHAsync(void *dst, CUdeviceptr src, size_t len,
+static CUresult locked_cuMemcpyDtoHAsync(void *dst, CUdeviceptr src, size_t len,
 			       CUstream s)
 {
 	CUresult r = check_range(src, len);
@@ -286,13 +356,35 @@ API CUresult cuMemcpyDtoHAsync(void *dst, CUdeviceptr src, size_t len,
 	return r;
 }
 
-API CUresult cuMemcpyHtoDAsync(CUdeviceptr dst, const void *src, size_t len,
+API CUresult cuMemcpyDtoHAsync(void *dst, CUdeviceptr src, size_t len,
+			       CUstream s)
+{
+	CUresult r;
+
+	pthread_mutex_lock(&fake_lock);
+	r = locked_cuMemcpyDtoHAsync(dst, src, len, s);
+	pthread_mutex_unlock(&fake_lock);
+	return r;
+}
+
+static CUresult locked_cuMemcpyHtoDAsync(CUdeviceptr dst, const void *src, size_t len,
 			       CUstream s)
 {
 	CUresult r = check_range(dst, len);
 
 	if (!r)
 		memcpy((void *)dst, src, len);
+	return r;
+}
+
+API CUresult cuMemcpyHtoDAsync(CUdeviceptr dst, const void *src, size_t len,
+			       CUstream s)
+{
+	CUresult r;
+
+	pthread_mutex_lock(&fake_lock);
+	r = locked_cuMemcpyHtoDAsync(dst, src, len, s);
+	pthread_mutex_unlock(&fake_lock);
 	return r;
 }
 

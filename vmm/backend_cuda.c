@@ -268,6 +268,8 @@ static int cuda_release(struct tp_vmm *vmm, uintptr_t va, size_t len)
 {
 	struct cuda_backend *c = cb(vmm);
 
+	/* The library's driver thread releases ranges too. */
+	cu_bind(c);
 	return CU(c, cuMemAddressFree((CUdeviceptr)va, len));
 }
 
@@ -345,6 +347,8 @@ static int cuda_set_access(struct tp_vmm *vmm, uintptr_t va,
 static int cuda_unmap(struct tp_vmm *vmm, uintptr_t va,
 		      struct tp_chunk *const *chunks, size_t n)
 {
+	/* The library's driver thread unmaps too. */
+	cu_bind(cb(vmm));
 	return unmap_handles(cb(vmm), va, chunks, n, vmm->granularity);
 }
 

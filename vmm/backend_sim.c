@@ -46,6 +46,12 @@ struct sim_backend {
 	/* Queries and syncs may come from other threads. */
 	pthread_mutex_t lock;
 	uint64_t host;			/* the caller's clock */
+	/*
+	 * The library's driver thread, played: its clock, and whether the
+	 * calls made now are its (worker_begin) rather than the caller's.
+	 */
+	uint64_t worker;
+	bool on_worker;
 	uint64_t stream[TP_NR_STREAMS];
 	uintptr_t next_va;
 	uintptr_t next_host;
@@ -65,12 +71,16 @@ static uint64_t max_u64(uint64_t a, uint64_t b)
 	return a > b ? a : b;
 }
 
+/* Charge the thread making the call: the caller, or the driver thread. */
 static void charge_host(struct tp_vmm *vmm, uint64_t ns)
 {
 	struct sim_backend *s = sb(vmm);
 
 	pthread_mutex_lock(&s->lock);
-	s->host += ns;
+	if (s->on_worker)
+		s->worker += ns;
+	else
+		s->host += ns;
 	pthread_mutex_unlock(&s->lock);
 }
 
@@ -86,10 +96,12 @@ static void run_on(struct sim_backend *s, enum tp_stream st, uint64_t cost)
 static bool copies_queued(struct sim_backend *s)
 {
 	bool busy;
+	uint64_t now;
 
 	pthread_mutex_lock(&s->lock);
-	busy = s->stream[TP_STREAM_D2H] > s->host ||
-	       s->stream[TP_STREAM_H2D] > s->host;
+	now = s->on_worker ? s->worker : s->host;
+	busy = s->stream[TP_STREAM_D2H] > now ||
+	       s->stream[TP_STREAM_H2D] > now;
 	pthread_mutex_unlock(&s->lock);
 	return busy;
 }
@@ -398,9 +410,78 @@ static uint64_t sim_now_ns(struct tp_vmm *vmm)
 	uint64_t t;
 
 	pthread_mutex_lock(&s->lock);
-	t = s->host;
+	t = s->on_worker ? s->worker : s->host;
 	pthread_mutex_unlock(&s->lock);
 	return t;
+}
+
+/*
+ * The driver thread starts a job queued at @queued and gated by @after
+ * (may be NULL) once it is free, the job is there and @after completed on
+ * its stream.
+ */
+static void sim_worker_begin(struct tp_vmm *vmm, struct tp_event *after,
+			     uint64_t queued)
+{
+	struct sim_event *se = after ?
+			       container_of(after, struct sim_event, base) :
+			       NULL;
+	struct sim_backend *s = sb(vmm);
+
+	pthread_mutex_lock(&s->lock);
+	if (s->worker < queued)
+		s->worker = queued;
+	if (se && s->worker < se->time)
+		s->worker = se->time;
+	s->on_worker = true;
+	pthread_mutex_unlock(&s->lock);
+}
+
+static uint64_t sim_worker_end(struct tp_vmm *vmm)
+{
+	struct sim_backend *s = sb(vmm);
+	uint64_t t;
+
+	pthread_mutex_lock(&s->lock);
+	s->on_worker = false;
+	t = s->worker;
+	pthread_mutex_unlock(&s->lock);
+	return t;
+}
+
+static int sim_event_when(struct tp_vmm *vmm, struct tp_event *ev,
+			  uint64_t *t)
+{
+	struct sim_event *se = container_of(ev, struct sim_event, base);
+	struct sim_backend *s = sb(vmm);
+	int ret = 0;
+
+	pthread_mutex_lock(&s->lock);
+	if (se->recorded)
+		*t = se->time;
+	else
+		ret = -EINVAL;
+	pthread_mutex_unlock(&s->lock);
+	return ret;
+}
+
+/*
+ * The driver thread is played where the costs are a measured driver's
+ * (per handle): the vmm.sim.* keys' are per granule of a call, the model
+ * of a driver without one.
+ */
+static bool sim_plays_worker(struct tp_vmm *vmm)
+{
+	return sb(vmm)->profile != NULL;
+}
+
+static void sim_wait_until(struct tp_vmm *vmm, uint64_t t)
+{
+	struct sim_backend *s = sb(vmm);
+
+	pthread_mutex_lock(&s->lock);
+	s->host = max_u64(s->host, t);
+	pthread_mutex_unlock(&s->lock);
 }
 
 static int sim_open(struct tp_vmm *vmm, const struct tp_conf *conf)
@@ -475,6 +556,11 @@ const struct tp_vmm_ops tp_vmm_sim_ops = {
 	.op_ns = sim_op_ns,
 	.op_workspace = sim_op_workspace,
 	.remap_handle_ns = sim_remap_handle_ns,
+	.worker_begin = sim_worker_begin,
+	.worker_end = sim_worker_end,
+	.wait_until = sim_wait_until,
+	.plays_worker = sim_plays_worker,
+	.event_when = sim_event_when,
 	.stream_handle = NULL,
 	.now_ns = sim_now_ns,
 };

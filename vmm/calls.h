@@ -43,6 +43,12 @@ int tp_vmm_do_unmap_old(struct tp_vmm *vmm, uintptr_t va,
 int tp_vmm_do_release(struct tp_vmm *vmm, uintptr_t va, size_t len,
 		      bool inject);
 
+/*
+ * tp_vmm_background() - the calling thread makes driver calls as the
+ * library's driver thread (or plays it, on sim): they count apart.
+ */
+void tp_vmm_background(bool on);
+
 /** tp_vmm_mono_ns() - CLOCK_MONOTONIC in ns. */
 uint64_t tp_vmm_mono_ns(void);
 

@@ -1,12 +1,23 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Deferred unmaps, reaped by polling their events.
+ * Deferred unmaps, completed in order once their events have.
+ *
+ * On the chunked pool they are reaped by polling from the caller's thread
+ * (the chunks come back to the pool then). With ordered reuse the chunks
+ * are back already and only the old mappings wait: a driver thread of
+ * the library's own completes them, and the ranges released behind them,
+ * so that the thread issuing the ops makes none of those calls and waits
+ * only where it needs one done (a re-carve, a map over a range still
+ * mapped). On sim that thread is played by the backend on a clock of its
+ * own (worker_begin), the entries run where the caller polls, and what
+ * they do counts from when the played thread would have done it.
  */
 #include "config.h"
 
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "ctx/log.h"
 #include "vmm/calls.h"
@@ -16,11 +27,28 @@
 struct tp_deferred *tp_deferred_new(void)
 {
 	struct tp_deferred *d = calloc(1, sizeof(*d));
+	pthread_condattr_t ca;
 
 	if (!d)
 		return NULL;
 	d->tail = &d->head;
+
+	pthread_mutex_init(&d->lock, NULL);
+	pthread_condattr_init(&ca);
+	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+	pthread_cond_init(&d->cond, &ca);
+	pthread_condattr_destroy(&ca);
 	return d;
+}
+
+void tp_deferred_lock(struct tp_deferred *d)
+{
+	pthread_mutex_lock(&d->lock);
+}
+
+void tp_deferred_unlock(struct tp_deferred *d)
+{
+	pthread_mutex_unlock(&d->lock);
 }
 
 int tp_deferred_add(struct tp_vmm *vmm, struct tp_deferred *d, uintptr_t va,
@@ -35,8 +63,11 @@ int tp_deferred_add(struct tp_vmm *vmm, struct tp_deferred *d, uintptr_t va,
 	u->next = NULL;
 	u->va = va;
 	u->n = n;
-	u->ev = tp_vmm_event_get(ev);
+	u->ev = ev ? tp_vmm_event_get(ev) : NULL;
 	u->returns = returns;
+	u->busy = false;
+	u->queued_at = tp_vmm_now_ns(vmm);
+	u->done_at = 0;
 	memcpy(u->chunks, chunks, n * sizeof(u->chunks[0]));
 	if (!returns)
 		for (size_t i = 0; i < n; i += chunks[i]->pages)
@@ -47,30 +78,38 @@ int tp_deferred_add(struct tp_vmm *vmm, struct tp_deferred *d, uintptr_t va,
 	if (returns)
 		d->chunks += n;
 	vmm->stats.deferred_unmaps = d->nr;
+	if (d->mode == TP_DEFERRED_THREAD)
+		pthread_cond_broadcast(&d->cond);
 	return 0;
 }
 
 /*
- * Complete @u, the entry *@link points to: unmap, return the chunks, drop
- * the event. The unmap cannot be made to fail by fault injection (it is
- * the cleanup of work that already succeeded); a real backend failure
- * keeps the entry for a later reap.
+ * The unmap of @u. The call cannot be made to fail by fault injection
+ * (it is the cleanup of work that already succeeded).
  */
-static int complete(struct tp_vmm *vmm, struct tp_deferred *d,
-		    struct tp_deferred_unmap **link)
+static int unmap_entry(struct tp_vmm *vmm, struct tp_deferred_unmap *u)
 {
-	struct tp_deferred_unmap *u = *link;
 	int ret;
 
 	if (u->returns)
 		ret = tp_vmm_do_unmap(vmm, u->va, u->chunks, u->n, false);
 	else
 		ret = tp_vmm_do_unmap_old(vmm, u->va, u->chunks, u->n);
-	if (ret) {
+	if (ret)
 		tp_log(TP_LOG_ERROR, "vmm: deferred unmap of %zu chunks failed: %d",
 		       u->n, ret);
-		return ret;
-	}
+	return ret;
+}
+
+/*
+ * What an unmapped @u gives back, and @u unlinked from *@link: its
+ * handles to the pool, or its hold on their old mappings.
+ */
+static void finish(struct tp_vmm *vmm, struct tp_deferred *d,
+		   struct tp_deferred_unmap **link)
+{
+	struct tp_deferred_unmap *u = *link;
+
 	if (u->returns) {
 		tp_chunk_pool_put(vmm->pool, u->chunks, u->n);
 		d->chunks -= u->n;
@@ -85,6 +124,18 @@ static int complete(struct tp_vmm *vmm, struct tp_deferred *d,
 	vmm->stats.deferred_unmaps = d->nr;
 	tp_vmm_event_put(vmm, u->ev);
 	free(u);
+}
+
+/* Unmap and finish the entry *@link (its event complete). */
+static int complete(struct tp_vmm *vmm, struct tp_deferred *d,
+		    struct tp_deferred_unmap **link)
+{
+	int ret = unmap_entry(vmm, *link);
+
+	/* A failure keeps a chunk-returning entry for a later reap. */
+	if (ret && (*link)->returns)
+		return ret;
+	finish(vmm, d, link);
 	return 0;
 }
 
@@ -116,6 +167,9 @@ int tp_deferred_add_release(struct tp_vmm *vmm, struct tp_deferred *d,
 	return 0;
 }
 
+static void release_ranges_in(struct tp_vmm *vmm, struct tp_deferred *d,
+			      bool all, uintptr_t va, uintptr_t end);
+
 /*
  * Release the queued ranges that no pending unmap overlaps any more (all
  * of them when @all: at close, after every unmap). A failed release is
@@ -124,13 +178,24 @@ int tp_deferred_add_release(struct tp_vmm *vmm, struct tp_deferred *d,
 static void release_ranges(struct tp_vmm *vmm, struct tp_deferred *d,
 			   bool all)
 {
+	release_ranges_in(vmm, d, all, 0, UINTPTR_MAX);
+}
+
+/*
+ * The same for the ranges overlapping [@va, @end) only: those an unmap
+ * just done there may have freed.
+ */
+static void release_ranges_in(struct tp_vmm *vmm, struct tp_deferred *d,
+			      bool all, uintptr_t va, uintptr_t end)
+{
 	struct tp_deferred_release **link = &d->releases;
 
 	while (*link) {
 		struct tp_deferred_release *r = *link;
 		int ret;
 
-		if (!all && tp_deferred_overlaps(vmm, d, r->va, r->len)) {
+		if (r->va >= end || r->va + r->len <= va ||
+		    (!all && tp_deferred_overlaps(vmm, d, r->va, r->len))) {
 			link = &r->next;
 			continue;
 		}
@@ -145,13 +210,204 @@ static void release_ranges(struct tp_vmm *vmm, struct tp_deferred *d,
 	vmm->stats.deferred_releases = d->nr_releases;
 }
 
+/* --- the played driver thread (sim) ------------------------------------ */
+
+/* When the driver thread can start @u: it is queued and its event done. */
+static uint64_t ready_at(struct tp_vmm *vmm, struct tp_deferred_unmap *u)
+{
+	uint64_t t = u->queued_at, e;
+
+	if (u->ev && !vmm->ops->event_when(vmm, u->ev, &e) && e > t)
+		t = e;
+	return t;
+}
+
+/*
+ * Run @u on the backend's driver-thread clock, from when it is ready or
+ * the thread is free, whichever is later: when it is done.
+ */
+static uint64_t play(struct tp_vmm *vmm, struct tp_deferred_unmap *u)
+{
+	if (!u->done_at) {
+		tp_vmm_background(true);
+		vmm->ops->worker_begin(vmm, u->ev, u->queued_at);
+		unmap_entry(vmm, u);
+		u->done_at = vmm->ops->worker_end(vmm);
+		tp_vmm_background(false);
+	}
+	return u->done_at;
+}
+
+/*
+ * The entries the played thread has done by now. It takes them as they
+ * become ready, one at a time: an entry whose event is still to come
+ * does not hold up those behind it.
+ */
+static size_t play_reap(struct tp_vmm *vmm, struct tp_deferred *d)
+{
+	uint64_t now = tp_vmm_now_ns(vmm);
+	struct tp_deferred_unmap **link = &d->head;
+	size_t done = 0;
+
+	while (*link) {
+		struct tp_deferred_unmap *u = *link;
+
+		if ((!u->done_at && ready_at(vmm, u) > now) ||
+		    play(vmm, u) > now) {
+			link = &u->next;
+			continue;
+		}
+		finish(vmm, d, link);
+		done++;
+	}
+	if (d->releases)
+		release_ranges(vmm, d, false);
+	return done;
+}
+
+/* Wait until the played thread has done one more entry: the first. */
+static void play_wait_next(struct tp_vmm *vmm, struct tp_deferred *d)
+{
+	struct tp_deferred_unmap *u, *first = NULL;
+	uint64_t t, best = UINT64_MAX;
+
+	/* The one done first, or ready first when none was played. */
+	for (u = d->head; u; u = u->next) {
+		t = u->done_at ? u->done_at : ready_at(vmm, u);
+		if (t < best) {
+			best = t;
+			first = u;
+		}
+	}
+	vmm->ops->wait_until(vmm, play(vmm, first));
+	play_reap(vmm, d);
+}
+
+/* --- the driver thread --------------------------------------------------- */
+
+/* The first entry whose event has completed, or NULL. */
+static struct tp_deferred_unmap *first_ready(struct tp_vmm *vmm,
+					     struct tp_deferred *d)
+{
+	struct tp_deferred_unmap *u;
+
+	for (u = d->head; u; u = u->next)
+		if (!u->ev || !vmm->ops->event_query(vmm, u->ev))
+			return u;
+	return NULL;
+}
+
+/*
+ * The thread takes the entries as their events complete, one at a time.
+ * With none complete it looks again after DRIVER_POLL_NS, or when one is
+ * queued: a driver has no wait for the first of several events.
+ */
+#define DRIVER_POLL_NS	50000
+
+static void *driver_thread(void *arg)
+{
+	struct tp_vmm *vmm = arg;
+	struct tp_deferred *d = vmm->deferred;
+	struct tp_deferred_unmap *u, **link;
+	struct timespec ts;
+	uintptr_t va, end;
+
+	tp_vmm_background(true);
+	pthread_mutex_lock(&d->lock);
+	for (;;) {
+		if (!d->head) {
+			if (d->stop)
+				break;
+			pthread_cond_wait(&d->cond, &d->lock);
+			continue;
+		}
+		u = first_ready(vmm, d);
+		if (!u) {
+			clock_gettime(CLOCK_MONOTONIC, &ts);
+			ts.tv_nsec += DRIVER_POLL_NS;
+			if (ts.tv_nsec >= 1000000000) {
+				ts.tv_sec++;
+				ts.tv_nsec -= 1000000000;
+			}
+			pthread_cond_timedwait(&d->cond, &d->lock, &ts);
+			continue;
+		}
+		u->busy = true;
+		pthread_mutex_unlock(&d->lock);
+		unmap_entry(vmm, u);
+		pthread_mutex_lock(&d->lock);
+		for (link = &d->head; *link != u; link = &(*link)->next)
+			;
+		va = u->va;
+		end = u->va + u->n * vmm->granularity;
+		finish(vmm, d, link);
+		if (d->releases)
+			release_ranges_in(vmm, d, false, va, end);
+		pthread_cond_broadcast(&d->cond);
+	}
+	pthread_mutex_unlock(&d->lock);
+	return NULL;
+}
+
+int tp_deferred_start(struct tp_vmm *vmm, struct tp_deferred *d)
+{
+	int ret;
+
+	if (d->mode != TP_DEFERRED_POLL)
+		return 0;
+	if (vmm->ops->plays_worker) {
+		/* Played, or, where the backend's costs model no such
+		 * thread, left to the caller's polls. */
+		if (vmm->ops->plays_worker(vmm))
+			d->mode = TP_DEFERRED_PLAYED;
+		return 0;
+	}
+	d->stop = false;
+	ret = -pthread_create(&d->thread, NULL, driver_thread, vmm);
+	if (!ret)
+		d->mode = TP_DEFERRED_THREAD;
+	return ret;
+}
+
+static bool any_busy(const struct tp_deferred *d)
+{
+	for (const struct tp_deferred_unmap *u = d->head; u; u = u->next)
+		if (u->busy)
+			return true;
+	return false;
+}
+
+void tp_deferred_quiesce(struct tp_deferred *d)
+{
+	while (d->mode == TP_DEFERRED_THREAD && any_busy(d))
+		pthread_cond_wait(&d->cond, &d->lock);
+}
+
+void tp_deferred_stop(struct tp_deferred *d)
+{
+	if (d->mode != TP_DEFERRED_THREAD)
+		return;
+	pthread_mutex_lock(&d->lock);
+	d->stop = true;
+	pthread_cond_broadcast(&d->cond);
+	pthread_mutex_unlock(&d->lock);
+	pthread_join(d->thread, NULL);
+	d->mode = TP_DEFERRED_POLL;
+}
+
+/* --- what the caller's thread asks --------------------------------------- */
+
 size_t tp_deferred_reap(struct tp_vmm *vmm, struct tp_deferred *d)
 {
 	struct tp_deferred_unmap **link = &d->head;
 	size_t done = 0;
 
+	if (d->mode == TP_DEFERRED_THREAD)
+		return 0;	/* the driver thread's work */
+	if (d->mode == TP_DEFERRED_PLAYED)
+		return play_reap(vmm, d);
 	while (*link) {
-		if (tp_vmm_event_query(vmm, (*link)->ev) == 0 &&
+		if ((!(*link)->ev || tp_vmm_event_query(vmm, (*link)->ev) == 0) &&
 		    complete(vmm, d, link) == 0) {
 			done++;
 			continue;
@@ -165,11 +421,26 @@ size_t tp_deferred_reap(struct tp_vmm *vmm, struct tp_deferred *d)
 
 int tp_deferred_wait_oldest(struct tp_vmm *vmm, struct tp_deferred *d)
 {
+	struct tp_deferred_unmap *u = d->head;
+	size_t nr;
 	int ret;
 
-	if (!d->head)
+	if (!u)
 		return -ENOENT;
-	ret = tp_vmm_event_sync(vmm, d->head->ev);
+	switch (d->mode) {
+	case TP_DEFERRED_THREAD:
+		/* Whichever the thread does next. */
+		nr = d->nr;
+		while (d->nr == nr)
+			pthread_cond_wait(&d->cond, &d->lock);
+		return 0;
+	case TP_DEFERRED_PLAYED:
+		play_wait_next(vmm, d);
+		return 0;
+	default:
+		break;
+	}
+	ret = u->ev ? tp_vmm_event_sync(vmm, u->ev) : 0;
 	if (ret)
 		return ret;
 	/* Known complete now: no need to ask again. */
@@ -192,14 +463,20 @@ int tp_deferred_flush_range(struct tp_vmm *vmm, struct tp_deferred *d,
 			link = &u->next;
 			continue;
 		}
-		ret = tp_vmm_event_sync(vmm, u->ev);
+		/* One thread does them in order: up to this one. */
+		if (d->mode != TP_DEFERRED_POLL) {
+			tp_deferred_wait_oldest(vmm, d);
+			link = &d->head;
+			continue;
+		}
+		ret = u->ev ? tp_vmm_event_sync(vmm, u->ev) : 0;
 		if (ret)
 			return ret;
 		ret = complete(vmm, d, link);
 		if (ret)
 			return ret;
 	}
-	if (d->releases)
+	if (d->releases && d->mode != TP_DEFERRED_THREAD)
 		release_ranges(vmm, d, false);
 	return 0;
 }
@@ -208,10 +485,16 @@ void tp_deferred_free(struct tp_vmm *vmm, struct tp_deferred *d)
 {
 	if (!d)
 		return;
+	tp_deferred_stop(d);
 	while (d->head) {
 		struct tp_deferred_unmap *u = d->head;
 
-		tp_vmm_event_sync(vmm, u->ev);
+		if (d->mode == TP_DEFERRED_PLAYED) {
+			play_wait_next(vmm, d);
+			continue;
+		}
+		if (u->ev)
+			tp_vmm_event_sync(vmm, u->ev);
 		if (complete(vmm, d, &d->head)) {
 			/* The backend's close tears the mappings down. */
 			d->head = u->next;
@@ -220,5 +503,7 @@ void tp_deferred_free(struct tp_vmm *vmm, struct tp_deferred *d)
 		}
 	}
 	release_ranges(vmm, d, true);
+	pthread_cond_destroy(&d->cond);
+	pthread_mutex_destroy(&d->lock);
 	free(d);
 }

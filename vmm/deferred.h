@@ -3,11 +3,18 @@
  * Deferred unmaps: a run of pages is unmapped, and its chunks returned to
  * the pool, only once the event of the last work that touched it has
  * completed. The list is reaped by polling events, never by synchronising
- * the device (cuMemUnmap does not reliably wait for in-flight work).
+ * the device (cuMemUnmap does not reliably wait for in-flight work); or,
+ * with ordered reuse (the chunks back already), by a driver thread of the
+ * library's own (played on a clock of the backend's on sim).
+ *
+ * Every function but tp_deferred_new/free/start is called with the lock
+ * held (tp_deferred_lock), which also guards the pool: the driver thread
+ * counts the handles' old mappings down.
  */
 #ifndef TP_VMM_DEFERRED_H
 #define TP_VMM_DEFERRED_H
 
+#include <pthread.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -25,6 +32,9 @@ struct tp_deferred_unmap {
 	 * waits (counted in their old_maps).
 	 */
 	bool returns;
+	bool busy;			/* the driver thread has it */
+	uint64_t queued_at;		/* played: when it was queued */
+	uint64_t done_at;		/* played: when its unmap is done */
 	struct tp_chunk *chunks[];	/* n of them, one per page */
 };
 
@@ -35,7 +45,18 @@ struct tp_deferred_release {
 	size_t len;
 };
 
+enum tp_deferred_mode {
+	TP_DEFERRED_POLL,	/* reaped where the caller polls */
+	TP_DEFERRED_THREAD,	/* done by the driver thread */
+	TP_DEFERRED_PLAYED,	/* the backend plays that thread (sim) */
+};
+
 struct tp_deferred {
+	pthread_mutex_t lock;
+	pthread_cond_t cond;		/* an entry done, or one to do */
+	enum tp_deferred_mode mode;
+	pthread_t thread;
+	bool stop;
 	struct tp_deferred_unmap *head, **tail;	/* FIFO, oldest first */
 	size_t nr;			/* entries */
 	size_t chunks;			/* chunks they will return */
@@ -49,10 +70,29 @@ struct tp_deferred {
 struct tp_deferred *tp_deferred_new(void);
 
 /**
- * tp_deferred_free() - wait for every pending unmap, complete it, and free
- * the list. Used at close, when the device may be waited for.
+ * tp_deferred_free() - stop the driver thread, wait for every pending
+ * unmap, complete it, and free the list. Used at close, when the device
+ * may be waited for. Lock not held.
  */
 void tp_deferred_free(struct tp_vmm *vmm, struct tp_deferred *d);
+
+/**
+ * tp_deferred_start() - hand the unmaps of old mappings to the driver
+ * thread (ordered reuse: no entry returns chunks), or to the backend's
+ * played one. Lock not held, no entry queued yet.
+ * Return: 0, or -errno when the thread cannot start (polled then).
+ */
+int tp_deferred_start(struct tp_vmm *vmm, struct tp_deferred *d);
+
+/* Wait until the driver thread has no job in hand. Lock held. */
+void tp_deferred_quiesce(struct tp_deferred *d);
+
+/* Stop the driver thread once it has done every entry. Lock not held. */
+void tp_deferred_stop(struct tp_deferred *d);
+
+/* The lock over the list, the releases and the pool. */
+void tp_deferred_lock(struct tp_deferred *d);
+void tp_deferred_unlock(struct tp_deferred *d);
 
 /**
  * tp_deferred_add() - queue the unmap of the run of @n pages at @va (the
@@ -88,8 +128,10 @@ int tp_deferred_add_release(struct tp_vmm *vmm, struct tp_deferred *d,
 size_t tp_deferred_reap(struct tp_vmm *vmm, struct tp_deferred *d);
 
 /**
- * tp_deferred_wait_oldest() - block on the oldest entry's event, then
- * reap. Return: 0, -ENOENT when none is pending, or the event's error.
+ * tp_deferred_wait_oldest() - block until one more pending unmap is done:
+ * polled, the oldest (on its event, then reap); by the driver thread,
+ * whichever it does next. Return: 0, -ENOENT when none is pending, or
+ * the event's error.
  */
 int tp_deferred_wait_oldest(struct tp_vmm *vmm, struct tp_deferred *d);
 

@@ -64,17 +64,31 @@ int tp_vmm_call_begin(struct tp_vmm *vmm, enum tp_vmm_call k, bool inject,
 	return 0;
 }
 
+/* Whether this thread is the library's driver thread (or plays it). */
+static __thread bool background;
+
+void tp_vmm_background(bool on)
+{
+	background = on;
+}
+
 void tp_vmm_call_end(struct tp_vmm *vmm, enum tp_vmm_call k, uint64_t t0,
 		     uint64_t units)
 {
 	struct tp_vmm_call_stats *cs = &vmm->stats.call[k];
+	const struct tp_vmm_observer *obs;
 	uint64_t t1 = call_clock(vmm);
 
 	stat_add(&cs->calls, 1);
 	stat_add(&cs->ns, t1 - t0);
 	stat_add(&cs->units, units);
-	if (vmm->obs && vmm->obs->driver && k <= TP_CALL_UNMAP)
-		vmm->obs->driver(vmm->obs->priv, k, t0, t1, units);
+	if (background && k <= TP_CALL_UNMAP) {
+		stat_add(&vmm->stats.bg_calls, 1);
+		stat_add(&vmm->stats.bg_ns, t1 - t0);
+	}
+	obs = __atomic_load_n(&vmm->obs, __ATOMIC_ACQUIRE);
+	if (obs && obs->driver && k <= TP_CALL_UNMAP)
+		obs->driver(obs->priv, k, t0, t1, units, background);
 }
 
 /* A blocking wait on the device, for the observer. */
@@ -189,7 +203,26 @@ void tp_vmm_close(struct tp_vmm *vmm)
 	free(vmm);
 }
 
+void tp_vmm_observe(struct tp_vmm *vmm, const struct tp_vmm_observer *obs)
+{
+	tp_deferred_lock(vmm->deferred);
+	__atomic_store_n(&vmm->obs, obs, __ATOMIC_RELEASE);
+	tp_deferred_quiesce(vmm->deferred);
+	tp_deferred_unlock(vmm->deferred);
+}
+
 /* --- the pool -------------------------------------------------------- */
+
+/* The lock over the pool and the deferred unmaps (the driver thread's). */
+static void lock(const struct tp_vmm *vmm)
+{
+	tp_deferred_lock(vmm->deferred);
+}
+
+static void unlock(const struct tp_vmm *vmm)
+{
+	tp_deferred_unlock(vmm->deferred);
+}
 
 int tp_vmm_pool_create(struct tp_vmm *vmm, uint64_t budget_bytes)
 {
@@ -216,6 +249,10 @@ int tp_vmm_pool_create(struct tp_vmm *vmm, uint64_t budget_bytes)
 	if (!vmm->pool)
 		return -errno;
 	vmm->nr_chunks = (size_t)nr;
+	/* Old mappings are the driver thread's to unmap (ordered reuse);
+	 * without the thread the caller's polls do it. */
+	if (vmm->ordered_reuse && tp_deferred_start(vmm, vmm->deferred))
+		tp_log(TP_LOG_WARN, "vmm: no driver thread: unmaps are polled");
 	return 0;
 }
 
@@ -251,11 +288,16 @@ int tp_vmm_chunks_take_side(struct tp_vmm *vmm, struct tp_chunk **out,
 {
 	if (!vmm->pool)
 		return -EINVAL;
+	int ret;
+
 	if (!n)
 		return 0;
+	lock(vmm);
 	if (vmm->deferred->head)
 		tp_deferred_reap(vmm, vmm->deferred);
-	return tp_chunk_pool_take_side(vmm, vmm->pool, out, n, side);
+	ret = tp_chunk_pool_take_side(vmm, vmm->pool, out, n, side);
+	unlock(vmm);
+	return ret;
 }
 
 int tp_vmm_pool_set_contiguous(struct tp_vmm *vmm)
@@ -271,6 +313,7 @@ int tp_vmm_pool_set_contiguous(struct tp_vmm *vmm)
 		/* Runs of chunk indices need one handle per chunk. */
 		if (vmm->pool->ext->handles)
 			return -EBUSY;
+		tp_deferred_stop(vmm->deferred);
 		pool = tp_chunk_pool_new(vmm->nr_chunks, false, 0);
 		if (!pool)
 			return -errno;
@@ -287,13 +330,23 @@ bool tp_vmm_pool_contiguous(const struct tp_vmm *vmm)
 	return vmm->pool && vmm->pool->contig;
 }
 
-bool tp_vmm_chunks_fit(const struct tp_vmm *vmm, size_t n)
+static bool fit(const struct tp_vmm *vmm, size_t n)
 {
 	if (!vmm->pool)
 		return false;
 	if (vmm->pool->contig)
 		return tp_contig_pool_fits(vmm->pool->contig, n);
 	return tp_chunk_pool_available(vmm->pool) >= n;
+}
+
+bool tp_vmm_chunks_fit(const struct tp_vmm *vmm, size_t n)
+{
+	bool ok;
+
+	lock(vmm);
+	ok = fit(vmm, n);
+	unlock(vmm);
+	return ok;
 }
 
 void tp_vmm_frag_sample(struct tp_vmm *vmm, size_t n)
@@ -323,25 +376,51 @@ void tp_vmm_free_runs(const struct tp_vmm *vmm,
 
 void tp_vmm_chunks_put(struct tp_vmm *vmm, struct tp_chunk *const *c, size_t n)
 {
+	lock(vmm);
 	tp_chunk_pool_put(vmm->pool, c, n);
+	unlock(vmm);
 }
 
-size_t tp_vmm_chunks_free(const struct tp_vmm *vmm)
+static size_t chunks_free(const struct tp_vmm *vmm)
 {
 	return vmm->pool ? tp_chunk_pool_available(vmm->pool) : 0;
 }
 
-size_t tp_vmm_chunks_pending(const struct tp_vmm *vmm)
+static size_t chunks_pending(const struct tp_vmm *vmm)
 {
 	return vmm->deferred->chunks +
 	       (vmm->pool ? tp_chunk_pool_pending(vmm->pool) : 0);
 }
 
+size_t tp_vmm_chunks_free(const struct tp_vmm *vmm)
+{
+	size_t n;
+
+	lock(vmm);
+	n = chunks_free(vmm);
+	unlock(vmm);
+	return n;
+}
+
+size_t tp_vmm_chunks_pending(const struct tp_vmm *vmm)
+{
+	size_t n;
+
+	lock(vmm);
+	n = chunks_pending(vmm);
+	unlock(vmm);
+	return n;
+}
+
 bool tp_vmm_chunks_takeable(const struct tp_vmm *vmm, size_t n)
 {
-	return tp_vmm_chunks_fit(vmm, n) ||
-	       (vmm->ordered_reuse &&
-		tp_vmm_chunks_free(vmm) + tp_vmm_chunks_pending(vmm) >= n);
+	bool ok;
+
+	lock(vmm);
+	ok = fit(vmm, n) || (vmm->ordered_reuse &&
+			     chunks_free(vmm) + chunks_pending(vmm) >= n);
+	unlock(vmm);
+	return ok;
 }
 
 /* --- ranges and mappings --------------------------------------------- */
@@ -392,6 +471,8 @@ int tp_vmm_do_release(struct tp_vmm *vmm, uintptr_t va, size_t len,
 
 int tp_vmm_release(struct tp_vmm *vmm, uintptr_t va, size_t len)
 {
+	int ret;
+
 	if (!len || va % vmm->va_align || !aligned(vmm, len))
 		return -EINVAL;
 	len = reserved_len(vmm, len);
@@ -400,12 +481,17 @@ int tp_vmm_release(struct tp_vmm *vmm, uintptr_t va, size_t len)
 	 * for their work would block the host: the range goes when the
 	 * last of them is reaped.
 	 */
+	lock(vmm);
 	if (vmm->deferred->head) {
 		tp_deferred_reap(vmm, vmm->deferred);
-		if (tp_deferred_overlaps(vmm, vmm->deferred, va, len))
-			return tp_deferred_add_release(vmm, vmm->deferred, va,
-						       len);
+		if (tp_deferred_overlaps(vmm, vmm->deferred, va, len)) {
+			ret = tp_deferred_add_release(vmm, vmm->deferred, va,
+						      len);
+			unlock(vmm);
+			return ret;
+		}
 	}
+	unlock(vmm);
 	return tp_vmm_do_release(vmm, va, len, true);
 }
 
@@ -496,7 +582,9 @@ int tp_vmm_map(struct tp_vmm *vmm, uintptr_t va, struct tp_chunk *const *c,
 
 	if (!n || !aligned(vmm, va) || !whole_handles(vmm, va, c, n, false))
 		return -EINVAL;
+	lock(vmm);
 	ret = tp_deferred_flush_range(vmm, vmm->deferred, va, len);
+	unlock(vmm);
 	if (ret)
 		return ret;
 	ret = tp_vmm_call_begin(vmm, TP_CALL_MAP, true, &t0);
@@ -543,33 +631,42 @@ int tp_vmm_unmap_after(struct tp_vmm *vmm, uintptr_t va,
 
 	if (!n || !aligned(vmm, va) || !whole_handles(vmm, va, chunks, n, true))
 		return -EINVAL;
-	/* Completed already: no reason to queue it. */
-	if (!ev || vmm->ops->event_query(vmm, ev) == 0) {
+	/*
+	 * Completed already: no reason to queue it, but where the driver
+	 * thread would make the call anyway (and the caller none).
+	 */
+	if ((!ev || vmm->ops->event_query(vmm, ev) == 0) &&
+	    vmm->deferred->mode != TP_DEFERRED_THREAD) {
 		ret = tp_vmm_do_unmap(vmm, va, chunks, n, true);
 		if (!ret)
-			tp_chunk_pool_put(vmm->pool, chunks, n);
+			tp_vmm_chunks_put(vmm, chunks, n);
 		return ret;
 	}
-	if (!vmm->ordered_reuse)
-		return tp_deferred_add(vmm, vmm->deferred, va, chunks, n, ev,
-				       true);
+	lock(vmm);
+	if (!vmm->ordered_reuse) {
+		ret = tp_deferred_add(vmm, vmm->deferred, va, chunks, n, ev,
+				      true);
+		unlock(vmm);
+		return ret;
+	}
 	/*
 	 * Ordered reuse: the memory is free for work ordered after @ev, so
 	 * it goes back to the pool now with @ev as its fence; only the
 	 * mapping at @va waits for @ev (the old owner's work reads it).
 	 */
 	ret = tp_deferred_add(vmm, vmm->deferred, va, chunks, n, ev, false);
-	if (ret)
-		return ret;
-	for (size_t i = 0; i < n; i += chunks[i]->pages) {
-		if (chunks[i]->fence)
-			tp_vmm_event_put(vmm, chunks[i]->fence);
-		chunks[i]->fence = tp_vmm_event_get(ev);
+	if (!ret) {
+		for (size_t i = 0; i < n; i += chunks[i]->pages) {
+			if (chunks[i]->fence)
+				tp_vmm_event_put(vmm, chunks[i]->fence);
+			chunks[i]->fence = ev ? tp_vmm_event_get(ev) : NULL;
+		}
+		handles_at(vmm, va, chunks, n, false);
+		vmm->stats.chunks_mapped -= n;
+		tp_chunk_pool_put(vmm->pool, chunks, n);
 	}
-	handles_at(vmm, va, chunks, n, false);
-	vmm->stats.chunks_mapped -= n;
-	tp_chunk_pool_put(vmm->pool, chunks, n);
-	return 0;
+	unlock(vmm);
+	return ret;
 }
 
 int tp_vmm_chunks_order(struct tp_vmm *vmm, struct tp_chunk *const *c,
@@ -610,16 +707,24 @@ int tp_vmm_chunks_order(struct tp_vmm *vmm, struct tp_chunk *const *c,
 
 size_t tp_vmm_reap(struct tp_vmm *vmm)
 {
-	size_t n = tp_deferred_reap(vmm, vmm->deferred);
+	size_t n;
 
+	lock(vmm);
+	n = tp_deferred_reap(vmm, vmm->deferred);
 	if (vmm->pool && vmm->pool->ext)
 		tp_extent_pool_refresh(vmm, vmm->pool->ext);
+	unlock(vmm);
 	return n;
 }
 
 int tp_vmm_reap_wait(struct tp_vmm *vmm)
 {
-	return tp_deferred_wait_oldest(vmm, vmm->deferred);
+	int ret;
+
+	lock(vmm);
+	ret = tp_deferred_wait_oldest(vmm, vmm->deferred);
+	unlock(vmm);
+	return ret;
 }
 
 /* --- copies ---------------------------------------------------------- */

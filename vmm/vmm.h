@@ -236,6 +236,24 @@ struct tp_vmm_ops {
 	 * driver (the sim's profiles); negative: no model.
 	 */
 	double (*remap_handle_ns)(struct tp_vmm *vmm, uint64_t bytes);
+	/*
+	 * Optional (sim): the library's driver thread, played on a clock of
+	 * the backend's own. After worker_begin(@after, @queued), calls are
+	 * charged to that clock, from when the job was queued (the caller's
+	 * time @queued), @after completes and the thread is free, whichever
+	 * is latest; worker_end() returns to the caller's clock and
+	 * says when the calls are done there; wait_until() has the caller
+	 * wait for such a time. plays_worker() says whether the backend
+	 * plays the thread now. Without them a real thread does the work.
+	 */
+	bool (*plays_worker)(struct tp_vmm *vmm);
+	void (*worker_begin)(struct tp_vmm *vmm, struct tp_event *after,
+			     uint64_t queued);
+	uint64_t (*worker_end)(struct tp_vmm *vmm);
+	void (*wait_until)(struct tp_vmm *vmm, uint64_t t);
+	/* Optional (sim): when @ev completes on its stream's clock. */
+	int (*event_when)(struct tp_vmm *vmm, struct tp_event *ev,
+			  uint64_t *t);
 	/* The native stream handle for launch functions (CUstream), or NULL. */
 	void *(*stream_handle)(struct tp_vmm *vmm, enum tp_stream s);
 
@@ -261,6 +279,8 @@ struct tp_vmm_call_stats {
 
 struct tp_vmm_stats {
 	struct tp_vmm_call_stats call[TP_NR_CALLS];
+	/* of the driver calls, those the driver thread made */
+	uint64_t bg_calls, bg_ns;
 	uint64_t chunks_mapped;		/* now */
 	uint64_t chunks_peak;
 	uint64_t chunks_created;	/* in live handles */
@@ -282,8 +302,10 @@ struct tp_vmm_stats {
  * call.
  */
 struct tp_vmm_observer {
+	/* @background: made by the library's driver thread (possibly from
+	 * it: the observer locks what it shares with the caller's thread) */
 	void (*driver)(void *priv, enum tp_vmm_call k, uint64_t t0,
-		       uint64_t t1, uint64_t units);
+		       uint64_t t1, uint64_t units, bool background);
 	void (*wait)(void *priv, uint64_t t0, uint64_t t1);
 	void *priv;
 };
@@ -327,6 +349,12 @@ struct tp_vmm {
 };
 
 /* --- The generic layer (vmm.c): what the pager calls. --------------- */
+
+/*
+ * tp_vmm_observe() - install @obs (NULL: none). Returns once the driver
+ * thread is between jobs: no call of the old observer is in progress.
+ */
+void tp_vmm_observe(struct tp_vmm *vmm, const struct tp_vmm_observer *obs);
 
 /*
  * Open the backend named by conf->vmm_backend (auto: cuda when a device is

@@ -233,8 +233,9 @@ static int free_chunks(struct tp_pager *pg, size_t n,
 {
 	struct tp_vmm *vmm = pg->vmm;
 	struct skipped s = { 0 };
-	size_t free_now, pending;
-	uint64_t wait;
+	size_t free_now, pending, owed = 0, p0;
+	bool synced = false;
+	uint64_t wait, t0;
 	int ret = 0;
 
 	for (;;) {
@@ -249,18 +250,41 @@ static int free_chunks(struct tp_pager *pg, size_t n,
 			continue;
 		pending = tp_vmm_chunks_pending(vmm);
 		if (pending && free_now + pending >= n) {
-			uint64_t t0;
-
 			if (ahead_of) {
 				ret = -EAGAIN;
 				break;
 			}
-			/* Waiting on copies out may cost more than a victim
-			 * that leaves at once. */
-			wait = pending_wait_bytes(pg, n - free_now);
-			if (wait && !send_victim(pg, n - free_now, false, NULL,
-						 wait, &s))
+			/*
+			 * Waiting on copies out may cost more than a victim
+			 * that leaves at once. Its chunks come back once the
+			 * compute queued before it is done (at once when
+			 * the stream is idle): those not back are owed, and
+			 * count against the shortfall. Asked again for the
+			 * same shortfall, victim after victim would each
+			 * leave for less than the same wait, until none is
+			 * left.
+			 */
+			if (free_now + owed < n) {
+				wait = pending_wait_bytes(pg, n - free_now - owed);
+				p0 = pending;
+				if (wait && !send_victim(pg, n - free_now - owed,
+							 false, NULL, wait, &s)) {
+					pending = tp_vmm_chunks_pending(vmm);
+					owed += pending > p0 ? pending - p0 : 0;
+					continue;
+				}
+			}
+			/* What is owed waits for compute, not for the copies. */
+			if (owed && !synced) {
+				synced = true;
+				owed = 0;
+				t0 = tp_vmm_now_ns(vmm);
+				ret = tp_vmm_stream_sync(vmm, TP_STREAM_COMPUTE);
+				pg->c.stall_ns += tp_vmm_now_ns(vmm) - t0;
+				if (ret)
+					break;
 				continue;
+			}
 			t0 = tp_vmm_now_ns(vmm);
 			ret = tp_vmm_reap_wait(vmm);
 			pg->c.stall_ns += tp_vmm_now_ns(vmm) - t0;

@@ -85,6 +85,11 @@ static bool glue_computable(void *priv, const struct tp_tensor *t)
 	return tp_lineage_can_regenerate(priv, t);
 }
 
+static bool glue_regen_needs(void *priv, const struct tp_tensor *t)
+{
+	return tp_lineage_regen_needs(priv, t);
+}
+
 /* Lineage brought an evicted input back: c_r of what it feeds went down. */
 static void glue_cost_changed(void *priv, struct tp_tensor *t)
 {
@@ -117,6 +122,7 @@ static int policy_create(struct tp_ctx *ctx)
 	*ctx->cost_ops = (struct tp_cost_ops){
 		.recompute_ns = glue_recompute_ns,
 		.computable = glue_computable,
+		.regen_needs = glue_regen_needs,
 		.priv = ctx->lineage,
 	};
 	tp_policy_set_cost_ops(ctx->policy, ctx->cost_ops);

@@ -99,6 +99,13 @@ bool tp_policy_computable(struct tp_policy *pol, const struct tp_tensor *t)
 	return t->computable;
 }
 
+/* Whether a regeneration in progress will read @t (tp_cost_ops). */
+static bool regen_needs(struct tp_policy *pol, const struct tp_tensor *t)
+{
+	return pol->has_cost && pol->cost.regen_needs &&
+	       pol->cost.regen_needs(pol->cost.priv, t);
+}
+
 double tp_policy_regen_cost(struct tp_policy *pol, const struct tp_tensor *t,
 			    size_t *anc_pages)
 {
@@ -234,6 +241,13 @@ void tp_policy_director_in(struct tp_policy *pol, const struct tp_tensor *t,
 		uint64_t next, reuse;
 
 		tp_prefetch_uses(pol->pf, t, &next, &reuse);
+		/*
+		 * The record says no one uses it again, but a regeneration
+		 * under way will: a use the record knows nothing of, not a
+		 * free way out (lineage/regen.c, mark_needed()).
+		 */
+		if (reuse == UINT64_MAX && regen_needs(pol, t))
+			next = reuse = 0;
 		in->hide_ns = leave_hidden_ns(pol, next);
 		in->no_reuse = reuse == UINT64_MAX;
 		in->reuse_ns = (double)reuse;

@@ -276,6 +276,7 @@ TP_API int tp_iteration_begin(struct tp_ctx *ctx)
 	if (ctx->in_iteration)
 		return -EBUSY;
 	ctx->in_iteration = true;
+	tp_pager_work_iteration(ctx->pager, true);
 	return ctx->iter_hook ? ctx->iter_hook(ctx->iter_priv, false) : 0;
 }
 
@@ -287,5 +288,6 @@ TP_API int tp_iteration_end(struct tp_ctx *ctx)
 		return -EINVAL;
 	ctx->in_iteration = false;
 	ctx->iterations++;
+	tp_pager_work_iteration(ctx->pager, false);
 	return ctx->iter_hook ? ctx->iter_hook(ctx->iter_priv, true) : 0;
 }

@@ -447,6 +447,10 @@ int tp_lineage_regenerate(struct tp_lineage *lin, struct tp_tensor *t)
 			ret = cannot(lin, x, "its op is not deterministic");
 		if (ret)
 			break;
+		/* A walk whose replays make room for each other stops. */
+		ret = tp_pager_work(lin->pg, 1, true);
+		if (ret)
+			break;
 		ret = replay(&r, rec, &stale);
 		if (ret == 1) {
 			ret = push_frame(&r, stale);
@@ -463,6 +467,9 @@ int tp_lineage_regenerate(struct tp_lineage *lin, struct tp_tensor *t)
 				r.f[i].pin_base = 0;
 			drops++;
 			lin->st.pin_drops++;
+			/* A retry, itself bounded: the request's work count
+			 * starts afresh. */
+			tp_pager_work_retry(lin->pg);
 			ret = 0;
 		}
 	}

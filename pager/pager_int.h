@@ -179,6 +179,15 @@ struct tp_pager {
 	/* bytes of copies[] by direction ([1]: to host), kept beside it:
 	 * the policy reads the backlog per candidate it scores */
 	uint64_t copy_bytes[2];
+	/* paging work (work.c) */
+	struct {
+		unsigned depth;		/* requests under way, nested */
+		uint64_t req;		/* units of the outermost one */
+		uint64_t iter;		/* units since the iteration began */
+		uint64_t reqs;		/* requests begun since */
+		bool over;		/* the request under way was stopped */
+		bool in_iter;		/* between tp_iteration_begin and end */
+	} work;
 };
 
 /* --- page_state.c ---------------------------------------------------- */

@@ -179,7 +179,8 @@ static bool partial_evict(struct tp_pager *pg)
  * qualifies for leaving ahead of need (see choose_ahead in hooks.h:
  * @ahead_of is the tensor a prefetch makes room for, NULL for a
  * proactive release), or, @wait_bytes, none leaves for less than waiting
- * for that much to go out (choose_over_wait).
+ * for that much to go out (choose_over_wait); -TP_EWORK past the paging
+ * work bound, before choosing.
  */
 static int send_victim(struct tp_pager *pg, size_t need, bool ahead,
 		       const struct tp_tensor *ahead_of, uint64_t wait_bytes,
@@ -191,6 +192,9 @@ static int send_victim(struct tp_pager *pg, size_t need, bool ahead,
 	size_t most;
 	int ret;
 
+	ret = tp_pager_work(pg, 1, !ahead);
+	if (ret)
+		return ret;
 	if (ahead && pg->victim.choose_ahead)
 		ret = pg->victim.choose_ahead(pg->victim.priv, ahead_of,
 					      need * pg->chunk, no_offload,
@@ -206,6 +210,8 @@ static int send_victim(struct tp_pager *pg, size_t need, bool ahead,
 	else
 		ret = pg->victim.choose(pg->victim.priv, need * pg->chunk,
 					no_offload, &v, &how);
+	if (ret == -TP_EWORK)
+		return ret;
 	/* Without choose_ahead, a release ahead of need still never evicts. */
 	if (ret || (ahead && !ahead_of && !pg->victim.choose_ahead &&
 		    how == TP_LEAVE_EVICT))
@@ -267,12 +273,17 @@ static int free_chunks(struct tp_pager *pg, size_t n,
 			if (free_now + owed < n) {
 				wait = pending_wait_bytes(pg, n - free_now - owed);
 				p0 = pending;
-				if (wait && !send_victim(pg, n - free_now - owed,
-							 false, NULL, wait, &s)) {
+				ret = wait ? send_victim(pg, n - free_now - owed,
+							 false, NULL, wait, &s) :
+					     -ENOENT;
+				if (ret == -TP_EWORK)
+					break;
+				if (!ret) {
 					pending = tp_vmm_chunks_pending(vmm);
 					owed += pending > p0 ? pending - p0 : 0;
 					continue;
 				}
+				ret = 0;
 			}
 			/* What is owed waits for compute, not for the copies. */
 			if (owed && !synced) {
@@ -295,10 +306,14 @@ static int free_chunks(struct tp_pager *pg, size_t n,
 		if (tp_slab_shrink(pg))
 			continue;
 		/* Contiguous: the victims must make one run of all n. */
-		if (!send_victim(pg, tp_vmm_pool_contiguous(vmm) ? n :
-				 n - free_now - pending, ahead_of != NULL,
-				 ahead_of, 0, &s))
+		ret = send_victim(pg, tp_vmm_pool_contiguous(vmm) ? n :
+				  n - free_now - pending, ahead_of != NULL,
+				  ahead_of, 0, &s);
+		if (!ret)
 			continue;
+		if (ret == -TP_EWORK)
+			break;
+		ret = 0;
 		/* What is left must be offloaded and swap is full: copies
 		 * lineage can regenerate make room. */
 		if (!ahead_of && ((pending && !tp_vmm_reap_wait(vmm)) ||
@@ -311,7 +326,7 @@ static int free_chunks(struct tp_pager *pg, size_t n,
 	return ret;
 }
 
-int tp_pager_make_room(struct tp_pager *pg, size_t n)
+static int make_room(struct tp_pager *pg, size_t n)
 {
 	struct tp_vmm *vmm = pg->vmm;
 	size_t have;
@@ -329,6 +344,16 @@ int tp_pager_make_room(struct tp_pager *pg, size_t n)
 	    !reclaimable(pg, n - have, swap_droppable(pg, SIZE_MAX, false)))
 		return -ENOMEM;
 	return free_chunks(pg, n, NULL);
+}
+
+int tp_pager_make_room(struct tp_pager *pg, size_t n)
+{
+	int ret;
+
+	tp_pager_work_begin(pg);
+	ret = make_room(pg, n);
+	tp_pager_work_end(pg);
+	return ret;
 }
 
 void tp_pager_watermark(struct tp_pager *pg)
@@ -370,7 +395,9 @@ int tp_pager_make_room_ahead(struct tp_pager *pg, struct tp_tensor *t,
 	/* @t itself is no victim while room is made for it. */
 	t->pins++;
 	tp_pager_cand_update(pg, t);
+	tp_pager_work_begin(pg);
 	ret = free_chunks(pg, n, t);
+	tp_pager_work_end(pg);
 	t->pins--;
 	tp_pager_cand_update(pg, t);
 	return ret;

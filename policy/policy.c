@@ -233,6 +233,7 @@ static void director_in_base(struct tp_policy *pol, const struct tp_tensor *t,
 void tp_policy_director_in(struct tp_policy *pol, const struct tp_tensor *t,
 			   bool no_offload, struct tp_director_in *in)
 {
+	pol->scored++;
 	director_in_base(pol, t, no_offload, in);
 	/* The ahead-of-need check and the wait comparison read it too. */
 	in->queued = tp_policy_out_backlog(pol);

@@ -85,6 +85,11 @@ static bool glue_computable(void *priv, const struct tp_tensor *t)
 	return tp_lineage_can_regenerate(priv, t);
 }
 
+static bool glue_regen_needs(void *priv, const struct tp_tensor *t)
+{
+	return tp_lineage_regen_needs(priv, t);
+}
+
 /* Lineage brought an evicted input back: c_r of what it feeds went down. */
 static void glue_cost_changed(void *priv, struct tp_tensor *t)
 {
@@ -117,6 +122,7 @@ static int policy_create(struct tp_ctx *ctx)
 	*ctx->cost_ops = (struct tp_cost_ops){
 		.recompute_ns = glue_recompute_ns,
 		.computable = glue_computable,
+		.regen_needs = glue_regen_needs,
 		.priv = ctx->lineage,
 	};
 	tp_policy_set_cost_ops(ctx->policy, ctx->cost_ops);
@@ -270,6 +276,7 @@ TP_API int tp_iteration_begin(struct tp_ctx *ctx)
 	if (ctx->in_iteration)
 		return -EBUSY;
 	ctx->in_iteration = true;
+	tp_pager_work_iteration(ctx->pager, true);
 	return ctx->iter_hook ? ctx->iter_hook(ctx->iter_priv, false) : 0;
 }
 
@@ -281,5 +288,6 @@ TP_API int tp_iteration_end(struct tp_ctx *ctx)
 		return -EINVAL;
 	ctx->in_iteration = false;
 	ctx->iterations++;
+	tp_pager_work_iteration(ctx->pager, false);
 	return ctx->iter_hook ? ctx->iter_hook(ctx->iter_priv, true) : 0;
 }

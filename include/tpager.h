@@ -69,6 +69,7 @@ struct tp_tensor;
 #define TP_ENOREGEN		(TP_ERR_BASE + 1)	/* lineage cannot regenerate */
 #define TP_EDEPTH		(TP_ERR_BASE + 2)	/* recompute depth bound hit */
 #define TP_EDEVICE		(TP_ERR_BASE + 3)	/* backend/driver failure */
+#define TP_EWORK		(TP_ERR_BASE + 4)	/* paging work bound hit */
 
 /**
  * tp_ctx_create() - create a context: backend, chunk pool, pager, policy.

@@ -71,6 +71,14 @@ double tp_lineage_regen_cost(struct tp_lineage *lin, const struct tp_tensor *t,
 			     size_t *anc_pages);
 
 /**
+ * tp_lineage_regen_needs() - whether the regeneration in progress has
+ * met @t as a tensor it regenerates or an input it reads: it will read
+ * @t (again), whatever the program's own accesses say. False when no
+ * regeneration is in progress.
+ */
+bool tp_lineage_regen_needs(struct tp_lineage *lin, const struct tp_tensor *t);
+
+/**
  * tp_lineage_op_cost_ns() - the moving-average cost in ns of op type
  * @type over its runs and replays (lineage.cost_alpha), or its prior
  * (type->cost_ns, else 1 µs) before the first one.

@@ -54,6 +54,8 @@ struct tp_lin_node {
 	uint64_t cr_mark;
 	/* work stack mark (regen.c, inplace.c) */
 	uint64_t mark;
+	/* the regeneration (regen.c, lin->walk) that will read or write it */
+	uint64_t walk;
 };
 
 struct tp_lin_type;
@@ -111,6 +113,7 @@ struct tp_lineage {
 	struct cds_list_head nodes;
 	struct cds_list_head recs;
 	unsigned nesting;		/* regenerations in progress */
+	uint64_t walk;			/* outermost regenerations so far */
 	uint64_t rec_seq;
 	uint64_t mark_seq;
 	/* pointer work list reused by releases and walks */

@@ -283,11 +283,11 @@ static void give_identity_back(struct op_run *o, struct tp_tensor *x,
 		       (unsigned long long)x->id);
 }
 
-TP_API int tp_op_run(struct tp_ctx *ctx, const struct tp_op_type *type,
-		     const void *params, size_t params_len,
-		     struct tp_tensor *const *inputs, unsigned n_in,
-		     struct tp_tensor **outputs, const size_t *out_bytes,
-		     unsigned n_out)
+static int op_run(struct tp_ctx *ctx, const struct tp_op_type *type,
+		  const void *params, size_t params_len,
+		  struct tp_tensor *const *inputs, unsigned n_in,
+		  struct tp_tensor **outputs, const size_t *out_bytes,
+		  unsigned n_out)
 {
 	struct op_run o = { .ctx = ctx, .type = type, .failed_out = -1 };
 	struct tp_lineage *lin;
@@ -456,5 +456,23 @@ out_rec:
 		tp_lin_rec_discard(lin, rec);
 out_free:
 	free(mem);
+	return ret;
+}
+
+TP_API int tp_op_run(struct tp_ctx *ctx, const struct tp_op_type *type,
+		     const void *params, size_t params_len,
+		     struct tp_tensor *const *inputs, unsigned n_in,
+		     struct tp_tensor **outputs, const size_t *out_bytes,
+		     unsigned n_out)
+{
+	int ret;
+
+	if (!ctx || !ctx->lineage)
+		return -EINVAL;
+	/* One request: its inputs, outputs and parts share one bound. */
+	tp_pager_work_begin(ctx->pager);
+	ret = op_run(ctx, type, params, params_len, inputs, n_in, outputs,
+		     out_bytes, n_out);
+	tp_pager_work_end(ctx->pager);
 	return ret;
 }

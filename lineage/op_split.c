@@ -362,8 +362,11 @@ int tp_lin_run_split(struct tp_lineage *lin, const struct tp_op_type *type,
 		goto out;
 	}
 	ret = hold_first(&r);
-	for (i = 0; !ret && i < parts; i++)
-		ret = run_part(&r, i, parts, ns);
+	for (i = 0; !ret && i < parts; i++) {
+		ret = tp_pager_work(r.pg, 1, true);
+		if (!ret)
+			ret = run_part(&r, i, parts, ns);
+	}
 	if (!ret)
 		tp_pager_note_split(r.pg, parts);
 out:

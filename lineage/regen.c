@@ -103,6 +103,35 @@ static void unpin_to(struct regen *r, size_t base)
 		release_whole(r->lin, r->pin[--r->np]);
 }
 
+/*
+ * The walk rewrites @t and reads its producer's inputs, and the policy is
+ * told so (tp_lineage_regen_needs): the record of the program's accesses
+ * may say that no one uses them again, and what no one uses again leaves
+ * first, for nothing. Taken at its word, an input the walk regenerated
+ * for one reader leaves as soon as the frames above that reader make
+ * room, before another reader met later in the walk reads it; that one
+ * regenerates it again with its evicted ancestry, and along a chain of
+ * such joins (Inception's blocks) the replays multiply.
+ */
+static void mark_needed(struct tp_lineage *lin, struct tp_tensor *t)
+{
+	struct tp_lin_node *n = t->lin.p;
+	struct tp_lin_rec *rec = t->lin.rec;
+	unsigned k;
+
+	if (n)
+		n->walk = lin->walk;
+	for (k = 0; rec && k < rec->n_in; k++)
+		rec->in[k].node->walk = lin->walk;
+}
+
+bool tp_lineage_regen_needs(struct tp_lineage *lin, const struct tp_tensor *t)
+{
+	const struct tp_lin_node *n = t->lin.p;
+
+	return lin->nesting && n && n->walk == lin->walk;
+}
+
 static int push_frame(struct regen *r, struct tp_tensor *t)
 {
 	struct tp_lineage *lin = r->lin;
@@ -119,6 +148,7 @@ static int push_frame(struct regen *r, struct tp_tensor *t)
 	r->f[r->nf].t = t;
 	r->f[r->nf].pin_base = r->np;
 	r->nf++;
+	mark_needed(lin, t);
 	if (r->nf > lin->st.max_depth)
 		lin->st.max_depth = r->nf;
 	return 0;
@@ -399,7 +429,9 @@ int tp_lineage_regenerate(struct tp_lineage *lin, struct tp_tensor *t)
 
 	if (!tp_pager_has_evicted(t))
 		return 0;
-	lin->nesting++;
+	/* A regeneration nested in this one is part of its walk. */
+	if (!lin->nesting++)
+		lin->walk++;
 	tp_pager_replay_begin(lin->pg);
 	ret = push_frame(&r, t);
 	while (!ret && r.nf) {
@@ -415,6 +447,10 @@ int tp_lineage_regenerate(struct tp_lineage *lin, struct tp_tensor *t)
 			ret = cannot(lin, x, "it was not made by an op");
 		else if (!rec->replayable)
 			ret = cannot(lin, x, "its op is not deterministic");
+		if (ret)
+			break;
+		/* A walk whose replays make room for each other stops. */
+		ret = tp_pager_work(lin->pg, 1, true);
 		if (ret)
 			break;
 		ret = replay(&r, rec, &stale);
@@ -433,6 +469,9 @@ int tp_lineage_regenerate(struct tp_lineage *lin, struct tp_tensor *t)
 				r.f[i].pin_base = 0;
 			drops++;
 			lin->st.pin_drops++;
+			/* A retry, itself bounded: the request's work count
+			 * starts afresh. */
+			tp_pager_work_retry(lin->pg);
 			ret = 0;
 		}
 	}

@@ -352,8 +352,8 @@ static int acquire_slab(struct tp_pager *pg, struct tp_tensor *t, size_t off,
 	return 0;
 }
 
-int tp_pager_acquire(struct tp_pager *pg, struct tp_tensor *t, size_t off,
-		     size_t len, unsigned mode, void **addr)
+static int acquire(struct tp_pager *pg, struct tp_tensor *t, size_t off,
+		   size_t len, unsigned mode, void **addr)
 {
 	/* A scratch tensor's evicted pages come back unwritten. */
 	bool discard = !(mode & TP_READ) || (t->flags & TP_SCRATCH);
@@ -500,6 +500,17 @@ err_regen:
 err_unpin:
 	pin_range(t, first, last, -1);
 	tp_pager_cand_update(pg, t);
+	return ret;
+}
+
+int tp_pager_acquire(struct tp_pager *pg, struct tp_tensor *t, size_t off,
+		     size_t len, unsigned mode, void **addr)
+{
+	int ret;
+
+	tp_pager_work_begin(pg);
+	ret = acquire(pg, t, off, len, mode, addr);
+	tp_pager_work_end(pg);
 	return ret;
 }
 

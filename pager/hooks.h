@@ -33,7 +33,10 @@ struct tp_victim_ops {
 	 * The pager still needs @need_bytes of device memory: choose a
 	 * candidate and how it leaves. @no_offload is set when host swap is
 	 * full (offload would fail with -ENOSPC). Return 0 with *victim and
-	 * *how set, or -ENOENT when no candidate can leave. The pager calls
+	 * *how set, -ENOENT when no candidate can leave, or -TP_EWORK when
+	 * the candidates it scored, charged with tp_pager_work(), took the
+	 * request past pager.work_limit (as may choose_ahead and
+	 * choose_over_wait). The pager calls
 	 * del() before moving the victim, so a chosen tensor is never
 	 * offered twice in one round.
 	 */

@@ -621,6 +621,9 @@ void tp_pager_copy_issued(struct tp_pager *pg, struct tp_event *start,
 		.bytes = bytes, .d2h = d2h,
 	};
 	pg->copy_bytes[d2h] += bytes;
+	/* Counted only: the decision that started it was charged and
+	 * checked. */
+	(void)tp_pager_work(pg, 1, false);
 }
 
 /*

@@ -180,6 +180,35 @@ void tp_pager_note_recompute(struct tp_pager *pg, uint64_t ns);
 void tp_pager_note_compute(struct tp_pager *pg, uint64_t ns);
 
 /*
+ * Paging work (pager.work_limit, work.c). tp_pager_work_begin() and
+ * tp_pager_work_end() bracket a request: an acquire, a room-making, a
+ * tp_op_run; they nest, and the outermost pair is the request.
+ * tp_pager_work_iteration() says an iteration begins (@begin) or ends:
+ * the iteration's bound holds only in between.
+ */
+void tp_pager_work_begin(struct tp_pager *pg);
+void tp_pager_work_end(struct tp_pager *pg);
+void tp_pager_work_iteration(struct tp_pager *pg, bool begin);
+/*
+ * tp_pager_work_retry() - the request under way starts a retry that is
+ * bounded otherwise (a regeneration let its pins go, at most
+ * TP_LIN_MAX_DROPS times): its count starts afresh, the iteration's not.
+ */
+void tp_pager_work_retry(struct tp_pager *pg);
+/**
+ * tp_pager_work() - charge @units of paging work (ops replayed, victims
+ * chosen, candidates scored to choose them, copies started) to the
+ * request under way and the iteration.
+ * @demand: the work is for a demand, whose failure is an error to report
+ * (on the context, naming pager.work_limit); false for work ahead of
+ * need, which stops quietly.
+ * Return: 0, or -TP_EWORK once the request or the iteration is past its
+ * bound (and for the rest of a request that was stopped): the caller
+ * does no more and unwinds, leaving every tensor as it is.
+ */
+int tp_pager_work(struct tp_pager *pg, unsigned units, bool demand);
+
+/*
  * A replay of recorded ops (a regeneration) begins or ends: acquisitions
  * in between are the replay's, not the program's, and tp_pager_replaying()
  * says so to the victim ops' on_acquire.

@@ -187,6 +187,15 @@ struct tp_pager {
 	struct tp_event *use_ev;
 	uint64_t use_work;
 	bool use_stale;			/* the caller may have issued work */
+	/* paging work (work.c) */
+	struct {
+		unsigned depth;		/* requests under way, nested */
+		uint64_t req;		/* units of the outermost one */
+		uint64_t iter;		/* units since the iteration began */
+		uint64_t reqs;		/* requests begun since */
+		bool over;		/* the request under way was stopped */
+		bool in_iter;		/* between tp_iteration_begin and end */
+	} work;
 };
 
 /* --- page_state.c ---------------------------------------------------- */

@@ -179,7 +179,8 @@ static bool partial_evict(struct tp_pager *pg)
  * qualifies for leaving ahead of need (see choose_ahead in hooks.h:
  * @ahead_of is the tensor a prefetch makes room for, NULL for a
  * proactive release), or, @wait_bytes, none leaves for less than waiting
- * for that much to go out (choose_over_wait).
+ * for that much to go out (choose_over_wait); -TP_EWORK past the paging
+ * work bound, before choosing.
  */
 static int send_victim(struct tp_pager *pg, size_t need, bool ahead,
 		       const struct tp_tensor *ahead_of, uint64_t wait_bytes,
@@ -191,6 +192,9 @@ static int send_victim(struct tp_pager *pg, size_t need, bool ahead,
 	size_t most;
 	int ret;
 
+	ret = tp_pager_work(pg, 1, !ahead);
+	if (ret)
+		return ret;
 	if (ahead && pg->victim.choose_ahead)
 		ret = pg->victim.choose_ahead(pg->victim.priv, ahead_of,
 					      need * pg->chunk, no_offload,
@@ -206,6 +210,8 @@ static int send_victim(struct tp_pager *pg, size_t need, bool ahead,
 	else
 		ret = pg->victim.choose(pg->victim.priv, need * pg->chunk,
 					no_offload, &v, &how);
+	if (ret == -TP_EWORK)
+		return ret;
 	/* Without choose_ahead, a release ahead of need still never evicts. */
 	if (ret || (ahead && !ahead_of && !pg->victim.choose_ahead &&
 		    how == TP_LEAVE_EVICT))
@@ -233,8 +239,9 @@ static int free_chunks(struct tp_pager *pg, size_t n,
 {
 	struct tp_vmm *vmm = pg->vmm;
 	struct skipped s = { 0 };
-	size_t free_now, pending;
-	uint64_t wait;
+	size_t free_now, pending, owed = 0, p0;
+	bool synced = false;
+	uint64_t wait, t0;
 	int ret = 0;
 
 	for (;;) {
@@ -249,18 +256,46 @@ static int free_chunks(struct tp_pager *pg, size_t n,
 			continue;
 		pending = tp_vmm_chunks_pending(vmm);
 		if (pending && free_now + pending >= n) {
-			uint64_t t0;
-
 			if (ahead_of) {
 				ret = -EAGAIN;
 				break;
 			}
-			/* Waiting on copies out may cost more than a victim
-			 * that leaves at once. */
-			wait = pending_wait_bytes(pg, n - free_now);
-			if (wait && !send_victim(pg, n - free_now, false, NULL,
-						 wait, &s))
+			/*
+			 * Waiting on copies out may cost more than a victim
+			 * that leaves at once. Its chunks come back once the
+			 * compute queued before it is done (at once when
+			 * the stream is idle): those not back are owed, and
+			 * count against the shortfall. Asked again for the
+			 * same shortfall, victim after victim would each
+			 * leave for less than the same wait, until none is
+			 * left.
+			 */
+			if (free_now + owed < n) {
+				wait = pending_wait_bytes(pg, n - free_now - owed);
+				p0 = pending;
+				ret = wait ? send_victim(pg, n - free_now - owed,
+							 false, NULL, wait, &s) :
+					     -ENOENT;
+				if (ret == -TP_EWORK)
+					break;
+				if (!ret) {
+					pending = tp_vmm_chunks_pending(vmm);
+					owed += pending > p0 ? pending - p0 : 0;
+					continue;
+				}
+				ret = 0;
+			}
+			/* What is owed waits for compute, not for the copies. */
+			if (owed && !synced) {
+				synced = true;
+				owed = 0;
+				t0 = tp_vmm_now_ns(vmm);
+				ret = tp_vmm_stream_sync(vmm, TP_STREAM_COMPUTE);
+				pg->c.stall_ns += tp_vmm_now_ns(vmm) - t0;
+				if (ret)
+					break;
 				continue;
+			}
 			/* Ordered reuse: the take has them, and its work
 			 * waits for those copies on the device. */
 			if (vmm->ordered_reuse)
@@ -275,10 +310,14 @@ static int free_chunks(struct tp_pager *pg, size_t n,
 		if (tp_slab_shrink(pg))
 			continue;
 		/* Contiguous: the victims must make one run of all n. */
-		if (!send_victim(pg, tp_vmm_pool_contiguous(vmm) ? n :
-				 n - free_now - pending, ahead_of != NULL,
-				 ahead_of, 0, &s))
+		ret = send_victim(pg, tp_vmm_pool_contiguous(vmm) ? n :
+				  n - free_now - pending, ahead_of != NULL,
+				  ahead_of, 0, &s);
+		if (!ret)
 			continue;
+		if (ret == -TP_EWORK)
+			break;
+		ret = 0;
 		/* What is left must be offloaded and swap is full: copies
 		 * lineage can regenerate make room. */
 		if (!ahead_of && ((pending && !tp_vmm_reap_wait(vmm)) ||
@@ -291,7 +330,7 @@ static int free_chunks(struct tp_pager *pg, size_t n,
 	return ret;
 }
 
-int tp_pager_make_room(struct tp_pager *pg, size_t n)
+static int make_room(struct tp_pager *pg, size_t n)
 {
 	struct tp_vmm *vmm = pg->vmm;
 	size_t have;
@@ -309,6 +348,16 @@ int tp_pager_make_room(struct tp_pager *pg, size_t n)
 	    !reclaimable(pg, n - have, swap_droppable(pg, SIZE_MAX, false)))
 		return -ENOMEM;
 	return free_chunks(pg, n, NULL);
+}
+
+int tp_pager_make_room(struct tp_pager *pg, size_t n)
+{
+	int ret;
+
+	tp_pager_work_begin(pg);
+	ret = make_room(pg, n);
+	tp_pager_work_end(pg);
+	return ret;
 }
 
 void tp_pager_watermark(struct tp_pager *pg)
@@ -350,7 +399,9 @@ int tp_pager_make_room_ahead(struct tp_pager *pg, struct tp_tensor *t,
 	/* @t itself is no victim while room is made for it. */
 	t->pins++;
 	tp_pager_cand_update(pg, t);
+	tp_pager_work_begin(pg);
 	ret = free_chunks(pg, n, t);
+	tp_pager_work_end(pg);
 	t->pins--;
 	tp_pager_cand_update(pg, t);
 	return ret;

@@ -102,6 +102,13 @@ bool tp_policy_computable(struct tp_policy *pol, const struct tp_tensor *t)
 	return t->computable;
 }
 
+/* Whether a regeneration in progress will read @t (tp_cost_ops). */
+static bool regen_needs(struct tp_policy *pol, const struct tp_tensor *t)
+{
+	return pol->has_cost && pol->cost.regen_needs &&
+	       pol->cost.regen_needs(pol->cost.priv, t);
+}
+
 double tp_policy_regen_cost(struct tp_policy *pol, const struct tp_tensor *t,
 			    size_t *anc_pages)
 {
@@ -235,6 +242,7 @@ static void director_in_base(struct tp_policy *pol, const struct tp_tensor *t,
 void tp_policy_director_in(struct tp_policy *pol, const struct tp_tensor *t,
 			   bool no_offload, struct tp_director_in *in)
 {
+	pol->scored++;
 	director_in_base(pol, t, no_offload, in);
 	/* The ahead-of-need check and the wait comparison read it too. */
 	in->queued = tp_policy_out_backlog(pol);
@@ -243,6 +251,13 @@ void tp_policy_director_in(struct tp_policy *pol, const struct tp_tensor *t,
 		uint64_t next, reuse;
 
 		tp_prefetch_uses(pol->pf, t, &next, &reuse);
+		/*
+		 * The record says no one uses it again, but a regeneration
+		 * under way will: a use the record knows nothing of, not a
+		 * free way out (lineage/regen.c, mark_needed()).
+		 */
+		if (reuse == UINT64_MAX && regen_needs(pol, t))
+			next = reuse = 0;
 		in->hide_ns = leave_hidden_ns(pol, next);
 		in->no_reuse = reuse == UINT64_MAX;
 		in->reuse_ns = (double)reuse;

@@ -40,6 +40,10 @@ struct tp_cost_ops {
 			       size_t *anc_pages);
 	/* Whether lineage can regenerate @t at all. */
 	bool (*computable)(void *priv, const struct tp_tensor *t);
+	/* Whether a regeneration in progress will read @t (or rewrite it):
+	 * a use the record of the program's accesses does not know.
+	 * NULL: never. */
+	bool (*regen_needs)(void *priv, const struct tp_tensor *t);
 	void *priv;
 };
 

@@ -56,6 +56,9 @@ struct tp_policy {
 	struct tp_wb_auto wb_auto;	/* policy.writeback = auto */
 	uint64_t decisions, decision_ns;
 	uint64_t chose_evict, chose_offload;
+	/* Candidates scored for victim choices so far: what a choice
+	 * costs, charged as paging work (pager.work_limit). */
+	uint64_t scored;
 };
 
 uint64_t tp_policy_now(struct tp_policy *pol);

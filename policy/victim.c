@@ -160,6 +160,7 @@ static struct tp_tensor *sample(struct tp_policy *pol, uint64_t now)
 			continue;
 		i++;
 
+		pol->scored++;
 		make_key(pol, t, &key);
 		tp_pol_index_set_key(pol->idx, s, &key);
 		v = tp_filter_value(&key, now);
@@ -199,6 +200,7 @@ static struct tp_tensor *exact(struct tp_policy *pol, uint64_t now)
 		if (!t || !tp_filter_uses_cost(pol->filter) || !rekeys--)
 			return t;
 		s = (size_t)t->pol.idx;
+		pol->scored++;
 		make_key(pol, t, &key);
 		if (key.c == tp_pol_index_key(pol->idx, s)->c)
 			return t;
@@ -288,7 +290,7 @@ static int choose(struct tp_policy *pol, bool ahead,
 	/* Reading the clock costs as much as a decision: time one in
 	 * TP_POLICY_TIME_EVERY and count it for all of them. */
 	bool timed = !(pol->decisions % TP_POLICY_TIME_EVERY);
-	uint64_t t0 = timed ? mono_ns() : 0, now;
+	uint64_t t0 = timed ? mono_ns() : 0, now, scored = pol->scored;
 	struct tp_tensor *t;
 	size_t nskip = 0;
 	int rc = -ENOENT;
@@ -347,6 +349,16 @@ static int choose(struct tp_policy *pol, bool ahead,
 			pol->mem_sum += s->key.m;
 	}
 out:
+	/*
+	 * A choice costs the candidates it scored (pager.work_limit): one
+	 * that scores them all (overlap, coop) costs what it takes, and a
+	 * request that chooses without end is stopped as soon, in time, as
+	 * one whose choices sample or read an index.
+	 */
+	if (pol->ctx->pager &&
+	    tp_pager_work(pol->ctx->pager, (unsigned)(pol->scored - scored),
+			  !ahead))
+		rc = -TP_EWORK;
 	if (!rc) {
 		*victim = t;
 		tp_prefetch_left(pol->pf, t);

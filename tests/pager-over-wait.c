@@ -5,6 +5,12 @@
  * and nothing is waited for; -ENOENT, or no such hook, waits for the
  * copy (on sim, exactly its cost in virtual time). Both tensors come
  * back either way (sim has no bytes to compare: the state is checked).
+ *
+ * While compute is busy, the victim's chunks come back only once the
+ * compute queued before it is done: they are owed to the demand, which
+ * waits for compute, not for the copy, and asks for no second victim
+ * (asked again for the same shortfall, it once sent every candidate
+ * away, one after the other).
  */
 #include "config.h"
 
@@ -20,6 +26,7 @@ static struct {
 	struct tp_tensor *cand[8];
 	unsigned ncand;
 	struct tp_tensor *instead;	/* what choose_over_wait answers */
+	bool any;			/* or any candidate resident */
 	uint64_t wait_bytes;		/* what it was told */
 	unsigned asked;
 } h;
@@ -58,6 +65,12 @@ static int h_over_wait(void *priv, size_t need, uint64_t wait_bytes,
 {
 	h.asked++;
 	h.wait_bytes = wait_bytes;
+	for (unsigned i = 0; h.any && i < h.ncand; i++)
+		if (h.cand[i]->resident_pages) {
+			*victim = h.cand[i];
+			*how = TP_LEAVE_EVICT;
+			return 0;
+		}
 	if (!h.instead || !h.instead->candidate)
 		return -ENOENT;
 	*victim = h.instead;
@@ -174,11 +187,67 @@ static void one(const char *what, bool hook, bool give)
 	tp_ctx_destroy(ctx);
 }
 
+/*
+ * Fill the budget with a, b, c and d, send a out, queue 10 ms of compute,
+ * then ask for room for e: the hook would give every candidate.
+ */
+static void busy(void)
+{
+	struct tp_victim_ops ops = {
+		.add = h_add, .del = h_del, .touch = h_touch,
+		.choose = h_choose, .choose_over_wait = h_over_wait,
+	};
+	struct tp_regen_ops regen = {
+		.can_regenerate = r_can, .regenerate = r_regen,
+		.on_free = r_on_free,
+	};
+	const uint64_t op_ns = 10000000;
+	struct tp_tensor *t[4], *e;
+	struct tp_ctx *ctx;
+	uint64_t copy_ns = (uint64_t)BYTES * 1000, stall0;
+	unsigned evicted = 0;
+
+	ctx = tp_ctx_create("vmm.backend=sim,vmm.chunk_size=64K,"
+			    "vmm.mapping=chunks,"
+			    "pager.budget=512K,pager.high_watermark=100,"
+			    "vmm.sim.bandwidth=0.001,"
+			    "vmm.sim.copy_latency_ns=0,vmm.sim.map_ns=0,"
+			    "vmm.sim.set_access_ns=0,vmm.sim.unmap_ns=0");
+	if (!ctx)
+		bail_out("tp_ctx_create(sim): %s", strerror(errno));
+	memset(&h, 0, sizeof(h));
+	h.any = true;
+	regens = 0;
+	tp_pager_set_victim_ops(ctx->pager, &ops);
+	regen.priv = ctx->pager;
+	tp_pager_set_regen_ops(ctx->pager, &regen);
+
+	for (unsigned i = 0; i < 4; i++)
+		t[i] = written(ctx);
+	if (tp_pager_offload(ctx->pager, t[0]) ||
+	    tp_vmm_launch(ctx->vmm, TP_STREAM_COMPUTE, op_ns, NULL, NULL))
+		bail_out("offload, launch");
+	stall0 = ctx->pager->c.stall_ns;
+	e = tp_tensor_create(ctx, BYTES, 0);
+	ok(e && tp_tensor_acquire(ctx, e, TP_WRITE), "busy: e fits");
+	tp_tensor_release(ctx, e);
+	for (unsigned i = 1; i < 4; i++)
+		evicted += t[i]->evicted_pages == 2;
+	ok(h.asked == 1 && evicted == 1,
+	   "busy: asked once, one victim of three candidates evicted (%u, asked %u times)",
+	   evicted, h.asked);
+	ok(ctx->pager->c.stall_ns - stall0 == op_ns,
+	   "busy: waited for the compute (%" PRIu64 " ns), not the copy (%" PRIu64 " ns)",
+	   ctx->pager->c.stall_ns - stall0, copy_ns);
+	tp_ctx_destroy(ctx);
+}
+
 int main(void)
 {
-	plan_tests(9);
+	plan_tests(12);
 	one("no hook", false, false);
 	one("hook refuses", true, false);
 	one("hook gives a victim", true, true);
+	busy();
 	return exit_status();
 }

@@ -314,12 +314,29 @@ enum tp_trace_format {
 enum tp_trace_format tp_trace_detect(const char *buf, size_t len);
 
 /**
- * tp_trace_load() - read the file at @path and parse it in the format
- * @fmt, or the detected one when @fmt is TP_TRACE_FMT_UNKNOWN.
+ * tp_trace_read_file() - the contents of the file at @path, decompressed
+ * when they are gzip (known by the magic bytes, whatever the name).
+ * @path: a file, or anything open(2) reads once, such as /dev/stdin
+ * @buf:  set to a malloc()ed buffer of the contents (not NUL-terminated)
+ * @len:  set to their length
+ * @err:  filled on failure (may be NULL); line 0
  *
- * Return: as tp_trace_parse(); -errno when the file cannot be read.
+ * Return: 0; -EIO a truncated or corrupt gzip stream (@err says which);
+ * -ENOMEM; -errno when the file cannot be read.
  */
-int tp_trace_load(const char *path, enum tp_trace_format fmt,
+int tp_trace_read_file(const char *path, char **buf, size_t *len,
+		       struct tp_trace_error *err);
+
+/**
+ * tp_trace_load() - read the file at @path (tp_trace_read_file()) and
+ * parse it.
+ * @fmt: the format to parse, or TP_TRACE_FMT_UNKNOWN to detect it from
+ *       the first line; set to the format read
+ *
+ * Return: as tp_trace_parse(); as tp_trace_read_file() when the file
+ * cannot be read.
+ */
+int tp_trace_load(const char *path, enum tp_trace_format *fmt,
 		  struct tp_trace **out, struct tp_trace_error *err);
 
 /** tp_trace_error_str() - "file:line: reason" into @buf of @len bytes. */

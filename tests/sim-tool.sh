@@ -52,7 +52,7 @@ LOG
 gzip -c "$tmp/chain.log" > "$tmp/chain.log.gz"
 wm="--set pager.high_watermark=100 --set pager.low_watermark=100"
 
-echo "1..24"
+echo "1..26"
 
 "$sim" "$tmp/chain.log" --chunk-size 4K --budget 40960 --policy dtr/evict $wm \
 	> "$tmp/out" 2>"$tmp/err"; rc=$?
@@ -158,3 +158,12 @@ cp "$tmp/chain.log.gz" "$tmp/crc.log.gz"
 size=$(wc -c < "$tmp/chain.log.gz")
 printf '\377\377\377\377' | dd of="$tmp/crc.log.gz" bs=1 seek=$((size - 8)) conv=notrunc 2>/dev/null
 fails "corrupt gzip" "crc.log.gz: not a valid gzip file: incorrect data check" "$tmp/crc.log.gz"
+
+# A tpager-trace 3 file says where it ends: one cut after a line is an
+# error naming that line, from a file or a pipe, not a shorter replay.
+top_srcdir=${top_srcdir:-..}
+head -n 2000 "$top_srcdir/traces/resnet50-b256.trace" > "$tmp/cut.trace"
+fails "a shipped trace cut after line 2000" \
+	"cut.trace:2000: truncated: the trace stops after this line, without its end record" \
+	"$tmp/cut.trace"
+fails "the same on a pipe" "^tpager-sim: /dev/stdin:2000: truncated" /dev/stdin < "$tmp/cut.trace"

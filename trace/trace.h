@@ -277,13 +277,18 @@ bool tp_trace_equal(const struct tp_trace *a, const struct tp_trace *b);
  * @out:   set to the new trace on success
  * @err:   filled on failure (may be NULL)
  *
- * Return: 0; -EINVAL malformed input (@err says the line and why); -ENOMEM.
+ * Versions 1 to 3 are read. From version 3 on, a text that stops before
+ * its end record is truncated, an error naming its last line.
+ *
+ * Return: 0; -EINVAL malformed or truncated input (@err says the line and
+ * why); -ENOMEM.
  */
 int tp_trace_parse(const char *buf, size_t len, const char *file,
 		   struct tp_trace **out, struct tp_trace_error *err);
 
 /**
- * tp_trace_write() - write @t as tpager-trace(5) text to @f.
+ * tp_trace_write() - write @t as tpager-trace(5) text to @f, in the
+ * newest version (3), which closes with the end record.
  *
  * Tensor ids in the text are the trace's own ids, so parsing the output
  * gives a trace equal to @t.

@@ -224,7 +224,7 @@ static int load(const char *path, struct tp_trace **t,
 	int ret;
 
 	*t = NULL;
-	ret = tp_replay_load(path, &fmt, t, &err);
+	ret = tp_trace_load(path, &fmt, t, &err);
 	if (ret) {
 		fprintf(stderr, "policy-table: %s\n",
 			tp_trace_error_str(&err, msg, sizeof(msg)));

@@ -25,29 +25,17 @@ static double now(void)
 	return ts.tv_sec + ts.tv_nsec * 1e-9;
 }
 
+/* The log, gzip or not, as the loader reads it. */
 static char *read_log(const char *path, size_t *len)
 {
-	size_t cap = 1 << 20, n = 0, r;
-	char cmd[4500], *buf = malloc(cap);
-	bool gz = strlen(path) > 3 && !strcmp(path + strlen(path) - 3, ".gz");
-	FILE *f;
+	struct tp_trace_error err;
+	char *buf, msg[512];
 
-	snprintf(cmd, sizeof(cmd), "gzip -dc '%.4000s'", path);
-	f = gz ? popen(cmd, "r") : fopen(path, "r");
-	if (!f || !buf)
+	if (tp_trace_read_file(path, &buf, len, &err)) {
+		fprintf(stderr, "%s\n",
+			tp_trace_error_str(&err, msg, sizeof(msg)));
 		return NULL;
-	while ((r = fread(buf + n, 1, cap - n, f)) > 0) {
-		n += r;
-		if (n == cap) {
-			cap *= 2;
-			buf = realloc(buf, cap);
-			if (!buf)
-				return NULL;
-		}
 	}
-	if (gz ? pclose(f) : fclose(f))
-		return NULL;
-	*len = n;
 	return buf;
 }
 

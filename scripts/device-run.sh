@@ -17,6 +17,12 @@ export TP_REPO=$(pwd)
 cat "$OUT/machine.txt"
 mkdir -p /tmp/deps
 for f in .device/debs/*.deb; do dpkg -x "$f" /tmp/deps; done
+# Links a package makes absolute (zlib's libz.so) point into the host's
+# tree, whose version may differ: point them at the unpacked files.
+find /tmp/deps -type l | while read -r l; do
+	t=$(readlink "$l")
+	case $t in /*) [ -e "/tmp/deps$t" ] && ln -sf "/tmp/deps$t" "$l" ;; esac
+done
 export PATH=/tmp/deps/usr/bin:$PATH
 export PKG_CONFIG_PATH=/tmp/deps/usr/lib/x86_64-linux-gnu/pkgconfig:/tmp/deps/usr/share/pkgconfig
 export PKG_CONFIG_SYSROOT_DIR=/tmp/deps

@@ -41,8 +41,9 @@ echo "# cflags: $cflags"
 echo "# libs:   $libs"
 
 ok $([ -f "$root$includedir/tpager.h" ] && echo 0 || echo 1) "tpager.h in includedir"
-ok $([ -f "$root$libdir/libtpager.so" ] && [ ! -e "$root$libdir/libtpager_core.a" ] && echo 0 || echo 1) \
-	"libtpager.so in libdir, the internal core not installed"
+ok $([ -f "$root$libdir/libtpager.so" ] && [ -z "$(find "$root" -name 'libtpager_*')" ] &&
+     echo 0 || echo 1) \
+	"libtpager.so in libdir, the internal core and trace libraries not installed"
 
 missing=
 for p in man1/tpagerctl.1 man1/tpager-train.1 man1/tpager-sim.1 man3/tp_ctx_create.3 \

@@ -186,7 +186,7 @@ static void inception(const char *dir)
 
 	snprintf(path, sizeof(path), "%s/%s", dir,
 		 "inceptionv4-64-10000000000.0-2020-10-1-10-55-0-default.log.gz");
-	if (access(path, R_OK) || tp_replay_load(path, &fmt, &t, &err)) {
+	if (access(path, R_OK) || tp_trace_load(path, &fmt, &t, &err)) {
 		if (t == NULL && !access(path, R_OK))
 			tp_trace_error_str(&err, why, sizeof(why));
 		else

@@ -43,7 +43,7 @@ static struct tp_trace *load_log(const char *dir, unsigned i, char *why,
 		snprintf(why, len, "path too long");
 		return NULL;
 	}
-	if (tp_replay_load(path, &fmt, &t, &err)) {
+	if (tp_trace_load(path, &fmt, &t, &err)) {
 		tp_trace_error_str(&err, why, len);
 		return NULL;
 	}

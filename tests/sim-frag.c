@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 /*
- * The fragmenting baseline through tpager-sim's own path (tp_replay_load,
+ * The fragmenting baseline through tpager-sim's own path (tp_trace_load,
  * tp_trace_peak, tp_replay_run): a tpager-trace(5) file written here, in
  * which freed activations leave holes between parameters, replayed with
  * vmm.mode = contiguous and on chunks. The contiguous pool reports a
@@ -148,7 +148,7 @@ int main(void)
 	path = write_trace(tmpl);
 	if (!path)
 		bail_out("writing the trace: %s", strerror(errno));
-	ret = tp_replay_load(path, &fmt, &t, &err);
+	ret = tp_trace_load(path, &fmt, &t, &err);
 	unlink(path);
 	if (!ok(!ret && fmt == TP_TRACE_FMT_TEXT, "the trace loads as tpager-trace(5)"))
 		bail_out("%s", tp_trace_error_str(&err, msg, sizeof(msg)));

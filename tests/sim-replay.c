@@ -408,7 +408,7 @@ static void test_text_round_trip(const struct tp_trace *t)
 	if (f)
 		fclose(f);
 	if (!rc)
-		rc = tp_replay_load(path, &fmt, &back, &err);
+		rc = tp_trace_load(path, &fmt, &back, &err);
 	ok(!rc && fmt == TP_TRACE_FMT_TEXT, "random: read back as tpager-trace text");
 	if (fd >= 0)
 		unlink(path);

@@ -76,7 +76,7 @@ int main(void)
 	snprintf(path, sizeof(path), "%s/traces/vgg16-b128.trace",
 		 top ? top : "..");
 	tp_set_log(quiet, NULL);
-	if (tp_replay_load(path, &fmt, &t, &err))
+	if (tp_trace_load(path, &fmt, &t, &err))
 		plan_skip_all("%s", tp_trace_error_str(&err, msg, sizeof(msg)));
 	plan_tests(2 + NR_POL * (1 + NR_PCT) + 1);
 	ok_rc(tp_trace_peak(t, &sum), "%s: peak accounting", path);

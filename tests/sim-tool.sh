@@ -52,7 +52,7 @@ LOG
 gzip -c "$tmp/chain.log" > "$tmp/chain.log.gz"
 wm="--set pager.high_watermark=100 --set pager.low_watermark=100"
 
-echo "1..20"
+echo "1..26"
 
 "$sim" "$tmp/chain.log" --chunk-size 4K --budget 40960 --policy dtr/evict $wm \
 	> "$tmp/out" 2>"$tmp/err"; rc=$?
@@ -140,3 +140,30 @@ printf '{"INSTRUCTION":"CONSTANT","NAME":"a"}\n{"INSTRUCTION":"RELEASE"}\n' > "$
 fails "bad trace: file and line" "bad.log:2" "$tmp/bad.log"
 printf 'not a trace\n' > "$tmp/junk"
 fails "unknown format" "unknown trace format" "$tmp/junk"
+
+# Compressed input through zlib: no gzip(1) needed, a pipe read once, and
+# a damaged stream is an error naming the file.
+"$sim" /dev/stdin --chunk-size 4K --budget 0.77 --policy dtr/evict $wm \
+	< "$tmp/chain.log.gz" > "$tmp/out" 2>"$tmp/err"; rc=$?
+ok $([ $rc = 0 ] && grep -q '^result  *fits$' "$tmp/out" &&
+     grep -q '^overhead (DTR)  *1\.1538$' "$tmp/out" && echo 0 || echo 1) \
+	"gzip input on a pipe (/dev/stdin)"
+(PATH=/nonexistent; "$sim" "$tmp/chain.log.gz" --chunk-size 4K --budget 0.77 \
+	--policy dtr/evict $wm > "$tmp/out" 2>"$tmp/err"); rc=$?
+ok $([ $rc = 0 ] && grep -q '^result  *fits$' "$tmp/out" && echo 0 || echo 1) \
+	"gzip input with no gzip(1) on the path"
+head -c 60 "$tmp/chain.log.gz" > "$tmp/cut.log.gz"
+fails "truncated gzip" "cut.log.gz: not a valid gzip file: truncated" "$tmp/cut.log.gz"
+cp "$tmp/chain.log.gz" "$tmp/crc.log.gz"
+size=$(wc -c < "$tmp/chain.log.gz")
+printf '\377\377\377\377' | dd of="$tmp/crc.log.gz" bs=1 seek=$((size - 8)) conv=notrunc 2>/dev/null
+fails "corrupt gzip" "crc.log.gz: not a valid gzip file: incorrect data check" "$tmp/crc.log.gz"
+
+# A tpager-trace 3 file says where it ends: one cut after a line is an
+# error naming that line, from a file or a pipe, not a shorter replay.
+top_srcdir=${top_srcdir:-..}
+head -n 2000 "$top_srcdir/traces/resnet50-b256.trace" > "$tmp/cut.trace"
+fails "a shipped trace cut after line 2000" \
+	"cut.trace:2000: truncated: the trace stops after this line, without its end record" \
+	"$tmp/cut.trace"
+fails "the same on a pipe" "^tpager-sim: /dev/stdin:2000: truncated" /dev/stdin < "$tmp/cut.trace"

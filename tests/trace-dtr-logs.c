@@ -5,7 +5,7 @@
  * established for them, the same ones every time, and survive a trip
  * through tpager-trace(5) text unchanged. Parse speed is reported.
  *
- * The logs are read through "gzip -dc", so no zlib is needed. Their
+ * The logs are read through tp_trace_read_file() (zlib). Their
  * directory is $TP_DTR_LOGS, else $top_srcdir/../shared/traces/dtr.
  */
 #include "config.h"
@@ -35,35 +35,14 @@ static const struct expect {
 #define N_LOGS (sizeof(logs) / sizeof(logs[0]))
 #define TESTS_PER_LOG 10
 
-static char *gunzip(const char *path, size_t *len)
+/* The log, decompressed by the loader's own zlib path. */
+static char *read_log(const char *path, size_t *len)
 {
-	size_t cap = 1 << 20, n = 0;
-	char cmd[4500], *buf = malloc(cap);
-	FILE *p;
+	struct tp_trace_error err;
+	char *buf, msg[512];
 
-	if (!buf)
-		bail_out("out of memory");
-	snprintf(cmd, sizeof(cmd), "gzip -dc '%s'", path);
-	p = popen(cmd, "r");
-	if (!p)
-		bail_out("popen %s", cmd);
-	for (;;) {
-		size_t r;
-
-		if (n == cap) {
-			cap *= 2;
-			buf = realloc(buf, cap);
-			if (!buf)
-				bail_out("out of memory");
-		}
-		r = fread(buf + n, 1, cap - n, p);
-		if (!r)
-			break;
-		n += r;
-	}
-	if (pclose(p) != 0)
-		bail_out("%s failed", cmd);
-	*len = n;
+	if (tp_trace_read_file(path, &buf, len, &err))
+		bail_out("%s", tp_trace_error_str(&err, msg, sizeof(msg)));
 	return buf;
 }
 
@@ -87,7 +66,7 @@ static void check_log(const char *dir, const struct expect *e)
 	int rc;
 
 	snprintf(path, sizeof(path), "%.4000s/%.300s", dir, e->file);
-	buf = gunzip(path, &len);
+	buf = read_log(path, &len);
 	ok(tp_trace_detect(buf, len) == TP_TRACE_FMT_DTR, "%s: detected as DTR",
 	   e->file);
 	rc = tp_trace_parse_dtr(buf, len, e->file, &t, &err);

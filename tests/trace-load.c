@@ -51,43 +51,51 @@ static void test_load(void)
 	static const char dtr[] =
 		"{\"INSTRUCTION\":\"CONSTANT\",\"NAME\":\"x1\"}\n"
 		"{\"INSTRUCTION\":\"MEMORY\",\"MEMORY\":\"64\",\"NAME\":\"x1\"}\n";
+	enum tp_trace_format fmt;
 	struct tp_trace *t = NULL;
 	struct tp_trace_error err;
 	const char *p;
 	int rc;
 
 	p = put("a.trace", text, sizeof(text) - 1);
-	rc = tp_trace_load(p, TP_TRACE_FMT_UNKNOWN, &t, &err);
-	ok(!rc && t->n_tensors == 1 && t->n_events == 2, "text file loaded");
+	fmt = TP_TRACE_FMT_UNKNOWN;
+	rc = tp_trace_load(p, &fmt, &t, &err);
+	ok(!rc && t->n_tensors == 1 && t->n_events == 2 &&
+	   fmt == TP_TRACE_FMT_TEXT, "text file loaded");
 	tp_trace_free(t);
 	t = NULL;
-	rc = tp_trace_load(p, TP_TRACE_FMT_DTR, &t, &err);
+	fmt = TP_TRACE_FMT_DTR;
+	rc = tp_trace_load(p, &fmt, &t, &err);
 	ok(rc == -EINVAL && err.line == 1 && !strcmp(err.file, p) &&
 	   !strcmp(err.reason, "bad JSON: expected a JSON object") && !t,
 	   "forced DTR on a text file: %s", err.reason);
 
 	p = put("b.log", dtr, sizeof(dtr) - 1);
-	rc = tp_trace_load(p, TP_TRACE_FMT_UNKNOWN, &t, &err);
-	ok(!rc && t->n_tensors == 1 && t->tensors[0].size == 64,
-	   "DTR log loaded");
+	fmt = TP_TRACE_FMT_UNKNOWN;
+	rc = tp_trace_load(p, &fmt, &t, &err);
+	ok(!rc && t->n_tensors == 1 && t->tensors[0].size == 64 &&
+	   fmt == TP_TRACE_FMT_DTR, "DTR log loaded");
 	tp_trace_free(t);
 	t = NULL;
 
 	p = put("c.txt", "hello\n", 6);
-	rc = tp_trace_load(p, TP_TRACE_FMT_UNKNOWN, &t, &err);
+	fmt = TP_TRACE_FMT_UNKNOWN;
+	rc = tp_trace_load(p, &fmt, &t, &err);
 	ok(rc == -EINVAL && err.line == 1 && !strcmp(err.file, p) && !t,
 	   "unknown format: %s", err.reason);
 
 	p = put("d.trace", "", 0);
-	rc = tp_trace_load(p, TP_TRACE_FMT_TEXT, &t, &err);
+	fmt = TP_TRACE_FMT_TEXT;
+	rc = tp_trace_load(p, &fmt, &t, &err);
 	ok(rc == -EINVAL && err.line == 0 && !t, "empty file: %s", err.reason);
 
 	snprintf(err.file, sizeof(err.file), "unset");
-	rc = tp_trace_load("/nonexistent/x.trace", TP_TRACE_FMT_UNKNOWN, &t,
-			   &err);
+	fmt = TP_TRACE_FMT_UNKNOWN;
+	rc = tp_trace_load("/nonexistent/x.trace", &fmt, &t, &err);
 	ok(rc == -ENOENT && !strcmp(err.file, "/nonexistent/x.trace") && !t,
 	   "missing file: -ENOENT, named");
-	rc = tp_trace_load(dir, TP_TRACE_FMT_UNKNOWN, &t, &err);
+	fmt = TP_TRACE_FMT_UNKNOWN;
+	rc = tp_trace_load(dir, &fmt, &t, &err);
 	ok(rc == -EISDIR && !t, "a directory: -EISDIR");
 }
 

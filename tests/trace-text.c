@@ -4,7 +4,8 @@
  * describe; writer and parser round-trip (same trace, same bytes); every
  * kind of malformed input fails on its line with its reason and leaves the
  * output pointer alone; the builder refuses bad records and stays
- * unchanged. The same for split marks (version 2).
+ * unchanged. The same for split marks (version 2). From version 3 a
+ * trace closes with its end record, and a cut anywhere is an error.
  */
 #include "config.h"
 
@@ -102,8 +103,9 @@ static void test_sample(void)
 	fclose(f);
 	ok(!rc && len == len2 && !memcmp(text, text2, len),
 	   "and writes the same bytes again");
-	ok(!strncmp(text, "tpager-trace 1\n", 15),
-	   "a trace without split marks is written as version 1");
+	ok(!strncmp(text, "tpager-trace 3\n", 15) && len >= 4 &&
+	   !strcmp(text + len - 4, "end\n"),
+	   "written as version 3, closing with its end record");
 	ok(strstr(text, "op relu_ 7000 4 => 5:8192:activation,computable:inplace=0\n") &&
 	   strstr(text, "tensor 2 512 param view=1\n") &&
 	   strstr(text, "op noop 1 =>\n"),
@@ -122,8 +124,8 @@ static const struct {
 	{ "", 0, "empty file: no 'tpager-trace VERSION' header" },
 	{ "tensor 1 8 input\n", 1,
 	  "not a tpager-trace file: the first line must be 'tpager-trace VERSION'" },
-	{ "tpager-trace 3\n", 1, "unsupported version 3 (this reader knows 1 and 2)" },
-	{ "tpager-trace 0\n", 1, "unsupported version 0 (this reader knows 1 and 2)" },
+	{ "tpager-trace 4\n", 1, "unsupported version 4 (this reader knows 1 to 3)" },
+	{ "tpager-trace 0\n", 1, "unsupported version 0 (this reader knows 1 to 3)" },
 	{ "tpager-trace\n", 1, "header: expected 'tpager-trace VERSION'" },
 	{ "tpager-trace 1\nfrob 1\n", 2, "unknown record 'frob'" },
 	{ "tpager-trace 1\ntensor 1 8\n", 2,
@@ -240,6 +242,24 @@ static const struct {
 	  "op: missing '=>'" },
 	{ "tpager-trace 2\ntensor 1 8 input\nop f 1 split=2:0:- 1 =>\nop g 1 split=2:0:- 2 =>\n",
 	  4, "tensor 2 is not defined" },
+	/* The end record (version 3). */
+	{ "tpager-trace 3\n", 1,
+	  "truncated: the trace stops after this line, without its end record" },
+	{ "tpager-trace 3\ntensor 1 8 input\n", 2,
+	  "truncated: the trace stops after this line, without its end record" },
+	{ "tpager-trace 3\ntensor 1 8 input\nfree 1", 3,
+	  "truncated: the trace stops after this line, without its end record" },
+	{ "tpager-trace 3\ntensor 1 8 input\n# end\n\n", 4,
+	  "truncated: the trace stops after this line, without its end record" },
+	{ "tpager-trace 3\ntensor 1 8 input\nen", 3, "unknown record 'en'" },
+	{ "tpager-trace 3\ntensor 1 8 input\nend\nfree 1\n", 4,
+	  "'free' after the end record (line 3)" },
+	{ "tpager-trace 3\nend\n\nend\n", 4, "'end' after the end record (line 2)" },
+	{ "tpager-trace 3\nend 1\n", 2, "end: takes no fields" },
+	{ "tpager-trace 2\ntensor 1 8 input\nend\n", 3,
+	  "end: needs 'tpager-trace 3' (the header says 2)" },
+	{ "tpager-trace 1\nend\n", 2,
+	  "end: needs 'tpager-trace 3' (the header says 1)" },
 };
 
 static void test_malformed(void)
@@ -321,12 +341,12 @@ static void test_split(void)
 	f = open_memstream(&text, &len);
 	rc = tp_trace_write(t, f);
 	fclose(f);
-	ok(!rc && !strncmp(text, "tpager-trace 2\n", 15) &&
+	ok(!rc && !strncmp(text, "tpager-trace 3\n", 15) &&
 	   strstr(text, "op mm_bwd 200 split=128:0,1:0 2 0 1 => ") &&
 	   strstr(text, "op sum 5 split=2:-:1 2 => ") &&
 	   strstr(text, "op cat 3 split=4:0,1:- 0 2 => ") &&
 	   strstr(text, "op view 1 2 => "),
-	   "written as version 2, indexes in order, '-' for none");
+	   "written as version 3, indexes in order, '-' for none");
 	rc = tp_trace_parse(text, len, "out.trace", &t2, &err);
 	ok(!rc && tp_trace_equal(t, t2), "written text parses to an equal trace");
 	if (rc)
@@ -356,8 +376,8 @@ static void test_split(void)
 	if (!rc)
 		rc = tp_trace_write(t, f);
 	fclose(f);
-	ok(!rc && !strcmp(text, "tpager-trace 1\ntensor 0 8 input\n"),
-	   "version 2 without marks parses, and is written as version 1");
+	ok(!rc && !strcmp(text, "tpager-trace 3\ntensor 0 8 input\nend\n"),
+	   "version 2 without marks parses, and is written as version 3");
 	tp_trace_free(t);
 	free(text);
 }
@@ -556,6 +576,71 @@ static void test_builder(void)
 	tp_trace_free(NULL);
 }
 
+/*
+ * A written trace cut anywhere but after its last newline is refused; at a
+ * line boundary, as truncated, naming the last line kept. Versions 1 and
+ * 2 have no end record: cut at a line boundary they read as before.
+ */
+static void test_end(void)
+{
+	static const char v3[] =
+		"tpager-trace 3\ntensor 1 8 input\nfree 1\nend\n# after\n\n";
+	struct tp_trace *t = NULL, *t2 = NULL;
+	struct tp_trace_error err;
+	unsigned long line = 1, wrong_line = 0;
+	size_t len = 0, accepted = 0, at_boundary = 0;
+	char *text = NULL;
+	FILE *f;
+	int rc;
+
+	rc = tp_trace_parse(v3, sizeof(v3) - 1, "v3", &t, &err);
+	ok(!rc && t->n_events == 2 && t->records == 2,
+	   "version 3: comments and blank lines may follow the end record, which is no event");
+	tp_trace_free(t);
+	t = NULL;
+	rc = tp_trace_parse(v3, strlen("tpager-trace 3\ntensor 1 8 input\nfree 1\nend"),
+			    "v3", &t, &err);
+	ok(!rc && t->n_events == 2, "an end record without its newline");
+	tp_trace_free(t);
+	t = NULL;
+
+	rc = tp_trace_parse(sample, sizeof(sample) - 1, "sample", &t, &err);
+	f = open_memstream(&text, &len);
+	if (!rc)
+		rc = tp_trace_write(t, f);
+	fclose(f);
+	if (rc || len < 5)
+		bail_out("writing the sample");
+	for (size_t n = 0; n < len - 1; n++) {
+		rc = tp_trace_parse(text, n, "cut", &t2, &err);
+		if (!rc) {
+			accepted++;
+			tp_trace_free(t2);
+			t2 = NULL;
+		} else if (n && text[n - 1] == '\n') {
+			at_boundary++;
+			if (err.line != line - 1 ||
+			    strcmp(err.reason, "truncated: the trace stops after this line, without its end record"))
+				wrong_line = line;
+		}
+		if (n < len && text[n] == '\n')
+			line++;
+	}
+	ok(!accepted, "the written sample cut after any of its %zu bytes is refused (%zu accepted)",
+	   len - 1, accepted);
+	ok(at_boundary == line - 1 && !wrong_line,
+	   "cut at each of its %zu line boundaries: truncated, naming the last line kept%s",
+	   at_boundary, wrong_line ? " (not so at a boundary)" : "");
+	tp_trace_free(t);
+	free(text);
+
+	rc = tp_trace_parse(sample, (size_t)(strstr(sample, "free 10") - sample),
+			    "v1", &t, &err);
+	ok(!rc && t->n_ops == 3,
+	   "version 1 cut at a line boundary reads as before: no end record to miss");
+	tp_trace_free(t);
+}
+
 /* The EXAMPLE of tpager-trace(5) is a valid trace. */
 static void test_man_example(void)
 {
@@ -598,10 +683,11 @@ static void test_man_example(void)
 
 int main(void)
 {
-	plan_tests(17 + ARRAY_SIZE(bad) + 9 + 3 + 4 + 2 + 11 + 2);
+	plan_tests(17 + ARRAY_SIZE(bad) + 9 + 3 + 4 + 2 + 11 + 2 + 5);
 	test_man_example();
 	test_sample();
 	test_malformed();
+	test_end();
 	test_split();
 	test_split_limits();
 	test_set_split();

@@ -117,9 +117,10 @@ static void check_text(const struct tp_trace *t)
 		bail_out("open_memstream");
 	rc = tp_trace_write(t, f);
 	fclose(f);
-	ok(!rc && !strncmp(text, "tpager-trace 2\n", 15) &&
-	   strstr(text, " split=64:0:0 ") && strstr(text, " split=128:0,1:0 "),
-	   "written as version 2 with its split marks");
+	ok(!rc && !strncmp(text, "tpager-trace 3\n", 15) &&
+	   strstr(text, " split=64:0:0 ") && strstr(text, " split=128:0,1:0 ") &&
+	   len >= 4 && !strcmp(text + len - 4, "end\n"),
+	   "written as version 3 with its split marks and end record");
 	rc = tp_trace_parse(text, len, "recorded", &back, &err);
 	if (rc)
 		diag("%s:%lu: %s", err.file, err.line, err.reason);

@@ -98,14 +98,12 @@ u4=$(misses 4 --set pager.range_cache_freed=0)
 ok $([ -n "$u2" ] && [ "$u4" -gt "$u2" ]; echo $?) \
 	"without it every step misses ($u2 then $u4 misses)"
 
-# The trace of 2 steps: header, two iterations, the second measured, and
-# tpager-sim replays it. The header is version 2 only when an op carries
-# split marks.
+# The trace of 2 steps: header (version 3), two iterations, the second
+# measured, the end record, and tpager-sim replays it.
 "$train" --backend host --model mlp --steps 2 --seed "$seed" --quiet \
 	--trace-out "$tmp/mlp.trace" > "$tmp/out" 2>"$tmp/err"; rc=$?
-version=1
-grep -q '^op [^ ]* [0-9]* split=' "$tmp/mlp.trace" && version=2
-ok $([ $rc = 0 ] && [ "$(head -n 1 "$tmp/mlp.trace")" = "tpager-trace $version" ] &&
+ok $([ $rc = 0 ] && [ "$(head -n 1 "$tmp/mlp.trace")" = "tpager-trace 3" ] &&
+     [ "$(tail -n 1 "$tmp/mlp.trace")" = "end" ] &&
      [ "$(grep -c '^iter ' "$tmp/mlp.trace")" = 2 ] &&
      grep -q '^measure begin' "$tmp/mlp.trace" &&
      [ "$(grep -c '^op linear ' "$tmp/mlp.trace")" = 6 ]; echo $?) \

@@ -432,7 +432,7 @@ int main(int argc, char **argv)
 
 	parse_args(&a, argc, argv);
 	tp_set_log(keep_log, NULL);
-	ret = tp_replay_load(a.path, &a.fmt, &t, &err);
+	ret = tp_trace_load(a.path, &a.fmt, &t, &err);
 	if (ret)
 		die("%s", tp_trace_error_str(&err, msg, sizeof(msg)));
 	ret = tp_trace_peak(t, &sum);

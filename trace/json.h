@@ -5,6 +5,12 @@
  * contain. Anything else (nesting, true/false/null, trailing commas,
  * duplicate keys, bad escapes, text after the object) is an error with a
  * reason, never a guess.
+ *
+ * Not json-c: for these flat lines it builds and frees a tree of objects
+ * per line (on DTR's Transformer log, 97 MB/s against this reader's 750),
+ * and even with JSON_TOKENER_STRICT it keeps the last of duplicate keys
+ * and takes single-quoted strings, which this reader refuses with the
+ * reason. It is fuzzed with the DTR importer (tests/fuzz/dtr-fuzz).
  */
 #ifndef TP_TRACE_JSON_H
 #define TP_TRACE_JSON_H

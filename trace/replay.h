@@ -118,17 +118,6 @@ int tp_replay_run(const struct tp_trace *t, const struct tp_replay_opts *o,
 		  struct tp_replay_result *r);
 
 /**
- * tp_replay_load() - tp_trace_load() that also reads gzip-compressed
- * files (recognised by their magic bytes) through gzip -dc.
- * @fmt: the format to parse, or TP_TRACE_FMT_UNKNOWN to detect it; set to
- *       the format read.
- *
- * Return: as tp_trace_load(); -EIO when gzip fails on the file.
- */
-int tp_replay_load(const char *path, enum tp_trace_format *fmt,
-		   struct tp_trace **out, struct tp_trace_error *err);
-
-/**
  * tp_replay_overhead() - DTR's overhead of @r: (compute + recompute) /
  * compute; 1.0 for an empty region.
  */

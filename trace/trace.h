@@ -277,13 +277,18 @@ bool tp_trace_equal(const struct tp_trace *a, const struct tp_trace *b);
  * @out:   set to the new trace on success
  * @err:   filled on failure (may be NULL)
  *
- * Return: 0; -EINVAL malformed input (@err says the line and why); -ENOMEM.
+ * Versions 1 to 3 are read. From version 3 on, a text that stops before
+ * its end record is truncated, an error naming its last line.
+ *
+ * Return: 0; -EINVAL malformed or truncated input (@err says the line and
+ * why); -ENOMEM.
  */
 int tp_trace_parse(const char *buf, size_t len, const char *file,
 		   struct tp_trace **out, struct tp_trace_error *err);
 
 /**
- * tp_trace_write() - write @t as tpager-trace(5) text to @f.
+ * tp_trace_write() - write @t as tpager-trace(5) text to @f, in the
+ * newest version (3), which closes with the end record.
  *
  * Tensor ids in the text are the trace's own ids, so parsing the output
  * gives a trace equal to @t.
@@ -314,12 +319,29 @@ enum tp_trace_format {
 enum tp_trace_format tp_trace_detect(const char *buf, size_t len);
 
 /**
- * tp_trace_load() - read the file at @path and parse it in the format
- * @fmt, or the detected one when @fmt is TP_TRACE_FMT_UNKNOWN.
+ * tp_trace_read_file() - the contents of the file at @path, decompressed
+ * when they are gzip (known by the magic bytes, whatever the name).
+ * @path: a file, or anything open(2) reads once, such as /dev/stdin
+ * @buf:  set to a malloc()ed buffer of the contents (not NUL-terminated)
+ * @len:  set to their length
+ * @err:  filled on failure (may be NULL); line 0
  *
- * Return: as tp_trace_parse(); -errno when the file cannot be read.
+ * Return: 0; -EIO a truncated or corrupt gzip stream (@err says which);
+ * -ENOMEM; -errno when the file cannot be read.
  */
-int tp_trace_load(const char *path, enum tp_trace_format fmt,
+int tp_trace_read_file(const char *path, char **buf, size_t *len,
+		       struct tp_trace_error *err);
+
+/**
+ * tp_trace_load() - read the file at @path (tp_trace_read_file()) and
+ * parse it.
+ * @fmt: the format to parse, or TP_TRACE_FMT_UNKNOWN to detect it from
+ *       the first line; set to the format read
+ *
+ * Return: as tp_trace_parse(); as tp_trace_read_file() when the file
+ * cannot be read.
+ */
+int tp_trace_load(const char *path, enum tp_trace_format *fmt,
 		  struct tp_trace **out, struct tp_trace_error *err);
 
 /** tp_trace_error_str() - "file:line: reason" into @buf of @len bytes. */

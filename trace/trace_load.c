@@ -1,14 +1,20 @@
 // SPDX-License-Identifier: MIT
-/* Reading a trace file whole and choosing its parser from its first line. */
+/*
+ * Reading a trace file whole, decompressing it when it is gzip (known by
+ * its magic bytes, not its name), and choosing its parser from its first
+ * line.
+ */
 #include "config.h"
 
 #include <errno.h>
 #include <fcntl.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "trace/gunzip.h"
 #include "trace/trace.h"
 #include "trace/trace_parse.h"
 
@@ -76,21 +82,55 @@ err:
 	return rc;
 }
 
-int tp_trace_load(const char *path, enum tp_trace_format fmt,
+int tp_trace_read_file(const char *path, char **buf, size_t *len,
+		       struct tp_trace_error *err)
+{
+	char *raw = NULL, *data, reason[128];
+	size_t raw_len = 0, data_len;
+	const char *why = NULL;
+	int rc;
+
+	/* Opened and read once: a pipe (/dev/stdin) can be read only once. */
+	rc = read_all(path, &raw, &raw_len);
+	if (rc) {
+		tp_trace_set_error(err, path, 0, strerror(-rc));
+		return rc;
+	}
+	if (!tp_gzip_magic(raw, raw_len)) {
+		*buf = raw;
+		*len = raw_len;
+		return 0;
+	}
+	rc = tp_gunzip(raw, raw_len, &data, &data_len, &why);
+	free(raw);
+	if (rc == -EIO) {
+		snprintf(reason, sizeof(reason), "not a valid gzip file: %s",
+			 why);
+		tp_trace_set_error(err, path, 0, reason);
+		return rc;
+	}
+	if (rc) {
+		tp_trace_set_error(err, path, 0, strerror(-rc));
+		return rc;
+	}
+	*buf = data;
+	*len = data_len;
+	return 0;
+}
+
+int tp_trace_load(const char *path, enum tp_trace_format *fmt,
 		  struct tp_trace **out, struct tp_trace_error *err)
 {
 	char *buf = NULL;
 	size_t len = 0;
 	int rc;
 
-	rc = read_all(path, &buf, &len);
-	if (rc) {
-		tp_trace_set_error(err, path, 0, strerror(-rc));
+	rc = tp_trace_read_file(path, &buf, &len, err);
+	if (rc)
 		return rc;
-	}
-	if (fmt == TP_TRACE_FMT_UNKNOWN)
-		fmt = tp_trace_detect(buf, len);
-	switch (fmt) {
+	if (*fmt == TP_TRACE_FMT_UNKNOWN)
+		*fmt = tp_trace_detect(buf, len);
+	switch (*fmt) {
 	case TP_TRACE_FMT_TEXT:
 		rc = tp_trace_parse(buf, len, path, out, err);
 		break;

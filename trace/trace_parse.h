@@ -8,12 +8,14 @@
 #include "trace/trace.h"
 
 /*
- * The versions of tpager-trace(5) this code reads. The writer picks the
- * oldest that holds the trace, so traces without split marks read the
- * same in older readers.
+ * The versions of tpager-trace(5) this code reads. The writer gives the
+ * newest, so that every trace it writes says where it ends; the older
+ * ones read as they always did.
  */
 #define TP_TRACE_TEXT_V1	1
 #define TP_TRACE_TEXT_V2	2	/* adds split= to op records */
+#define TP_TRACE_TEXT_V3	3	/* adds the end record, required */
+#define TP_TRACE_TEXT_LAST	TP_TRACE_TEXT_V3
 
 /**
  * tp_trace_verror() - fill @err (may be NULL) with @file, @line and the

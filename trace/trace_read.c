@@ -30,6 +30,7 @@ struct text_parser {
 	const char *file;
 	unsigned long line;
 	unsigned version;		/* the header's */
+	unsigned long end_line;		/* of the end record; 0: none yet */
 	struct tok tok[MAX_TOKENS + 1];
 	unsigned n_tok;
 };
@@ -555,6 +556,21 @@ static int rec_backward(struct text_parser *p)
 	return rc ? builder_error(p, rc) : 0;
 }
 
+/*
+ * end: the last record of a version 3 trace, so that one cut after any
+ * line is told from a whole one (the cut falls before it).
+ */
+static int rec_end(struct text_parser *p)
+{
+	if (p->version < TP_TRACE_TEXT_V3)
+		return fail(p, "end: needs 'tpager-trace %d' (the header says %u)",
+			    TP_TRACE_TEXT_V3, p->version);
+	if (p->n_tok != 1)
+		return fail(p, "end: takes no fields");
+	p->end_line = p->line;
+	return 0;
+}
+
 static int parse_header(struct text_parser *p)
 {
 	uint64_t v;
@@ -567,10 +583,10 @@ static int parse_header(struct text_parser *p)
 	rc = parse_u64(p, p->tok[1].s, p->tok[1].len, "version", &v);
 	if (rc)
 		return rc;
-	if (v < TP_TRACE_TEXT_V1 || v > TP_TRACE_TEXT_V2)
-		return fail(p, "unsupported version %llu (this reader knows %d and %d)",
+	if (v < TP_TRACE_TEXT_V1 || v > TP_TRACE_TEXT_LAST)
+		return fail(p, "unsupported version %llu (this reader knows %d to %d)",
 			    (unsigned long long)v, TP_TRACE_TEXT_V1,
-			    TP_TRACE_TEXT_V2);
+			    TP_TRACE_TEXT_LAST);
 	p->version = (unsigned)v;
 	return 0;
 }
@@ -579,6 +595,12 @@ static int parse_line(struct text_parser *p)
 {
 	const struct tok *k = &p->tok[0];
 
+	if (p->end_line)
+		return fail(p, "'%.*s' after the end record (line %lu)",
+			    (int)(k->len > 40 ? 40 : k->len), k->s,
+			    p->end_line);
+	if (tok_is(k, "end"))
+		return rec_end(p);
 	p->t->records++;
 	if (tok_is(k, "tensor"))
 		return rec_tensor(p);
@@ -640,6 +662,9 @@ int tp_trace_parse(const char *buf, size_t len, const char *file,
 	if (!header) {
 		p.line = 0;
 		rc = fail(&p, "empty file: no 'tpager-trace VERSION' header");
+	} else if (p.version >= TP_TRACE_TEXT_V3 && !p.end_line) {
+		/* Named by its last line, where the cut fell. */
+		rc = fail(&p, "truncated: the trace stops after this line, without its end record");
 	}
 out:
 	tp_symtab_fini(&p.ids);

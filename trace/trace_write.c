@@ -72,18 +72,10 @@ static void write_op(const struct tp_trace *t, uint32_t id, FILE *f)
 	fputc('\n', f);
 }
 
-/* The oldest version that holds @t: older readers take what they can. */
-static int text_version(const struct tp_trace *t)
-{
-	for (size_t i = 0; i < t->n_ops; i++)
-		if (t->ops[i].split_rows)
-			return TP_TRACE_TEXT_V2;
-	return TP_TRACE_TEXT_V1;
-}
-
 int tp_trace_write(const struct tp_trace *t, FILE *f)
 {
-	fprintf(f, "tpager-trace %d\n", text_version(t));
+	/* The newest version: its end record tells a whole file from a cut. */
+	fprintf(f, "tpager-trace %d\n", TP_TRACE_TEXT_LAST);
 	for (size_t i = 0; i < t->n_events; i++) {
 		const struct tp_trace_event *e = &t->events[i];
 		const struct tp_trace_tensor *x;
@@ -118,6 +110,7 @@ int tp_trace_write(const struct tp_trace *t, FILE *f)
 			break;
 		}
 	}
+	fputs("end\n", f);
 	if (fflush(f) || ferror(f))
 		return -EIO;
 	return 0;

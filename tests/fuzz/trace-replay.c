@@ -118,7 +118,8 @@ static const char *const tokens[] = {
 	"99999999999999999999", "view=", "inplace=0", "input", "computable",
 	"tensor 1 8 -", "free 0", "op f 1 0 => 9:8:-", "measure begin",
 	"measure end", "iter 0", "split=", "split=2:0:0", "split=4:-:0,1",
-	":-", "tpager-trace 2\n", "\"INSTRUCTION\":\"RELEASE\"",
+	":-", "tpager-trace 2\n", "tpager-trace 3\n", "end\n",
+	"\"INSTRUCTION\":\"RELEASE\"",
 	"{\"INSTRUCTION\":\"CONSTANT\",\"NAME\":\"x1\"}\n",
 	"\"MUTATE\":[0]", "\"ALIAS\":\"0\"", "\"ARGS\":[]", "\0",
 };

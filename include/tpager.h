@@ -384,6 +384,9 @@ struct tp_stats {
 	/* of driver_calls and driver_ns, the library's driver thread's */
 	uint64_t driver_bg_calls;
 	uint64_t driver_bg_ns;
+	/* pages that came back from an eviction or an offload with neither
+	 * a copy nor a recompute: their memory had not been reused */
+	uint64_t rescued_pages;
 };
 
 /** tp_stats_get() - a snapshot of the context's counters. */

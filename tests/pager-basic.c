@@ -78,7 +78,7 @@ int main(void)
 	tp_ctx_destroy(ctx);
 
 	/* sim holds no data: copies in and out are refused, paging works. */
-	ctx = tp_ctx_create("vmm.backend=sim,vmm.chunk_size=64K,pager.budget=64M");
+	ctx = tp_ctx_create("vmm.backend=sim,pager.rescue=0,vmm.chunk_size=64K,pager.budget=64M");
 	t = ctx ? tp_tensor_create(ctx, bytes, 0) : NULL;
 	ok(t && tp_tensor_write(ctx, t, 0, src, bytes) == -ENOTSUP &&
 	   tp_tensor_read(ctx, t, 0, dst, bytes) == -ENOTSUP,

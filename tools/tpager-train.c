@@ -487,6 +487,7 @@ static void print_json_run(const char *name, const struct run *r,
 	       ",\"driver_calls\":%" PRIu64 ",\"driver_ns\":%" PRIu64
 	       ",\"range_cache_misses\":%" PRIu64 ",\"policy_ns\":%" PRIu64
 	       ",\"handles\":%" PRIu64 ",\"recarves\":%" PRIu64
+	       ",\"rescued_pages\":%" PRIu64
 	       ",\"driver_calls_per_step\":%.1f,\"driver_s_per_step\":%.6f"
 	       ",\"driver_bg_calls_per_step\":%.1f"
 	       ",\"driver_bg_s_per_step\":%.6f,\"gpu_busy\":",
@@ -494,7 +495,8 @@ static void print_json_run(const char *name, const struct run *r,
 	       r->st.recomputes, r->st.prefetch_hits, r->st.stall_ns,
 	       r->st.recompute_ns, r->st.compute_ns, r->st.driver_calls,
 	       r->st.driver_ns, r->st.range_cache_misses, r->st.policy_ns,
-	       r->st.handles, r->st.recarves, r->driver_calls, r->driver_s,
+	       r->st.handles, r->st.recarves, r->st.rescued_pages,
+	       r->driver_calls, r->driver_s,
 	       r->bg_calls, r->bg_s);
 	/* Only where the compute stream is timed: on the device or sim. */
 	if (gpu_timed)

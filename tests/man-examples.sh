@@ -11,7 +11,8 @@ trap 'rm -rf "$tmp"' EXIT
 
 pages=
 for f in "$top_srcdir"/man/*.3; do
-	head -n 1 "$f" | grep -q '^\.so ' || pages="$pages $f"
+	# A link is another function's name for a page listed already.
+	[ -L "$f" ] || pages="$pages $f"
 done
 set -- $pages
 echo "1..$(($# * 3))"

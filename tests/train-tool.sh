@@ -67,7 +67,7 @@ trains() {
 		"$name: the unconstrained run never pages"
 }
 
-echo "1..52"
+echo "1..53"
 echo "# seed $seed"
 
 # The director chooses between evicting and offloading from op and copy
@@ -144,6 +144,18 @@ echo "# default --max-batch: $wo without, $w with"
 ok $([ $rc = 0 ] && [ ! -s "$tmp/err" ] && grep -q '^tpager-train: largest batch of resnet-mini under .* (host backend)$' "$tmp/mbd.out" &&
      [ "${wo:-0}" -gt 0 ] && [ "${w:-0}" -ge "$wo" ]; echo $?) \
 	"--max-batch on the CPU defaults prints both numbers ($wo, $w)"
+
+# The table names the unit of each action counter (tp_stats_get(3)).
+"$train" --backend host --model mlp --steps 4 --quiet $model \
+	> "$tmp/table.out" 2>"$tmp/err"; rc=$?
+sed 's/^/# /' "$tmp/table.out"
+ok $([ $rc = 0 ] && grep -q '^tensors evicted  ' "$tmp/table.out" &&
+     grep -q '^tensors offloaded  ' "$tmp/table.out" &&
+     grep -q '^tensors reloaded  ' "$tmp/table.out" &&
+     grep -q '^copied to host .*B$' "$tmp/table.out" &&
+     grep -q '^copied back .*B$' "$tmp/table.out" &&
+     grep -q '^ops recomputed  ' "$tmp/table.out"; echo $?) \
+	"the table counts tensors, bytes and ops, each named"
 
 fails "unknown model" "unknown model 'resnet-7'" --model resnet-7
 fails "non-numeric batch" "--batch: 'x'" --batch x

@@ -481,7 +481,8 @@ static void print_json_run(const char *name, const struct run *r,
 	else
 		printf("null,\"loss_last\":null");
 	printf(",\"evictions\":%" PRIu64 ",\"offloads\":%" PRIu64
-	       ",\"reloads\":%" PRIu64 ",\"recomputes\":%" PRIu64
+	       ",\"reloads\":%" PRIu64 ",\"bytes_d2h\":%" PRIu64
+	       ",\"bytes_h2d\":%" PRIu64 ",\"recomputes\":%" PRIu64
 	       ",\"prefetch_hits\":%" PRIu64 ",\"stall_ns\":%" PRIu64
 	       ",\"recompute_ns\":%" PRIu64 ",\"compute_ns\":%" PRIu64
 	       ",\"driver_calls\":%" PRIu64 ",\"driver_ns\":%" PRIu64
@@ -491,7 +492,7 @@ static void print_json_run(const char *name, const struct run *r,
 	       ",\"driver_bg_calls_per_step\":%.1f"
 	       ",\"driver_bg_s_per_step\":%.6f,\"gpu_busy\":",
 	       r->st.evictions, r->st.offloads, r->st.reloads,
-	       r->st.recomputes, r->st.prefetch_hits, r->st.stall_ns,
+	       r->st.bytes_d2h, r->st.bytes_h2d, r->st.recomputes, r->st.prefetch_hits, r->st.stall_ns,
 	       r->st.recompute_ns, r->st.compute_ns, r->st.driver_calls,
 	       r->st.driver_ns, r->st.range_cache_misses, r->st.policy_ns,
 	       r->st.handles, r->st.recarves, r->driver_calls, r->driver_s,
@@ -542,13 +543,20 @@ static void report(const struct train_args *a, uint64_t budget,
 	printf("%-22s %13.3f ms %13.3f ms\n", "time per step",
 	       u->step_s * 1e3, c->step_s * 1e3);
 	printf("%-22s %16s %15.1f%%\n", "overhead", "", over);
-	printf("%-22s %16" PRIu64 " %16" PRIu64 "\n", "evictions",
+	/* Counted in tensors, whatever their pages (tp_stats_get(3)). */
+	printf("%-22s %16" PRIu64 " %16" PRIu64 "\n", "tensors evicted",
 	       u->st.evictions, c->st.evictions);
-	printf("%-22s %16" PRIu64 " %16" PRIu64 "\n", "offloads",
+	printf("%-22s %16" PRIu64 " %16" PRIu64 "\n", "tensors offloaded",
 	       u->st.offloads, c->st.offloads);
-	printf("%-22s %16" PRIu64 " %16" PRIu64 "\n", "reloads",
+	printf("%-22s %16" PRIu64 " %16" PRIu64 "\n", "tensors reloaded",
 	       u->st.reloads, c->st.reloads);
-	printf("%-22s %16" PRIu64 " %16" PRIu64 "\n", "recomputes",
+	fmt_bytes(b1, sizeof(b1), u->st.bytes_d2h);
+	fmt_bytes(b2, sizeof(b2), c->st.bytes_d2h);
+	printf("%-22s %16s %16s\n", "copied to host", b1, b2);
+	fmt_bytes(b1, sizeof(b1), u->st.bytes_h2d);
+	fmt_bytes(b2, sizeof(b2), c->st.bytes_h2d);
+	printf("%-22s %16s %16s\n", "copied back", b1, b2);
+	printf("%-22s %16" PRIu64 " %16" PRIu64 "\n", "ops recomputed",
 	       u->st.recomputes, c->st.recomputes);
 	printf("%-22s %16" PRIu64 " %16" PRIu64 "\n", "prefetch hits",
 	       u->st.prefetch_hits, c->st.prefetch_hits);

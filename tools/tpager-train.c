@@ -45,6 +45,8 @@ struct train_args {
 	const char *trace_out;
 	bool json, max_batch, quiet;
 	char extra[512];		/* --set KEY=VALUE, comma-joined */
+	struct tp_conf conf;		/* the defaults and --set, to check
+					 * them before any run */
 };
 
 /* What one run gave. */
@@ -103,9 +105,11 @@ static void parse_budget(struct train_args *a, const char *s)
 		a->budget_percent = true;
 		return;
 	}
-	if (!parse_bytes(s, &a->budget_bytes) || !a->budget_bytes)
+	if (!parse_bytes(s, &a->budget_bytes))
 		die("--budget: '%s' is neither bytes (K/M/G/T) nor a percent",
 		    s);
+	if (!a->budget_bytes)
+		die("--budget: a budget of 0 bytes holds nothing (give bytes above 0 or a percent in (0, 100])");
 }
 
 static void parse_policy(struct train_args *a, const char *s)
@@ -174,12 +178,30 @@ static void parse_model(struct train_args *a, const char *s)
 	snprintf(a->model, sizeof(a->model), "%s", s);
 }
 
+/* The first library message of a failed call, for a one-line error. */
+static char last_msg[256];
+
+/*
+ * A key and value of tpager.conf(5), checked now as tp_ctx_create would
+ * check them, so that a bad one is a bad argument (exit 2) named by its
+ * option, not a failed run. The keys each run sets itself are refused.
+ */
 static void add_extra(struct train_args *a, const char *kv)
 {
+	const char *eq = strchr(kv, '=');
 	size_t len = strlen(a->extra);
+	char key[128];
 
-	if (!strchr(kv, '=') || strchr(kv, ','))
+	if (!eq || strchr(kv, ',') || eq == kv ||
+	    (size_t)(eq - kv) >= sizeof(key))
 		die("--set: '%s' is not KEY=VALUE", kv);
+	snprintf(key, sizeof(key), "%.*s", (int)(eq - kv), kv);
+	if (!strcmp(key, "pager.budget") || !strcmp(key, "vmm.backend"))
+		die("--set: %s differs between the runs: use --%s", key,
+		    key[0] == 'p' ? "budget" : "backend");
+	last_msg[0] = 0;
+	if (tp_conf_set(&a->conf, key, eq + 1, "--set", 0))
+		die("%s", last_msg[0] ? last_msg : "--set: bad setting");
 	if (len + strlen(kv) + 2 > sizeof(a->extra))
 		die("--set: too many settings");
 	snprintf(a->extra + len, sizeof(a->extra) - len, "%s%s",
@@ -192,9 +214,6 @@ static void quiet_log(enum tp_log_level level, const char *msg, void *priv)
 	(void)msg;
 	(void)priv;
 }
-
-/* The first library message of a failed call, for a one-line error. */
-static char last_msg[256];
 
 static void keep_log(enum tp_log_level level, const char *msg, void *priv)
 {
@@ -594,6 +613,7 @@ static int train(const struct train_args *a)
 	struct run u, c;
 	struct tp_trace *trace = NULL;
 	uint64_t budget;
+	char peak[32];
 	int same = -1, rc;
 
 	run_training(a, a->mo.batch, a->steps, 0, true,
@@ -615,11 +635,19 @@ static int train(const struct train_args *a)
 		}
 	}
 	budget = budget_of(a, u.st.phys_peak);
+	/* Bad arguments, found by the unconstrained run: exit 2. */
 	if (budget < u.st.chunk_size) {
 		fprintf(stderr, "%s: budget of %" PRIu64 " bytes is below one chunk (%" PRIu64 " bytes)\n",
 			prog, budget, u.st.chunk_size);
 		free(u.params);
-		return 1;
+		return 2;
+	}
+	if (budget > u.st.phys_peak) {
+		fmt_bytes(peak, sizeof(peak), u.st.phys_peak);
+		fprintf(stderr, "%s: budget of %" PRIu64 " bytes is above the unconstrained peak of %s at batch %u (%s): nothing would be paged\n",
+			prog, budget, a->model, a->mo.batch, peak);
+		free(u.params);
+		return 2;
 	}
 	run_training(a, a->mo.batch, a->steps, budget, true, NULL, &c);
 	if (c.rc) {
@@ -741,7 +769,7 @@ static int max_batch(const struct train_args *a)
 	if (budget < r.st.chunk_size) {
 		fprintf(stderr, "%s: budget of %" PRIu64 " bytes is below one chunk (%" PRIu64 " bytes)\n",
 			prog, budget, r.st.chunk_size);
-		return 1;
+		return 2;
 	}
 	if (fits(a, 1, budget, true, &ok))
 		return 1;
@@ -810,6 +838,9 @@ int main(int argc, char **argv)
 	int c;
 
 	snprintf(a.backend, sizeof(a.backend), "auto");
+	tp_conf_defaults(&a.conf);
+	/* The library's messages about the arguments go into die()'s. */
+	tp_set_log(keep_log, NULL);
 	opterr = 0;
 	while ((c = getopt_long(argc, argv, "h", lopts, NULL)) != -1) {
 		switch (c) {
@@ -867,8 +898,10 @@ int main(int argc, char **argv)
 			break;
 		}
 		case O_CHUNK:
-			if (!parse_bytes(optarg, &bytes) || bytes < 4096)
-				die("--chunk-size: '%s' is not a size of at least 4K",
+			/* vmm.chunk_size: a power of two (tpager.conf(5)) */
+			if (!parse_bytes(optarg, &bytes) || bytes < 4096 ||
+			    (bytes & (bytes - 1)))
+				die("--chunk-size: '%s' is not a power of two of at least 4K",
 				    optarg);
 			snprintf(a.chunk, sizeof(a.chunk), "%" PRIu64, bytes);
 			break;
@@ -890,7 +923,9 @@ int main(int argc, char **argv)
 		die("unexpected argument '%s' (try --help)", argv[optind]);
 	if (a.mo.depth && a.have_model && strcmp(a.model, "resnet"))
 		die("--depth applies to resnet only");
-	tp_set_log(keep_log, NULL);
+	last_msg[0] = 0;
+	if (tp_conf_check(&a.conf, "--set"))
+		die("%s", last_msg);
 	resolve_backend(&a);
 	defaults(&a);
 	if (a.mo.hidden && a.mo.heads && a.mo.hidden % a.mo.heads)

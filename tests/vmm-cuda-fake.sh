@@ -1,20 +1,34 @@
 #!/bin/sh
 # SPDX-License-Identifier: MIT
-# The vmm tests on the cuda backend, with tests/vmm-fake-libcuda.c standing
-# in for the driver: the backend's own code runs where there is no GPU.
-# One TAP point per test program; their output follows as comments.
+# The vmm and pager tests on the cuda backend, with tests/vmm-fake-libcuda.c
+# standing in for the driver: the backend's own code runs where there is no
+# GPU, and device memory is no more host memory than on a GPU, so a test
+# that touches an acquired address from the host faults here as it would
+# there. The vmm tests are told the library by TPAGER_TEST_CUDA_LIBRARY;
+# the pager tests open contexts, which find it as libcuda.so.1. One TAP
+# point per test program; their output follows as comments.
 b=${top_builddir:-.}
 lib=$b/tests/.libs/libfakecuda.so
 if [ ! -r "$lib" ]; then
 	echo "1..0 # SKIP no fake driver library at $lib"
 	exit 0
 fi
-progs="vmm-remap vmm-pool vmm-extents vmm-copy vmm-inject vmm-elapsed"
-echo "1..6"
+tmp=$(mktemp -d "${TMPDIR:-/tmp}/tp-cuda-fake.XXXXXX") || exit 1
+trap 'rm -rf "$tmp"' EXIT
+ln -s "$(cd "$(dirname "$lib")" && pwd)/libfakecuda.so" "$tmp/libcuda.so.1"
+export TPAGER_SYSCONF="$tmp/no-system-file"
+unset TPAGER_CONF TPAGER_OPTS
+
+# The pager tests that run on the backend of TPAGER_TEST_BACKEND.
+progs="vmm-remap vmm-pool vmm-extents vmm-copy vmm-inject vmm-elapsed
+       pager-basic pager-cache pager-faults pager-hooks pager-limits
+       pager-slab pager-states pager-stress pager-swap-cache pager-threads"
+echo "1..$(echo $progs | wc -w)"
 n=0
 for t in $progs; do
 	n=$((n + 1))
 	out=$(TPAGER_TEST_BACKEND=cuda TPAGER_TEST_CUDA_LIBRARY=$lib \
+	      LD_LIBRARY_PATH="$tmp${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" \
 	      "$b/tests/$t" 2>&1)
 	rc=$?
 	echo "$out" | sed 's/^/# /'

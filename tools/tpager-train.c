@@ -115,7 +115,7 @@ static void parse_budget(struct train_args *a, const char *s)
 static void parse_policy(struct train_args *a, const char *s)
 {
 	static const char *const filters[] = {
-		"delta", "lru", "greedy", "dtr", "msps", "coop",
+		"delta", "lru", "greedy", "dtr", "msps", "coop", "overlap",
 	};
 	static const char *const directors[] = {
 		"delta", "delta-overlap", "evict", "offload",
@@ -128,7 +128,7 @@ static void parse_policy(struct train_args *a, const char *s)
 		if (strlen(filters[i]) == flen && !strncmp(s, filters[i], flen))
 			ok = true;
 	if (!ok)
-		die("--policy: unknown filter '%.*s' (delta, lru, greedy, dtr, msps, coop)",
+		die("--policy: unknown filter '%.*s' (delta, lru, greedy, dtr, msps, coop, overlap)",
 		    (int)flen, s);
 	snprintf(a->filter, sizeof(a->filter), "%.*s", (int)flen, s);
 	if (!slash)

@@ -205,16 +205,29 @@ static void print_rows(const struct row *rows, size_t n, bool json,
 		       rows[i].help);
 }
 
-/* The messages held while a context was created, printed after all. */
+/*
+ * The messages held while a context was created, from @from on, printed
+ * after all; --json keeps them for its object.
+ */
 static void release_messages(size_t from)
 {
 	msgs.hold = false;
 	if (msgs.json)
 		return;
-	for (size_t i = from; i < msgs.n; i++) {
-		fprintf(stderr, "tpagerctl: %s\n", msgs.text[i]);
+	for (size_t i = 0; i < msgs.n; i++) {
+		if (i >= from)
+			fprintf(stderr, "tpagerctl: %s\n", msgs.text[i]);
 		free(msgs.text[i]);
 	}
+	msgs.n = 0;
+}
+
+static void free_messages(void)
+{
+	for (size_t i = 0; i < msgs.n; i++)
+		free(msgs.text[i]);
+	free(msgs.text);
+	msgs.text = NULL;
 	msgs.n = 0;
 }
 
@@ -344,6 +357,7 @@ int main(int argc, char **argv)
 	memset(&src, 0, sizeof(src));
 	/* Our own messages, named tpagerctl, not getopt's (argv[0]). */
 	opterr = 0;
+	status = 2;
 	while ((opt = getopt_long(argc, argv, ":af:w:njhV", longopts,
 				  NULL)) != -1) {
 		switch (opt) {
@@ -353,18 +367,23 @@ int main(int argc, char **argv)
 			if (!strchr(optarg, '=')) {
 				fprintf(stderr, "tpagerctl: -w %s: expected KEY=VALUE\n",
 					optarg);
-				return 2;
+				goto out;
 			}
 			/* The host backend unless a setting says otherwise. */
-			if (!opts && append_opt(&opts, "vmm.backend=host"))
-				return 1;
-			if (append_opt(&opts, optarg) || append_opt(&with, optarg))
-				return 1;
+			if ((!opts && append_opt(&opts, "vmm.backend=host")) ||
+			    append_opt(&opts, optarg) || append_opt(&with, optarg)) {
+				fprintf(stderr, "tpagerctl: %s\n", strerror(ENOMEM));
+				status = 1;
+				goto out;
+			}
 			break;
 		case 'n': values_only = true; break;
 		case 'j': json = true; break;
-		case 'h': usage(stdout); return 0;
-		case 'V': printf("tpagerctl %s\n", PACKAGE_VERSION); return 0;
+		case 'h': usage(stdout); status = 0; goto out;
+		case 'V':
+			printf("tpagerctl %s\n", PACKAGE_VERSION);
+			status = 0;
+			goto out;
 		case ':':
 			/* As typed: --file, or -f alone or in a cluster. */
 			if (strncmp(argv[optind - 1], "--", 2))
@@ -373,7 +392,7 @@ int main(int argc, char **argv)
 			else
 				fprintf(stderr, "tpagerctl: option '%s' needs a value (try --help)\n",
 					argv[optind - 1]);
-			return 2;
+			goto out;
 		default:
 			if (optopt)
 				fprintf(stderr, "tpagerctl: unknown option '-%c' (try --help)\n",
@@ -381,20 +400,23 @@ int main(int argc, char **argv)
 			else
 				fprintf(stderr, "tpagerctl: unknown option '%s' (try --help)\n",
 					argv[optind - 1]);
-			return 2;
+			goto out;
 		}
 	}
 	if ((file && (all || opts || optind < argc)) ||
 	    (all && optind < argc) ||
 	    (!file && !all && !opts && optind == argc)) {
 		usage(stderr);
-		return 2;
+		goto out;
 	}
 	msgs.json = json;
 	tp_set_log(log_fn, &msgs);
 
-	if (file)
-		return check_file(file, json);
+	status = 1;
+	if (file) {
+		status = check_file(file, json);
+		goto out;
+	}
 	if (opts) {
 		msgs.hold = true;
 		src.ctx = tp_ctx_create(opts);
@@ -413,9 +435,7 @@ int main(int argc, char **argv)
 					with, msgs.n ? msgs.text[0] : strerror(err));
 			}
 			release_messages(1);
-			free(opts);
-			free(with);
-			return 1;
+			goto out;
 		}
 		release_messages(0);
 	} else if (tp_conf_load(&src.conf, NULL)) {
@@ -427,16 +447,15 @@ int main(int argc, char **argv)
 			fputs("tpagerctl: the configuration holds errors\n",
 			      stderr);
 		}
-		return 1;
+		goto out;
 	}
 	status = list(&src, argv + optind, (size_t)(argc - optind), json,
 		      values_only, all || (opts && optind == argc));
 	if (src.ctx)
 		tp_ctx_destroy(src.ctx);
+out:
 	free(opts);
 	free(with);
-	for (size_t i = 0; i < msgs.n; i++)
-		free(msgs.text[i]);
-	free(msgs.text);
+	free_messages();
 	return status;
 }

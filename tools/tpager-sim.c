@@ -269,14 +269,15 @@ static void report_text(const struct sim_args *a,
 {
 	double extra = u->time_ns ? 100.0 * ((double)r->time_ns -
 					     (double)u->time_ns) / (double)u->time_ns : 0;
-
 	double ratio = sum->peak_bytes ?
 		(double)r->budget_bytes / (double)sum->peak_bytes : 0.0;
+	/* An OOM replay counted nothing: the ops are the trace's. */
+	const struct tp_replay_result *o = r->status == TP_REPLAY_OOM ? u : r;
 
 	printf("trace            %s\n", a->path);
 	printf("policy           %s\n", r->policy);
 	printf("ops              %" PRIu64 " (%" PRIu64 " tp_op_run calls)\n",
-	       u->ops, r->status == TP_REPLAY_OOM ? u->op_runs : r->op_runs);
+	       o->ops, o->op_runs);
 	printf("peak (trace)     %" PRIu64 " bytes\n", sum->peak_bytes);
 	printf("peak (no limit)  %" PRIu64 " bytes\n", u->phys_peak);
 	if (r->limited)

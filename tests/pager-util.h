@@ -68,6 +68,8 @@ static inline size_t pt_probe(void)
 	tp_stats_get(ctx, &st);
 	chunk = st.chunk_size;
 	tp_ctx_destroy(ctx);
+	/* Said, so that a harness can tell which backend ran the test. */
+	diag("backend %s, chunk %zu bytes", pt_backend(), chunk);
 	return chunk;
 }
 

@@ -18,19 +18,23 @@ seed=${TP_TEST_SEED:-7}
 
 . "${top_srcdir:-.}/tests/train-util.sh"
 
-# fails DESC PATTERN ARGS...: non-zero exit below 128, exactly one line on
+# exits STATUS DESC PATTERN ARGS...: exit STATUS, exactly one line on
 # stderr matching PATTERN, nothing on stdout.
-fails() {
-	desc=$1; pat=$2; shift 2
+exits() {
+	want=$1; desc=$2; pat=$3; shift 3
 	"$train" "$@" >"$tmp/out" 2>"$tmp/err"; rc=$?
 	lines=$(wc -l < "$tmp/err")
-	if [ $rc -ne 0 ] && [ $rc -lt 128 ] && [ "$lines" = 1 ] &&
+	if [ $rc = "$want" ] && [ "$lines" = 1 ] &&
 	   [ ! -s "$tmp/out" ] && grep -q -- "$pat" "$tmp/err"; then
 		ok 0 "$desc"
 	else
 		ok 1 "$desc (rc $rc, stderr: $(head -c 300 "$tmp/err"))"
 	fi
 }
+# A bad argument: exit 2 (tpager-train(1), EXIT STATUS).
+fails() { exits 2 "$@"; }
+# A run that fails: exit 1.
+run_fails() { exits 1 "$@"; }
 
 # trains NAME ARGS...: 20 steps under 50% with the checks of the header.
 trains() {
@@ -67,7 +71,7 @@ trains() {
 		"$name: the unconstrained run never pages"
 }
 
-echo "1..52"
+echo "1..59"
 echo "# seed $seed"
 
 # The director chooses between evicting and offloading from op and copy
@@ -145,12 +149,28 @@ ok $([ $rc = 0 ] && [ ! -s "$tmp/err" ] && grep -q '^tpager-train: largest batch
      [ "${wo:-0}" -gt 0 ] && [ "${w:-0}" -ge "$wo" ]; echo $?) \
 	"--max-batch on the CPU defaults prints both numbers ($wo, $w)"
 
+# The table names the unit of each action counter (tp_stats_get(3)).
+"$train" --backend host --model mlp --steps 4 --quiet $model \
+	> "$tmp/table.out" 2>"$tmp/err"; rc=$?
+sed 's/^/# /' "$tmp/table.out"
+ok $([ $rc = 0 ] && grep -q '^tensors evicted  ' "$tmp/table.out" &&
+     grep -q '^tensors offloaded  ' "$tmp/table.out" &&
+     grep -q '^tensors reloaded  ' "$tmp/table.out" &&
+     grep -q '^copied to host .*B$' "$tmp/table.out" &&
+     grep -q '^copied back .*B$' "$tmp/table.out" &&
+     grep -q '^ops recomputed  ' "$tmp/table.out"; echo $?) \
+	"the table counts tensors, bytes and ops, each named"
+
 fails "unknown model" "unknown model 'resnet-7'" --model resnet-7
 fails "non-numeric batch" "--batch: 'x'" --batch x
 fails "batch of zero" "--batch: '0'" --batch 0
 fails "percent over 100" "--budget: '150%'" --budget 150%
 fails "budget not a size" "--budget: 'lots'" --budget lots
-fails "budget below the working set" "below the working set" \
+fails "budget of 0 bytes" "--budget: a budget of 0 bytes holds nothing" --budget 0
+fails "budget above the unconstrained peak" \
+	"above the unconstrained peak of mlp at batch 32" \
+	--backend host --model mlp --steps 1 --budget 100G
+run_fails "budget below the working set" "below the working set" \
 	--backend host --model mlp --steps 1 --budget 32K
 fails "unknown policy" "unknown filter 'fifo'" --policy fifo
 fails "unknown director" "unknown director 'swap'" --policy dtr/swap
@@ -162,7 +182,7 @@ fails "image too small for resnet" "at least 32 pixels" --model resnet-18 --imag
 fails "heads not dividing hidden" "does not divide" --model bert --hidden 64 --heads 3
 fails "--max-batch, budget below one chunk" "below one chunk (65536 bytes)" \
 	--max-batch --budget 4K
-fails "--max-batch, budget below batch 1's working set" \
+run_fails "--max-batch, budget below batch 1's working set" \
 	"below the working set of mlp at batch 1" --max-batch --model mlp --budget 32K
 fails "--max-batch with --trace-out" "do not go together" \
 	--max-batch --trace-out "$tmp/x.trace"
@@ -171,5 +191,13 @@ fails "--depth on a model without one" "applies to resnet only" \
 fails "unknown optimizer" "unknown optimizer 'sgdx'" --optim sgdx
 fails "--set without a value" "'foo' is not KEY=VALUE" --set foo
 fails "--set of an unknown key" "unknown key 'foo.bar'" --set foo.bar=1
+fails "--set of a misspelt key, before any run" \
+	"^tpager-train: --set: unknown key 'pager.budgt' (did you mean 'pager.budget'?)$" \
+	--set pager.budgt=1
+fails "--set of a bad value" "--set: vmm.chunk_size = '3M': expected a power of two" \
+	--set vmm.chunk_size=3M
+fails "--set of a key the runs differ in" "use --budget" --set pager.budget=1G
 fails "seed not a number" "--seed: '-1'" --seed -1
 fails "chunk size below 4K" "--chunk-size: '1K'" --chunk-size 1K
+fails "chunk size not a power of two" \
+	"--chunk-size: '3M' is not a power of two" --chunk-size 3M

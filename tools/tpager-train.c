@@ -45,6 +45,8 @@ struct train_args {
 	const char *trace_out;
 	bool json, max_batch, quiet;
 	char extra[512];		/* --set KEY=VALUE, comma-joined */
+	struct tp_conf conf;		/* the defaults and --set, to check
+					 * them before any run */
 };
 
 /* What one run gave. */
@@ -103,9 +105,11 @@ static void parse_budget(struct train_args *a, const char *s)
 		a->budget_percent = true;
 		return;
 	}
-	if (!parse_bytes(s, &a->budget_bytes) || !a->budget_bytes)
+	if (!parse_bytes(s, &a->budget_bytes))
 		die("--budget: '%s' is neither bytes (K/M/G/T) nor a percent",
 		    s);
+	if (!a->budget_bytes)
+		die("--budget: a budget of 0 bytes holds nothing (give bytes above 0 or a percent in (0, 100])");
 }
 
 static void parse_policy(struct train_args *a, const char *s)
@@ -174,12 +178,30 @@ static void parse_model(struct train_args *a, const char *s)
 	snprintf(a->model, sizeof(a->model), "%s", s);
 }
 
+/* The first library message of a failed call, for a one-line error. */
+static char last_msg[256];
+
+/*
+ * A key and value of tpager.conf(5), checked now as tp_ctx_create would
+ * check them, so that a bad one is a bad argument (exit 2) named by its
+ * option, not a failed run. The keys each run sets itself are refused.
+ */
 static void add_extra(struct train_args *a, const char *kv)
 {
+	const char *eq = strchr(kv, '=');
 	size_t len = strlen(a->extra);
+	char key[128];
 
-	if (!strchr(kv, '=') || strchr(kv, ','))
+	if (!eq || strchr(kv, ',') || eq == kv ||
+	    (size_t)(eq - kv) >= sizeof(key))
 		die("--set: '%s' is not KEY=VALUE", kv);
+	snprintf(key, sizeof(key), "%.*s", (int)(eq - kv), kv);
+	if (!strcmp(key, "pager.budget") || !strcmp(key, "vmm.backend"))
+		die("--set: %s differs between the runs: use --%s", key,
+		    key[0] == 'p' ? "budget" : "backend");
+	last_msg[0] = 0;
+	if (tp_conf_set(&a->conf, key, eq + 1, "--set", 0))
+		die("%s", last_msg[0] ? last_msg : "--set: bad setting");
 	if (len + strlen(kv) + 2 > sizeof(a->extra))
 		die("--set: too many settings");
 	snprintf(a->extra + len, sizeof(a->extra) - len, "%s%s",
@@ -192,9 +214,6 @@ static void quiet_log(enum tp_log_level level, const char *msg, void *priv)
 	(void)msg;
 	(void)priv;
 }
-
-/* The first library message of a failed call, for a one-line error. */
-static char last_msg[256];
 
 static void keep_log(enum tp_log_level level, const char *msg, void *priv)
 {
@@ -481,7 +500,8 @@ static void print_json_run(const char *name, const struct run *r,
 	else
 		printf("null,\"loss_last\":null");
 	printf(",\"evictions\":%" PRIu64 ",\"offloads\":%" PRIu64
-	       ",\"reloads\":%" PRIu64 ",\"recomputes\":%" PRIu64
+	       ",\"reloads\":%" PRIu64 ",\"bytes_d2h\":%" PRIu64
+	       ",\"bytes_h2d\":%" PRIu64 ",\"recomputes\":%" PRIu64
 	       ",\"prefetch_hits\":%" PRIu64 ",\"stall_ns\":%" PRIu64
 	       ",\"recompute_ns\":%" PRIu64 ",\"compute_ns\":%" PRIu64
 	       ",\"driver_calls\":%" PRIu64 ",\"driver_ns\":%" PRIu64
@@ -492,7 +512,7 @@ static void print_json_run(const char *name, const struct run *r,
 	       ",\"driver_bg_calls_per_step\":%.1f"
 	       ",\"driver_bg_s_per_step\":%.6f,\"gpu_busy\":",
 	       r->st.evictions, r->st.offloads, r->st.reloads,
-	       r->st.recomputes, r->st.prefetch_hits, r->st.stall_ns,
+	       r->st.bytes_d2h, r->st.bytes_h2d, r->st.recomputes, r->st.prefetch_hits, r->st.stall_ns,
 	       r->st.recompute_ns, r->st.compute_ns, r->st.driver_calls,
 	       r->st.driver_ns, r->st.range_cache_misses, r->st.policy_ns,
 	       r->st.handles, r->st.recarves, r->st.rescued_pages,
@@ -544,13 +564,20 @@ static void report(const struct train_args *a, uint64_t budget,
 	printf("%-22s %13.3f ms %13.3f ms\n", "time per step",
 	       u->step_s * 1e3, c->step_s * 1e3);
 	printf("%-22s %16s %15.1f%%\n", "overhead", "", over);
-	printf("%-22s %16" PRIu64 " %16" PRIu64 "\n", "evictions",
+	/* Counted in tensors, whatever their pages (tp_stats_get(3)). */
+	printf("%-22s %16" PRIu64 " %16" PRIu64 "\n", "tensors evicted",
 	       u->st.evictions, c->st.evictions);
-	printf("%-22s %16" PRIu64 " %16" PRIu64 "\n", "offloads",
+	printf("%-22s %16" PRIu64 " %16" PRIu64 "\n", "tensors offloaded",
 	       u->st.offloads, c->st.offloads);
-	printf("%-22s %16" PRIu64 " %16" PRIu64 "\n", "reloads",
+	printf("%-22s %16" PRIu64 " %16" PRIu64 "\n", "tensors reloaded",
 	       u->st.reloads, c->st.reloads);
-	printf("%-22s %16" PRIu64 " %16" PRIu64 "\n", "recomputes",
+	fmt_bytes(b1, sizeof(b1), u->st.bytes_d2h);
+	fmt_bytes(b2, sizeof(b2), c->st.bytes_d2h);
+	printf("%-22s %16s %16s\n", "copied to host", b1, b2);
+	fmt_bytes(b1, sizeof(b1), u->st.bytes_h2d);
+	fmt_bytes(b2, sizeof(b2), c->st.bytes_h2d);
+	printf("%-22s %16s %16s\n", "copied back", b1, b2);
+	printf("%-22s %16" PRIu64 " %16" PRIu64 "\n", "ops recomputed",
 	       u->st.recomputes, c->st.recomputes);
 	printf("%-22s %16" PRIu64 " %16" PRIu64 "\n", "prefetch hits",
 	       u->st.prefetch_hits, c->st.prefetch_hits);
@@ -588,6 +615,7 @@ static int train(const struct train_args *a)
 	struct run u, c;
 	struct tp_trace *trace = NULL;
 	uint64_t budget;
+	char peak[32];
 	int same = -1, rc;
 
 	run_training(a, a->mo.batch, a->steps, 0, true,
@@ -609,11 +637,19 @@ static int train(const struct train_args *a)
 		}
 	}
 	budget = budget_of(a, u.st.phys_peak);
+	/* Bad arguments, found by the unconstrained run: exit 2. */
 	if (budget < u.st.chunk_size) {
 		fprintf(stderr, "%s: budget of %" PRIu64 " bytes is below one chunk (%" PRIu64 " bytes)\n",
 			prog, budget, u.st.chunk_size);
 		free(u.params);
-		return 1;
+		return 2;
+	}
+	if (budget > u.st.phys_peak) {
+		fmt_bytes(peak, sizeof(peak), u.st.phys_peak);
+		fprintf(stderr, "%s: budget of %" PRIu64 " bytes is above the unconstrained peak of %s at batch %u (%s): nothing would be paged\n",
+			prog, budget, a->model, a->mo.batch, peak);
+		free(u.params);
+		return 2;
 	}
 	run_training(a, a->mo.batch, a->steps, budget, true, NULL, &c);
 	if (c.rc) {
@@ -735,7 +771,7 @@ static int max_batch(const struct train_args *a)
 	if (budget < r.st.chunk_size) {
 		fprintf(stderr, "%s: budget of %" PRIu64 " bytes is below one chunk (%" PRIu64 " bytes)\n",
 			prog, budget, r.st.chunk_size);
-		return 1;
+		return 2;
 	}
 	if (fits(a, 1, budget, true, &ok))
 		return 1;
@@ -804,6 +840,9 @@ int main(int argc, char **argv)
 	int c;
 
 	snprintf(a.backend, sizeof(a.backend), "auto");
+	tp_conf_defaults(&a.conf);
+	/* The library's messages about the arguments go into die()'s. */
+	tp_set_log(keep_log, NULL);
 	opterr = 0;
 	while ((c = getopt_long(argc, argv, "h", lopts, NULL)) != -1) {
 		switch (c) {
@@ -861,8 +900,10 @@ int main(int argc, char **argv)
 			break;
 		}
 		case O_CHUNK:
-			if (!parse_bytes(optarg, &bytes) || bytes < 4096)
-				die("--chunk-size: '%s' is not a size of at least 4K",
+			/* vmm.chunk_size: a power of two (tpager.conf(5)) */
+			if (!parse_bytes(optarg, &bytes) || bytes < 4096 ||
+			    (bytes & (bytes - 1)))
+				die("--chunk-size: '%s' is not a power of two of at least 4K",
 				    optarg);
 			snprintf(a.chunk, sizeof(a.chunk), "%" PRIu64, bytes);
 			break;
@@ -884,7 +925,9 @@ int main(int argc, char **argv)
 		die("unexpected argument '%s' (try --help)", argv[optind]);
 	if (a.mo.depth && a.have_model && strcmp(a.model, "resnet"))
 		die("--depth applies to resnet only");
-	tp_set_log(keep_log, NULL);
+	last_msg[0] = 0;
+	if (tp_conf_check(&a.conf, "--set"))
+		die("%s", last_msg);
 	resolve_backend(&a);
 	defaults(&a);
 	if (a.mo.hidden && a.mo.heads && a.mo.hidden % a.mo.heads)

@@ -68,7 +68,7 @@ trains() {
 		"$name: the unconstrained run never pages"
 }
 
-echo "1..64"
+echo "1..66"
 echo "# seed $seed"
 
 # The director chooses between evicting and offloading from op and copy
@@ -217,6 +217,31 @@ echo "# default --max-batch: $wo without, $w with"
 ok $([ $rc = 0 ] && [ ! -s "$tmp/err" ] && grep -q '^tpager-train: largest batch of resnet-mini under .* (host backend)$' "$tmp/mbd.out" &&
      [ "${wo:-0}" -gt 0 ] && [ "${w:-0}" -ge "$wo" ]; echo $?) \
 	"--max-batch on the CPU defaults prints both numbers ($wo, $w)"
+
+# --help and tpager-train(1) agree: the same options, the same filters
+# and directors for --policy, every one of which the tool takes.
+man1="${top_srcdir:-.}/man/tpager-train.1"
+"$train" --help > "$tmp/help"
+grep -o -- '--[a-z][a-z-]*[a-z]' "$tmp/help" | sort -u > "$tmp/help.opts"
+grep -o '\\-\\-[a-z][a-z\\-]*[a-z]' "$man1" | sed 's/\\-/-/g' | sort -u \
+	> "$tmp/man.opts"
+ok $(cmp -s "$tmp/help.opts" "$tmp/man.opts"; echo $?) \
+	"--help and the man page name the same options ($(diff "$tmp/help.opts" "$tmp/man.opts" | grep '^[<>]' | tr '\n' ' '))"
+sed -n 's/^\(FILTER\|DIRECTOR\): //p' "$tmp/help" | tr '|' '\n' | sort -u \
+	> "$tmp/help.pol"
+sed -n '/^\.BI \\-\\-policy/,/^\.TP/p' "$man1" | grep '^\.[BR]* ' |
+	sed 's/^\.[A-Z]* //' | tr ' ' '\n' | grep -x '[a-z][a-z\\-]*' |
+	sed 's/\\-/-/g' | sort -u > "$tmp/man.pol"
+taken=0
+for f in $(sed -n 's/^FILTER: //p' "$tmp/help" | tr '|' ' '); do
+	"$train" --policy "$f/evict" --help > /dev/null 2>&1 || taken=1
+done
+for d in $(sed -n 's/^DIRECTOR: //p' "$tmp/help" | tr '|' ' '); do
+	"$train" --policy "delta/$d" --help > /dev/null 2>&1 || taken=1
+done
+ok $([ -s "$tmp/help.pol" ] && cmp -s "$tmp/help.pol" "$tmp/man.pol" &&
+     grep -qx overlap "$tmp/help.pol" && [ $taken = 0 ]; echo $?) \
+	"--policy: --help and the man page list the same filters and directors ($(tr '\n' ' ' < "$tmp/help.pol")), all taken"
 
 fails "unknown model" "unknown model 'resnet-7'" --model resnet-7
 fails "non-numeric batch" "--batch: 'x'" --batch x

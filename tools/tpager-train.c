@@ -87,7 +87,9 @@ static void usage(FILE *f)
 		"       [--backend auto|host|cuda|sim] [--seed N] [--optim sgd|adam]\n"
 		"       [--lr X] [--chunk-size B] [--set KEY=VALUE]... [--trace-out FILE]\n"
 		"       [--json] [--quiet] [--max-batch] [--max-batch-steps N]\n"
-		"       [--max-batch-time SECONDS]\n", prog);
+		"       [--max-batch-time SECONDS]\n"
+		"FILTER: delta|lru|greedy|dtr|msps|coop|overlap\n"
+		"DIRECTOR: delta|delta-overlap|evict|offload\n", prog);
 }
 
 static unsigned opt_uint(const char *name, const char *s, unsigned min,

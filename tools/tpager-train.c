@@ -539,9 +539,12 @@ static void run_training(const struct train_args *a, unsigned batch,
 out:
 	tp_rec_deadline(0);
 	if (r->rc) {
+		/* The context's last error is the verdict (an op that could
+		 * not take an input whole may still have been split). */
 		tp_stats_get(ctx, &r->st);
 		snprintf(r->why, sizeof(r->why), "%s",
 			 r->rc == -ETIMEDOUT ? "stopped at the time limit" :
+			 tp_last_error(ctx)[0] ? tp_last_error(ctx) :
 			 last_msg);
 	}
 	if (trace && !*trace) {

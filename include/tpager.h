@@ -392,6 +392,8 @@ struct tp_stats {
 	/* pages that came back from an eviction or an offload with neither
 	 * a copy nor a recompute: their memory had not been reused */
 	uint64_t rescued_pages;
+	/* demands that failed for want of host swap (pager.host_budget) */
+	uint64_t swap_full;
 };
 
 /** tp_stats_get() - a snapshot of the context's counters. */

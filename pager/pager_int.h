@@ -158,6 +158,7 @@ struct tp_pager_counters {
 	uint64_t cache_hits, cache_misses;
 	uint64_t held_peak;
 	uint64_t copy_d2h_ns, copy_h2d_ns;
+	uint64_t swap_full;
 };
 
 struct tp_pager {

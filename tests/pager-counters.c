@@ -55,9 +55,11 @@ int main(void)
 	unsetenv("TPAGER_OPTS");
 	setenv("TPAGER_SYSCONF", "/nonexistent/tpager.conf", 1);
 
-	/* The prefetcher off: only what the test asks for moves. */
+	/* The prefetcher off: only what the test asks for moves; rescues
+	 * off: an eviction is undone by a recompute. */
 	ctx = tp_ctx_create("vmm.backend=host,vmm.chunk_size=2M,"
-			    "pager.budget=64M,policy.prefetch=0");
+			    "pager.budget=64M,policy.prefetch=0,"
+			    "pager.rescue=0");
 	a = malloc(BYTES);
 	b = malloc(BYTES);
 	if (!ctx || !a || !b)

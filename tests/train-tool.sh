@@ -231,7 +231,8 @@ ok $([ $rc = 0 ] && grep -q '^tensors evicted  ' "$tmp/table.out" &&
      grep -q '^tensors reloaded  ' "$tmp/table.out" &&
      grep -q '^copied to host .*B$' "$tmp/table.out" &&
      grep -q '^copied back .*B$' "$tmp/table.out" &&
-     grep -q '^ops recomputed  ' "$tmp/table.out"; echo $?) \
+     grep -q '^ops recomputed  ' "$tmp/table.out" &&
+     grep -q '^pages rescued  ' "$tmp/table.out"; echo $?) \
 	"the table counts tensors, bytes and ops, each named"
 # --help and tpager-train(1) agree: the same options, the same filters
 # and directors for --policy, every one of which the tool takes.

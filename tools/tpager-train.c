@@ -744,6 +744,8 @@ static void report(const struct train_args *a, uint64_t budget,
 	printf("%-22s %16s %16s\n", "copied back", b1, b2);
 	printf("%-22s %16" PRIu64 " %16" PRIu64 "\n", "ops recomputed",
 	       u->st.recomputes, c->st.recomputes);
+	printf("%-22s %16" PRIu64 " %16" PRIu64 "\n", "pages rescued",
+	       u->st.rescued_pages, c->st.rescued_pages);
 	printf("%-22s %16" PRIu64 " %16" PRIu64 "\n", "prefetch hits",
 	       u->st.prefetch_hits, c->st.prefetch_hits);
 	printf("%-22s %16" PRIu64 " %16" PRIu64 "\n", "split runs",

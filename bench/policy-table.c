@@ -2,7 +2,8 @@
 /*
  * bench/policy-table: the policy comparison of tpager-sim, as tables.
  *
- *   policy-table [--chunk-size B] [--no-sweep] [TRACE...]
+ *   policy-table [--chunk-size B] [--no-sweep] [--no-plan | --plan-only]
+ *                [TRACE...]
  *   policy-table --dtr [--chunk-size B] [LOG...]
  *
  * Default: the shipped traces (the .trace files of traces/ in $top_srcdir,
@@ -16,7 +17,14 @@
  * down from there in steps of 1 % until a run fails, then by halves to
  * 0.1 %) and
  * the fragmentation rate of the run at that minimum (Coop §4.2; 0 on
- * chunks). Driver costs are the sim's
+ * chunks). Then the planned comparison (not with --no-plan; alone with
+ * --plan-only): TSPLIT's planner (policy.plan = tsplit) beside the
+ * dynamic policy it falls back to, measured over PLAN_PASSES iterations
+ * after PLAN_WARMUP (a plan needs a recorded iteration that followed
+ * another), on the sim's default driver costs and on the H200 profile:
+ * extra time at 75/50/35/25 %, the minimum budget, and what the plan did
+ * at 50 % (victims and split runs it chose, choices it left to the
+ * filter and director, iterations it stopped holding in). Driver costs are the sim's
  * defaults, charged per 2 MiB granule as on a GPU; copies at the sim's
  * default link bandwidth; prefetch on. The three shipped traces take
  * about 40 s of CPU (a minute on a busy 2-core machine); name one trace
@@ -501,6 +509,189 @@ static int trace_row(const struct tp_trace *t, uint64_t peak,
 	return 0;
 }
 
+/* --- planned against dynamic (policy.plan) --------------------------- */
+
+/*
+ * Passes before the measured ones: the first is recorded, the second
+ * follows the record and is planned from; the plan runs from the third.
+ * The dynamic rows get the same passes (the prefetcher learns from them
+ * too), so that the two compare on the same measured iterations.
+ */
+#define PLAN_WARMUP	2
+#define PLAN_PASSES	2
+
+static bool no_plan, plan_only;
+
+/* A planned row: a policy, with or without the plan, on a profile. */
+struct plan_row {
+	const char *filter, *director;
+	bool plan;
+};
+
+/*
+ * The dynamic policies the plan falls back to, each beside itself with
+ * the plan: the overlap filter and the delta-overlap director (the
+ * default pairing that splits), and DELTA's own pair.
+ */
+static const struct plan_row plan_rows[] = {
+	{ "overlap", "delta-overlap", false },
+	{ "overlap", "delta-overlap", true },
+	{ "delta", "delta", false },
+	{ "delta", "delta", true },
+};
+#define NR_PLAN_ROWS (sizeof(plan_rows) / sizeof(plan_rows[0]))
+
+static const char *const plan_profiles[] = { "custom", "h200" };
+#define NR_PLAN_PROFILES \
+	(sizeof(plan_profiles) / sizeof(plan_profiles[0]))
+
+struct plan_cell {
+	bool done;
+	struct tp_replay_result r;
+};
+
+static int plan_run(const struct tp_trace *t, const struct plan_row *pr,
+		    const char *profile, uint64_t budget, struct plan_cell *c)
+{
+	struct tp_replay_opts o;
+	char extra[256];
+	int ret;
+
+	memset(&o, 0, sizeof(o));
+	snprintf(extra, sizeof(extra),
+		 "vmm.sim.driver_granule=2M,vmm.sim.profile=%s%s", profile,
+		 pr && pr->plan ? ",policy.plan=tsplit" : "");
+	o.budget_bytes = budget;
+	o.chunk_size = chunk_size;
+	o.filter = pr ? pr->filter : NULL;
+	o.director = pr ? pr->director : NULL;
+	o.prefetch = -1;
+	o.remap_ns = -1;
+	o.thrash_limit = budget ? TRACE_THRASH : 0;
+	o.warmup = PLAN_WARMUP;
+	o.iterations = PLAN_PASSES;
+	o.extra = extra;
+	ret = tp_replay_run(t, &o, &c->r);
+	if (ret || c->r.status == TP_REPLAY_ERROR) {
+		fprintf(stderr, "policy-table: %s/%s%s on %s at %llu bytes: %s (%s)\n",
+			pr ? pr->filter : "-", pr ? pr->director : "-",
+			pr && pr->plan ? "+plan" : "", profile,
+			(unsigned long long)budget, c->r.error, last_log);
+		return ret ? ret : (c->r.err ? c->r.err : -EIO);
+	}
+	c->done = true;
+	return 0;
+}
+
+struct plan_sweep {
+	const struct tp_trace *t;
+	const struct plan_row *pr;
+	const char *profile;
+	uint64_t peak;
+	struct plan_cell *at;	/* by 5 % step up to 100 % */
+	uint64_t min_time;	/* of the last run that fit */
+};
+
+static int plan_sweep_run(void *priv, int tenths)
+{
+	struct plan_sweep *s = priv;
+	struct plan_cell scratch = { 0 }, *c = &scratch;
+	int ret;
+
+	if (tenths <= 1000 && !(tenths % TP_SWEEP_STEP))
+		c = &s->at[tenths / TP_SWEEP_STEP];
+	ret = plan_run(s->t, s->pr, s->profile,
+		       tp_sweep_bytes(s->peak, tenths), c);
+	if (ret)
+		return ret < 0 ? ret : -EIO;
+	if (c->r.status != TP_REPLAY_OK)
+		return 0;
+	s->min_time = c->r.time_ns;
+	return 1;
+}
+
+static int plan_table_row(const struct tp_trace *t, uint64_t peak,
+			  const struct plan_row *pr, const char *profile,
+			  uint64_t base_ns)
+{
+	struct plan_cell at[NR_STEPS + 1];
+	struct plan_sweep s = { .t = t, .pr = pr, .profile = profile,
+				.peak = peak, .at = at };
+	const struct plan_cell *half = NULL;
+	int min = -1, ret;
+	char name[64];
+
+	memset(at, 0, sizeof(at));
+	snprintf(name, sizeof(name), "%s/%s%s", pr->filter, pr->director,
+		 pr->plan ? " +plan" : "");
+	printf("  %-28s", name);
+	fflush(stdout);
+	if (!no_sweep) {
+		ret = tp_sweep(peak, tp_replay_chunk(t, &(struct tp_replay_opts){
+					.chunk_size = chunk_size }),
+			       plan_sweep_run, &s, &min);
+		if (ret)
+			return ret;
+	}
+	for (size_t k = 0; k < NR_PCT; k++) {
+		struct plan_cell *c = &at[table_pct[k] * 10 / TP_SWEEP_STEP];
+		struct outcome o;
+
+		if (!c->done) {
+			ret = plan_run(t, pr, profile, (uint64_t)((double)peak *
+						table_pct[k] / 100.0), c);
+			if (ret)
+				return ret;
+		}
+		if (table_pct[k] == 50)
+			half = c;
+		o = (struct outcome){ .done = true, .status = c->r.status,
+				      .time_ns = c->r.time_ns };
+		print_cell(&o, base_ns);
+	}
+	if (no_sweep)
+		printf(" %6s", "-");
+	else if (min < 0)
+		printf("  >%3d%%", TP_SWEEP_MAX / 10);
+	else
+		printf(" %6s", tp_sweep_text(min, name, sizeof(name)));
+	if (half && half->r.status == TP_REPLAY_OK && pr->plan)
+		printf("  %llu/%llu/%llu",
+		       (unsigned long long)half->r.plan_hits,
+		       (unsigned long long)half->r.plan_fallbacks,
+		       (unsigned long long)half->r.plan_breaks);
+	printf("\n");
+	return 0;
+}
+
+static int plan_table(const struct tp_trace *t, const char *path,
+		      const struct tp_trace_summary *s)
+{
+	int ret = 0;
+
+	printf("\n%s: planned (policy.plan=tsplit) against dynamic; %d passes measured after %d\n",
+	       base_name(path), PLAN_PASSES, PLAN_WARMUP);
+	printf("  extra time over the unconstrained replay on the same profile; budget %% of the peak;\n"
+	       "  plan: hits/fallbacks/breaks at 50%%\n");
+	for (size_t p = 0; p < NR_PLAN_PROFILES && !ret; p++) {
+		struct plan_cell u = { 0 };
+
+		ret = plan_run(t, NULL, plan_profiles[p], 0, &u);
+		if (ret)
+			break;
+		printf("  profile %s: unconstrained %.3f ms\n", plan_profiles[p],
+		       u.r.time_ns / 1e6);
+		printf("  %-28s", "policy");
+		for (size_t k = 0; k < NR_PCT; k++)
+			printf(" %8u%%", table_pct[k]);
+		printf(" %6s  %s\n", "min", "plan");
+		for (size_t i = 0; i < NR_PLAN_ROWS && !ret; i++)
+			ret = plan_table_row(t, s->peak_bytes, &plan_rows[i],
+					     plan_profiles[p], u.r.time_ns);
+	}
+	return ret;
+}
+
 static int run_trace(const char *path)
 {
 	struct tp_replay_result u[2];
@@ -526,6 +717,8 @@ static int run_trace(const char *path)
 			goto out;
 		}
 	}
+	if (plan_only)
+		goto planned;
 	printf("\n%s: peak %.3f GB of live tensors, %llu ops, chunk %llu\n",
 	       base_name(path), s.peak_bytes / 1e9,
 	       (unsigned long long)u[0].ops,
@@ -542,6 +735,9 @@ static int run_trace(const char *path)
 				u[rows[i].contiguous].time_ns, &speed);
 	if (!ret)
 		printf("  replay speed of the last run: %.0f ops/s\n", speed);
+planned:
+	if (!ret && !no_plan)
+		ret = plan_table(t, path, &s);
 out:
 	tp_trace_free(t);
 	return ret;
@@ -610,7 +806,7 @@ static int run_shipped(void)
 
 static void usage(FILE *f)
 {
-	fprintf(f, "usage: policy-table [--chunk-size B] [--no-sweep] [TRACE...]\n"
+	fprintf(f, "usage: policy-table [--chunk-size B] [--no-sweep] [--no-plan | --plan-only] [TRACE...]\n"
 		   "       policy-table --dtr [--chunk-size B] [LOG...]\n");
 }
 
@@ -625,6 +821,10 @@ int main(int argc, char **argv)
 			dtr = true;
 		} else if (!strcmp(argv[i], "--no-sweep")) {
 			no_sweep = true;
+		} else if (!strcmp(argv[i], "--no-plan")) {
+			no_plan = true;
+		} else if (!strcmp(argv[i], "--plan-only")) {
+			plan_only = true;
 		} else if (!strcmp(argv[i], "--chunk-size") && i + 1 < argc) {
 			chunk_size = strtoull(argv[++i], NULL, 0);
 			if (chunk_size < 4096 || (chunk_size & (chunk_size - 1))) {

@@ -53,6 +53,7 @@ enum tp_search_kind { TP_SEARCH_EXACT, TP_SEARCH_SAMPLE };
 enum tp_costs_kind { TP_COSTS_MEASURED, TP_COSTS_MODEL };
 enum tp_writeback_kind { TP_WRITEBACK_OFF, TP_WRITEBACK_ON, TP_WRITEBACK_AUTO };
 enum tp_partial_kind { TP_PARTIAL_AUTO, TP_PARTIAL_ON, TP_PARTIAL_OFF };
+enum tp_plan_kind { TP_PLAN_KIND_OFF, TP_PLAN_KIND_TSPLIT };
 
 #define TP_CONF_CTYPE_BOOL	bool
 #define TP_CONF_CTYPE_SIZE	uint64_t

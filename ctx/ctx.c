@@ -90,6 +90,19 @@ static bool glue_regen_needs(void *priv, const struct tp_tensor *t)
 	return tp_lineage_regen_needs(priv, t);
 }
 
+static unsigned glue_op_begin(void *priv, struct tp_tensor *const *in,
+			      unsigned n_in, const struct tp_op_split *cut)
+{
+	return tp_policy_op_begin(priv, in, n_in, cut);
+}
+
+static void glue_op_end(void *priv, struct tp_tensor *const *in,
+			unsigned n_in, struct tp_tensor *const *out,
+			unsigned n_out, uint64_t ns)
+{
+	tp_policy_op_end(priv, in, n_in, out, n_out, ns);
+}
+
 /* Lineage brought an evicted input back: c_r of what it feeds went down. */
 static void glue_cost_changed(void *priv, struct tp_tensor *t)
 {
@@ -127,6 +140,10 @@ static int policy_create(struct tp_ctx *ctx)
 	};
 	tp_policy_set_cost_ops(ctx->policy, ctx->cost_ops);
 	tp_lineage_set_cost_changed(ctx->lineage, glue_cost_changed, ctx->policy);
+	tp_lineage_set_op_hooks(ctx->lineage, &(struct tp_lineage_op_hooks){
+		.begin = glue_op_begin, .end = glue_op_end,
+		.priv = ctx->policy,
+	});
 	tp_policy_set_clock(ctx->policy, glue_now, ctx->vmm);
 
 	*ctx->vops = *tp_policy_victim_ops(ctx->policy);
@@ -151,8 +168,10 @@ static int policy_create(struct tp_ctx *ctx)
 static void policy_destroy(struct tp_ctx *ctx)
 {
 	ctx->iter_hook = NULL;
-	if (ctx->lineage)
+	if (ctx->lineage) {
 		tp_lineage_set_cost_changed(ctx->lineage, NULL, NULL);
+		tp_lineage_set_op_hooks(ctx->lineage, NULL);
+	}
 	if (ctx->policy) {
 		/* The pager falls back to its LRU before the policy goes. */
 		tp_pager_set_victim_ops(ctx->pager, NULL);

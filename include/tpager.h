@@ -394,6 +394,12 @@ struct tp_stats {
 	uint64_t rescued_pages;
 	/* demands that failed for want of host swap (pager.host_budget) */
 	uint64_t swap_full;
+	/* policy.plan */
+	uint64_t plans;			/* plans made from a recorded iteration */
+	uint64_t plan_hits;		/* victims and split runs as planned */
+	uint64_t plan_fallbacks;	/* victims the filter and director
+					 * chose instead, the plan on */
+	uint64_t plan_breaks;		/* iterations it stopped holding in */
 };
 
 /** tp_stats_get() - a snapshot of the context's counters. */

@@ -77,6 +77,15 @@ void tp_lineage_set_cost_changed(struct tp_lineage *lin,
 	lin->cost_changed_priv = priv;
 }
 
+void tp_lineage_set_op_hooks(struct tp_lineage *lin,
+			     const struct tp_lineage_op_hooks *hooks)
+{
+	if (hooks)
+		lin->op_hooks = *hooks;
+	else
+		lin->op_hooks = (struct tp_lineage_op_hooks){ 0 };
+}
+
 static double recompute_ns_cb(void *priv, const struct tp_tensor *t,
 			      size_t *anc_pages)
 {

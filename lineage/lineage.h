@@ -110,6 +110,30 @@ void tp_lineage_set_cost_changed(struct tp_lineage *lin,
 				 void (*fn)(void *priv, struct tp_tensor *t),
 				 void *priv);
 
+/*
+ * What the program's ops tell the layer above (the policy's planner),
+ * installed by the context. Called for the ops of tp_op_run(), never for
+ * a regeneration's replays.
+ *
+ * begin: op about to acquire @in (@n_in of them); @cut: how it may run in
+ * parts (NULL: whole only). Return the parts to run it in (the fewest of
+ * at least that many that fit), or 0 to run it whole (and in parts only
+ * when it does not fit).
+ * end: the op ran; @out its outputs, @ns its cost (measured on host, the
+ * prior lineage charges on sim and until measured on a device).
+ */
+struct tp_lineage_op_hooks {
+	unsigned (*begin)(void *priv, struct tp_tensor *const *in,
+			  unsigned n_in, const struct tp_op_split *cut);
+	void (*end)(void *priv, struct tp_tensor *const *in, unsigned n_in,
+		    struct tp_tensor *const *out, unsigned n_out, uint64_t ns);
+	void *priv;
+};
+
+/* Install @hooks (copied; NULL: none). */
+void tp_lineage_set_op_hooks(struct tp_lineage *lin,
+			     const struct tp_lineage_op_hooks *hooks);
+
 struct tp_cost_ops;
 
 /**

@@ -122,6 +122,7 @@ struct tp_lineage {
 
 	void (*cost_changed)(void *priv, struct tp_tensor *t);
 	void *cost_changed_priv;
+	struct tp_lineage_op_hooks op_hooks;
 
 	struct tp_lin_timing *timing;	/* device timing of launches */
 
@@ -292,11 +293,13 @@ bool tp_lin_split_cut(struct tp_lineage *lin, const struct tp_op_type *type,
 		      struct tp_op_split *s);
 
 /**
- * tp_lin_run_split() - run an op that did not fit whole in parts, as
- * @s cuts it: acquire, launch and release each part, the pages of the
- * cut inputs a part is done with evicted when the next lacks room.
+ * tp_lin_run_split() - run an op in parts, as @s cuts it: acquire,
+ * launch and release each part, the pages of the cut inputs a part is
+ * done with evicted when the next lacks room.
  * @in: the op's inputs; @out: its outputs, made and not acquired;
- * @recompute: a replay by lineage. *@ns receives the cost of all parts.
+ * @recompute: a replay by lineage; @parts: run it in at least this many
+ * (a plan's; 0: the fewest that fit). *@ns receives the cost of all
+ * parts.
  * Return: 0, or -ENOMEM when no number of parts fits, or an error of
  * acquire or launch; on failure what was written to @out is worth
  * nothing and nothing is held.
@@ -305,7 +308,8 @@ int tp_lin_run_split(struct tp_lineage *lin, const struct tp_op_type *type,
 		     const void *params, size_t params_len,
 		     struct tp_tensor *const *in, unsigned n_in,
 		     struct tp_tensor *const *out, unsigned n_out,
-		     const struct tp_op_split *s, bool recompute, uint64_t *ns);
+		     const struct tp_op_split *s, bool recompute,
+		     unsigned parts, uint64_t *ns);
 
 /* --- regen.c --------------------------------------------------------- */
 

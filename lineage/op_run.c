@@ -184,12 +184,15 @@ static int acquire_all(struct op_run *o, const size_t *out_bytes,
 }
 
 /*
- * The op did not fit whole: let go of what the attempt holds and run it
- * in parts (op_split.c) on the outputs, all made now.
+ * The op did not fit whole, or a plan runs it in @parts: let go of what
+ * an attempt holds and run it in parts (op_split.c) on the outputs, all
+ * made now. A planned run that the backend cannot launch in parts
+ * returns -ENOTSUP quietly: the op then runs as it would unplanned.
  */
 static int run_split(struct op_run *o, const void *params, size_t params_len,
 		     const size_t *out_bytes, unsigned n_in, unsigned n_out,
-		     const struct tp_op_split *cut, uint64_t *ns)
+		     const struct tp_op_split *cut, unsigned parts,
+		     uint64_t *ns)
 {
 	const char *name = o->type->name ? o->type->name : "?";
 	unsigned k;
@@ -208,7 +211,9 @@ static int run_split(struct op_run *o, const void *params, size_t params_len,
 			tp_pager_drop_contents(o->ctx->pager, o->out[k]);
 	}
 	ret = tp_lin_run_split(o->lin, o->type, params, params_len, o->in,
-			       n_in, o->out, n_out, cut, false, ns);
+			       n_in, o->out, n_out, cut, false, parts, ns);
+	if (ret == -ENOTSUP && parts)
+		return ret;
 	/* A type whose launch cannot run parts here (cuDNN's convolutions
 	 * on another batch): the op did not fit, which is what is said. */
 	if (ret == -ENOTSUP) {
@@ -283,6 +288,25 @@ static void give_identity_back(struct op_run *o, struct tp_tensor *x,
 		       (unsigned long long)x->id);
 }
 
+/*
+ * The parts a plan runs the op in (lineage.h, tp_lineage_op_hooks), 0:
+ * whole. *@cut is how it may be cut, when *@can_cut.
+ */
+static unsigned planned_parts(struct op_run *o, const void *params,
+			      size_t params_len, const size_t *out_bytes,
+			      unsigned n_in, unsigned n_out,
+			      struct tp_op_split *cut, bool *can_cut)
+{
+	const struct tp_lineage_op_hooks *h = &o->lin->op_hooks;
+
+	*can_cut = false;
+	if (!h->begin)
+		return 0;
+	*can_cut = tp_lin_split_cut(o->lin, o->type, params, params_len,
+				    o->in, n_in, out_bytes, n_out, cut);
+	return h->begin(h->priv, o->in, n_in, *can_cut ? cut : NULL);
+}
+
 static int op_run(struct tp_ctx *ctx, const struct tp_op_type *type,
 		  const void *params, size_t params_len,
 		  struct tp_tensor *const *inputs, unsigned n_in,
@@ -293,8 +317,9 @@ static int op_run(struct tp_ctx *ctx, const struct tp_op_type *type,
 	struct tp_lineage *lin;
 	struct tp_lin_rec *rec = NULL;
 	struct tp_tensor *x = NULL, *nt = NULL;
-	bool inplace, recorded, timed, split = false;
+	bool inplace, recorded, timed, split = false, can_cut;
 	struct tp_op_split cut;
+	unsigned parts;
 	int io = -1, ii = -1, rw_in = -1;
 	uint64_t ns = 0;
 	unsigned k;
@@ -379,13 +404,28 @@ static int op_run(struct tp_ctx *ctx, const struct tp_op_type *type,
 		rw_in = ii;
 	}
 
+	parts = planned_parts(&o, params, params_len, out_bytes, n_in, n_out,
+			      &cut, &can_cut);
+	if (parts >= 2 && can_cut) {
+		ret = run_split(&o, params, params_len, out_bytes, n_in, n_out,
+				&cut, parts, &ns);
+		if (!ret) {
+			split = true;
+			goto launched;
+		}
+		if (ret != -ENOTSUP)
+			goto out_release;
+		/* Not in parts on this backend: as if unplanned. */
+		free_outputs(&o, io);
+		o.n_out_made = 0;
+	}
 	ret = acquire_all(&o, out_bytes, n_in, n_out, rw_in);
 	/* Asked only once the op did not fit: whole runs pay nothing. */
 	if (ret == -ENOMEM &&
 	    tp_lin_split_cut(lin, type, params, params_len, o.in, n_in,
 			     out_bytes, n_out, &cut)) {
 		ret = run_split(&o, params, params_len, out_bytes, n_in, n_out,
-				&cut, &ns);
+				&cut, 0, &ns);
 		if (ret)
 			goto out_release;
 		split = true;
@@ -406,6 +446,7 @@ static int op_run(struct tp_ctx *ctx, const struct tp_op_type *type,
 			goto out_release;
 		}
 	}
+launched:
 	/*
 	 * Timed on the device: the cost is folded in when it is known. The
 	 * parts of a split run are not: their pairs go unclaimed, and the
@@ -436,6 +477,9 @@ static int op_run(struct tp_ctx *ctx, const struct tp_op_type *type,
 	}
 	if (!timed)
 		tp_pager_note_compute(ctx->pager, ns);
+	if (lin->op_hooks.end)
+		lin->op_hooks.end(lin->op_hooks.priv, o.in, n_in, o.out, n_out,
+				  ns);
 	release_all(&o);
 	for (k = 0; k < n_out; k++)
 		outputs[k] = o.out[k];

@@ -87,14 +87,15 @@ static bool first_use(const struct split_run *r, unsigned k)
 }
 
 /*
- * The fewest parts whose peak fits in @room chunks, 0 if none up to
- * @max. A part holds the whole tensors, the cut inputs from its rows on
+ * The fewest parts from @min on whose peak fits in @room chunks, 0 if
+ * none up to @max. A part holds the whole tensors, the cut inputs from its rows on
  * (those lineage cannot regenerate, or someone else pins, never leave),
  * and the cut outputs up to its rows; at most one page more per cut
  * output where parts meet, and per cut input a handle's worth (the
  * handle where parts meet leaves only once every row of it was read).
  */
-static unsigned choose_parts(struct split_run *r, size_t room, unsigned max)
+static unsigned choose_parts(struct split_run *r, size_t room, unsigned min,
+			     unsigned max)
 {
 	size_t whole = 0, cut_in = 0, cut_out = 0, edges = 0;
 	size_t handle = tp_pager_handle_max(r->pg);
@@ -123,7 +124,12 @@ static unsigned choose_parts(struct split_run *r, size_t room, unsigned max)
 			whole += pages;
 		}
 	}
-	for (p = 2; p <= max && p <= r->s->rows; p++) {
+	/* a plan made under other limits takes the most they allow */
+	if (min > max)
+		min = max;
+	if (min > r->s->rows)
+		min = (unsigned)r->s->rows;
+	for (p = min > 2 ? min : 2; p <= max && p <= r->s->rows; p++) {
 		size_t a = cut_in + (cut_out + p - 1) / p;
 		size_t b = (cut_in + p - 1) / p + cut_out;
 
@@ -307,14 +313,15 @@ bool tp_lin_split_cut(struct tp_lineage *lin, const struct tp_op_type *type,
 		      const size_t *out_bytes, unsigned n_out,
 		      struct tp_op_split *s)
 {
-	size_t *in_bytes;
+	size_t few[16], *in_bytes = few;
 	bool ok;
 
 	if (!(type->flags & TP_OP_SPLITTABLE) || !type->split ||
 	    (type->flags & TP_OP_INPLACE) || !tp_pager_split_allowed(lin->pg))
 		return false;
-	/* Asked only of an op that did not fit: not a hot path. */
-	in_bytes = calloc(n_in + 1, sizeof(*in_bytes));
+	/* Asked of every op a plan may cut: no allocation for most. */
+	if (n_in > sizeof(few) / sizeof(few[0]))
+		in_bytes = calloc(n_in, sizeof(*in_bytes));
 	if (!in_bytes)
 		return false;
 	for (unsigned k = 0; k < n_in; k++)
@@ -322,7 +329,8 @@ bool tp_lin_split_cut(struct tp_lineage *lin, const struct tp_op_type *type,
 	*s = (struct tp_op_split){ 0 };
 	ok = !type->split(params, params_len, in_bytes, n_in, out_bytes, n_out,
 			  s) && cut_fits(s, in_bytes, n_in, out_bytes, n_out);
-	free(in_bytes);
+	if (in_bytes != few)
+		free(in_bytes);
 	return ok;
 }
 
@@ -330,7 +338,8 @@ int tp_lin_run_split(struct tp_lineage *lin, const struct tp_op_type *type,
 		     const void *params, size_t params_len,
 		     struct tp_tensor *const *in, unsigned n_in,
 		     struct tp_tensor *const *out, unsigned n_out,
-		     const struct tp_op_split *s, bool recompute, uint64_t *ns)
+		     const struct tp_op_split *s, bool recompute,
+		     unsigned want, uint64_t *ns)
 {
 	struct split_run r = {
 		.lin = lin, .pg = lin->pg, .type = type, .params = params,
@@ -355,7 +364,7 @@ int tp_lin_run_split(struct tp_lineage *lin, const struct tp_op_type *type,
 		if (is_cut(s->out, k))
 			r.out[k].row_bytes = out[k]->bytes / s->rows;
 	}
-	parts = choose_parts(&r, room(&r),
+	parts = choose_parts(&r, room(&r), want,
 			     (unsigned)lin->ctx->conf.policy_split_max_parts);
 	if (!parts) {
 		ret = -ENOMEM;

@@ -248,7 +248,8 @@ static int replay_split(struct regen *r, struct tp_lin_rec *rec,
 		lin->st.scratch_outputs++;
 	}
 	ret = tp_lin_run_split(lin, rec->type, rec->params, rec->params_len,
-			       in, rec->n_in, out, rec->n_out, &cut, true, &ns);
+			       in, rec->n_in, out, rec->n_out, &cut, true, 0,
+			       &ns);
 	if (ret == -ENOTSUP)	/* no parts on this backend: did not fit */
 		ret = -ENOMEM;
 	if (!ret) {

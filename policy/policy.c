@@ -32,6 +32,9 @@ struct tp_policy *tp_policy_create(struct tp_ctx *ctx)
 	pol->pf = tp_prefetch_create();
 	if (!pol->pf)
 		goto err_index;
+	pol->plan = tp_planned_create();
+	if (!pol->plan)
+		goto err_prefetch;
 	tp_bw_init(&pol->bw);
 	pol->rng = 0x9E3779B97F4A7C15ull;
 	pol->reload_hidden = 1;
@@ -42,6 +45,8 @@ struct tp_policy *tp_policy_create(struct tp_ctx *ctx)
 	tp_policy_victim_init(pol);
 	return pol;
 
+err_prefetch:
+	tp_prefetch_destroy(pol->pf);
 err_index:
 	tp_pol_index_destroy(pol->idx);
 err_free:
@@ -56,6 +61,7 @@ void tp_policy_destroy(struct tp_policy *pol)
 	if (!pol)
 		return;
 	tp_policy_victim_fini(pol);
+	tp_planned_destroy(pol->plan);
 	tp_prefetch_destroy(pol->pf);
 	tp_bw_destroy(&pol->bw);
 	tp_pol_index_destroy(pol->idx);
@@ -278,6 +284,10 @@ void tp_policy_copy_done(struct tp_policy *pol, uint64_t bytes, uint64_t ns)
 uint64_t tp_policy_release_bytes(struct tp_policy *pol, uint64_t used,
 				 uint64_t budget)
 {
+	uint64_t planned;
+
+	if (tp_planned_release_bytes(pol, &planned))
+		return planned;
 	/*
 	 * The overlap filter releases at demand only. Its demand victims
 	 * are what is not used again (free) and what is cheapest to have
@@ -327,6 +337,7 @@ void tp_policy_iteration_begin(struct tp_policy *pol)
 {
 	tp_bw_iteration_begin(&pol->bw, tp_policy_now(pol));
 	tp_prefetch_iteration_begin(pol->pf, work_now(pol));
+	tp_planned_iteration_begin(pol);
 	if (pol->ctx->pager)
 		tp_pager_reload_counts(pol->ctx->pager, &pol->iter_reloads,
 				       &pol->iter_in_time);
@@ -346,6 +357,7 @@ void tp_policy_iteration_end(struct tp_policy *pol)
 			       settled_now(pol) : 0);
 	tp_bw_iteration_end(&pol->bw, tp_policy_now(pol));
 	tp_prefetch_iteration_end(pol->pf, work_now(pol));
+	tp_planned_iteration_end(pol);
 	/*
 	 * An iteration that reloaded nothing tells nothing new, and one
 	 * with no record (the first) could not prefetch: its reloads say
@@ -514,7 +526,8 @@ bool tp_policy_split(const struct tp_policy *pol)
 	case TP_PARTIAL_ON:
 		return true;
 	case TP_PARTIAL_AUTO:
-		return pol->conf->policy_director == TP_DIRECTOR_DELTA_OVERLAP;
+		return pol->conf->policy_director == TP_DIRECTOR_DELTA_OVERLAP ||
+		       pol->conf->policy_plan == TP_PLAN_KIND_TSPLIT;
 	default:
 		return false;
 	}
@@ -541,6 +554,7 @@ void tp_policy_stats(struct tp_policy *pol, struct tp_stats *st)
 {
 	st->policy_decisions = pol->decisions;
 	st->policy_ns = pol->decision_ns;
+	tp_planned_stats(pol, st);
 }
 
 void tp_policy_prefetch_stats(struct tp_policy *pol,

@@ -155,6 +155,22 @@ bool tp_policy_split(const struct tp_policy *pol);
 bool tp_policy_recompute_back(struct tp_policy *pol,
 			      const struct tp_tensor *t);
 
+struct tp_op_split;
+
+/**
+ * tp_policy_op_begin() - one of the program's ops is about to acquire
+ * @in (@n_in of them); @cut: how it may run in parts, NULL: whole only.
+ * Recorded for the planner (policy.plan). Return: the parts the plan
+ * runs it in, or 0 (whole). planned.c.
+ */
+unsigned tp_policy_op_begin(struct tp_policy *pol, struct tp_tensor *const *in,
+			    unsigned n_in, const struct tp_op_split *cut);
+
+/* The op ran: @out its outputs, @ns its cost. planned.c. */
+void tp_policy_op_end(struct tp_policy *pol, struct tp_tensor *const *in,
+		      unsigned n_in, struct tp_tensor *const *out,
+		      unsigned n_out, uint64_t ns);
+
 /* @t is being freed (its struct goes): drop every reference to it. */
 void tp_policy_forget(struct tp_policy *pol, struct tp_tensor *t);
 

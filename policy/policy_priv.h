@@ -13,6 +13,7 @@
 #include "policy/filter_coop.h"
 #include "policy/filter_overlap.h"
 #include "policy/index.h"
+#include "policy/planned.h"
 #include "policy/policy.h"
 #include "policy/prefetch.h"
 #include "policy/watermark.h"
@@ -46,6 +47,7 @@ struct tp_policy {
 	struct tp_bandwidth bw;
 	struct tp_watermark wm;
 	struct tp_prefetch *pf;
+	struct tp_planned *plan;	/* policy.plan (planned.c) */
 
 	struct tp_coop_part coop;	/* Coop §3.4 (filter_coop.c) */
 	/* Of the last predicted iteration's reloads, the fraction a

@@ -36,6 +36,19 @@ struct step {
 	uint64_t work;		/* compute of the program's ops before it */
 	bool replay;		/* by a regeneration: a use to prefetch
 				 * for, not one of the program's */
+	/* what the planner reads (struct tp_record_step) */
+	bool in_op, born;
+	uint32_t op;
+	unsigned flags;
+	size_t pages;
+};
+
+/* The program's ops of one iteration (struct tp_record_op), and names. */
+struct op_log {
+	struct tp_record_op *ops;
+	size_t n, cap;
+	int32_t *io;
+	size_t n_io, cap_io;
 };
 
 struct tp_prefetch {
@@ -62,6 +75,12 @@ struct tp_prefetch {
 	unsigned in_flight;
 	uint64_t in_flight_bytes;
 	struct tp_prefetch_stats st;
+	/* The ops of this iteration and of the recorded one. */
+	struct op_log ops_cur, ops_prev;
+	uint32_t op_n;		/* ops of this iteration ended so far */
+	bool op_open;		/* between tp_prefetch_op_begin and _end */
+	struct tp_op_split op_cut;	/* of the open op */
+	bool prev_followed;	/* the recorded iteration followed one */
 };
 
 static size_t hash_id(uint64_t id, size_t cap)
@@ -178,6 +197,10 @@ void tp_prefetch_destroy(struct tp_prefetch *pf)
 	free(pf->by_pname);
 	free(pf->prev);
 	free(pf->prev_next);
+	free(pf->ops_cur.ops);
+	free(pf->ops_cur.io);
+	free(pf->ops_prev.ops);
+	free(pf->ops_prev.io);
 	free(pf);
 }
 
@@ -216,6 +239,10 @@ void tp_prefetch_iteration_begin(struct tp_prefetch *pf, uint64_t now)
 	}
 	pf->gen++;
 	pf->cur_n = 0;
+	pf->ops_cur.n = 0;
+	pf->ops_cur.n_io = 0;
+	pf->op_n = 0;
+	pf->op_open = false;
 	pf->pos = 0;
 	pf->cand = NULL;
 	pf->t0 = now;
@@ -226,6 +253,7 @@ void tp_prefetch_iteration_begin(struct tp_prefetch *pf, uint64_t now)
 void tp_prefetch_iteration_end(struct tp_prefetch *pf, uint64_t now)
 {
 	size_t n = pf->cur_n, cap;
+	struct op_log ops;
 	int32_t *seen;
 	struct step *s;
 
@@ -244,7 +272,11 @@ void tp_prefetch_iteration_end(struct tp_prefetch *pf, uint64_t now)
 	seen = malloc((n ? n : 1) * sizeof(*seen));
 	if (!seen)
 		goto out;
+	pf->prev_followed = pf->prev_n && pf->rec_gen + 1 == pf->gen;
 	/* The recorded iteration becomes the prediction: swap buffers. */
+	ops = pf->ops_prev;
+	pf->ops_prev = pf->ops_cur;
+	pf->ops_cur = ops;
 	s = pf->prev;
 	pf->prev = pf->cur;
 	pf->cur = s;
@@ -490,6 +522,11 @@ int tp_prefetch_on_acquire(struct tp_prefetch *pf, struct tp_tensor *t,
 	pf->cur[k].bytes = t->bytes;
 	pf->cur[k].work = work;
 	pf->cur[k].replay = replay;
+	pf->cur[k].in_op = pf->op_open;
+	pf->cur[k].op = pf->op_n;
+	pf->cur[k].born = e->born == pf->gen;
+	pf->cur[k].flags = t->flags;
+	pf->cur[k].pages = t->nr_pages;
 	pf->cur_n++;
 	if (replay)
 		goto out;
@@ -776,4 +813,187 @@ void tp_prefetch_get_stats(struct tp_prefetch *pf,
 	pthread_mutex_lock(&pf->lock);
 	*st = pf->st;
 	pthread_mutex_unlock(&pf->lock);
+}
+
+/* --- the program's ops, for the planner ------------------------------ */
+
+void tp_prefetch_op_begin(struct tp_prefetch *pf, const struct tp_op_split *cut)
+{
+	pthread_mutex_lock(&pf->lock);
+	if (pf->active) {
+		/* an op that failed before its end is dropped here */
+		pf->op_open = true;
+		pf->op_cut = cut ? *cut : (struct tp_op_split){ 0 };
+	}
+	pthread_mutex_unlock(&pf->lock);
+}
+
+/* This iteration's name of @t, -1 when it has none. */
+static int32_t cur_name(struct tp_prefetch *pf, const struct tp_tensor *t)
+{
+	const struct pf_ent *e = lookup(pf, t->id);
+
+	return e && e->gen == pf->gen ? e->first : -1;
+}
+
+int tp_prefetch_op_end(struct tp_prefetch *pf, struct tp_tensor *const *in,
+		       unsigned n_in, struct tp_tensor *const *out,
+		       unsigned n_out, uint64_t ns, uint64_t out_regen)
+{
+	struct op_log *l = &pf->ops_cur;
+	size_t need;
+	int rc = 0;
+
+	pthread_mutex_lock(&pf->lock);
+	if (!pf->active || !pf->op_open)
+		goto out;
+	pf->op_open = false;
+	need = l->n_io + n_in + n_out;
+	if (l->n == l->cap) {
+		size_t cap = l->cap ? 2 * l->cap : 256;
+		struct tp_record_op *o = realloc(l->ops, cap * sizeof(*o));
+
+		if (!o) {
+			rc = -ENOMEM;
+			goto out;
+		}
+		l->ops = o;
+		l->cap = cap;
+	}
+	if (need > l->cap_io) {
+		size_t cap = l->cap_io ? 2 * l->cap_io : 1024;
+		int32_t *io;
+
+		while (cap < need)
+			cap *= 2;
+		io = realloc(l->io, cap * sizeof(*io));
+		if (!io) {
+			rc = -ENOMEM;
+			goto out;
+		}
+		l->io = io;
+		l->cap_io = cap;
+	}
+	l->ops[l->n] = (struct tp_record_op){
+		.io = (uint32_t)l->n_io, .n_in = n_in, .n_out = n_out,
+		.ns = ns, .cut = pf->op_cut, .out_regen = out_regen,
+	};
+	for (unsigned k = 0; k < n_in; k++)
+		l->io[l->n_io++] = cur_name(pf, in[k]);
+	for (unsigned k = 0; k < n_out; k++)
+		l->io[l->n_io++] = cur_name(pf, out[k]);
+	l->n++;
+	pf->op_n++;
+out:
+	pthread_mutex_unlock(&pf->lock);
+	return rc;
+}
+
+uint32_t tp_prefetch_op_index(struct tp_prefetch *pf)
+{
+	uint32_t n;
+
+	pthread_mutex_lock(&pf->lock);
+	n = pf->op_n;
+	pthread_mutex_unlock(&pf->lock);
+	return n;
+}
+
+int tp_prefetch_record(struct tp_prefetch *pf, struct tp_record *r)
+{
+	int rc = 0;
+
+	memset(r, 0, sizeof(*r));
+	pthread_mutex_lock(&pf->lock);
+	r->n_steps = pf->prev_n;
+	r->n_ops = pf->ops_prev.n;
+	r->n_io = pf->ops_prev.n_io;
+	r->followed = pf->prev_followed;
+	r->steps = calloc(r->n_steps + 1, sizeof(*r->steps));
+	r->ops = calloc(r->n_ops + 1, sizeof(*r->ops));
+	r->io = calloc(r->n_io + 1, sizeof(*r->io));
+	if (!r->steps || !r->ops || !r->io) {
+		rc = -ENOMEM;
+		goto out;
+	}
+	for (size_t i = 0; i < r->n_steps; i++) {
+		const struct step *s = &pf->prev[i];
+
+		r->steps[i] = (struct tp_record_step){
+			.name = s->name, .op = s->op, .in_op = s->in_op,
+			.replay = s->replay, .born = s->born,
+			.flags = s->flags, .bytes = s->bytes,
+			.pages = s->pages,
+		};
+	}
+	if (r->n_ops)
+		memcpy(r->ops, pf->ops_prev.ops, r->n_ops * sizeof(*r->ops));
+	if (r->n_io)
+		memcpy(r->io, pf->ops_prev.io, r->n_io * sizeof(*r->io));
+out:
+	pthread_mutex_unlock(&pf->lock);
+	if (rc)
+		tp_record_free(r);
+	return rc;
+}
+
+void tp_record_free(struct tp_record *r)
+{
+	free(r->steps);
+	free(r->ops);
+	free(r->io);
+	memset(r, 0, sizeof(*r));
+}
+
+int32_t tp_prefetch_name(struct tp_prefetch *pf, const struct tp_tensor *t)
+{
+	const struct pf_ent *e;
+	int32_t name = -1;
+
+	pthread_mutex_lock(&pf->lock);
+	e = lookup(pf, t->id);
+	if (e && pf->active && pf->rec_gen + 1 == pf->gen)
+		name = e->gen == pf->gen ? e->pname : predicted_name(pf, e);
+	pthread_mutex_unlock(&pf->lock);
+	return name;
+}
+
+struct tp_tensor *tp_prefetch_named(struct tp_prefetch *pf, int32_t name)
+{
+	struct tp_tensor *t = NULL;
+
+	pthread_mutex_lock(&pf->lock);
+	if (pf->active && pf->rec_gen + 1 == pf->gen && name >= 0 &&
+	    (size_t)name < pf->prev_n)
+		t = pf->by_pname[name];
+	pthread_mutex_unlock(&pf->lock);
+	return t;
+}
+
+bool tp_prefetch_bind(struct tp_prefetch *pf, struct tp_tensor *t,
+		      int32_t name)
+{
+	struct pf_ent *e;
+	bool ok = false;
+
+	pthread_mutex_lock(&pf->lock);
+	e = lookup(pf, t->id);
+	if (!e || !pf->active || pf->rec_gen + 1 != pf->gen || name < 0 ||
+	    (size_t)name >= pf->prev_n || pf->prev[name].name != name ||
+	    pf->prev[name].bytes != t->bytes)
+		goto out;
+	if (e->gen == pf->gen && e->pname >= 0) {
+		ok = e->pname == name;
+		goto out;
+	}
+	if (e->gen != pf->gen || !slot_free(pf, (size_t)name, t))
+		goto out;
+	e->pname = name;
+	if (e->ppos < 0)
+		e->ppos = name;
+	pf->by_pname[name] = t;
+	ok = true;
+out:
+	pthread_mutex_unlock(&pf->lock);
+	return ok;
 }

@@ -19,6 +19,7 @@
 #include <stdint.h>
 
 #include "pager/tensor.h"
+#include "tpager.h"
 
 struct tp_prefetch;
 
@@ -150,5 +151,83 @@ bool tp_prefetch_in_flight(struct tp_prefetch *pf, const struct tp_tensor *t);
 
 void tp_prefetch_get_stats(struct tp_prefetch *pf,
 			   struct tp_prefetch_stats *st);
+
+/*
+ * The record as the planner reads it (policy/planned.c): the program's
+ * ops of the iteration, the tensors each read and wrote by the record's
+ * names, and what each acquisition knew of its tensor.
+ */
+struct tp_record_step {
+	int32_t name;		/* the step of its tensor's first acquisition */
+	uint32_t op;		/* ops of the iteration ended before it */
+	bool in_op;		/* made by op @op (else between ops) */
+	bool replay;		/* by a regeneration */
+	bool born;		/* its tensor was first seen in the iteration */
+	unsigned flags;		/* its tensor's TP_* flags */
+	size_t bytes, pages;
+};
+
+struct tp_record_op {
+	uint32_t io;		/* names: io[io .. io + n_in + n_out) */
+	uint32_t n_in, n_out;
+	uint64_t ns;		/* what it cost, as lineage measured it */
+	struct tp_op_split cut;	/* how it may run in parts (rows 0: not) */
+	uint64_t out_regen;	/* bit k: lineage can regenerate output k */
+};
+
+struct tp_record {
+	struct tp_record_step *steps;
+	size_t n_steps;
+	struct tp_record_op *ops;
+	size_t n_ops;
+	int32_t *io;		/* a name, -1 where none was known */
+	size_t n_io;
+	bool followed;		/* the iteration followed a record: its
+				 * born flags tell what it made */
+};
+
+/*
+ * tp_prefetch_op_begin() / tp_prefetch_op_end() - one of the program's
+ * ops (a tp_op_run, not a regeneration's replay) begins, ends: @in and
+ * @out its tensors, @ns its cost, @out_regen which outputs lineage can
+ * regenerate, @cut how it may run in parts (NULL: whole only). Outside
+ * an iteration they record nothing; a begin without an end (the op
+ * failed) is forgotten at the next begin. op_end: 0 or -ENOMEM.
+ */
+void tp_prefetch_op_begin(struct tp_prefetch *pf,
+			  const struct tp_op_split *cut);
+int tp_prefetch_op_end(struct tp_prefetch *pf, struct tp_tensor *const *in,
+		       unsigned n_in, struct tp_tensor *const *out,
+		       unsigned n_out, uint64_t ns, uint64_t out_regen);
+
+/* How many of the program's ops this iteration has ended. */
+uint32_t tp_prefetch_op_index(struct tp_prefetch *pf);
+
+/*
+ * tp_prefetch_record() - a copy of the last recorded iteration into @r
+ * (tp_record_free() it). Return 0 or -ENOMEM.
+ */
+int tp_prefetch_record(struct tp_prefetch *pf, struct tp_record *r);
+void tp_record_free(struct tp_record *r);
+
+/*
+ * tp_prefetch_name() - the name @t has in the last record (the step of
+ * its first acquisition there), as this iteration matched it; -1 when
+ * the iteration does not follow the record or @t was not matched.
+ * tp_prefetch_named() - this iteration's tensor for the record's @name,
+ * NULL when none (not made yet, freed, or not matched).
+ */
+int32_t tp_prefetch_name(struct tp_prefetch *pf, const struct tp_tensor *t);
+struct tp_tensor *tp_prefetch_named(struct tp_prefetch *pf, int32_t name);
+
+/*
+ * tp_prefetch_bind() - @t, acquired in this iteration, is the record's
+ * @name as the op log says (its acquisitions came in another order than
+ * the record's: an op run in parts acquires its cut outputs last). True
+ * when it is or now becomes that name: unnamed, the name free, the same
+ * size.
+ */
+bool tp_prefetch_bind(struct tp_prefetch *pf, struct tp_tensor *t,
+		      int32_t name);
 
 #endif /* TP_POLICY_PREFETCH_H */

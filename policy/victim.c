@@ -297,6 +297,19 @@ static int choose(struct tp_policy *pol, bool ahead,
 
 	tp_policy_sync_conf(pol);
 	now = tp_policy_now(pol);
+	if (tp_planned_on(pol)) {
+		struct tp_planned_ask pa = {
+			.ahead = ahead, .ahead_of = ahead_of,
+			.no_offload = no_offload, .max_cost = max_cost,
+		};
+
+		/* -ENOENT: the plan has no victim, the filter chooses. */
+		rc = tp_planned_choose(pol, &pa, &t, how);
+		if (rc != -ENOENT) {
+			rc = rc == -EAGAIN ? -ENOENT : rc;
+			goto out;
+		}
+	}
 	/* Coop's window needs the pool's layout: only a contiguous pool. */
 	if (pol->filter == TP_FILTER_COOP && pol->ctx->vmm &&
 	    tp_vmm_pool_contiguous(pol->ctx->vmm)) {

@@ -490,6 +490,10 @@ static void region_figures(struct replay *rp, const struct rp_snap *a,
 	r->driver_ns = D(driver_ns);
 	r->writebacks = D(writebacks);
 	r->cache_offloads = D(cache_offloads);
+	r->plans = D(plans);
+	r->plan_hits = D(plan_hits);
+	r->plan_fallbacks = D(plan_fallbacks);
+	r->plan_breaks = D(plan_breaks);
 #undef D
 	r->wall_s = (double)(b->wall.tv_sec - a->wall.tv_sec) +
 		    (double)(b->wall.tv_nsec - a->wall.tv_nsec) * 1e-9;

@@ -85,6 +85,9 @@ struct tp_replay_result {
 	/* the driver's map, set-access and unmap calls (sim: their charge) */
 	uint64_t driver_calls, driver_ns;
 	uint64_t writebacks, cache_offloads;	/* the swap cache */
+	/* policy.plan: plans made, victims and split runs as planned,
+	 * choices left to the filter, iterations the plan broke in */
+	uint64_t plans, plan_hits, plan_fallbacks, plan_breaks;
 	/* vmm.mode = contiguous: fragmentation rate of the whole replay
 	 * (tp_stats.fragmentation_ppm); 0 on chunks */
 	uint64_t fragmentation_ppm;

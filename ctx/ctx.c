@@ -80,6 +80,11 @@ static double glue_recompute_ns(void *priv, const struct tp_tensor *t,
 	return tp_lineage_regen_cost(priv, t, anc_pages);
 }
 
+static double glue_evict_ns(void *priv, const struct tp_tensor *t)
+{
+	return tp_lineage_evict_cost(priv, t);
+}
+
 static bool glue_computable(void *priv, const struct tp_tensor *t)
 {
 	return tp_lineage_can_regenerate(priv, t);
@@ -121,6 +126,7 @@ static int policy_create(struct tp_ctx *ctx)
 
 	*ctx->cost_ops = (struct tp_cost_ops){
 		.recompute_ns = glue_recompute_ns,
+		.evict_ns = glue_evict_ns,
 		.computable = glue_computable,
 		.regen_needs = glue_regen_needs,
 		.priv = ctx->lineage,

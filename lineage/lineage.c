@@ -83,6 +83,11 @@ static double recompute_ns_cb(void *priv, const struct tp_tensor *t,
 	return tp_lineage_regen_cost(priv, t, anc_pages);
 }
 
+static double evict_ns_cb(void *priv, const struct tp_tensor *t)
+{
+	return tp_lineage_evict_cost(priv, t);
+}
+
 static bool regen_needs_cb(void *priv, const struct tp_tensor *t)
 {
 	return tp_lineage_regen_needs(priv, t);
@@ -91,6 +96,7 @@ static bool regen_needs_cb(void *priv, const struct tp_tensor *t)
 void tp_lineage_cost_ops(struct tp_lineage *lin, struct tp_cost_ops *ops)
 {
 	ops->recompute_ns = recompute_ns_cb;
+	ops->evict_ns = evict_ns_cb;
 	ops->computable = can_regenerate_cb;
 	ops->regen_needs = regen_needs_cb;
 	ops->priv = lin;

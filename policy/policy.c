@@ -136,6 +136,16 @@ double tp_policy_cost(struct tp_policy *pol, const struct tp_tensor *t)
 	return tp_policy_regen_cost(pol, t, &anc_pages);
 }
 
+double tp_policy_evict_cost(struct tp_policy *pol, const struct tp_tensor *t)
+{
+	double c = tp_policy_cost(pol, t);
+
+	/* Owed already (partly evicted), or cannot come back. */
+	if (c <= 0 || isinf(c) || !pol->has_cost || !pol->cost.evict_ns)
+		return c;
+	return pol->cost.evict_ns(pol->cost.priv, t);
+}
+
 /*
  * Remap cost of @pages pages (unmap now, map and set access when they come
  * back): policy.remap_ns a chunk; else what the vmm measured a handle of

@@ -436,6 +436,9 @@ static int op_run(struct tp_ctx *ctx, const struct tp_op_type *type,
 	}
 	if (!timed)
 		tp_pager_note_compute(ctx->pager, ns);
+	/* Written until the op ends: that is their last access. */
+	for (k = 0; k < n_out; k++)
+		tp_pager_touch(ctx->pager, o.out[k]);
 	release_all(&o);
 	for (k = 0; k < n_out; k++)
 		outputs[k] = o.out[k];

@@ -410,6 +410,12 @@ void tp_pager_note_use(struct tp_pager *pg, struct tp_tensor *t)
 	t->last_use = ev;
 }
 
+void tp_pager_touch(struct tp_pager *pg, struct tp_tensor *t)
+{
+	t->last_access_ns = tp_vmm_now_ns(pg->vmm);
+	t->access_seq = ++pg->access_seq;
+}
+
 void tp_pager_user_work(struct tp_pager *pg)
 {
 	pg->use_stale = true;

@@ -61,6 +61,14 @@ int tp_pager_release(struct tp_pager *pg, struct tp_tensor *t, size_t off,
 void tp_pager_note_use(struct tp_pager *pg, struct tp_tensor *t);
 void tp_pager_user_work(struct tp_pager *pg);
 
+/*
+ * tp_pager_touch() - @t, pinned, was accessed now: an op issued on it has
+ * finished writing it (lineage's tp_op_run, on its outputs). Its
+ * staleness counts from now, as DTR's clock counts a new tensor's from
+ * the end of the op that made it; the release that follows re-offers it.
+ */
+void tp_pager_touch(struct tp_pager *pg, struct tp_tensor *t);
+
 int tp_pager_offload(struct tp_pager *pg, struct tp_tensor *t);
 int tp_pager_evict(struct tp_pager *pg, struct tp_tensor *t);
 /*

@@ -515,6 +515,58 @@ static double evicted_descendants_ns(struct tp_lineage *lin,
 	return c;
 }
 
+double tp_lineage_projected_cost(struct tp_lineage *lin,
+				 const struct tp_tensor *t,
+				 bool (*gone)(void *priv,
+					      const struct tp_tensor *y),
+				 void *priv, size_t *anc_pages)
+{
+	struct tp_lin_rec *rec = t->lin.rec;
+	uint64_t epoch;
+	size_t sp = 0, seen = 0;
+	double c;
+
+	*anc_pages = 0;
+	if (!tp_lineage_can_regenerate(lin, t))
+		return INFINITY;
+	c = rec_cost(rec);
+	epoch = ++lin->cr_epoch;
+	for (;;) {
+		for (unsigned k = 0; k < rec->n_in; k++) {
+			struct tp_lin_node *y = rec->in[k].node;
+			bool ev = tp_pager_has_evicted(y->t);
+
+			if (y->cr_mark == epoch)
+				continue;
+			y->cr_mark = epoch;
+			/* what survives, resident, ends the walk there */
+			if (!ev && (!y->t->lin.rec || !gone(priv, y->t)))
+				continue;
+			if (!y->t->lin.rec)
+				return INFINITY;	/* cannot come back */
+			if (++seen > CR_WALK_MAX)
+				return c;
+			c += rec_cost(y->t->lin.rec);
+			*anc_pages += ev ? y->t->evicted_pages : y->t->nr_pages;
+			if (sp == lin->uf_stk_cap) {
+				size_t nc = lin->uf_stk_cap ?
+					    2 * lin->uf_stk_cap : 64;
+				struct tp_lin_node **ns =
+					realloc(lin->uf_stk, nc * sizeof(*ns));
+
+				if (!ns)
+					return c;
+				lin->uf_stk = ns;
+				lin->uf_stk_cap = nc;
+			}
+			lin->uf_stk[sp++] = y;
+		}
+		if (!sp)
+			return c;
+		rec = lin->uf_stk[--sp]->t->lin.rec;
+	}
+}
+
 double tp_lineage_evict_cost(struct tp_lineage *lin, const struct tp_tensor *t)
 {
 	double c = tp_lineage_regen_cost(lin, t, NULL);

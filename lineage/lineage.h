@@ -71,6 +71,24 @@ double tp_lineage_regen_cost(struct tp_lineage *lin, const struct tp_tensor *t,
 			     size_t *anc_pages);
 
 /**
+ * tp_lineage_projected_cost() - what regenerating @t will cost when it is
+ * next used, cascades included: c_r(t), plus every resident ancestor that
+ * @gone says will have been freed by then (the program frees an
+ * activation after its last use, and lineage then keeps only its
+ * record), reached through such ancestors and evicted ones, each once.
+ * Past the walk's bound the sum so far is the answer (a lower bound).
+ * *@anc_pages (not NULL): the pages of the ancestors counted that a
+ * regeneration maps again.
+ *
+ * Return: the cost, or INFINITY when @t cannot be regenerated.
+ */
+double tp_lineage_projected_cost(struct tp_lineage *lin,
+				 const struct tp_tensor *t,
+				 bool (*gone)(void *priv,
+					      const struct tp_tensor *y),
+				 void *priv, size_t *anc_pages);
+
+/**
  * tp_lineage_add_view_cost() - an op costing @ns made a view of @t's
  * contents (a framework's alias, which shares @t's memory): when @t's
  * contents are regenerated the view is made again, so its cost is part

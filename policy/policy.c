@@ -249,6 +249,68 @@ static void director_in_base(struct tp_policy *pol, const struct tp_tensor *t,
 	in->reuse_ns = 0;
 }
 
+/* The resident ancestor @y is done with before the step asked about. */
+struct gone_before {
+	struct tp_policy *pol;
+	int64_t step;
+};
+
+static bool gone_before(void *priv, const struct tp_tensor *y)
+{
+	struct gone_before *g = priv;
+
+	return tp_prefetch_done_before(g->pol->pf, y, g->step);
+}
+
+/*
+ * What evicting @t now costs when it is next used, as the record
+ * predicts that use: the ancestors the program frees before it are
+ * gone by then, and the regeneration replays them too (a gradient
+ * evicted in the backward pass and read by the optimizer replays the
+ * forward pass that made it). c_r counts only the ancestors evicted now.
+ */
+static void project_cost(struct tp_policy *pol, const struct tp_tensor *t,
+			 struct tp_director_in *in)
+{
+	struct gone_before g = { .pol = pol };
+	size_t anc_pages = 0;
+	double c;
+
+	if (!in->computable || in->c_r <= 0 || isinf(in->c_r) ||
+	    !pol->has_cost || !pol->cost.projected_ns)
+		return;
+	g.step = tp_prefetch_next_step(pol->pf, t);
+	if (g.step < 0 || g.step == INT32_MAX)
+		return;
+	c = pol->cost.projected_ns(pol->cost.priv, t, gone_before, &g,
+				   &anc_pages);
+	if (c <= in->c_r)
+		return;
+	in->c_r = c;
+	if (pol->conf->policy_director == TP_DIRECTOR_DELTA_OVERLAP)
+		in->anc_remap_ns = tp_policy_remap_ns(pol, anc_pages);
+}
+
+/*
+ * A tensor evicted and brought back in this iteration that would be
+ * evicted again is thrashing: each time costs its regeneration once
+ * more, so each comeback counts (MegEngine's DTR, section 3.6: a
+ * penalty for the recalculations of the same tensor). The director then
+ * offloads it, and the filter prefers another, for the rest of the
+ * iteration.
+ */
+static void thrash_penalty(struct tp_policy *pol, const struct tp_tensor *t,
+			   struct tp_director_in *in)
+{
+	unsigned k;
+
+	if (!in->computable || in->c_r <= 0 || isinf(in->c_r))
+		return;
+	k = tp_prefetch_evictions(pol->pf, t);
+	if (k)
+		in->c_r *= 1 + k;
+}
+
 void tp_policy_director_in(struct tp_policy *pol, const struct tp_tensor *t,
 			   bool no_offload, struct tp_director_in *in)
 {
@@ -271,6 +333,9 @@ void tp_policy_director_in(struct tp_policy *pol, const struct tp_tensor *t,
 		in->hide_ns = leave_hidden_ns(pol, next);
 		in->no_reuse = reuse == UINT64_MAX;
 		in->reuse_ns = (double)reuse;
+		if (!in->no_reuse && next && next != UINT64_MAX)
+			project_cost(pol, t, in);
+		thrash_penalty(pol, t, in);
 	}
 }
 

@@ -42,6 +42,13 @@ struct tp_cost_ops {
 	 * plus the evicted tensors made from it (DTR's whole evicted
 	 * neighbourhood). NULL: recompute_ns. */
 	double (*evict_ns)(void *priv, const struct tp_tensor *t);
+	/* c_r(t) when @t is next used: also the resident ancestors @gone
+	 * says will have been freed by then (tp_lineage_projected_cost).
+	 * NULL: recompute_ns. */
+	double (*projected_ns)(void *priv, const struct tp_tensor *t,
+			       bool (*gone)(void *gpriv,
+					    const struct tp_tensor *y),
+			       void *gpriv, size_t *anc_pages);
 	/* Whether lineage can regenerate @t at all. */
 	bool (*computable)(void *priv, const struct tp_tensor *t);
 	/* Whether a regeneration in progress will read @t (or rewrite it):

@@ -367,6 +367,9 @@ out:
 		rc = -TP_EWORK;
 	if (!rc) {
 		*victim = t;
+		/* thrash_penalty() in policy.c counts whole evictions */
+		if (*how == TP_LEAVE_EVICT && !t->evicted_pages)
+			tp_prefetch_note_evicted(pol->pf, t);
 		tp_prefetch_left(pol->pf, t);
 		if (*how == TP_LEAVE_EVICT)
 			pol->chose_evict++;

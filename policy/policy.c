@@ -406,7 +406,8 @@ void tp_policy_iteration_begin(struct tp_policy *pol)
 		tp_pager_reload_counts(pol->ctx->pager, &pol->iter_reloads,
 				       &pol->iter_in_time);
 	if (pol->conf->policy_writeback == TP_WRITEBACK_AUTO &&
-	    tp_wb_auto_begin(&pol->wb_auto, tp_prefetch_predicting(pol->pf)))
+	    tp_wb_auto_begin(&pol->wb_auto, tp_prefetch_predicting(pol->pf),
+			     tp_policy_now(pol)))
 		tp_wb_auto_timed(&pol->wb_auto, settled_now(pol));
 }
 
@@ -418,7 +419,7 @@ void tp_policy_iteration_end(struct tp_policy *pol)
 	if (pol->conf->policy_writeback == TP_WRITEBACK_AUTO)
 		tp_wb_auto_end(&pol->wb_auto,
 			       tp_wb_auto_timing(&pol->wb_auto) ?
-			       settled_now(pol) : 0);
+			       settled_now(pol) : tp_policy_now(pol));
 	tp_bw_iteration_end(&pol->bw, tp_policy_now(pol));
 	tp_prefetch_iteration_end(pol->pf, work_now(pol));
 	/*

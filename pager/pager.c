@@ -203,6 +203,11 @@ uint64_t tp_pager_compute_ns(const struct tp_pager *pg)
 	return pg->c.compute_ns;
 }
 
+uint64_t tp_pager_recompute_ns(const struct tp_pager *pg)
+{
+	return pg->c.recompute_ns;
+}
+
 void tp_pager_note_recompute(struct tp_pager *pg, uint64_t ns)
 {
 	pg->c.recomputes++;

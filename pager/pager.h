@@ -169,6 +169,8 @@ void tp_pager_stats(struct tp_pager *pg, struct tp_stats *st);
 
 /* Compute time of the program's own ops so far (tp_stats.compute_ns). */
 uint64_t tp_pager_compute_ns(const struct tp_pager *pg);
+/* Recompute time so far (tp_stats.recompute_ns), read without polling. */
+uint64_t tp_pager_recompute_ns(const struct tp_pager *pg);
 
 /*
  * tp_pager_reload_counts() - reloads so far (*@reloads), and of them the

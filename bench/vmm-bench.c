@@ -8,6 +8,9 @@
  * sim figures are its virtual clock (what it was configured to charge).
  *
  *   vmm-bench [-b cuda|host|sim] [-r REPS] [-c CHUNK] [-o key=value,...]
+ *
+ * CHUNK (vmm.chunk_size) is the chunk of host and sim; cuda maps in the
+ * device's granularity whatever it says, and the table's header says so.
  */
 #include "config.h"
 
@@ -17,6 +20,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "tpager.h"
 #include "ctl/conf.h"
 #include "vmm/calls.h"
 #include "vmm/vmm.h"
@@ -29,19 +33,28 @@ struct row_src {
 	const char *label;
 };
 
-static struct tp_vmm *open_backend(const char *name, const char *chunk,
-				   const char *opts)
+/* @conf (checked by main) on backend @name. */
+static struct tp_vmm *open_backend(const struct tp_conf *conf,
+				   const char *name)
 {
-	struct tp_conf conf;
+	struct tp_conf c = *conf;
 
-	tp_conf_defaults(&conf);
-	if (tp_conf_set(&conf, "vmm.backend", name, "vmm-bench", 0) ||
-	    tp_conf_set(&conf, "vmm.chunk_size", chunk, "vmm-bench", 0) ||
-	    (opts && tp_conf_apply_opts(&conf, opts, "vmm-bench -o"))) {
+	if (tp_conf_set(&c, "vmm.backend", name, "vmm-bench", 0)) {
 		errno = EINVAL;
 		return NULL;
 	}
-	return tp_vmm_open(&conf);
+	return tp_vmm_open(&c);
+}
+
+static void log_fn(enum tp_log_level level, const char *msg, void *priv)
+{
+	fprintf(stderr, "vmm-bench: %s%s\n", level == TP_LOG_ERROR ? "" : "note: ",
+		msg);
+}
+
+static void usage(FILE *f)
+{
+	fprintf(f, "usage: vmm-bench [-b cuda|host|sim] [-r REPS] [-c CHUNK] [-o key=value,...]\n");
 }
 
 /* Time per call of @k since @before, in us: wall (stats) or virtual. */
@@ -197,23 +210,60 @@ out_free:
 int main(int argc, char **argv)
 {
 	static const char *const all[] = { "cuda", "host", "sim" };
-	const char *only = NULL, *chunk = "2M", *opts = NULL;
+	const char *only = NULL, *chunk = NULL, *opts = NULL;
 	int reps = 200, opt, i, status = 0;
+	struct tp_conf conf;
+	char *end;
+	long r;
 
-	while ((opt = getopt(argc, argv, "b:r:c:o:h")) != -1) {
+	opterr = 0;
+	while ((opt = getopt(argc, argv, ":b:r:c:o:h")) != -1) {
 		switch (opt) {
-		case 'b': only = optarg; break;
-		case 'r': reps = atoi(optarg); break;
+		case 'b':
+			if (strcmp(optarg, "cuda") && strcmp(optarg, "host") &&
+			    strcmp(optarg, "sim")) {
+				fprintf(stderr, "vmm-bench: -b: unknown backend '%s' (cuda, host, sim)\n",
+					optarg);
+				return 2;
+			}
+			only = optarg;
+			break;
+		case 'r':
+			r = strtol(optarg, &end, 10);
+			if (*end || end == optarg || r < 1 || r > 1000000) {
+				fprintf(stderr, "vmm-bench: -r: '%s' is not a count from 1 to 1000000\n",
+					optarg);
+				return 2;
+			}
+			reps = (int)r;
+			break;
 		case 'c': chunk = optarg; break;
 		case 'o': opts = optarg; break;
+		case 'h': usage(stdout); return 0;
+		case ':':
+			fprintf(stderr, "vmm-bench: option '-%c' needs a value\n",
+				optopt);
+			usage(stderr);
+			return 2;
 		default:
-			fprintf(stderr, "usage: %s [-b cuda|host|sim] [-r REPS] [-c CHUNK] [-o key=value,...]\n",
-				argv[0]);
-			return opt == 'h' ? 0 : 2;
+			fprintf(stderr, "vmm-bench: unknown option '-%c'\n", optopt);
+			usage(stderr);
+			return 2;
 		}
 	}
-	if (reps < 1)
-		reps = 1;
+	if (optind < argc) {
+		fprintf(stderr, "vmm-bench: unexpected argument '%s'\n",
+			argv[optind]);
+		return 2;
+	}
+	/* The settings are checked once, before any backend opens: a bad one
+	 * is a usage error, not a backend that "does not open here". */
+	tp_set_log(log_fn, NULL);
+	tp_conf_defaults(&conf);
+	if ((chunk && tp_conf_set(&conf, "vmm.chunk_size", chunk, "-c", 0)) ||
+	    (opts && tp_conf_apply_opts(&conf, opts, "-o")) ||
+	    tp_conf_check(&conf, chunk ? "-c" : "-o"))
+		return 2;
 
 	for (i = 0; i < 3; i++) {
 		struct tp_vmm *vmm;
@@ -222,7 +272,7 @@ int main(int argc, char **argv)
 
 		if (only && strcmp(only, all[i]) != 0)
 			continue;
-		vmm = open_backend(all[i], chunk, opts);
+		vmm = open_backend(&conf, all[i]);
 		if (!vmm) {
 			printf("== %s: does not open here (%s)\n\n", all[i],
 			       strerror(errno));
@@ -236,6 +286,10 @@ int main(int argc, char **argv)
 		       vmm->mapping == TP_VMM_MAPPING_CHUNKS ? "chunks" :
 							       "extents", reps,
 		       sim ? "virtual time (configured costs)" : "wall time");
+		/* vmm.chunk_size is for host and sim (tpager.conf(5)). */
+		if (chunk && vmm->granularity != conf.vmm_chunk_size)
+			printf("   (the device's granularity: -c %s applies to host and sim only)\n",
+			       chunk);
 		ret = tp_vmm_pool_create(vmm, (uint64_t)(MAX_RUN + COPY_CHUNKS) *
 					 vmm->granularity);
 		ret = ret ?: bench_map(vmm, sim, reps);

@@ -327,7 +327,8 @@ TP_API int tp_op_run(struct tp_ctx *ctx, const struct tp_op_type *type,
 
 struct tp_stats {
 	/* device memory */
-	uint64_t phys_bytes;		/* mapped chunks now, in bytes */
+	uint64_t phys_bytes;		/* mapped now, in bytes (freed
+					 * tensors' cached ranges too) */
 	uint64_t phys_peak;
 	uint64_t budget_bytes;
 	uint64_t chunk_size;
@@ -339,18 +340,22 @@ struct tp_stats {
 	uint64_t host_bytes;
 	uint64_t host_peak;
 	uint64_t host_budget;
-	/* actions */
+	/*
+	 * actions, counted in tensors: an offload, reload, eviction or
+	 * prefetch of a tensor counts once whatever its number of pages;
+	 * the bytes moved are in bytes_d2h and bytes_h2d
+	 */
 	uint64_t offloads;
-	uint64_t reloads;
-	uint64_t evictions;
-	uint64_t recomputes;
+	uint64_t reloads;		/* prefetches included */
+	uint64_t evictions;		/* whole or in part */
+	uint64_t recomputes;		/* ops replayed */
 	uint64_t recompute_ns;
 	uint64_t prefetch_issued;
 	uint64_t prefetch_hits;		/* resident when acquired */
 	uint64_t prefetch_late;		/* still in flight when acquired */
 	uint64_t prefetch_wasted;	/* left again unused */
-	uint64_t bytes_d2h;
-	uint64_t bytes_h2d;
+	uint64_t bytes_d2h;		/* offloads and writebacks */
+	uint64_t bytes_h2d;		/* reloads and prefetches */
 	uint64_t copy_d2h_ns;		/* time copies were in flight */
 	uint64_t copy_h2d_ns;
 	uint64_t stall_ns;		/* caller/compute waited on memory */
@@ -384,6 +389,11 @@ struct tp_stats {
 	/* of driver_calls and driver_ns, the library's driver thread's */
 	uint64_t driver_bg_calls;
 	uint64_t driver_bg_ns;
+	/* pages that came back from an eviction or an offload with neither
+	 * a copy nor a recompute: their memory had not been reused */
+	uint64_t rescued_pages;
+	/* demands that failed for want of host swap (pager.host_budget) */
+	uint64_t swap_full;
 };
 
 /** tp_stats_get() - a snapshot of the context's counters. */

@@ -84,6 +84,7 @@ struct tp_model {
 	/* synthetic data */
 	uint32_t in_c, in_h, in_w;	/* image or vector input */
 	int32_t *teacher;		/* bert: class of each token */
+	double *zipf_cdf;		/* bert: P(token <= i) */
 };
 
 /* model_tape.c */

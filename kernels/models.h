@@ -6,9 +6,10 @@
  * state are uncomputable tensors updated in place.
  *
  * The data are synthetic but learnable: image and MLP inputs are a fixed
- * random prototype per class plus noise; BERT tokens are labelled by a
- * fixed random teacher table. Everything follows from the seed, so two
- * runs with the same options compute the same bits.
+ * random prototype per class plus noise; BERT tokens, drawn by Zipf's law
+ * as words occur in text, are labelled by a fixed random teacher table.
+ * Everything follows from the seed, so two runs with the same options
+ * compute the same bits.
  *
  * On the sim backend, which holds no data, the same ops run with their
  * shapes and costs only: nothing is initialised or read, and the loss is

@@ -382,6 +382,9 @@ static int acquire(struct tp_pager *pg, struct tp_tensor *t, size_t off,
 		tp_pager_cand_update(pg, t);
 		goto out;
 	}
+	/* What left and is still mapped, untaken, comes back as it was
+	 * (before a poll reaps the unmaps that are due). */
+	tp_pager_rescue(pg, t, 0, t->nr_pages - 1);
 	tp_pager_poll(pg);
 
 	/* Offloads in flight are completed first: their chunk is leaving. */
@@ -494,6 +497,9 @@ err_regen:
 		tp_pager_drop_contents(pg, t);
 	else if (t->pins && tp_pager_can_evict(pg, t))
 		tp_pager_evict_range(pg, t, 0, t->bytes);
+	/* What it left mapped is what the replay wrote: nothing to keep. */
+	for (size_t i = 0; i < t->nr_pages; i++)
+		t->pages[i].left_mapped = false;
 	tp_pager_cand_update(pg, t);
 	return ret;
 

@@ -106,6 +106,7 @@ static int offload_commit(struct tp_pager *pg, struct tp_tensor *t,
 				(*copied)++;
 			}
 			p->ev = tp_vmm_event_get(ev);
+			p->left_mapped = true;
 			tp_page_set(t, p, TP_PAGE_OFFLOADING);
 			(*moved)++;
 		}
@@ -391,7 +392,8 @@ static int evict_pages(struct tp_pager *pg, struct tp_tensor *t, size_t first,
 	if (!ev)
 		return -errno;
 	before = t->resident_pages;
-	ret = tp_pager_unmap_range(pg, t, first, last, ev, true, most);
+	ret = tp_pager_unmap_range(pg, t, first, last, ev, TP_UNMAP_EVICT,
+				   most);
 	tp_vmm_event_put(pg->vmm, ev);
 	if (t->resident_pages != before) {
 		pg->c.evictions++;
@@ -458,6 +460,8 @@ static int prefetch(struct tp_pager *pg, struct tp_tensor *t, bool make_room)
 
 	if (t->slab || t->refs == 0)
 		return 0;
+	/* Still mapped, untaken: back with no copy and no room to make. */
+	tp_pager_rescue(pg, t, 0, t->nr_pages - 1);
 	if (make_room) {
 		/* Pages still leaving count: their chunks go first. */
 		for (size_t i = 0; i < t->nr_pages; i++)

@@ -6,7 +6,11 @@
  *               RESIDENT  -> EVICTED -> RESIDENT
  *
  * OFFLOADING -> RESIDENT is the way back when an offload's backend call
- * fails before the chunk was handed to a deferred unmap. OFFLOADED ->
+ * fails before the chunk was handed to a deferred unmap, and with
+ * OFFLOADED -> RESIDENT and EVICTED -> RESIDENT a rescue's (rescue.c: the
+ * memory the page left was still mapped, untaken). OFFLOADING -> EVICTED
+ * drops an offload still in flight whose copy no one needs (a tensor
+ * freed or fake-deleted meanwhile). OFFLOADED ->
  * EVICTED drops a swapped copy whose contents lineage no longer needs,
  * and UNBACKED -> EVICTED marks a page that was never written as one to
  * regenerate (both by tp_pager_drop_contents: an in-place input's old
@@ -36,6 +40,8 @@ static const uint64_t legal_edges =
 	EDGE(TP_PAGE_OFFLOADING, TP_PAGE_RESIDENT) |
 	EDGE(TP_PAGE_OFFLOADING, TP_PAGE_OFFLOADED) |
 	EDGE(TP_PAGE_OFFLOADED, TP_PAGE_RELOADING) |
+	EDGE(TP_PAGE_OFFLOADED, TP_PAGE_RESIDENT) |
+	EDGE(TP_PAGE_OFFLOADING, TP_PAGE_EVICTED) |
 	EDGE(TP_PAGE_RELOADING, TP_PAGE_RESIDENT) |
 	EDGE(TP_PAGE_RESIDENT, TP_PAGE_EVICTED) |
 	EDGE(TP_PAGE_EVICTED, TP_PAGE_RESIDENT) |
@@ -94,4 +100,8 @@ void tp_page_set(struct tp_tensor *t, struct tp_page *p, enum tp_page_state to)
 	count(t, from, -1);
 	count(t, to, 1);
 	p->state = to;
+	/* Back, or never left: nothing to rescue. */
+	if (to == TP_PAGE_RESIDENT || to == TP_PAGE_RELOADING ||
+	    to == TP_PAGE_UNBACKED)
+		p->left_mapped = false;
 }

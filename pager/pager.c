@@ -547,7 +547,7 @@ size_t tp_pager_cache_shrink(struct tp_pager *pg, size_t want,
 	return n;
 }
 
-static void inflight_done(struct tp_pager *pg, struct tp_tensor *t)
+void tp_pager_inflight_done(struct tp_pager *pg, struct tp_tensor *t)
 {
 	if (t->inflight_pages || !t->on_inflight)
 		return;
@@ -578,7 +578,7 @@ static void poll_tensor(struct tp_pager *pg, struct tp_tensor *t, bool wait)
 		}
 		page_complete(pg, t, p);
 	}
-	inflight_done(pg, t);
+	tp_pager_inflight_done(pg, t);
 }
 
 int tp_pager_copy_event(struct tp_pager *pg, enum tp_stream s,
@@ -708,7 +708,7 @@ int tp_pager_settle(struct tp_pager *pg, struct tp_tensor *t, size_t first,
 			return ret;
 		page_complete(pg, t, p);
 	}
-	inflight_done(pg, t);
+	tp_pager_inflight_done(pg, t);
 	return 0;
 }
 
@@ -717,13 +717,14 @@ int tp_pager_settle(struct tp_pager *pg, struct tp_tensor *t, size_t first,
 int tp_pager_unmap_pages(struct tp_pager *pg, struct tp_tensor *t,
 			 struct tp_event *ev, bool evict, size_t most)
 {
-	return tp_pager_unmap_range(pg, t, 0, t->nr_pages - 1, ev, evict,
+	return tp_pager_unmap_range(pg, t, 0, t->nr_pages - 1, ev,
+				    evict ? TP_UNMAP_DROP : TP_UNMAP_TEARDOWN,
 				    most);
 }
 
 int tp_pager_unmap_range(struct tp_pager *pg, struct tp_tensor *t,
 			 size_t first, size_t last, struct tp_event *ev,
-			 bool evict, size_t most)
+			 enum tp_unmap_how how, size_t most)
 {
 	struct tp_chunk **run;
 	size_t i = first;
@@ -757,7 +758,8 @@ int tp_pager_unmap_range(struct tp_pager *pg, struct tp_tensor *t,
 			/* Evicted or torn down: its copy goes with it. */
 			uncache_page(pg, t, &t->pages[j]);
 			t->pages[j].chunk = NULL;
-			if (evict)
+			t->pages[j].left_mapped = how == TP_UNMAP_EVICT;
+			if (how != TP_UNMAP_TEARDOWN)
 				tp_page_set(t, &t->pages[j], TP_PAGE_EVICTED);
 			else
 				t->resident_pages--;
@@ -861,11 +863,12 @@ static void tensor_free_rcu(struct rcu_head *head)
 }
 
 /*
- * Pages of @t whose offload is in flight: the vmm already returns their
- * chunks after the copy (deferred unmap), and their swap buffers come back
- * after it too. Nothing waits.
+ * Pages of @t whose offload is in flight, left in state @to: the vmm
+ * already returns their chunks after the copy (deferred unmap), and their
+ * swap buffers come back after it too. Nothing waits.
  */
-static void drop_offloading(struct tp_pager *pg, struct tp_tensor *t)
+static void drop_offloading(struct tp_pager *pg, struct tp_tensor *t,
+			    enum tp_page_state to)
 {
 	for (size_t i = 0; i < t->nr_pages && t->inflight_pages; i++) {
 		struct tp_page *p = &t->pages[i];
@@ -873,7 +876,7 @@ static void drop_offloading(struct tp_pager *pg, struct tp_tensor *t)
 		if (p->state != TP_PAGE_OFFLOADING)
 			continue;
 		p->chunk = NULL;
-		tp_page_set(t, p, TP_PAGE_OFFLOADED);
+		tp_page_set(t, p, to);
 		tp_swap_put_after(pg, p->swap, p->ev);
 		p->swap = NULL;
 		tp_vmm_event_put(pg->vmm, p->ev);
@@ -895,7 +898,7 @@ static void tensor_teardown(struct tp_pager *pg, struct tp_tensor *t)
 		tp_slab_free(pg, t);
 		return;
 	}
-	drop_offloading(pg, t);
+	drop_offloading(pg, t, TP_PAGE_OFFLOADED);
 	tp_pager_cache_settle(pg, t);
 	tp_pager_uncache(pg, t, 0, t->nr_pages - 1);
 	if (t->inflight_pages)
@@ -1054,6 +1057,9 @@ int tp_pager_drop_contents(struct tp_pager *pg, struct tp_tensor *t)
 		return -EPERM;
 	if (t->pins)
 		return -EBUSY;
+	/* A copy out no one will read: not waited for. */
+	drop_offloading(pg, t, TP_PAGE_EVICTED);
+	tp_pager_inflight_done(pg, t);
 	ret = tp_pager_settle(pg, t, 0, t->nr_pages - 1);
 	if (ret)
 		return ret;
@@ -1156,6 +1162,8 @@ void tp_pager_stats(struct tp_pager *pg, struct tp_stats *st)
 	st->handles = vs->handles;
 	st->handle_creates = vs->handles_created;
 	st->recarves = vs->handles_released;
+	st->rescued_pages = pg->c.rescued_pages;
 	st->driver_bg_calls = vs->bg_calls;
 	st->driver_bg_ns = vs->bg_ns;
+	st->swap_full = pg->c.swap_full;
 }

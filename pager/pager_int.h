@@ -41,6 +41,12 @@ struct tp_page {
 				 * RESIDENT: the swap cache's */
 	struct tp_event *ev;	/* the copy in flight (a reference) */
 	uint8_t state;
+	/*
+	 * OFFLOADING, OFFLOADED, EVICTED: it left with its bytes, still
+	 * mapped at its address until the vmm's deferred unmap; a rescue
+	 * may take that memory back (tp_pager_rescue()).
+	 */
+	uint8_t left_mapped;
 	unsigned pins;
 };
 
@@ -144,6 +150,7 @@ struct tp_copy_rec {
 struct tp_pager_counters {
 	uint64_t offloads, reloads, evictions, recomputes, recompute_ns;
 	uint64_t partial_evictions;
+	uint64_t rescued_pages;		/* tp_pager_rescue() */
 	uint64_t split_runs, split_parts;
 	uint64_t prefetch_issued, prefetch_hits, prefetch_late, prefetch_wasted;
 	uint64_t writebacks, cache_offloads;
@@ -151,6 +158,7 @@ struct tp_pager_counters {
 	uint64_t cache_hits, cache_misses;
 	uint64_t held_peak;
 	uint64_t copy_d2h_ns, copy_h2d_ns;
+	uint64_t swap_full;
 };
 
 struct tp_pager {
@@ -308,15 +316,38 @@ struct tp_event *tp_pager_leave_fence(struct tp_pager *pg,
 				      struct tp_tensor *t);
 
 /**
+ * tp_pager_rescue() - bring back, with the bytes they left with, the
+ * pages of @t in [@first, @last] that left (evicted, offloaded, or on
+ * their way) while their memory is still mapped at their address and no
+ * one has taken it (tp_vmm_rescue()): no copy, no recompute. A host copy
+ * stays as the swap cache's. Return: the pages that came back.
+ */
+size_t tp_pager_rescue(struct tp_pager *pg, struct tp_tensor *t,
+		       size_t first, size_t last);
+
+/*
+ * @t has no page in flight any more: off the in-flight list, a prefetch
+ * of the policy's answered.
+ */
+void tp_pager_inflight_done(struct tp_pager *pg, struct tp_tensor *t);
+
+/* How unmapped pages are left (tp_pager_unmap_range). */
+enum tp_unmap_how {
+	TP_UNMAP_TEARDOWN,	/* they only lose their chunks */
+	TP_UNMAP_DROP,		/* EVICTED, their bytes worth nothing */
+	TP_UNMAP_EVICT,		/* EVICTED with bytes a rescue may keep */
+};
+
+/**
  * tp_pager_unmap_range() - unmap the unpinned RESIDENT pages of @t in
  * [@first, @last] after @ev, run by run, the first @most of them
- * (SIZE_MAX: all); with @evict the pages become EVICTED, else (teardown)
- * they only lose their chunks. Return 0 or the first error (later runs
- * stay). tp_pager_unmap_pages() does it over the whole tensor.
+ * (SIZE_MAX: all), left as @how says. Return 0 or the first error (later
+ * runs stay). tp_pager_unmap_pages() does it over the whole tensor, the
+ * pages EVICTED (dropped) with @evict.
  */
 int tp_pager_unmap_range(struct tp_pager *pg, struct tp_tensor *t,
 			 size_t first, size_t last, struct tp_event *ev,
-			 bool evict, size_t most);
+			 enum tp_unmap_how how, size_t most);
 int tp_pager_unmap_pages(struct tp_pager *pg, struct tp_tensor *t,
 			 struct tp_event *ev, bool evict, size_t most);
 

@@ -330,10 +330,40 @@ static int free_chunks(struct tp_pager *pg, size_t n,
 	return ret;
 }
 
+/*
+ * Whether a demand for @want chunks that failed lacked host swap: the
+ * candidates, every one able to leave (swap with room for each tensor
+ * that must be offloaded), would have given them back.
+ */
+static bool swap_short(struct tp_pager *pg, size_t want)
+{
+	struct tp_tensor *t;
+	size_t sum = 0;
+
+	if (pg->swap.max == SIZE_MAX)
+		return false;
+	cds_list_for_each_entry(t, &pg->cands, cand) {
+		if (tp_pager_can_evict(pg, t) || tp_pager_can_offload(t))
+			sum += t->resident_pages;
+		if (sum >= want)
+			return true;
+	}
+	return false;
+}
+
+static size_t room_have(struct tp_pager *pg)
+{
+	struct tp_vmm *vmm = pg->vmm;
+
+	return tp_vmm_chunks_free(vmm) + tp_vmm_chunks_pending(vmm) +
+	       pg->cache.chunks + pg->slabs.idle + prefetch_pages(pg);
+}
+
 static int make_room(struct tp_pager *pg, size_t n)
 {
 	struct tp_vmm *vmm = pg->vmm;
 	size_t have;
+	int ret;
 
 	tp_vmm_reap(vmm);
 	if (tp_vmm_chunks_fit(vmm, n))
@@ -342,12 +372,18 @@ static int make_room(struct tp_pager *pg, size_t n)
 	if (n > vmm->nr_chunks)
 		return -ENOMEM;
 	/* Fail before moving anything when the shortfall is certain. */
-	have = tp_vmm_chunks_free(vmm) + tp_vmm_chunks_pending(vmm) +
-	       pg->cache.chunks + pg->slabs.idle + prefetch_pages(pg);
+	have = room_have(pg);
 	if (have < n && !reclaimable(pg, n - have, 0) &&
 	    !reclaimable(pg, n - have, swap_droppable(pg, SIZE_MAX, false)))
-		return -ENOMEM;
-	return free_chunks(pg, n, NULL);
+		ret = -ENOMEM;
+	else
+		ret = free_chunks(pg, n, NULL);
+	if (ret == -ENOMEM) {
+		have = room_have(pg);
+		if (have < n && swap_short(pg, n - have))
+			pg->c.swap_full++;
+	}
+	return ret;
 }
 
 int tp_pager_make_room(struct tp_pager *pg, size_t n)

@@ -8,6 +8,7 @@
  */
 #include "config.h"
 
+#include "tests/dev-copy.h"
 #include "tests/pager-util.h"
 /* White box: the chunks behind a tensor's pages. */
 #include "pager/pager_int.h"
@@ -71,7 +72,9 @@ static void holes(const char *mode)
 		   frag(ctx, NULL));
 		/* Unpinned, tensor 2 can leave: its neighbours 1 and 3 are free. */
 		pt_fill(buf, c, 2);
-		memcpy(tp_tensor_acquire(ctx, t[2], TP_READ), buf, c);
+		p = tp_tensor_acquire(ctx, t[2], TP_RW);
+		if (!p || dev_store(ctx, p, buf, c))
+			bail_out("contiguous: write tensor 2");
 		tp_tensor_release(ctx, t[2]);
 		tp_tensor_release(ctx, t[2]);
 		p = tp_tensor_acquire(ctx, big, TP_WRITE);
@@ -80,7 +83,8 @@ static void holes(const char *mode)
 		   "contiguous: one run of chunks [1,4), at the tensor's own address");
 		if (p) {
 			pt_fill(buf + c, 3 * c - c, 9);
-			memcpy(p, buf + c, 2 * c);
+			if (dev_store(ctx, p, buf + c, 2 * c))
+				bail_out("contiguous: write the run");
 			tp_tensor_release(ctx, big);
 		}
 		/* Tensor 2 comes back once big leaves too. */

@@ -1,11 +1,13 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * tpager.conf(5) documents every key of ctl/keys.def and ctl/stats.def,
- * with the type, mode, default and accepted values of the table, and no
+ * with the type, mode, default and accepted values of the table (and each
+ * statistic with the meaning tpagerctl -a gives it), and no
  * key that the table does not have.
  */
 #include "config.h"
 
+#include <ctype.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -78,12 +80,12 @@ static long entry(const char *key)
 int main(void)
 {
 	const char *top = getenv("top_srcdir");
-	unsigned missing = 0, wrong = 0, stale = 0, smissing = 0;
+	unsigned missing = 0, wrong = 0, stale = 0, smissing = 0, swrong = 0;
 	char path[1024];
 	struct tp_conf d;
 	bool in_keys = false;
 
-	plan_tests(4);
+	plan_tests(5);
 	snprintf(path, sizeof(path), "%s/man/tpager.conf.5", top ? top : ".");
 	load(path);
 	tp_conf_defaults(&d);
@@ -124,12 +126,26 @@ int main(void)
 	ok(wrong == 0, "type, mode, default and accepted values as in keys.def");
 
 	for (size_t i = 0; i < tp_stat_nkeys; i++) {
-		if (entry(tp_stat_keys[i].key) < 0) {
-			diag("%s is not documented", tp_stat_keys[i].key);
+		const struct tp_stat_key *k = &tp_stat_keys[i];
+		long at = entry(k->key);
+		char text[400];
+
+		if (at < 0 || (size_t)at + 1 >= nlines) {
+			diag("%s is not documented", k->key);
 			smissing++;
+			continue;
+		}
+		/* What tpagerctl -a says, as a sentence. */
+		snprintf(text, sizeof(text), "%c%s.", toupper((unsigned char)k->help[0]),
+			 k->help + 1);
+		if (strcmp(lines[at + 1], text)) {
+			diag("%s: page says '%s', stats.def '%s'", k->key,
+			     lines[at + 1], text);
+			swrong++;
 		}
 	}
 	ok(smissing == 0, "all %zu statistics documented", tp_stat_nkeys);
+	ok(swrong == 0, "each statistic's meaning as stats.def (tpagerctl -a) says");
 
 	/* Every entry of KEYS and STATISTICS names a key that exists. */
 	for (size_t i = 1; i < nlines; i++) {

@@ -14,7 +14,7 @@ check() { desc=$1; shift; if "$@" >/dev/null 2>&1; then ok 0 "$desc"; else ok 1 
 have_json() { command -v python3 >/dev/null 2>&1; }
 json_ok() { python3 -c 'import json,sys; json.load(sys.stdin)'; }
 
-echo "1..22"
+echo "1..24"
 
 "$ctl" -a > "$tmp/all" 2>"$tmp/err"; rc=$?
 nkeys=$(grep -c '^TP_KEY(' "${top_srcdir:-.}/ctl/keys.def")
@@ -65,16 +65,20 @@ ok $([ $rc = 1 ] && grep -q "pager.low_watermark (90) is above pager.high_waterm
 ok $([ $rc = 1 ] && grep -q "missing.conf: cannot read: No such file" "$tmp/out" && echo 0 || echo 1) \
 	"-f on a missing file: exit 1"
 
-"$ctl" -q > /dev/null 2>&1; rc=$?
-ok $([ $rc = 2 ] && echo 0 || echo 1) "a bad option: exit 2"
+"$ctl" -q > /dev/null 2>"$tmp/err"; rc=$?
+ok $([ $rc = 2 ] && [ "$(cat "$tmp/err")" = "tpagerctl: unknown option '-q' (try --help)" ] &&
+     echo 0 || echo 1) "a bad option: exit 2, one line named tpagerctl ($(head -n 1 "$tmp/err"))"
+"$ctl" --file > /dev/null 2>"$tmp/err"; rc=$?
+ok $([ $rc = 2 ] && [ "$(cat "$tmp/err")" = "tpagerctl: option '--file' needs a value (try --help)" ] &&
+     echo 0 || echo 1) "an option without its value: exit 2, one line ($(head -n 1 "$tmp/err"))"
 
 if have_json; then
 	check "--json -a is JSON" sh -c "'$ctl' --json -a | python3 -c 'import json,sys; d=json.load(sys.stdin); assert len(d[\"keys\"]) == $((nkeys + nstats))'"
 	check "--json -f is JSON with ok false" sh -c "'$ctl' --json -f '$tmp/bad.conf' | python3 -c 'import json,sys; d=json.load(sys.stdin); assert d[\"ok\"] is False and d[\"errors\"] == 2 and len(d[\"messages\"]) == 2'"
 else
-	echo "ok 17 # SKIP no python3 to parse JSON"
-	echo "ok 18 # SKIP no python3 to parse JSON"
-	n=18
+	echo "ok $((n + 1)) # SKIP no python3 to parse JSON"
+	echo "ok $((n + 2)) # SKIP no python3 to parse JSON"
+	n=$((n + 2))
 fi
 
 # -w: a host context with the setting; the budget resolves against the
@@ -88,6 +92,11 @@ vmm.backend = host" ] && echo 0 || echo 1) "-w shows the effect on a context: $(
 "$ctl" -w pager.budget=lots stats.budget_bytes > "$tmp/out" 2>&1; rc=$?
 ok $([ $rc = 1 ] && grep -q "tp_ctx_create: pager.budget = 'lots': expected a size" "$tmp/out" && echo 0 || echo 1) \
 	"-w with a bad value: exit 1 and the reason"
+# The settings named are the user's, not the host default they override.
+"$ctl" -w vmm.chunk_size=64K -w pager.budget=lots > "$tmp/out" 2>&1; rc=$?
+ok $([ $rc = 1 ] && [ "$(wc -l < "$tmp/out")" = 1 ] &&
+     grep -q "^tpagerctl: cannot create a context with vmm.chunk_size=64K,pager.budget=lots: " "$tmp/out" &&
+     echo 0 || echo 1) "-w failing: one line naming the -w settings alone ($(head -c 200 "$tmp/out"))"
 if have_json; then
 	check "--json -w is JSON with the statistics" sh -c "'$ctl' --json -w vmm.chunk_size=64K stats.chunk_size | python3 -c 'import json,sys; d=json.load(sys.stdin); assert d[\"keys\"][0][\"value\"] == \"65536\"'"
 else

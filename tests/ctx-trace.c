@@ -325,7 +325,7 @@ static void run(const char *backend, const char *path)
 	bool both = true;
 
 	snprintf(opts, sizeof(opts),
-		 "vmm.backend=%s,vmm.chunk_size=64K,pager.budget=16M,pager.slab_fraction=0,stats.trace=%s",
+		 "vmm.backend=%s,pager.rescue=0,vmm.chunk_size=64K,pager.budget=16M,pager.slab_fraction=0,stats.trace=%s",
 		 backend, path);
 	ctx = tp_ctx_create(opts);
 	ok(ctx != NULL, "%s: context with stats.trace=%s", backend, path);
@@ -523,7 +523,7 @@ static void many_in_flight(const char *path)
 	int ret = 0;
 
 	snprintf(opts, sizeof(opts),
-		 "vmm.backend=host,vmm.chunk_size=64K,pager.budget=64M,pager.slab_fraction=0,stats.trace=%s",
+		 "vmm.backend=host,pager.rescue=0,vmm.chunk_size=64K,pager.budget=64M,pager.slab_fraction=0,stats.trace=%s",
 		 path);
 	ctx = tp_ctx_create(opts);
 	if (!ctx) {
@@ -565,7 +565,7 @@ static void write_error(void)
 		return;
 	}
 	tp_set_log(log_fn, NULL);
-	ctx = tp_ctx_create("vmm.backend=sim,vmm.chunk_size=64K,pager.slab_fraction=0,stats.trace=/dev/full");
+	ctx = tp_ctx_create("vmm.backend=sim,pager.rescue=0,vmm.chunk_size=64K,pager.slab_fraction=0,stats.trace=/dev/full");
 	a = ctx ? tp_tensor_create(ctx, SIZE, TP_UNCOMPUTABLE) : NULL;
 	if (a && !touch(ctx, a))
 		for (i = 0; i < LOOP; i++) {
@@ -597,7 +597,7 @@ int main(void)
 		unlink(path);
 
 	snprintf(bad, sizeof(bad),
-		 "vmm.backend=host,stats.trace=%s.missing-dir/trace.json", path);
+		 "vmm.backend=host,pager.rescue=0,stats.trace=%s.missing-dir/trace.json", path);
 	errno = 0;
 	ctx = tp_ctx_create(bad);
 	ok(!ctx && errno == ENOENT,

@@ -15,7 +15,7 @@ n=0
 ok() { n=$((n + 1)); if [ "$1" = 0 ]; then echo "ok $n - $2"; else echo "not ok $n - $2"; fi; }
 bail() { echo "Bail out! $*"; exit 1; }
 
-echo "1..10"
+echo "1..13"
 # make check has built everything, so this install only copies; in a tree
 # edited while the tests run it would rebuild under the other tests' feet.
 # Parallel make's jobserver is not ours to share.
@@ -41,6 +41,14 @@ echo "# cflags: $cflags"
 echo "# libs:   $libs"
 
 ok $([ -f "$root$includedir/tpager.h" ] && echo 0 || echo 1) "tpager.h in includedir"
+# tpager.h includes nothing of liburcu's: its -I (a multiarch directory)
+# is no business of a consumer's.
+ok $([ "$(echo $cflags)" = "-I$root$includedir" ] && echo 0 || echo 1) \
+	"pkg-config --cflags tpager names tpager's includedir alone"
+static=$(pkg-config --static --libs tpager)
+echo "# static: $static"
+ok $(echo " $static " | grep -q ' -lurcu-cds ' && echo 0 || echo 1) \
+	"pkg-config --static --libs tpager still names liburcu"
 ok $([ -f "$root$libdir/libtpager.so" ] && [ -z "$(find "$root" -name 'libtpager_*')" ] &&
      echo 0 || echo 1) \
 	"libtpager.so in libdir, the internal core and trace libraries not installed"
@@ -51,6 +59,11 @@ for p in man1/tpagerctl.1 man1/tpager-train.1 man1/tpager-sim.1 man3/tp_ctx_crea
 	[ -f "$root$prefix/share/man/$p" ] || missing="$missing $p"
 done
 ok $([ -z "$missing" ] && echo 0 || echo 1) "man pages installed${missing:+ (missing:$missing)}"
+# A page shared by two functions (a link in the tree) is installed whole.
+f="$root$prefix/share/man/man3/tp_ctx_destroy.3"
+ok $([ -f "$f" ] && [ ! -L "$f" ] && grep -q '^\.SH NAME' "$f" &&
+     cmp -s "$f" "$root$prefix/share/man/man3/tp_ctx_create.3" && echo 0 || echo 1) \
+	"tp_ctx_destroy.3 installed as the whole page of tp_ctx_create.3"
 
 TPAGER_SYSCONF=/nonexistent "$root$prefix/bin/tpagerctl" -n vmm.chunk_size > "$tmp/ctl.out" 2>&1
 ok $([ "$(cat "$tmp/ctl.out")" = "2M" ] && echo 0 || echo 1) "installed tpagerctl runs"

@@ -5,7 +5,12 @@
  * five steps below 60% of the first step's), and a run of the same model
  * under a budget of half the unconstrained physical peak, where the pager
  * must evict and offload, ends with weights equal bit for bit to the
- * unconstrained run's, having recomputed and offloaded.
+ * unconstrained run's, having recomputed and offloaded. BERT on its own
+ * defaults (SGD with momentum, its learning rate, bert-base's hidden 768,
+ * 12 heads and vocabulary of 30522, cut to 2 layers and a sequence of 32)
+ * trains too: no step's loss above the first's, and the mean of steps 6
+ * to 8 below 85% of it (it rose from 2.96 to 10.14 in three steps on a
+ * GPU, and from 3.23 to 11.33 in two here).
  */
 #include "config.h"
 
@@ -109,6 +114,39 @@ static void check_model(const struct tp_model_opts *mo)
 	free(tight.params);
 }
 
+static void check_bert_default(void)
+{
+	struct tp_model_opts mo = { .name = "bert", .layers = 2,
+				    .hidden = 768, .heads = 12, .seq = 32,
+				    .vocab = 30522, .seed = 4 };
+	struct tp_ctx *ctx = tp_ctx_create("vmm.backend=host,"
+					   "vmm.chunk_size=64K");
+	struct tp_model *m = ctx ? tp_model_create(ctx, &mo) : NULL;
+	float loss[8], worst = 0, tail = 0;
+	unsigned i;
+	int rc = m ? 0 : -errno;
+
+	for (i = 0; i < 8 && !rc; i++)
+		rc = tp_model_step(m, &loss[i]);
+	if (!ok_rc(rc, "bert defaults at hidden 768: 8 steps")) {
+		skip(1, "no run");
+		goto out;
+	}
+	for (i = 1; i < 8; i++)
+		worst = loss[i] > worst ? loss[i] : worst;
+	tail = (loss[5] + loss[6] + loss[7]) / 3;
+	diag("bert defaults: loss %.4f %.4f %.4f %.4f %.4f %.4f %.4f %.4f",
+	     loss[0], loss[1], loss[2], loss[3], loss[4], loss[5], loss[6],
+	     loss[7]);
+	ok(worst <= loss[0] && tail < 0.85f * loss[0],
+	   "bert defaults: the loss falls (%.4f, at most %.4f after, "
+	   "%.4f at the end)", loss[0], worst, tail);
+out:
+	tp_model_destroy(m);
+	if (ctx)
+		tp_ctx_destroy(ctx);
+}
+
 int main(void)
 {
 	struct tp_model_opts mlp = { .name = "mlp", .seed = 1 };
@@ -118,9 +156,10 @@ int main(void)
 				      .batch = 8, .optim = "adam",
 				      .lr = 0.003f };
 
-	plan_tests(18);
+	plan_tests(20);
 	check_model(&mlp);
 	check_model(&mini);
 	check_model(&bert);
+	check_bert_default();
 	return exit_status();
 }

@@ -155,7 +155,7 @@ int main(void)
 
 	plan_tests(21);
 	/* sim: 4K chunks, every tensor paged, 32 chunks of budget. */
-	ctx = tp_ctx_create("vmm.backend=sim,vmm.chunk_size=4K,pager.budget=128K,"
+	ctx = tp_ctx_create("vmm.backend=sim,pager.rescue=0,vmm.chunk_size=4K,pager.budget=128K,"
 			    "pager.host_budget=32K,pager.slab_fraction=0,pager.range_cache=0");
 	if (!ctx)
 		bail_out("tp_ctx_create(sim): %s", strerror(errno));
@@ -168,7 +168,7 @@ int main(void)
 	tp_tensor_free(ctx, x0);
 	tp_ctx_destroy(ctx);
 
-	ctx = tp_ctx_create("vmm.backend=host,vmm.chunk_size=4K,pager.budget=128K,"
+	ctx = tp_ctx_create("vmm.backend=host,pager.rescue=0,vmm.chunk_size=4K,pager.budget=128K,"
 			    "pager.host_budget=32K,pager.slab_fraction=0,pager.range_cache=0");
 	if (!ctx)
 		bail_out("tp_ctx_create(host): %s", strerror(errno));

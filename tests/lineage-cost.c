@@ -86,7 +86,7 @@ int main(void)
 	double v;
 
 	plan_tests(34);
-	ctx = tp_ctx_create("vmm.backend=sim,vmm.chunk_size=64K,pager.budget=64M,pager.slab_fraction=0");
+	ctx = tp_ctx_create("vmm.backend=sim,pager.rescue=0,vmm.chunk_size=64K,pager.budget=64M,pager.slab_fraction=0");
 	if (!ctx)
 		bail_out("tp_ctx_create: %s", strerror(errno));
 	x0 = tp_tensor_create(ctx, 65536, 0);

@@ -147,7 +147,7 @@ static struct tp_ctx *make_ctx(bool tight)
 	if (!budget)
 		budget = "pager.budget=8M,pager.host_budget=4M";
 	snprintf(opts, sizeof(opts),
-		 "vmm.backend=host,vmm.chunk_size=64K,pager.slab_fraction=0,%s",
+		 "vmm.backend=host,pager.rescue=0,vmm.chunk_size=64K,pager.slab_fraction=0,%s",
 		 tight ? budget : "pager.budget=1G");
 	return tp_ctx_create(opts);
 }

@@ -69,7 +69,7 @@ int main(void)
 	int ret;
 
 	plan_tests(33);
-	ctx = tp_ctx_create("vmm.backend=host,vmm.chunk_size=64K,pager.budget=16M,pager.slab_fraction=0");
+	ctx = tp_ctx_create("vmm.backend=host,pager.rescue=0,vmm.chunk_size=64K,pager.budget=16M,pager.slab_fraction=0");
 	if (!ctx)
 		bail_out("tp_ctx_create: %s", strerror(errno));
 	pa = malloc(bytes);

@@ -87,7 +87,7 @@ int main(void)
 	const int eio = EIO;
 
 	plan_tests(38);
-	ctx = tp_ctx_create("vmm.backend=host,vmm.chunk_size=64K,pager.budget=64M,pager.slab_fraction=0");
+	ctx = tp_ctx_create("vmm.backend=host,pager.rescue=0,vmm.chunk_size=64K,pager.budget=64M,pager.slab_fraction=0");
 	if (!ctx)
 		bail_out("tp_ctx_create: %s", strerror(errno));
 	pa = malloc(bytes);

@@ -92,7 +92,7 @@ int main(void)
 	ref_z = malloc(bytes);
 	got = malloc(bytes);
 	/* 14 chunks: a, x and z take 12. Only eviction frees memory. */
-	ctx = tp_ctx_create("vmm.backend=host,vmm.chunk_size=64K,pager.budget=896K,"
+	ctx = tp_ctx_create("vmm.backend=host,pager.rescue=0,vmm.chunk_size=64K,pager.budget=896K,"
 			    "pager.slab_fraction=0,pager.high_watermark=100,"
 			    "policy.filter=dtr,policy.director=evict,"
 			    "policy.partial_evict=on,policy.prefetch=0,"

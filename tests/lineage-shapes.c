@@ -74,7 +74,7 @@ int main(void)
 	size_t i;
 
 	plan_tests(52);
-	ctx = tp_ctx_create("vmm.backend=host,vmm.chunk_size=64K,pager.budget=64M,pager.slab_fraction=0");
+	ctx = tp_ctx_create("vmm.backend=host,pager.rescue=0,vmm.chunk_size=64K,pager.budget=64M,pager.slab_fraction=0");
 	if (!ctx)
 		bail_out("tp_ctx_create: %s", strerror(errno));
 	ref_a = malloc(NG * sizeof(float));
@@ -196,7 +196,7 @@ int main(void)
 
 	/* Tensors small enough for slabs never leave: never recorded as
 	 * outputs, and a freed one lives on while records read it. */
-	ctx = tp_ctx_create("vmm.backend=host,vmm.chunk_size=64K,pager.budget=64M");
+	ctx = tp_ctx_create("vmm.backend=host,pager.rescue=0,vmm.chunk_size=64K,pager.budget=64M");
 	if (!ctx)
 		bail_out("tp_ctx_create: %s", strerror(errno));
 	a = tops_input(ctx, NG, 42);

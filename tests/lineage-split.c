@@ -186,7 +186,7 @@ static struct tp_stats stats(struct run *r)
 }
 
 #define CONF(budget, extra) \
-	"vmm.backend=host,vmm.chunk_size=64K,pager.budget=" budget "," \
+	"vmm.backend=host,pager.rescue=0,vmm.chunk_size=64K,pager.budget=" budget "," \
 	"pager.slab_fraction=0,pager.high_watermark=100,policy.prefetch=0," \
 	"policy.director=delta-overlap,policy.filter=overlap," \
 	"policy.costs=model" extra
@@ -331,7 +331,7 @@ int main(void)
 	free(rx);
 
 	/* auto: with delta-overlap only. */
-	r.ctx = tp_ctx_create("vmm.backend=sim");
+	r.ctx = tp_ctx_create("vmm.backend=sim,pager.rescue=0");
 	ok(r.ctx && !tp_ctl_set(r.ctx, "policy.director", "delta-overlap") &&
 	   tp_policy_split(r.ctx->policy) &&
 	   !tp_ctl_set(r.ctx, "policy.director", "delta") &&

@@ -32,7 +32,7 @@ int main(void)
 	plan_tests(7);
 	if (!want || !got)
 		bail_out("malloc");
-	ctx = tp_ctx_create("vmm.backend=host,vmm.chunk_size=4K,pager.budget=16K,"
+	ctx = tp_ctx_create("vmm.backend=host,pager.rescue=0,vmm.chunk_size=4K,pager.budget=16K,"
 			    "pager.host_budget=8K,pager.slab_fraction=0,"
 			    "pager.range_cache=0,pager.high_watermark=100,"
 			    "pager.low_watermark=100,policy.prefetch=0");

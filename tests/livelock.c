@@ -123,7 +123,7 @@ static void joins(void)
 
 	/* x0, the junk, one block's five tensors and y at most */
 	snprintf(opts, sizeof(opts),
-		 "vmm.backend=sim,vmm.chunk_size=64K,pager.budget=%u,"
+		 "vmm.backend=sim,pager.rescue=0,vmm.chunk_size=64K,pager.budget=%u,"
 		 "policy.filter=overlap,policy.director=delta-overlap,"
 		 "vmm.sim.map_ns=0,vmm.sim.set_access_ns=0,vmm.sim.unmap_ns=0",
 		 (3 + JUNK + 12 + 2) * CHUNK);

@@ -2,7 +2,10 @@
 # SPDX-License-Identifier: MIT
 # Every man page renders without a warning (mandoc -Tlint, groff -ww), has
 # the sections its kind needs, is installed (dist_man_MANS), and refers
-# only to tpager pages that exist; every .so alias points at a page.
+# only to tpager pages that exist. A function that shares another's page
+# has a symbolic link to it, which man -l reads in the tree and make
+# install copies whole; a .so request would resolve against man's working
+# directory, which the tree's layout does not match.
 top_srcdir=${top_srcdir:-.}
 MANDOC=${MANDOC:-$(command -v mandoc)}
 GROFF=${GROFF:-$(command -v groff)}
@@ -16,7 +19,7 @@ skip() { n=$((n + 1)); echo "ok $n - $1 # SKIP $2"; }
 
 pages=$(cd "$man" && ls *.[1-8])
 count=$(echo "$pages" | wc -w)
-echo "1..$((count * 4 + 4))"
+echo "1..$((count * 4 + 6))"
 
 # Listed in dist_man_MANS of some directory's Makefile.inc.
 installed() { cat "$top_srcdir"/*/Makefile.inc | grep -Fq "man/$1"; }
@@ -33,10 +36,12 @@ want_sections() {
 
 for p in $pages; do
 	f="$man/$p"
-	if head -n 1 "$f" | grep -q '^\.so '; then
-		target=$(sed -n '1s/^\.so man[1-8]\///p' "$f")
-		ok $([ -f "$man/$target" ] && [ "$(wc -l < "$f")" = 1 ] && echo 0 || echo 1) \
-			"$p: .so alias of an existing page ($target)"
+	if [ -L "$f" ]; then
+		target=$(readlink "$f")
+		ok $([ "${target#*/}" = "$target" ] && [ -f "$man/$target" ] &&
+		     [ ! -L "$man/$target" ] && [ "${target##*.}" = "${p##*.}" ] &&
+		     echo 0 || echo 1) \
+			"$p: links to a page of its section beside it ($target)"
 		grep -q "^\.BI* .*${p%.3}(" "$man/$target" 2>/dev/null &&
 			ok 0 "$p: its function is in the SYNOPSIS of $target" ||
 			ok 1 "$p: its function is in the SYNOPSIS of $target"
@@ -82,6 +87,24 @@ for r in $(cat "$man"/*.[1-8] | sed -n 's/^\.BR \(tp[a-z_.\\-]*\) (\([1-8]\).*/\
 	[ -f "$man/$r" ] || dangling="$dangling $r"
 done
 ok $([ -z "$dangling" ] && echo 0 || echo 1) "every tp*/tpager* page referred to exists${dangling:+ (missing:$dangling)}"
+
+# Readable in the tree, as README says: no page sources another.
+sourcing=$(cd "$man" && grep -l '^\.so ' $pages 2>/dev/null | tr '\n' ' ')
+ok $([ -z "$sourcing" ] && echo 0 || echo 1) \
+	"no page is a .so request${sourcing:+ (.so: ${sourcing% })}"
+if command -v man > /dev/null 2>&1; then
+	bad=
+	for p in $pages; do
+		(cd "$top_srcdir" && MANWIDTH=80 MAN_KEEP_FORMATTING= \
+			man -l -P cat "man/$p") > "$tmp/out" 2> "$tmp/err"
+		{ [ -s "$tmp/err" ] || ! grep -q '^NAME' "$tmp/out"; } &&
+			bad="$bad $p"
+	done
+	ok $([ -z "$bad" ] && echo 0 || echo 1) \
+		"man -l man/PAGE reads every page in the tree${bad:+ (not:$bad)}"
+else
+	skip "man -l man/PAGE reads every page in the tree" "no man"
+fi
 
 for t in tpager-train.1 tpager-sim.1 tpagerctl.1; do
 	ok $([ -f "$man/$t" ] && echo 0 || echo 1) "$t exists"

@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * Limits: host swap full (-ENOSPC, the tensor stays resident), nothing
- * able to leave (-ENOMEM, nothing changed), and pager.high_watermark
- * releasing early down to pager.low_watermark.
+ * able to leave (-ENOMEM, nothing changed; stats.swap_full counts the
+ * failures that host swap made, not those of pinned memory), and
+ * pager.high_watermark releasing early down to pager.low_watermark.
  */
 #include "tests/pager-util.h"
 
@@ -94,6 +95,8 @@ static void test_enomem(void)
 	ok(!p && errno == ENOMEM, "acquire: NULL, ENOMEM");
 	tp_stats_get(ctx, &s1);
 	ok(same_moves(&s0, &s1), "nothing moved");
+	ok(s1.swap_full == 0, "pinned memory is not swap's doing (swap_full %" PRIu64 ")",
+	   s1.swap_full);
 	tp_tensor_release(ctx, a);
 	tp_tensor_release(ctx, b);
 
@@ -108,6 +111,8 @@ static void test_enomem(void)
 	   "3 chunks when 2 can leave: -ENOMEM");
 	tp_stats_get(ctx, &s1);
 	ok(same_moves(&s0, &s1), "nothing was offloaded in vain");
+	ok(s1.swap_full == 1, "swap without room for both counted once (swap_full %" PRIu64 ")",
+	   s1.swap_full);
 	ok(reads_back(ctx, a, sa) && reads_back(ctx, b, sb), "a and b intact");
 	ok_rc(tp_tensor_write(ctx, c, 0, sc, chunk), "1 chunk: a tensor leaves for it");
 	ok(reads_back(ctx, c, sc), "c reads back");
@@ -160,7 +165,7 @@ static void test_watermark(void)
 int main(void)
 {
 	pt_probe();
-	plan_tests(22);
+	plan_tests(24);
 	test_enospc();
 	test_enomem();
 	test_watermark();

@@ -8,6 +8,7 @@
  * physical peak must stay within the budget. TPAGER_TEST_SEED repeats a
  * run; TPAGER_TEST_OPS changes its length.
  */
+#include "tests/dev-copy.h"
 #include "tests/pager-util.h"
 
 #define NR_SLOTS	200
@@ -27,7 +28,6 @@ struct slot {
 static struct slot slots[NR_SLOTS];
 static struct tp_ctx *ctx;
 static size_t chunk;
-static bool host;
 static unsigned long bad, checks, enomem, enospc, nfree;
 
 __attribute__((format(printf, 1, 2)))
@@ -147,15 +147,23 @@ static void op_acquire(unsigned i, uint64_t *rng)
 			fail("acquire slot %u: %s", i, strerror(errno));
 		return;
 	}
-	if (host && s->valid) {
+	if (s->valid) {
+		unsigned char *buf = malloc(len);
+
+		/* Read and write at the address, as an op would. */
 		checks++;
-		if (memcmp(p, s->shadow + off, len))
+		if (!buf || dev_load(ctx, buf, p, len))
+			fail("slot %u: load [%zu, +%zu)", i, off, len);
+		else if (memcmp(buf, s->shadow + off, len))
 			fail("slot %u acquired [%zu, +%zu) differs", i, off, len);
-	}
-	if (host && s->valid && (pt_rand(rng) & 1)) {
-		/* Write through the pointer, as an op would. */
-		pt_fill(p, len, pt_rand(rng));
-		memcpy(s->shadow + off, p, len);
+		if (buf && (pt_rand(rng) & 1)) {
+			pt_fill(buf, len, pt_rand(rng));
+			if (dev_store(ctx, p, buf, len))
+				fail("slot %u: store [%zu, +%zu)", i, off, len);
+			else
+				memcpy(s->shadow + off, buf, len);
+		}
+		free(buf);
 	}
 	if (hold) {
 		s->held++;
@@ -232,7 +240,6 @@ int main(void)
 	ctx = pt_ctx("pager.budget=%dC,pager.host_budget=%dC",
 		     BUDGET_CHUNKS, SWAP_CHUNKS);
 	chunk = pt_chunk(ctx);
-	host = !strcmp(pt_backend(), "host");
 	tp_stats_get(ctx, &st);
 	budget = st.budget_bytes;
 

@@ -193,7 +193,7 @@ static void prefetch_rate(const struct model *m, const struct tp_trace *t,
 		/* the prefetcher learns from the iteration before */
 		.iterations = 3,
 		.thrash_limit = THRASH,
-		.extra = SIM_COSTS,
+		.extra = SIM_COSTS ",pager.rescue=0",
 	};
 	struct tp_replay_result r;
 	uint64_t misses, total;

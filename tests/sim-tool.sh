@@ -52,7 +52,7 @@ LOG
 gzip -c "$tmp/chain.log" > "$tmp/chain.log.gz"
 wm="--set pager.high_watermark=100 --set pager.low_watermark=100"
 
-echo "1..26"
+echo "1..29"
 
 "$sim" "$tmp/chain.log" --chunk-size 4K --budget 40960 --policy dtr/evict $wm \
 	> "$tmp/out" 2>"$tmp/err"; rc=$?
@@ -82,14 +82,33 @@ fi
 	> "$tmp/out" 2>"$tmp/err"; rc=$?
 ok $([ $rc = 1 ] && grep -q '^result  *OOM' "$tmp/out" && echo 0 || echo 1) \
 	"9 chunks do not fit: exit 1, result OOM"
+ok $(grep -q '^overhead\|^evictions\|^recomputes' "$tmp/out" && echo 1 || echo 0) \
+	"a replay that did not fit reports no overhead or counts it did not measure"
+
+# No --budget: one replay without a limit, said so.
+"$sim" "$tmp/chain.log" --chunk-size 4K --policy dtr/evict > "$tmp/out" 2>"$tmp/err"; rc=$?
+ok $([ $rc = 0 ] &&
+     grep -q '^budget  *none: no limit (a pool of 1155072 bytes, 21.692 times the trace peak), chunk 4096$' "$tmp/out" &&
+     grep -q '^policy  *dtr/evict$' "$tmp/out" && echo 0 || echo 1) \
+	"without --budget: no limit, the pool (2 x 53248 + 256 chunks) and the policy stated"
 
 "$sim" "$tmp/chain.log" --chunk-size 4K --policy dtr/evict $wm --sweep \
 	> "$tmp/out" 2>"$tmp/err"; rc=$?
 ok $([ $rc = 0 ] && grep -q '^minimum budget  *77% of the trace peak (dtr/evict)$' "$tmp/out" &&
-     grep -q '^    75%  OOM' "$tmp/out" && grep -q '^    80%  fits' "$tmp/out" &&
+     grep -q '^    75%  OOM  *-  *-  *-  *-  *0\.0000$' "$tmp/out" && grep -q '^    80%  fits' "$tmp/out" &&
      grep -q '^    76%  OOM' "$tmp/out" && grep -q '^  76.9%  OOM' "$tmp/out" &&
      echo 0 || echo 1) \
 	"--sweep: 80% fits, 75% not; in 1% steps 77% (10.01 of 13 chunks) fits, 76% (9.88) not, nor 76.9% (9.997) by halves"
+
+# The policy the replays ran, named in the last line whoever chose it.
+"$sim" "$tmp/chain.log" --chunk-size 4K --set policy.filter=lru \
+	--set policy.director=evict $wm --sweep --json > "$tmp/out" 2>"$tmp/err"
+"$sim" "$tmp/chain.log" --chunk-size 4K --set policy.filter=lru \
+	--set policy.director=evict $wm --sweep > "$tmp/out2" 2>"$tmp/err"; rc=$?
+ok $([ $rc = 0 ] && tail -n 1 "$tmp/out2" | grep -q '(lru/evict)$' &&
+     grep '"result":"OOM"' "$tmp/out" | grep -q '"overhead":null,"evictions":null' &&
+     echo 0 || echo 1) \
+	"--sweep names the policy set by --set, and gives no figures for OOM rows ($(tail -n 1 "$tmp/out2"))"
 
 # The trace of tests/sim-frag.c (see there): 24 chunks of 4 KiB live at
 # its peak; chunks fit in 17, the contiguous pool needs 30, above the peak,

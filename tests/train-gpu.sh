@@ -56,5 +56,5 @@ trains() {
 echo "1..12"
 # Ten classes: 1000 do not learn in 20 steps of 16 images.
 trains resnet-50 --model resnet-50 --image 64 --batch 16 --classes 10
-# BERT-base's layers at SGD's 0.02 diverge within steps; 0.001 trains.
-trains bert-base --model bert-base --layers 2 --seq 128 --batch 8 --lr 0.001
+# BERT-base's layers on the defaults (SGD at 0.02), which once diverged.
+trains bert-base --model bert-base --layers 2 --seq 128 --batch 8

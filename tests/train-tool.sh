@@ -5,8 +5,9 @@
 # are bit-identical to the unconstrained run's, with evictions that were
 # recomputed and offloads both happening; a trace that tpager-sim replays;
 # the shapes-only sim run; --max-batch, with a model and budget and with
-# the CPU defaults; the range cache of freed tensors; one-line errors for
-# bad arguments.
+# the CPU defaults, its tries told as JSON lines, split runs, its time
+# limit and steps per try; host swap bounded and reported; the range
+# cache of freed tensors; one-line errors for bad arguments.
 top_builddir=${top_builddir:-.}
 train="$top_builddir/tools/tpager-train"
 sim="$top_builddir/tools/tpager-sim"
@@ -18,19 +19,23 @@ seed=${TP_TEST_SEED:-7}
 
 . "${top_srcdir:-.}/tests/train-util.sh"
 
-# fails DESC PATTERN ARGS...: non-zero exit below 128, exactly one line on
+# exits STATUS DESC PATTERN ARGS...: exit STATUS, exactly one line on
 # stderr matching PATTERN, nothing on stdout.
-fails() {
-	desc=$1; pat=$2; shift 2
+exits() {
+	want=$1; desc=$2; pat=$3; shift 3
 	"$train" "$@" >"$tmp/out" 2>"$tmp/err"; rc=$?
 	lines=$(wc -l < "$tmp/err")
-	if [ $rc -ne 0 ] && [ $rc -lt 128 ] && [ "$lines" = 1 ] &&
+	if [ $rc = "$want" ] && [ "$lines" = 1 ] &&
 	   [ ! -s "$tmp/out" ] && grep -q -- "$pat" "$tmp/err"; then
 		ok 0 "$desc"
 	else
 		ok 1 "$desc (rc $rc, stderr: $(head -c 300 "$tmp/err"))"
 	fi
 }
+# A bad argument: exit 2 (tpager-train(1), EXIT STATUS).
+fails() { exits 2 "$@"; }
+# A run that fails: exit 1.
+run_fails() { exits 1 "$@"; }
 
 # trains NAME ARGS...: 20 steps under 50% with the checks of the header.
 trains() {
@@ -67,7 +72,7 @@ trains() {
 		"$name: the unconstrained run never pages"
 }
 
-echo "1..52"
+echo "1..73"
 echo "# seed $seed"
 
 # The director chooses between evicting and offloading from op and copy
@@ -135,6 +140,78 @@ wo=$(field "" max_batch_without < "$tmp/mbs.json")
 ok $([ $rc = 0 ] && [ "${wo:-0}" -gt 0 ] && [ "${w:-0}" -gt "$wo" ]; echo $?) \
 	"sim --max-batch of resnet-50 under 8G within 60 s: $w with paging > $wo without"
 
+# The search tries every batch and tells each try as a JSON line: the
+# issue's command on the H200 profile. The report agrees with the tries
+# (their count, the largest that fit, the smallest that did not just
+# above it), gives the time per step and samples per second there, and
+# the largest batch needs split runs: with policy.split off it is smaller.
+h200="--backend sim --set vmm.sim.profile=h200 --model resnet-50 --budget 4G"
+timeout 120 "$train" $h200 --max-batch --json > "$tmp/h200.json" \
+	2>"$tmp/err"; rc=$?
+last=$(tail -n 1 "$tmp/h200.json")
+w=$(echo "$last" | field "" max_batch_with)
+tries=$(echo "$last" | field "" tries)
+lines=$(grep -c '^{"try":' "$tmp/h200.json")
+best=$(grep '"paging":true' "$tmp/h200.json" | grep '"result":"fits"' |
+       sed 's/.*"batch":\([0-9]*\).*/\1/' | sort -n | tail -n 1)
+nofit=$(echo "$last" | field first_no_fit batch)
+echo "# h200 resnet-50 in 4G: $last"
+ok $([ $rc = 0 ] && [ ! -s "$tmp/err" ] &&
+     [ "$(echo "$last" | field "" complete)" = true ] &&
+     [ "${w:-0}" -gt 0 ] && [ "$lines" = "$tries" ] && [ "$best" = "$w" ] &&
+     [ "$nofit" = $((w + 1)) ]; echo $?) \
+	"--max-batch --json: $lines try lines, the largest that fit ($best) is the answer ($w), $nofit did not"
+st=$(echo "$last" | field at_max step_s)
+ips=$(echo "$last" | field at_max images_per_s)
+sr=$(echo "$last" | field at_max split_runs)
+ok $(awk -v b="$w" -v s="$st" -v i="$ips" -v r="$sr" \
+	'BEGIN { exit !(s > 0 && i > 0 && (b / s - i) ^ 2 < (i / 1000) ^ 2 && r > 0) }'
+     echo $?) "at batch $w: $st s a step, $ips samples/s = batch / step, $sr split runs"
+timeout 120 "$train" $h200 --max-batch --json --set policy.split=off \
+	> "$tmp/h200-nosplit.json" 2>"$tmp/err"; rc=$?
+w0=$(tail -n 1 "$tmp/h200-nosplit.json" | field "" max_batch_with)
+ok $([ $rc = 0 ] && [ "${w0:-0}" -gt 0 ] && [ "$w0" -lt "$w" ]; echo $?) \
+	"without split runs the largest batch is smaller ($w0 < $w)"
+
+# A time limit ends the search, which says so, with what it found.
+start=$(date +%s)
+"$train" $h200 --max-batch --json --batch 64 --max-batch-time 0.2 \
+	> "$tmp/h200-time.json" 2>"$tmp/err"; rc=$?
+took=$(( $(date +%s) - start ))
+last=$(tail -n 1 "$tmp/h200-time.json")
+ok $([ $rc = 0 ] && [ "$(echo "$last" | field "" complete)" = false ] &&
+     [ "$(echo "$last" | field "" time_limit_s)" = 0.2 ] &&
+     [ "$took" -lt 20 ]; echo $?) \
+	"--max-batch-time 0.2: stopped after $took s, reported incomplete ($(head -c 200 "$tmp/err"))"
+
+# Each try with paging runs --max-batch-steps steps.
+"$train" --backend sim --model resnet-mini --budget 2M --max-batch --json \
+	--max-batch-steps 2 > "$tmp/steps.json" 2>"$tmp/err"; rc=$?
+other=$(grep '"paging":true' "$tmp/steps.json" | grep -vc '"steps":2,')
+ok $([ $rc = 0 ] && [ "$other" = 0 ] &&
+     [ "$(tail -n 1 "$tmp/steps.json" | field "" steps_per_try)" = 2 ]; echo $?) \
+	"--max-batch-steps 2: every try with paging ran 2 steps"
+
+# Host memory is finite: a run whose swap pager.host_budget cannot hold
+# fails in one line naming the limit, exit 1; without one, on the host
+# backend, the limit is the machine's memory, and the swap a run needed
+# is reported.
+run_fails "host swap full" "^tpager-train: host swap is full: pager.host_budget = 64.0 KiB cannot hold what mlp at batch 32 must offload" \
+	--backend host --model mlp --steps 3 --budget 50% --set pager.host_budget=64K
+ok $([ $rc = 1 ]; echo $?) "host swap full: exit 1 (got $rc)"
+j=$(cat "$tmp/resnet-mini.json")
+hl=$(echo "$j" | field budget host_limit)
+hp=$(echo "$j" | field budget host_peak)
+ok $([ "$(echo "$j" | field unconstrained host_peak)" = 0 ] &&
+     [ "${hp:-0}" -gt 0 ] && [ "${hl:-0}" -gt "$hp" ]; echo $?) \
+	"resnet-mini: the budgeted run's host swap peak $hp is reported, within the machine's $hl"
+"$train" --backend host --model mlp --budget 1M --max-batch --json \
+	--set pager.host_budget=128K > "$tmp/mbh.json" 2>"$tmp/err"; rc=$?
+last=$(tail -n 1 "$tmp/mbh.json")
+ok $([ $rc = 0 ] && [ "$(echo "$last" | field first_no_fit swap_full)" = true ] &&
+     echo "$last" | grep -q '"why":"host swap is full'; echo $?) \
+	"--max-batch under pager.host_budget=128K: the first batch that does not fit names host swap"
+
 # --max-batch with nothing else: resnet-mini on the host under half its
 # peak at batch 32, both numbers printed, paging at least as large.
 "$train" --max-batch --quiet > "$tmp/mbd.out" 2>"$tmp/err"; rc=$?
@@ -145,12 +222,53 @@ ok $([ $rc = 0 ] && [ ! -s "$tmp/err" ] && grep -q '^tpager-train: largest batch
      [ "${wo:-0}" -gt 0 ] && [ "${w:-0}" -ge "$wo" ]; echo $?) \
 	"--max-batch on the CPU defaults prints both numbers ($wo, $w)"
 
+# The table names the unit of each action counter (tp_stats_get(3)).
+"$train" --backend host --model mlp --steps 4 --quiet $model \
+	> "$tmp/table.out" 2>"$tmp/err"; rc=$?
+sed 's/^/# /' "$tmp/table.out"
+ok $([ $rc = 0 ] && grep -q '^tensors evicted  ' "$tmp/table.out" &&
+     grep -q '^tensors offloaded  ' "$tmp/table.out" &&
+     grep -q '^tensors reloaded  ' "$tmp/table.out" &&
+     grep -q '^copied to host .*B$' "$tmp/table.out" &&
+     grep -q '^copied back .*B$' "$tmp/table.out" &&
+     grep -q '^ops recomputed  ' "$tmp/table.out" &&
+     grep -q '^pages rescued  ' "$tmp/table.out"; echo $?) \
+	"the table counts tensors, bytes and ops, each named"
+# --help and tpager-train(1) agree: the same options, the same filters
+# and directors for --policy, every one of which the tool takes.
+man1="${top_srcdir:-.}/man/tpager-train.1"
+"$train" --help > "$tmp/help"
+grep -o -- '--[a-z][a-z-]*[a-z]' "$tmp/help" | sort -u > "$tmp/help.opts"
+grep -o '\\-\\-[a-z][a-z\\-]*[a-z]' "$man1" | sed 's/\\-/-/g' | sort -u \
+	> "$tmp/man.opts"
+ok $(cmp -s "$tmp/help.opts" "$tmp/man.opts"; echo $?) \
+	"--help and the man page name the same options ($(diff "$tmp/help.opts" "$tmp/man.opts" | grep '^[<>]' | tr '\n' ' '))"
+sed -n 's/^\(FILTER\|DIRECTOR\): //p' "$tmp/help" | tr '|' '\n' | sort -u \
+	> "$tmp/help.pol"
+sed -n '/^\.BI \\-\\-policy/,/^\.TP/p' "$man1" | grep '^\.[BR]* ' |
+	sed 's/^\.[A-Z]* //' | tr ' ' '\n' | grep -x '[a-z][a-z\\-]*' |
+	sed 's/\\-/-/g' | sort -u > "$tmp/man.pol"
+taken=0
+for f in $(sed -n 's/^FILTER: //p' "$tmp/help" | tr '|' ' '); do
+	"$train" --policy "$f/evict" --help > /dev/null 2>&1 || taken=1
+done
+for d in $(sed -n 's/^DIRECTOR: //p' "$tmp/help" | tr '|' ' '); do
+	"$train" --policy "delta/$d" --help > /dev/null 2>&1 || taken=1
+done
+ok $([ -s "$tmp/help.pol" ] && cmp -s "$tmp/help.pol" "$tmp/man.pol" &&
+     grep -qx overlap "$tmp/help.pol" && [ $taken = 0 ]; echo $?) \
+	"--policy: --help and the man page list the same filters and directors ($(tr '\n' ' ' < "$tmp/help.pol")), all taken"
+
 fails "unknown model" "unknown model 'resnet-7'" --model resnet-7
 fails "non-numeric batch" "--batch: 'x'" --batch x
 fails "batch of zero" "--batch: '0'" --batch 0
 fails "percent over 100" "--budget: '150%'" --budget 150%
 fails "budget not a size" "--budget: 'lots'" --budget lots
-fails "budget below the working set" "below the working set" \
+fails "budget of 0 bytes" "--budget: a budget of 0 bytes holds nothing" --budget 0
+fails "budget above the unconstrained peak" \
+	"above the unconstrained peak of mlp at batch 32" \
+	--backend host --model mlp --steps 1 --budget 100G
+run_fails "budget below the working set" "below the working set" \
 	--backend host --model mlp --steps 1 --budget 32K
 fails "unknown policy" "unknown filter 'fifo'" --policy fifo
 fails "unknown director" "unknown director 'swap'" --policy dtr/swap
@@ -162,14 +280,28 @@ fails "image too small for resnet" "at least 32 pixels" --model resnet-18 --imag
 fails "heads not dividing hidden" "does not divide" --model bert --hidden 64 --heads 3
 fails "--max-batch, budget below one chunk" "below one chunk (65536 bytes)" \
 	--max-batch --budget 4K
-fails "--max-batch, budget below batch 1's working set" \
+run_fails "--max-batch, budget below batch 1's working set" \
 	"below the working set of mlp at batch 1" --max-batch --model mlp --budget 32K
 fails "--max-batch with --trace-out" "do not go together" \
 	--max-batch --trace-out "$tmp/x.trace"
+fails "--max-batch-steps of 1" "--max-batch-steps: '1' is not a number from 2" \
+	--max-batch --max-batch-steps 1
+fails "--max-batch-time not a number" "--max-batch-time: 'soon'" \
+	--max-batch --max-batch-time soon
+fails "--max-batch-time without --max-batch" "apply to --max-batch only" \
+	--max-batch-time 10
 fails "--depth on a model without one" "applies to resnet only" \
 	--model mlp --depth 18
 fails "unknown optimizer" "unknown optimizer 'sgdx'" --optim sgdx
 fails "--set without a value" "'foo' is not KEY=VALUE" --set foo
 fails "--set of an unknown key" "unknown key 'foo.bar'" --set foo.bar=1
+fails "--set of a misspelt key, before any run" \
+	"^tpager-train: --set: unknown key 'pager.budgt' (did you mean 'pager.budget'?)$" \
+	--set pager.budgt=1
+fails "--set of a bad value" "--set: vmm.chunk_size = '3M': expected a power of two" \
+	--set vmm.chunk_size=3M
+fails "--set of a key the runs differ in" "use --budget" --set pager.budget=1G
 fails "seed not a number" "--seed: '-1'" --seed -1
 fails "chunk size below 4K" "--chunk-size: '1K'" --chunk-size 1K
+fails "chunk size not a power of two" \
+	"--chunk-size: '3M' is not a power of two" --chunk-size 3M

@@ -13,11 +13,16 @@
  * not per call nor per byte (fake_cuda_counts()).
  *
  * Copies are done at once (every stream is trivially in order) and every
- * event has completed. Device memory is one memfd per handle.
+ * event has completed. Device memory is one memfd per handle. As on a
+ * GPU, it is not host memory: the reserved addresses stay PROT_NONE, so a
+ * program that reads or writes a device address from the host faults
+ * here as it would there; copies reach the handle's memfd through the
+ * mapping's own descriptor.
  */
 #include "config.h"
 
 #include <cuda.h>
+#include <fcntl.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
@@ -34,10 +39,12 @@
 /* The library's driver thread calls in too: one lock over the tables. */
 static pthread_mutex_t fake_lock = PTHREAD_MUTEX_INITIALIZER;
 
-/* Live mappings: where, how long. */
+/* Live mappings: where, how long, the handle's memory, whether accessible. */
 static struct {
 	uintptr_t va;
 	size_t len;
+	int fd;			/* a duplicate: the handle may be released */
+	int rw;
 } maps[MAX_MAPS];
 static int nr_maps;
 
@@ -235,11 +242,20 @@ static CUresult locked_cuMemMap(CUdeviceptr ptr, size_t size, size_t offset,
 	for (va = ptr; va < ptr + size; va += FAKE_GRAN)
 		if (find_map(va) >= 0)
 			return CUDA_ERROR_INVALID_VALUE;
+	/* Held as the reservation was, PROT_NONE: the host never sees it. */
 	p = mmap((void *)ptr, size, PROT_NONE, MAP_FIXED | MAP_SHARED, fd, 0);
 	if (p == MAP_FAILED)
 		return CUDA_ERROR_INVALID_VALUE;
+	maps[nr_maps].fd = fcntl(fd, F_DUPFD_CLOEXEC, 0);
+	if (maps[nr_maps].fd < 0) {
+		mmap(p, size, PROT_NONE,
+		     MAP_FIXED | MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE,
+		     -1, 0);
+		return CUDA_ERROR_OUT_OF_MEMORY;
+	}
 	maps[nr_maps].va = ptr;
 	maps[nr_maps].len = size;
+	maps[nr_maps].rw = 0;
 	nr_maps++;
 	charged_maps++;
 	return CUDA_SUCCESS;
@@ -266,16 +282,15 @@ static CUresult locked_cuMemSetAccess(CUdeviceptr ptr, size_t size,
 	for (va = ptr; va < ptr + size; va += FAKE_GRAN)
 		if (find_map(va) < 0)
 			return CUDA_ERROR_INVALID_VALUE;
-	/* Charged once per mapping (handle) the range covers. */
+	/* Charged once per mapping (handle) the range covers. The device
+	 * may then use it; the host still may not. */
 	for (va = ptr; va < ptr + size;) {
 		int i = find_map(va);
 
 		charged_access++;
+		maps[i].rw = desc->flags == CU_MEM_ACCESS_FLAGS_PROT_READWRITE;
 		va = maps[i].va + maps[i].len;
 	}
-	mprotect((void *)ptr, size,
-		 desc->flags == CU_MEM_ACCESS_FLAGS_PROT_READWRITE ?
-		 PROT_READ | PROT_WRITE : PROT_NONE);
 	return CUDA_SUCCESS;
 }
 
@@ -308,6 +323,7 @@ static CUresult locked_cuMemUnmap(CUdeviceptr ptr, size_t size)
 		mmap((void *)va, len, PROT_NONE,
 		     MAP_FIXED | MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE,
 		     -1, 0);
+		close(maps[i].fd);
 		charged_unmaps++;
 		maps[i] = maps[--nr_maps];
 	}
@@ -336,24 +352,43 @@ API CUresult cuMemFreeHost(void *p)
 	return CUDA_SUCCESS;
 }
 
-static CUresult check_range(CUdeviceptr d, size_t len)
+/*
+ * Copy between host memory @host and device addresses [@d, @d + @len),
+ * which must be mapped with access set, through each mapping's memfd.
+ */
+static CUresult copy_dev(CUdeviceptr d, void *host, size_t len, int to_dev)
 {
 	uintptr_t va;
+	char *h = host;
 
-	for (va = d & ~(uintptr_t)(FAKE_GRAN - 1); va < d + len; va += FAKE_GRAN)
-		if (find_map(va) < 0)
+	for (va = d & ~(uintptr_t)(FAKE_GRAN - 1); va < d + len; va += FAKE_GRAN) {
+		int i = find_map(va);
+
+		if (i < 0 || !maps[i].rw)
 			return CUDA_ERROR_ILLEGAL_ADDRESS;
+	}
+	while (len) {
+		int i = find_map(d);
+		size_t off = d - maps[i].va, n = maps[i].len - off;
+		ssize_t done;
+
+		if (n > len)
+			n = len;
+		done = to_dev ? pwrite(maps[i].fd, h, n, (off_t)off) :
+				pread(maps[i].fd, h, n, (off_t)off);
+		if (done != (ssize_t)n)
+			return CUDA_ERROR_UNKNOWN;
+		d += n;
+		h += n;
+		len -= n;
+	}
 	return CUDA_SUCCESS;
 }
 
 static CUresult locked_cuMemcpyDtoHAsync(void *dst, CUdeviceptr src, size_t len,
 			       CUstream s)
 {
-	CUresult r = check_range(src, len);
-
-	if (!r)
-		memcpy(dst, (void *)src, len);
-	return r;
+	return copy_dev(src, dst, len, 0);
 }
 
 API CUresult cuMemcpyDtoHAsync(void *dst, CUdeviceptr src, size_t len,
@@ -370,11 +405,7 @@ API CUresult cuMemcpyDtoHAsync(void *dst, CUdeviceptr src, size_t len,
 static CUresult locked_cuMemcpyHtoDAsync(CUdeviceptr dst, const void *src, size_t len,
 			       CUstream s)
 {
-	CUresult r = check_range(dst, len);
-
-	if (!r)
-		memcpy((void *)dst, src, len);
-	return r;
+	return copy_dev(dst, (void *)src, len, 1);
 }
 
 API CUresult cuMemcpyHtoDAsync(CUdeviceptr dst, const void *src, size_t len,

@@ -20,6 +20,7 @@
 #include "tests/tap.h"
 #include "tests/vmm-util.h"
 #include "vmm/backend_host.h"
+#include "vmm/backend_sim.h"
 #include "vmm/deferred.h"
 
 #define NR		4

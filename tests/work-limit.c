@@ -69,7 +69,7 @@ static struct tp_ctx *host(const char *budget, const char *more)
 	struct tp_ctx *c;
 
 	snprintf(opts, sizeof(opts),
-		 "vmm.backend=host,vmm.chunk_size=4K,pager.budget=%s,"
+		 "vmm.backend=host,pager.rescue=0,vmm.chunk_size=4K,pager.budget=%s,"
 		 "pager.slab_fraction=0,pager.range_cache=0,"
 		 "pager.high_watermark=100%s", budget, more);
 	c = tp_ctx_create(opts);

@@ -269,20 +269,33 @@ static void report_text(const struct sim_args *a,
 {
 	double extra = u->time_ns ? 100.0 * ((double)r->time_ns -
 					     (double)u->time_ns) / (double)u->time_ns : 0;
+	double ratio = sum->peak_bytes ?
+		(double)r->budget_bytes / (double)sum->peak_bytes : 0.0;
+	/* An OOM replay counted nothing: the ops are the trace's. */
+	const struct tp_replay_result *o = r->status == TP_REPLAY_OOM ? u : r;
 
 	printf("trace            %s\n", a->path);
+	printf("policy           %s\n", r->policy);
 	printf("ops              %" PRIu64 " (%" PRIu64 " tp_op_run calls)\n",
-	       r->ops, r->op_runs);
+	       o->ops, o->op_runs);
 	printf("peak (trace)     %" PRIu64 " bytes\n", sum->peak_bytes);
 	printf("peak (no limit)  %" PRIu64 " bytes\n", u->phys_peak);
-	printf("budget           %" PRIu64 " bytes (%.3f of the trace peak), chunk %" PRIu64 "\n",
-	       r->budget_bytes, sum->peak_bytes ?
-	       (double)r->budget_bytes / (double)sum->peak_bytes : 0.0,
-	       r->chunk_size);
+	if (r->limited)
+		printf("budget           %" PRIu64 " bytes (%.3f of the trace peak), chunk %" PRIu64 "\n",
+		       r->budget_bytes, ratio, r->chunk_size);
+	else
+		printf("budget           none: no limit (a pool of %" PRIu64 " bytes, %.3f times the trace peak), chunk %" PRIu64 "\n",
+		       r->budget_bytes, ratio, r->chunk_size);
 	printf("result           %s%s%s\n", status_name(r->status),
 	       r->status != TP_REPLAY_OK ? ": " : "",
 	       r->status != TP_REPLAY_OK ? r->error : "");
 	printf("physical peak    %" PRIu64 " bytes\n", r->phys_peak);
+	if (r->status == TP_REPLAY_OOM) {
+		/* Stopped at the op that found no room: no figures. */
+		printf("fragmentation    %.4f (free / held at allocations that found no run)\n",
+		       r->fragmentation_ppm / 1e6);
+		return;
+	}
 	printf("overhead (DTR)   %.4f\n", tp_replay_overhead(r));
 	printf("extra time       %.2f %%\n", extra);
 	printf("evictions        %" PRIu64 " (%" PRIu64 " partial)\n",
@@ -322,9 +335,23 @@ static void report_json(const struct sim_args *a,
 	double extra = u->time_ns ? 100.0 * ((double)r->time_ns -
 					     (double)u->time_ns) / (double)u->time_ns : 0;
 
+	if (r->status == TP_REPLAY_OOM) {
+		/* Stopped at the op that found no room: no figures. */
+		printf("{\"ops\":%" PRIu64 ",\"trace_peak\":%" PRIu64
+		       ",\"unlimited_peak\":%" PRIu64 ",\"budget\":%" PRIu64
+		       ",\"limited\":%s,\"policy\":\"%s\",\"chunk_size\":%" PRIu64
+		       ",\"result\":\"%s\",\"phys_peak\":%" PRIu64
+		       ",\"overhead\":null,\"fragmentation_ppm\":%" PRIu64 "}\n",
+		       u->ops, sum->peak_bytes, u->phys_peak, r->budget_bytes,
+		       r->limited ? "true" : "false", r->policy, r->chunk_size,
+		       status_name(r->status), r->phys_peak,
+		       r->fragmentation_ppm);
+		return;
+	}
 	printf("{\"ops\":%" PRIu64 ",\"op_runs\":%" PRIu64
 	       ",\"trace_peak\":%" PRIu64 ",\"unlimited_peak\":%" PRIu64
-	       ",\"budget\":%" PRIu64 ",\"chunk_size\":%" PRIu64
+	       ",\"budget\":%" PRIu64 ",\"limited\":%s,\"policy\":\"%s\""
+	       ",\"chunk_size\":%" PRIu64
 	       ",\"result\":\"%s\",\"phys_peak\":%" PRIu64
 	       ",\"overhead\":%.6f,\"extra_time_pct\":%.4f"
 	       ",\"evictions\":%" PRIu64 ",\"partial_evictions\":%" PRIu64
@@ -340,7 +367,8 @@ static void report_json(const struct sim_args *a,
 	       ",\"cache_offloads\":%" PRIu64 ",\"split_runs\":%" PRIu64
 	       ",\"split_parts\":%" PRIu64 "}\n",
 	       r->ops, r->op_runs, sum->peak_bytes, u->phys_peak,
-	       r->budget_bytes, r->chunk_size, status_name(r->status),
+	       r->budget_bytes, r->limited ? "true" : "false", r->policy,
+	       r->chunk_size, status_name(r->status),
 	       r->phys_peak, tp_replay_overhead(r), extra, r->evictions,
 	       r->partial_evictions, r->offloads, r->reloads, r->recomputes, r->recompute_ns,
 	       r->prefetch_hits, r->prefetch_issued, r->prefetch_late,
@@ -359,6 +387,20 @@ static void sweep_line(const struct sim_args *a, int p,
 {
 	char pct[16];
 
+	/* An OOM replay stopped at the op that found no room: no figures
+	 * but the fragmentation it met. */
+	if (r->status == TP_REPLAY_OOM) {
+		if (a->json)
+			printf("{\"budget_pct\":%g,\"result\":\"%s\",\"overhead\":null,\"evictions\":null,\"offloads\":null,\"recomputes\":null,\"fragmentation_ppm\":%" PRIu64 "}\n",
+			       p / 10.0, status_name(r->status),
+			       r->fragmentation_ppm);
+		else
+			printf("%7s  %-7s %8s %10s %10s %10s %8.4f\n",
+			       tp_sweep_text(p, pct, sizeof(pct)),
+			       status_name(r->status), "-", "-", "-", "-",
+			       r->fragmentation_ppm / 1e6);
+		return;
+	}
 	if (a->json)
 		printf("{\"budget_pct\":%g,\"result\":\"%s\",\"overhead\":%.6f,\"evictions\":%" PRIu64 ",\"offloads\":%" PRIu64 ",\"recomputes\":%" PRIu64 ",\"fragmentation_ppm\":%" PRIu64 "}\n",
 		       p / 10.0, status_name(r->status), tp_replay_overhead(r),
@@ -377,6 +419,7 @@ struct sweep_run {
 	const struct tp_trace *t;
 	struct tp_replay_opts o;
 	uint64_t peak;
+	char policy[64];	/* as the replays ran it */
 };
 
 /* tp_sweep()'s run: replay at @tenths of the peak, print its row. */
@@ -387,6 +430,7 @@ static int sweep_run(void *priv, int tenths)
 
 	s->o.budget_bytes = tp_sweep_bytes(s->peak, tenths);
 	replay(s->t, &s->o, &r);
+	snprintf(s->policy, sizeof(s->policy), "%s", r.policy);
 	sweep_line(s->a, tenths, &r);
 	return r.status == TP_REPLAY_OK;
 }
@@ -411,10 +455,8 @@ static int sweep(const struct sim_args *a, const struct tp_trace *t,
 		printf("minimum budget   none fits up to %d%%\n",
 		       TP_SWEEP_MAX / 10);
 	else
-		printf("minimum budget   %s of the trace peak (%s/%s)\n",
-		       tp_sweep_text(min, pct, sizeof(pct)),
-		       s.o.filter ? s.o.filter : "default",
-		       s.o.director ? s.o.director : "default");
+		printf("minimum budget   %s of the trace peak (%s)\n",
+		       tp_sweep_text(min, pct, sizeof(pct)), s.policy);
 	return min < 0;
 }
 

@@ -4,8 +4,9 @@
  * without a budget and under one, and show what the pager bought (memory)
  * and cost (time), and that the final weights are the same bits. With
  * --max-batch, search the largest batch that trains under the budget with
- * and without paging. With --trace-out, write the unconstrained run as a
- * tpager-trace(5) file (tools/train_record.c).
+ * and without paging, trying each batch, within a time limit. With
+ * --trace-out, write the unconstrained run as a tpager-trace(5) file
+ * (tools/train_record.c).
  */
 #include "config.h"
 
@@ -30,6 +31,9 @@
 #include "tools/cli.h"
 
 #define MAX_BATCH_LIMIT	(1u << 20)
+/* --max-batch: steps of each try, and the whole search's limit (s) */
+#define TRY_STEPS	3
+#define SEARCH_TIME	1800
 
 struct train_args {
 	struct tp_model_opts mo;
@@ -44,7 +48,15 @@ struct train_args {
 	char chunk[32];
 	const char *trace_out;
 	bool json, max_batch, quiet;
+	unsigned try_steps;		/* --max-batch-steps */
+	double time_limit;		/* --max-batch-time, s; 0: none */
 	char extra[512];		/* --set KEY=VALUE, comma-joined */
+	struct tp_conf conf;		/* the defaults and --set, to check
+					 * them before any run */
+	/* from the configuration the runs will see (resolve_conf()) */
+	bool split_unset;		/* policy.split left at auto */
+	uint64_t host_budget;		/* pager.host_budget; 0: none */
+	uint64_t mem_available;		/* host and cuda: MemAvailable */
 };
 
 /* What one run gave. */
@@ -62,6 +74,8 @@ struct run {
 	void *params;
 	size_t param_bytes;
 	bool have_params;
+	uint64_t host_limit;		/* host swap it was allowed; 0: none */
+	char why[256];			/* the library's word on a failure */
 };
 
 const char *prog = "tpager-train";
@@ -74,7 +88,10 @@ static void usage(FILE *f)
 		"       [--classes N] [--batch N] [--steps N] [--budget B|P%%] [--policy FILTER[/DIRECTOR]]\n"
 		"       [--backend auto|host|cuda|sim] [--seed N] [--optim sgd|adam]\n"
 		"       [--lr X] [--chunk-size B] [--set KEY=VALUE]... [--trace-out FILE]\n"
-		"       [--json] [--quiet] [--max-batch]\n", prog);
+		"       [--json] [--quiet] [--max-batch] [--max-batch-steps N]\n"
+		"       [--max-batch-time SECONDS]\n"
+		"FILTER: delta|lru|greedy|dtr|msps|coop|overlap\n"
+		"DIRECTOR: delta|delta-overlap|evict|offload\n", prog);
 }
 
 static unsigned opt_uint(const char *name, const char *s, unsigned min,
@@ -103,15 +120,17 @@ static void parse_budget(struct train_args *a, const char *s)
 		a->budget_percent = true;
 		return;
 	}
-	if (!parse_bytes(s, &a->budget_bytes) || !a->budget_bytes)
+	if (!parse_bytes(s, &a->budget_bytes))
 		die("--budget: '%s' is neither bytes (K/M/G/T) nor a percent",
 		    s);
+	if (!a->budget_bytes)
+		die("--budget: a budget of 0 bytes holds nothing (give bytes above 0 or a percent in (0, 100])");
 }
 
 static void parse_policy(struct train_args *a, const char *s)
 {
 	static const char *const filters[] = {
-		"delta", "lru", "greedy", "dtr", "msps", "coop",
+		"delta", "lru", "greedy", "dtr", "msps", "coop", "overlap",
 	};
 	static const char *const directors[] = {
 		"delta", "delta-overlap", "evict", "offload",
@@ -124,7 +143,7 @@ static void parse_policy(struct train_args *a, const char *s)
 		if (strlen(filters[i]) == flen && !strncmp(s, filters[i], flen))
 			ok = true;
 	if (!ok)
-		die("--policy: unknown filter '%.*s' (delta, lru, greedy, dtr, msps, coop)",
+		die("--policy: unknown filter '%.*s' (delta, lru, greedy, dtr, msps, coop, overlap)",
 		    (int)flen, s);
 	snprintf(a->filter, sizeof(a->filter), "%.*s", (int)flen, s);
 	if (!slash)
@@ -174,12 +193,30 @@ static void parse_model(struct train_args *a, const char *s)
 	snprintf(a->model, sizeof(a->model), "%s", s);
 }
 
+/* The first library message of a failed call, for a one-line error. */
+static char last_msg[256];
+
+/*
+ * A key and value of tpager.conf(5), checked now as tp_ctx_create would
+ * check them, so that a bad one is a bad argument (exit 2) named by its
+ * option, not a failed run. The keys each run sets itself are refused.
+ */
 static void add_extra(struct train_args *a, const char *kv)
 {
+	const char *eq = strchr(kv, '=');
 	size_t len = strlen(a->extra);
+	char key[128];
 
-	if (!strchr(kv, '=') || strchr(kv, ','))
+	if (!eq || strchr(kv, ',') || eq == kv ||
+	    (size_t)(eq - kv) >= sizeof(key))
 		die("--set: '%s' is not KEY=VALUE", kv);
+	snprintf(key, sizeof(key), "%.*s", (int)(eq - kv), kv);
+	if (!strcmp(key, "pager.budget") || !strcmp(key, "vmm.backend"))
+		die("--set: %s differs between the runs: use --%s", key,
+		    key[0] == 'p' ? "budget" : "backend");
+	last_msg[0] = 0;
+	if (tp_conf_set(&a->conf, key, eq + 1, "--set", 0))
+		die("%s", last_msg[0] ? last_msg : "--set: bad setting");
 	if (len + strlen(kv) + 2 > sizeof(a->extra))
 		die("--set: too many settings");
 	snprintf(a->extra + len, sizeof(a->extra) - len, "%s%s",
@@ -192,9 +229,6 @@ static void quiet_log(enum tp_log_level level, const char *msg, void *priv)
 	(void)msg;
 	(void)priv;
 }
-
-/* The first library message of a failed call, for a one-line error. */
-static char last_msg[256];
 
 static void keep_log(enum tp_log_level level, const char *msg, void *priv)
 {
@@ -260,6 +294,69 @@ static void defaults(struct train_args *a)
 	a->mo.name = a->model;
 }
 
+/* MemAvailable of /proc/meminfo in bytes; 0 when it cannot be read. */
+static uint64_t mem_available(void)
+{
+	unsigned long long kb = 0;
+	char line[128];
+	FILE *f = fopen("/proc/meminfo", "r");
+
+	if (!f)
+		return 0;
+	while (fgets(line, sizeof(line), f))
+		if (sscanf(line, "MemAvailable: %llu kB", &kb) == 1)
+			break;
+	fclose(f);
+	return (uint64_t)kb * 1024;
+}
+
+/*
+ * What the runs will read from the configuration (tpager.conf(5): the
+ * files, $TPAGER_OPTS, then --set) that the tool fills in where it is
+ * left open: policy.split, which it turns on, and pager.host_budget,
+ * which on host and cuda it bounds by the memory the machine has. A bad
+ * configuration is left for the first run to report.
+ */
+static void resolve_conf(struct train_args *a)
+{
+	const struct tp_conf_key *k = tp_conf_find("policy.split");
+	struct tp_conf *c = malloc(sizeof(*c));
+	char v[16];
+
+	a->split_unset = true;
+	if (!c)
+		return;
+	tp_set_log(quiet_log, NULL);
+	if (!tp_conf_load(c, a->extra)) {
+		a->split_unset = k && !tp_conf_format(c, k, v, sizeof(v)) &&
+				 !strcmp(v, "auto");
+		a->host_budget = c->pager_host_budget;
+	}
+	tp_set_log(keep_log, NULL);
+	free(c);
+	if (strcmp(a->backend, "sim"))
+		a->mem_available = mem_available();
+}
+
+/*
+ * Host swap a run under @budget may take: pager.host_budget, or, on host
+ * and cuda without one, the memory the machine had available when the
+ * tool started, less on host the budget itself (the device memory of the
+ * host backend is host memory too), so that a run that needs more fails
+ * with a message rather than at the hands of the kernel's OOM killer.
+ * At least one byte: pager.host_budget = 0 would mean no limit.
+ */
+static uint64_t host_limit(const struct train_args *a, uint64_t budget)
+{
+	uint64_t avail = a->mem_available;
+
+	if (a->host_budget || !avail)
+		return a->host_budget;
+	if (!strcmp(a->backend, "host"))
+		avail = avail > budget ? avail - budget : 1;
+	return avail;
+}
+
 static double now_s(void)
 {
 	struct timespec ts;
@@ -308,12 +405,15 @@ static void per_step(struct run *r, const struct tp_stats *st0, unsigned n)
 }
 
 /*
- * Train @steps steps of @batch under @budget bytes (0: no budget). With
- * @record, the steps are recorded into *@trace.
+ * Train @steps steps of @batch under @budget bytes (0: no budget), the
+ * program's ops refused from monotonic time @deadline on (0: none). With
+ * @record, the steps are recorded into *@trace. A failed run keeps the
+ * statistics and the library's message of the failure.
  */
 static void run_training(const struct train_args *a, unsigned batch,
-			 unsigned steps, uint64_t budget, bool want_params,
-			 struct tp_trace **trace, struct run *r)
+			 unsigned steps, uint64_t budget, double deadline,
+			 bool want_params, struct tp_trace **trace,
+			 struct run *r)
 {
 	struct tp_model_opts mo = a->mo;
 	struct tp_model *m = NULL;
@@ -331,12 +431,20 @@ static void run_training(const struct train_args *a, unsigned batch,
 		 a->chunk[0] ? ",vmm.chunk_size=" : "", a->chunk,
 		 /* shapes only: device memory is what the budget says */
 		 !strcmp(a->backend, "sim") ? ",vmm.device_memory=4T" : "",
-		 a->extra[0] ? "," : "");
-	snprintf(opts + strlen(opts), sizeof(opts) - strlen(opts), "%s",
-		 a->extra);
-	if (budget)
+		 /* an op that does not fit whole runs in parts */
+		 a->split_unset ? ",policy.split=on" : "");
+	if (a->extra[0])
+		snprintf(opts + strlen(opts), sizeof(opts) - strlen(opts),
+			 ",%s", a->extra);
+	if (budget) {
+		r->host_limit = host_limit(a, budget);
 		snprintf(opts + strlen(opts), sizeof(opts) - strlen(opts),
 			 ",pager.budget=%" PRIu64, budget);
+		if (r->host_limit && !a->host_budget)
+			snprintf(opts + strlen(opts),
+				 sizeof(opts) - strlen(opts),
+				 ",pager.host_budget=%" PRIu64, r->host_limit);
+	}
 	if (a->filter[0])
 		snprintf(opts + strlen(opts), sizeof(opts) - strlen(opts),
 			 ",policy.filter=%s", a->filter);
@@ -348,8 +456,10 @@ static void run_training(const struct train_args *a, unsigned batch,
 	if (!ctx) {
 		r->rc = -errno;
 		r->what = "tp_ctx_create";
+		snprintf(r->why, sizeof(r->why), "%s", last_msg);
 		return;
 	}
+	tp_rec_deadline(deadline > 0 ? (uint64_t)(deadline * 1e9) : 0);
 	if (trace) {
 		rc = tp_rec_start(ctx, strcmp(a->backend, "sim") ?
 				  TP_REC_MEASURED : TP_REC_MODELLED);
@@ -446,6 +556,16 @@ static void run_training(const struct train_args *a, unsigned batch,
 		r->have_params = true;
 	}
 out:
+	tp_rec_deadline(0);
+	if (r->rc) {
+		/* The context's last error is the verdict (an op that could
+		 * not take an input whole may still have been split). */
+		tp_stats_get(ctx, &r->st);
+		snprintf(r->why, sizeof(r->why), "%s",
+			 r->rc == -ETIMEDOUT ? "stopped at the time limit" :
+			 tp_last_error(ctx)[0] ? tp_last_error(ctx) :
+			 last_msg);
+	}
 	if (trace && !*trace) {
 		struct tp_trace *t = NULL;
 
@@ -461,7 +581,40 @@ static void run_error(const struct train_args *a, const char *which,
 {
 	fprintf(stderr, "%s: %s run of %s (batch %u) failed in %s: %s%s%s\n",
 		prog, which, a->model, batch, r->what,
-		tp_strerror(r->rc), last_msg[0] ? ": " : "", last_msg);
+		tp_strerror(r->rc), r->why[0] ? ": " : "", r->why);
+}
+
+/* Whether @r failed for want of host swap (stats.swap_full). */
+static bool swap_failed(const struct run *r)
+{
+	return r->rc == -ENOMEM && r->st.swap_full;
+}
+
+/* The host swap limit @r ran under, named as its user set or knows it. */
+static void fmt_host_limit(const struct train_args *a, const struct run *r,
+			   char *buf, size_t len)
+{
+	char b[32];
+
+	fmt_bytes(b, sizeof(b), r->host_limit);
+	if (a->host_budget)
+		snprintf(buf, len, "pager.host_budget = %s", b);
+	else
+		snprintf(buf, len, "the %s of memory the machine had available%s",
+			 b, strcmp(a->backend, "host") ? "" :
+			 " beside the budget");
+}
+
+/* The one line of a run that host swap could not hold. */
+static void swap_error(const struct train_args *a, unsigned batch,
+		       const struct run *r)
+{
+	char lim[96], used[32];
+
+	fmt_host_limit(a, r, lim, sizeof(lim));
+	fmt_bytes(used, sizeof(used), r->st.host_peak);
+	fprintf(stderr, "%s: host swap is full: %s cannot hold what %s at batch %u must offload (it reached %s)\n",
+		prog, lim, a->model, batch, used);
 }
 
 static uint64_t budget_of(const struct train_args *a, uint64_t peak)
@@ -471,31 +624,63 @@ static uint64_t budget_of(const struct train_args *a, uint64_t peak)
 	return (uint64_t)((double)peak * a->budget_pct / 100.0);
 }
 
-static void print_json_run(const char *name, const struct run *r,
-			   bool gpu_timed, bool last)
+/* Samples a second at the time per step, 0 where there is none. */
+static double images_per_s(unsigned batch, const struct run *r)
+{
+	return r->step_s > 0 ? batch / r->step_s : 0;
+}
+
+/* @s as a JSON string, or null. */
+static void json_str(const char *s)
+{
+	if (!s || !*s) {
+		fputs("null", stdout);
+		return;
+	}
+	putchar('"');
+	for (; *s; s++) {
+		if (*s == '"' || *s == '\\')
+			printf("\\%c", *s);
+		else if ((unsigned char)*s < 0x20)
+			printf("\\u%04x", (unsigned char)*s);
+		else
+			putchar(*s);
+	}
+	putchar('"');
+}
+
+static void print_json_run(const char *name, unsigned batch,
+			   const struct run *r, bool gpu_timed, bool last)
 {
 	printf("\"%s\":{\"phys_peak\":%" PRIu64 ",\"step_s\":%.6f,"
-	       "\"loss_first\":", name, r->st.phys_peak, r->step_s);
+	       "\"images_per_s\":%.3f,\"loss_first\":", name,
+	       r->st.phys_peak, r->step_s, images_per_s(batch, r));
 	if (isfinite(r->loss_first))
 		printf("%.9g,\"loss_last\":%.9g", r->loss_first, r->loss_last);
 	else
 		printf("null,\"loss_last\":null");
 	printf(",\"evictions\":%" PRIu64 ",\"offloads\":%" PRIu64
-	       ",\"reloads\":%" PRIu64 ",\"recomputes\":%" PRIu64
+	       ",\"reloads\":%" PRIu64 ",\"bytes_d2h\":%" PRIu64
+	       ",\"bytes_h2d\":%" PRIu64 ",\"recomputes\":%" PRIu64
 	       ",\"prefetch_hits\":%" PRIu64 ",\"stall_ns\":%" PRIu64
 	       ",\"recompute_ns\":%" PRIu64 ",\"compute_ns\":%" PRIu64
 	       ",\"driver_calls\":%" PRIu64 ",\"driver_ns\":%" PRIu64
 	       ",\"range_cache_misses\":%" PRIu64 ",\"policy_ns\":%" PRIu64
 	       ",\"handles\":%" PRIu64 ",\"recarves\":%" PRIu64
+	       ",\"rescued_pages\":%" PRIu64
+	       ",\"split_runs\":%" PRIu64 ",\"split_parts\":%" PRIu64
+	       ",\"host_peak\":%" PRIu64 ",\"host_limit\":%" PRIu64
 	       ",\"driver_calls_per_step\":%.1f,\"driver_s_per_step\":%.6f"
 	       ",\"driver_bg_calls_per_step\":%.1f"
 	       ",\"driver_bg_s_per_step\":%.6f,\"gpu_busy\":",
 	       r->st.evictions, r->st.offloads, r->st.reloads,
-	       r->st.recomputes, r->st.prefetch_hits, r->st.stall_ns,
+	       r->st.bytes_d2h, r->st.bytes_h2d, r->st.recomputes, r->st.prefetch_hits, r->st.stall_ns,
 	       r->st.recompute_ns, r->st.compute_ns, r->st.driver_calls,
 	       r->st.driver_ns, r->st.range_cache_misses, r->st.policy_ns,
-	       r->st.handles, r->st.recarves, r->driver_calls, r->driver_s,
-	       r->bg_calls, r->bg_s);
+	       r->st.handles, r->st.recarves, r->st.rescued_pages,
+	       r->st.split_runs, r->st.split_parts, r->st.host_peak,
+	       r->host_limit, r->driver_calls, r->driver_s, r->bg_calls,
+	       r->bg_s);
 	/* Only where the compute stream is timed: on the device or sim. */
 	if (gpu_timed)
 		printf("%.4f}%s", r->gpu_busy, last ? "" : ",");
@@ -519,8 +704,8 @@ static void report(const struct train_args *a, uint64_t budget,
 		       "\"batch\":%u,\"steps\":%u,\"budget_bytes\":%" PRIu64 ",",
 		       a->model, a->mo.depth, a->backend, a->mo.batch,
 		       a->steps, budget);
-		print_json_run("unconstrained", u, gpu, false);
-		print_json_run("budget", c, gpu, false);
+		print_json_run("unconstrained", a->mo.batch, u, gpu, false);
+		print_json_run("budget", a->mo.batch, c, gpu, false);
 		printf("\"saved_pct\":%.3f,\"overhead_pct\":%.3f,"
 		       "\"weights_identical\":%s}\n", saved, over,
 		       same < 0 ? "null" : same ? "true" : "false");
@@ -541,17 +726,33 @@ static void report(const struct train_args *a, uint64_t budget,
 	printf("%-22s %16s %16s (%.1f%%)\n", "memory saved", "", b3, saved);
 	printf("%-22s %13.3f ms %13.3f ms\n", "time per step",
 	       u->step_s * 1e3, c->step_s * 1e3);
+	printf("%-22s %16.1f %16.1f\n", "samples per second",
+	       images_per_s(a->mo.batch, u), images_per_s(a->mo.batch, c));
 	printf("%-22s %16s %15.1f%%\n", "overhead", "", over);
-	printf("%-22s %16" PRIu64 " %16" PRIu64 "\n", "evictions",
+	/* Counted in tensors, whatever their pages (tp_stats_get(3)). */
+	printf("%-22s %16" PRIu64 " %16" PRIu64 "\n", "tensors evicted",
 	       u->st.evictions, c->st.evictions);
-	printf("%-22s %16" PRIu64 " %16" PRIu64 "\n", "offloads",
+	printf("%-22s %16" PRIu64 " %16" PRIu64 "\n", "tensors offloaded",
 	       u->st.offloads, c->st.offloads);
-	printf("%-22s %16" PRIu64 " %16" PRIu64 "\n", "reloads",
+	printf("%-22s %16" PRIu64 " %16" PRIu64 "\n", "tensors reloaded",
 	       u->st.reloads, c->st.reloads);
-	printf("%-22s %16" PRIu64 " %16" PRIu64 "\n", "recomputes",
+	fmt_bytes(b1, sizeof(b1), u->st.bytes_d2h);
+	fmt_bytes(b2, sizeof(b2), c->st.bytes_d2h);
+	printf("%-22s %16s %16s\n", "copied to host", b1, b2);
+	fmt_bytes(b1, sizeof(b1), u->st.bytes_h2d);
+	fmt_bytes(b2, sizeof(b2), c->st.bytes_h2d);
+	printf("%-22s %16s %16s\n", "copied back", b1, b2);
+	printf("%-22s %16" PRIu64 " %16" PRIu64 "\n", "ops recomputed",
 	       u->st.recomputes, c->st.recomputes);
+	printf("%-22s %16" PRIu64 " %16" PRIu64 "\n", "pages rescued",
+	       u->st.rescued_pages, c->st.rescued_pages);
 	printf("%-22s %16" PRIu64 " %16" PRIu64 "\n", "prefetch hits",
 	       u->st.prefetch_hits, c->st.prefetch_hits);
+	printf("%-22s %16" PRIu64 " %16" PRIu64 "\n", "split runs",
+	       u->st.split_runs, c->st.split_runs);
+	fmt_bytes(b1, sizeof(b1), u->st.host_peak);
+	fmt_bytes(b2, sizeof(b2), c->st.host_peak);
+	printf("%-22s %16s %16s\n", "host swap peak", b1, b2);
 	printf("%-22s %16.1f %16.1f\n", "driver calls per step",
 	       u->driver_calls, c->driver_calls);
 	printf("%-22s %13.3f ms %13.3f ms\n", "driver time per step",
@@ -586,9 +787,10 @@ static int train(const struct train_args *a)
 	struct run u, c;
 	struct tp_trace *trace = NULL;
 	uint64_t budget;
+	char peak[32];
 	int same = -1, rc;
 
-	run_training(a, a->mo.batch, a->steps, 0, true,
+	run_training(a, a->mo.batch, a->steps, 0, 0, true,
 		     a->trace_out ? &trace : NULL, &u);
 	if (u.rc) {
 		run_error(a, "unconstrained", a->mo.batch, &u);
@@ -607,17 +809,28 @@ static int train(const struct train_args *a)
 		}
 	}
 	budget = budget_of(a, u.st.phys_peak);
+	/* Bad arguments, found by the unconstrained run: exit 2. */
 	if (budget < u.st.chunk_size) {
 		fprintf(stderr, "%s: budget of %" PRIu64 " bytes is below one chunk (%" PRIu64 " bytes)\n",
 			prog, budget, u.st.chunk_size);
 		free(u.params);
-		return 1;
+		return 2;
 	}
-	run_training(a, a->mo.batch, a->steps, budget, true, NULL, &c);
+	if (budget > u.st.phys_peak) {
+		fmt_bytes(peak, sizeof(peak), u.st.phys_peak);
+		fprintf(stderr, "%s: budget of %" PRIu64 " bytes is above the unconstrained peak of %s at batch %u (%s): nothing would be paged\n",
+			prog, budget, a->model, a->mo.batch, peak);
+		free(u.params);
+		return 2;
+	}
+	run_training(a, a->mo.batch, a->steps, budget, 0, true, NULL, &c);
 	if (c.rc) {
-		if (c.rc == -ENOMEM)
-			fprintf(stderr, "%s: budget of %" PRIu64 " bytes is below the working set of %s at batch %u (a step needs more than it)\n",
-				prog, budget, a->model, a->mo.batch);
+		if (swap_failed(&c))
+			swap_error(a, a->mo.batch, &c);
+		else if (c.rc == -ENOMEM)
+			fprintf(stderr, "%s: budget of %" PRIu64 " bytes is below the working set of %s at batch %u (a step needs more than it)%s%s\n",
+				prog, budget, a->model, a->mo.batch,
+				c.why[0] ? ": " : "", c.why);
 		else
 			run_error(a, "budgeted", a->mo.batch, &c);
 		free(u.params);
@@ -637,128 +850,309 @@ static int train(const struct train_args *a)
 	return 0;
 }
 
-/*
- * With paging: two steps under @budget complete (the second sees the
- * first's leftovers). Without: the same allocator with nothing allowed to
- * leave, so a batch fits exactly when its unconstrained physical peak is
- * within the budget; that peak is measured directly instead of by a run
- * that fails.
- */
-static int fits(const struct train_args *a, unsigned batch, uint64_t budget,
-		bool paging, bool *ok)
+/* --- --max-batch ---------------------------------------------------------- */
+
+enum try_result { TRY_FITS, TRY_NO_FIT, TRY_STOPPED, TRY_ERROR };
+
+static const char *const try_words[] = {
+	[TRY_FITS] = "fits", [TRY_NO_FIT] = "does not fit",
+	[TRY_STOPPED] = "stopped at the time limit",
+};
+
+struct search {
+	const struct train_args *a;
+	uint64_t budget;
+	double start, deadline;		/* monotonic s; deadline 0: none */
+	unsigned tries;
+	bool stopped;			/* the time limit ended it */
+	/* with paging: the largest batch that fit, and its try */
+	unsigned best;
+	struct run best_run;
+	/* with paging: the smallest batch that did not, and why */
+	unsigned no_fit;
+	struct run no_fit_run;
+};
+
+/* One try as it completes: a line on stderr, or a JSON line. */
+static void print_try(const struct search *s, unsigned batch, bool paging,
+		      const struct run *r, enum try_result res, double secs)
 {
+	const struct train_args *a = s->a;
+	char peak[32], host[32];
+
+	if (a->json) {
+		printf("{\"try\":%u,\"paging\":%s,\"batch\":%u,\"result\":\"%s\","
+		       "\"steps\":%u,\"step_s\":", s->tries,
+		       paging ? "true" : "false", batch, try_words[res],
+		       paging ? a->try_steps : 1);
+		if (paging && res == TRY_FITS)
+			printf("%.6f,\"images_per_s\":%.3f", r->step_s,
+			       images_per_s(batch, r));
+		else
+			printf("null,\"images_per_s\":null");
+		printf(",\"phys_peak\":%" PRIu64 ",\"host_peak\":%" PRIu64
+		       ",\"evictions\":%" PRIu64 ",\"offloads\":%" PRIu64
+		       ",\"recomputes\":%" PRIu64 ",\"split_runs\":%" PRIu64
+		       ",\"split_parts\":%" PRIu64 ",\"swap_full\":%" PRIu64
+		       ",\"elapsed_s\":%.3f,\"why\":", r->st.phys_peak,
+		       r->st.host_peak, r->st.evictions, r->st.offloads,
+		       r->st.recomputes, r->st.split_runs, r->st.split_parts,
+		       r->st.swap_full, secs);
+		json_str(res == TRY_FITS || !paging ? NULL : r->why);
+		printf("}\n");
+		fflush(stdout);
+		return;
+	}
+	if (a->quiet)
+		return;
+	fmt_bytes(peak, sizeof(peak), r->st.phys_peak);
+	fmt_bytes(host, sizeof(host), r->st.host_peak);
+	if (!paging) {
+		fprintf(stderr, "%s: without paging: batch %u %s (peak %s) [%.1f s]\n",
+			prog, batch, try_words[res], peak, secs);
+		return;
+	}
+	if (res == TRY_FITS)
+		fprintf(stderr, "%s: with paging: batch %u fits: %.3f ms a step, %.1f samples/s, peak %s, host swap %s, %" PRIu64 " split runs (%" PRIu64 " parts) [%.1f s]\n",
+			prog, batch, r->step_s * 1e3, images_per_s(batch, r),
+			peak, host, r->st.split_runs, r->st.split_parts, secs);
+	else
+		fprintf(stderr, "%s: with paging: batch %u %s%s%s (%" PRIu64 " split runs, host swap %s) [%.1f s]\n",
+			prog, batch, try_words[res],
+			r->why[0] && res != TRY_STOPPED ? ": " : "",
+			res != TRY_STOPPED ? r->why : "", r->st.split_runs,
+			host, secs);
+}
+
+/*
+ * Try @batch: with paging, --max-batch-steps steps under the budget must
+ * complete; without, one unconstrained step must peak within it (the same
+ * allocator with nothing allowed to leave fits exactly then, and the peak
+ * is measured rather than found by a run that fails). What a try says,
+ * it says as it completes.
+ */
+static enum try_result try_batch(struct search *s, unsigned batch,
+				 bool paging, struct run *r)
+{
+	const struct train_args *a = s->a;
+	enum try_result res;
+	double t0 = now_s();
+
+	if (s->deadline && t0 >= s->deadline) {
+		s->stopped = true;
+		return TRY_STOPPED;
+	}
+	run_training(a, batch, paging ? a->try_steps : 1,
+		     paging ? s->budget : 0, s->deadline, false, NULL, r);
+	s->tries++;
+	if (!r->rc)
+		res = paging || r->st.phys_peak <= s->budget ? TRY_FITS :
+							       TRY_NO_FIT;
+	else if (r->rc == -ETIMEDOUT)
+		res = TRY_STOPPED;
+	/* -EOVERFLOW: a tensor past the ops' 32-bit element counts */
+	else if (r->rc == -ENOMEM || r->rc == -TP_ENOREGEN ||
+		 r->rc == -TP_EDEPTH || r->rc == -TP_EWORK ||
+		 r->rc == -EOVERFLOW)
+		res = TRY_NO_FIT;
+	else
+		res = TRY_ERROR;
+	if (res == TRY_ERROR) {
+		run_error(a, paging ? "budgeted" : "unconstrained", batch, r);
+		return res;
+	}
+	if (res == TRY_STOPPED)
+		s->stopped = true;
+	if (res == TRY_NO_FIT && swap_failed(r))
+		snprintf(r->why, sizeof(r->why), "host swap is full (limit %" PRIu64 " bytes, reached %" PRIu64 ")",
+			 r->host_limit, r->st.host_peak);
+	print_try(s, batch, paging, r, res, now_s() - t0);
+	if (paging && res == TRY_FITS && batch > s->best) {
+		s->best = batch;
+		s->best_run = *r;
+	}
+	if (paging && res == TRY_NO_FIT && (!s->no_fit || batch < s->no_fit)) {
+		s->no_fit = batch;
+		s->no_fit_run = *r;
+	}
+	return res;
+}
+
+/*
+ * Doubling from @start, then bisection, above @lo known to fit: the
+ * largest batch that fits, or, stopped by the time limit, the largest
+ * found so far. -1 when a try failed for another reason than memory.
+ */
+static int search(struct search *s, bool paging, unsigned lo,
+		  unsigned start, unsigned *best)
+{
+	unsigned hi = start > lo ? start : lo + 1;
+	enum try_result res;
 	struct run r;
 
-	run_training(a, batch, paging ? 2 : 1, paging ? budget : 0, false,
-		     NULL, &r);
-	*ok = !r.rc && (paging || r.st.phys_peak <= budget);
-	/* -EOVERFLOW: a tensor past the ops' 32-bit element counts */
-	if (r.rc == -ENOMEM || r.rc == TP_ENOREGEN || r.rc == TP_EDEPTH ||
-	    r.rc == -EOVERFLOW || !r.rc)
-		return 0;
-	run_error(a, paging ? "budgeted" : "unconstrained", batch, &r);
-	return r.rc;
-}
-
-/* fits(), told on stderr unless quiet. */
-static int try_batch(const struct train_args *a, unsigned batch,
-		     uint64_t budget, bool paging, bool *ok)
-{
-	int rc = fits(a, batch, budget, paging, ok);
-
-	if (!rc && !a->quiet)
-		fprintf(stderr, "%s: %s paging: batch %u %s\n", prog,
-			paging ? "with" : "without", batch,
-			*ok ? "fits" : "does not fit");
-	return rc;
-}
-
-/* Doubling, then bisection: the largest batch that fits, 0 if none. */
-static int search(const struct train_args *a, uint64_t budget, bool paging,
-		  unsigned *best)
-{
-	unsigned lo = 0, hi = 1;
-	bool ok;
-	int rc;
-
+	*best = lo;
 	for (;;) {
-		rc = try_batch(a, hi, budget, paging, &ok);
-		if (rc)
-			return rc;
-		if (!ok)
-			break;
-		lo = hi;
-		if (hi >= MAX_BATCH_LIMIT) {
-			*best = hi;
+		res = try_batch(s, hi, paging, &r);
+		if (res == TRY_ERROR)
+			return -1;
+		if (res == TRY_STOPPED)
 			return 0;
-		}
-		hi *= 2;
+		if (res != TRY_FITS)
+			break;
+		lo = *best = hi;
+		if (hi >= MAX_BATCH_LIMIT)
+			return 0;
+		hi = hi > MAX_BATCH_LIMIT / 2 ? MAX_BATCH_LIMIT : 2 * hi;
 	}
 	while (hi - lo > 1) {
 		unsigned mid = lo + (hi - lo) / 2;
 
-		rc = try_batch(a, mid, budget, paging, &ok);
-		if (rc)
-			return rc;
-		if (ok)
-			lo = mid;
+		res = try_batch(s, mid, paging, &r);
+		if (res == TRY_ERROR)
+			return -1;
+		if (res == TRY_STOPPED)
+			return 0;
+		if (res == TRY_FITS)
+			lo = *best = mid;
 		else
 			hi = mid;
 	}
-	*best = lo;
 	return 0;
+}
+
+static void report_max_batch(const struct search *s, unsigned without,
+			     unsigned with)
+{
+	const struct train_args *a = s->a;
+	const struct run *b = &s->best_run, *n = &s->no_fit_run;
+	double secs = now_s() - s->start;
+	char buf[32];
+
+	if (a->json) {
+		printf("{\"model\":\"%s\",\"depth\":%u,\"backend\":\"%s\","
+		       "\"budget_bytes\":%" PRIu64 ",\"max_batch_without\":%u,"
+		       "\"max_batch_with\":%u,\"steps_per_try\":%u,"
+		       "\"time_limit_s\":%g,\"complete\":%s,\"tries\":%u,"
+		       "\"elapsed_s\":%.3f,\"at_max\":", a->model, a->mo.depth,
+		       a->backend, s->budget, without, with, a->try_steps,
+		       a->time_limit, s->stopped ? "false" : "true", s->tries,
+		       secs);
+		if (with)
+			printf("{\"batch\":%u,\"step_s\":%.6f,"
+			       "\"images_per_s\":%.3f,\"phys_peak\":%" PRIu64
+			       ",\"host_peak\":%" PRIu64 ",\"host_limit\":%"
+			       PRIu64 ",\"split_runs\":%" PRIu64
+			       ",\"split_parts\":%" PRIu64 ",\"evictions\":%"
+			       PRIu64 ",\"offloads\":%" PRIu64
+			       ",\"recomputes\":%" PRIu64 "}", with,
+			       b->step_s, images_per_s(with, b),
+			       b->st.phys_peak, b->st.host_peak, b->host_limit,
+			       b->st.split_runs, b->st.split_parts,
+			       b->st.evictions, b->st.offloads,
+			       b->st.recomputes);
+		else
+			printf("null");
+		printf(",\"first_no_fit\":");
+		if (s->no_fit) {
+			printf("{\"batch\":%u,\"swap_full\":%s,\"why\":",
+			       s->no_fit, swap_failed(n) ? "true" : "false");
+			json_str(n->why);
+			printf("}");
+		} else {
+			printf("null");
+		}
+		printf("}\n");
+		return;
+	}
+	fmt_bytes(buf, sizeof(buf), s->budget);
+	printf("tpager-train: largest batch of %s%s%.0u under %s (%s backend)\n\n",
+	       a->model, a->mo.depth ? "-" : "", a->mo.depth, buf, a->backend);
+	printf("%-34s %8u\n", "without paging (peak <= budget)", without);
+	printf("%-34s %8u\n", "with tpager", with);
+	if (without)
+		printf("%-34s %7.2fx\n", "ratio", (double)with / without);
+	if (with) {
+		printf("%-34s %8.3f ms\n", "time per step there",
+		       b->step_s * 1e3);
+		printf("%-34s %8.1f\n", "samples per second there",
+		       images_per_s(with, b));
+		fmt_bytes(buf, sizeof(buf), b->st.host_peak);
+		printf("%-34s %11s\n", "host swap it needs", buf);
+		printf("%-34s %8" PRIu64 " (%" PRIu64 " parts)\n",
+		       "split runs there", b->st.split_runs,
+		       b->st.split_parts);
+	}
+	if (s->no_fit)
+		printf("batch %u does not fit: %s\n", s->no_fit,
+		       n->why[0] ? n->why : tp_strerror(n->rc));
+	printf("%u tries of %u steps in %.1f s\n", s->tries, a->try_steps,
+	       secs);
+	if (s->stopped)
+		printf("stopped at the time limit (--max-batch-time %g s): the largest batch is at least %u\n",
+		       a->time_limit, with);
 }
 
 static int max_batch(const struct train_args *a)
 {
+	struct search s = { .a = a, .start = now_s() };
 	unsigned with = 0, without = 0;
-	uint64_t budget = a->budget_bytes;
 	unsigned probe = a->budget_percent ? a->mo.batch : 1;
-	char b[32];
+	unsigned start = a->have_batch ? a->mo.batch : 1;
 	struct run r;
-	bool ok;
+	double t0;
 
+	s.deadline = a->time_limit > 0 ? s.start + a->time_limit : 0;
+	s.budget = a->budget_bytes;
 	/*
 	 * One unconstrained step gives the chunk size (and the peak a
 	 * percent is of); a budget that cannot take a chunk, or batch 1 even
 	 * with paging, is a bad argument, told in one line before searching.
 	 */
-	run_training(a, probe, 1, 0, false, NULL, &r);
+	run_training(a, probe, 1, 0, s.deadline, false, NULL, &r);
 	if (r.rc) {
 		run_error(a, "unconstrained", probe, &r);
 		return 1;
 	}
 	if (a->budget_percent)
-		budget = budget_of(a, r.st.phys_peak);
-	if (budget < r.st.chunk_size) {
+		s.budget = budget_of(a, r.st.phys_peak);
+	if (s.budget < r.st.chunk_size) {
 		fprintf(stderr, "%s: budget of %" PRIu64 " bytes is below one chunk (%" PRIu64 " bytes)\n",
-			prog, budget, r.st.chunk_size);
+			prog, s.budget, r.st.chunk_size);
+		return 2;
+	}
+	/* Batch 1 with paging: told only when it fits, else the error. */
+	t0 = now_s();
+	run_training(a, 1, a->try_steps, s.budget, s.deadline, false, NULL,
+		     &r);
+	if (r.rc == -ENOMEM && swap_failed(&r)) {
+		swap_error(a, 1, &r);
 		return 1;
 	}
-	if (fits(a, 1, budget, true, &ok))
-		return 1;
-	if (!ok) {
-		fprintf(stderr, "%s: budget of %" PRIu64 " bytes is below the working set of %s at batch 1 (a step needs more than it)\n",
-			prog, budget, a->model);
+	if (r.rc == -ETIMEDOUT) {
+		fprintf(stderr, "%s: batch 1 did not finish within --max-batch-time %g s\n",
+			prog, a->time_limit);
 		return 1;
 	}
-	if (search(a, budget, false, &without) ||
-	    search(a, budget, true, &with))
+	if (r.rc == -ENOMEM) {
+		fprintf(stderr, "%s: budget of %" PRIu64 " bytes is below the working set of %s at batch 1 (a step needs more than it)%s%s\n",
+			prog, s.budget, a->model, r.why[0] ? ": " : "",
+			r.why);
 		return 1;
-	if (a->json) {
-		printf("{\"model\":\"%s\",\"depth\":%u,\"backend\":\"%s\","
-		       "\"budget_bytes\":%" PRIu64 ",\"max_batch_without\":%u,"
-		       "\"max_batch_with\":%u}\n", a->model, a->mo.depth,
-		       a->backend, budget, without, with);
-		return 0;
 	}
-	fmt_bytes(b, sizeof(b), budget);
-	printf("tpager-train: largest batch of %s%s%.0u under %s (%s backend)\n\n",
-	       a->model, a->mo.depth ? "-" : "", a->mo.depth, b, a->backend);
-	printf("%-34s %8u\n", "without paging (peak <= budget)", without);
-	printf("%-34s %8u\n", "with tpager", with);
-	if (without)
-		printf("%-34s %7.2fx\n", "ratio", (double)with / without);
+	if (r.rc) {
+		run_error(a, "budgeted", 1, &r);
+		return 1;
+	}
+	s.tries++;
+	print_try(&s, 1, true, &r, TRY_FITS, now_s() - t0);
+	s.best = with = 1;
+	s.best_run = r;
+	if (search(&s, false, 0, start, &without))
+		return 1;
+	/* Stopped without paging, the search with it is not begun. */
+	if (!s.stopped && search(&s, true, 1, start, &with))
+		return 1;
+	report_max_batch(&s, without, with);
 	return 0;
 }
 
@@ -768,7 +1162,7 @@ int main(int argc, char **argv)
 		O_MODEL = 256, O_DEPTH, O_LAYERS, O_HIDDEN, O_HEADS, O_SEQ,
 		O_IMAGE, O_CLASSES, O_BATCH, O_STEPS, O_BUDGET, O_POLICY, O_BACKEND,
 		O_SEED, O_TRACE, O_JSON, O_MAXB, O_CHUNK, O_SET, O_OPTIM, O_LR,
-		O_QUIET, O_HELP,
+		O_QUIET, O_HELP, O_MAXB_STEPS, O_MAXB_TIME,
 	};
 	static const struct option lopts[] = {
 		{ "model", required_argument, NULL, O_MODEL },
@@ -793,15 +1187,23 @@ int main(int argc, char **argv)
 		{ "json", no_argument, NULL, O_JSON },
 		{ "quiet", no_argument, NULL, O_QUIET },
 		{ "max-batch", no_argument, NULL, O_MAXB },
+		{ "max-batch-steps", required_argument, NULL, O_MAXB_STEPS },
+		{ "max-batch-time", required_argument, NULL, O_MAXB_TIME },
 		{ "help", no_argument, NULL, O_HELP },
 		{ NULL, 0, NULL, 0 },
 	};
-	struct train_args a = { .steps = 20 };
+	struct train_args a = {
+		.steps = 20, .try_steps = TRY_STEPS, .time_limit = SEARCH_TIME,
+	};
+	bool search_opts = false;
 	unsigned long long v;
 	uint64_t bytes;
 	int c;
 
 	snprintf(a.backend, sizeof(a.backend), "auto");
+	tp_conf_defaults(&a.conf);
+	/* The library's messages about the arguments go into die()'s. */
+	tp_set_log(keep_log, NULL);
 	opterr = 0;
 	while ((c = getopt_long(argc, argv, "h", lopts, NULL)) != -1) {
 		switch (c) {
@@ -859,8 +1261,10 @@ int main(int argc, char **argv)
 			break;
 		}
 		case O_CHUNK:
-			if (!parse_bytes(optarg, &bytes) || bytes < 4096)
-				die("--chunk-size: '%s' is not a size of at least 4K",
+			/* vmm.chunk_size: a power of two (tpager.conf(5)) */
+			if (!parse_bytes(optarg, &bytes) || bytes < 4096 ||
+			    (bytes & (bytes - 1)))
+				die("--chunk-size: '%s' is not a power of two of at least 4K",
 				    optarg);
 			snprintf(a.chunk, sizeof(a.chunk), "%" PRIu64, bytes);
 			break;
@@ -869,6 +1273,21 @@ int main(int argc, char **argv)
 		case O_JSON: a.json = true; a.quiet = true; break;
 		case O_QUIET: a.quiet = true; break;
 		case O_MAXB: a.max_batch = true; break;
+		case O_MAXB_STEPS:
+			a.try_steps = opt_uint("max-batch-steps", optarg, 2,
+					       1000);
+			search_opts = true;
+			break;
+		case O_MAXB_TIME: {
+			double t;
+
+			if (!parse_double(optarg, &t) || t < 0)
+				die("--max-batch-time: '%s' is not a number of seconds (0: no limit)",
+				    optarg);
+			a.time_limit = t;
+			search_opts = true;
+			break;
+		}
 		case 'h': case O_HELP: usage(stdout); return 0;
 		default:
 			if (optopt)
@@ -882,7 +1301,9 @@ int main(int argc, char **argv)
 		die("unexpected argument '%s' (try --help)", argv[optind]);
 	if (a.mo.depth && a.have_model && strcmp(a.model, "resnet"))
 		die("--depth applies to resnet only");
-	tp_set_log(keep_log, NULL);
+	last_msg[0] = 0;
+	if (tp_conf_check(&a.conf, "--set"))
+		die("%s", last_msg);
 	resolve_backend(&a);
 	defaults(&a);
 	if (a.mo.hidden && a.mo.heads && a.mo.hidden % a.mo.heads)
@@ -895,5 +1316,8 @@ int main(int argc, char **argv)
 		    a.model);
 	if (a.max_batch && a.trace_out)
 		die("--trace-out and --max-batch do not go together");
+	if (search_opts && !a.max_batch)
+		die("--max-batch-steps and --max-batch-time apply to --max-batch only");
+	resolve_conf(&a);
 	return a.max_batch ? max_batch(&a) : train(&a);
 }

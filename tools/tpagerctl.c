@@ -26,11 +26,14 @@
 
 #define VALUE_MAX 512
 
-/* Messages of the library: kept for --json, printed otherwise. */
+/*
+ * Messages of the library: kept for --json, and while a context is being
+ * created (its failure is told in one line); printed otherwise.
+ */
 struct messages {
 	char **text;
 	size_t n;
-	bool json;
+	bool json, hold;
 };
 
 static struct messages msgs;
@@ -40,7 +43,7 @@ static void log_fn(enum tp_log_level level, const char *msg, void *priv)
 	struct messages *m = priv;
 	char **nt;
 
-	if (!m->json) {
+	if (!m->json && !m->hold) {
 		fprintf(stderr, "tpagerctl: %s%s\n",
 			level == TP_LOG_ERROR ? "" : "note: ", msg);
 		return;
@@ -202,6 +205,32 @@ static void print_rows(const struct row *rows, size_t n, bool json,
 		       rows[i].help);
 }
 
+/*
+ * The messages held while a context was created, from @from on, printed
+ * after all; --json keeps them for its object.
+ */
+static void release_messages(size_t from)
+{
+	msgs.hold = false;
+	if (msgs.json)
+		return;
+	for (size_t i = 0; i < msgs.n; i++) {
+		if (i >= from)
+			fprintf(stderr, "tpagerctl: %s\n", msgs.text[i]);
+		free(msgs.text[i]);
+	}
+	msgs.n = 0;
+}
+
+static void free_messages(void)
+{
+	for (size_t i = 0; i < msgs.n; i++)
+		free(msgs.text[i]);
+	free(msgs.text);
+	msgs.text = NULL;
+	msgs.n = 0;
+}
+
 /* Rows for @keys (all keys when @nkeys is 0); 0, or 1 after an error. */
 static int list(const struct source *src, char **keys, size_t nkeys,
 		bool json, bool values_only, bool full)
@@ -321,12 +350,15 @@ int main(int argc, char **argv)
 	};
 	bool all = false, json = false, values_only = false;
 	const char *file = NULL;
-	char *opts = NULL;
+	char *opts = NULL, *with = NULL;	/* with: the -w settings alone */
 	struct source src;
 	int opt, status;
 
 	memset(&src, 0, sizeof(src));
-	while ((opt = getopt_long(argc, argv, "af:w:njhV", longopts,
+	/* Our own messages, named tpagerctl, not getopt's (argv[0]). */
+	opterr = 0;
+	status = 2;
+	while ((opt = getopt_long(argc, argv, ":af:w:njhV", longopts,
 				  NULL)) != -1) {
 		switch (opt) {
 		case 'a': all = true; break;
@@ -335,32 +367,58 @@ int main(int argc, char **argv)
 			if (!strchr(optarg, '=')) {
 				fprintf(stderr, "tpagerctl: -w %s: expected KEY=VALUE\n",
 					optarg);
-				return 2;
+				goto out;
 			}
-			if (!opts && append_opt(&opts, "vmm.backend=host"))
-				return 1;
-			if (append_opt(&opts, optarg))
-				return 1;
+			/* The host backend unless a setting says otherwise. */
+			if ((!opts && append_opt(&opts, "vmm.backend=host")) ||
+			    append_opt(&opts, optarg) || append_opt(&with, optarg)) {
+				fprintf(stderr, "tpagerctl: %s\n", strerror(ENOMEM));
+				status = 1;
+				goto out;
+			}
 			break;
 		case 'n': values_only = true; break;
 		case 'j': json = true; break;
-		case 'h': usage(stdout); return 0;
-		case 'V': printf("tpagerctl %s\n", PACKAGE_VERSION); return 0;
-		default: usage(stderr); return 2;
+		case 'h': usage(stdout); status = 0; goto out;
+		case 'V':
+			printf("tpagerctl %s\n", PACKAGE_VERSION);
+			status = 0;
+			goto out;
+		case ':':
+			/* As typed: --file, or -f alone or in a cluster. */
+			if (strncmp(argv[optind - 1], "--", 2))
+				fprintf(stderr, "tpagerctl: option '-%c' needs a value (try --help)\n",
+					optopt);
+			else
+				fprintf(stderr, "tpagerctl: option '%s' needs a value (try --help)\n",
+					argv[optind - 1]);
+			goto out;
+		default:
+			if (optopt)
+				fprintf(stderr, "tpagerctl: unknown option '-%c' (try --help)\n",
+					optopt);
+			else
+				fprintf(stderr, "tpagerctl: unknown option '%s' (try --help)\n",
+					argv[optind - 1]);
+			goto out;
 		}
 	}
 	if ((file && (all || opts || optind < argc)) ||
 	    (all && optind < argc) ||
 	    (!file && !all && !opts && optind == argc)) {
 		usage(stderr);
-		return 2;
+		goto out;
 	}
 	msgs.json = json;
 	tp_set_log(log_fn, &msgs);
 
-	if (file)
-		return check_file(file, json);
+	status = 1;
+	if (file) {
+		status = check_file(file, json);
+		goto out;
+	}
 	if (opts) {
+		msgs.hold = true;
 		src.ctx = tp_ctx_create(opts);
 		if (!src.ctx) {
 			int err = errno;
@@ -372,12 +430,14 @@ int main(int argc, char **argv)
 				json_messages(stdout);
 				fputs("}\n", stdout);
 			} else {
+				/* The user's settings, and the first reason. */
 				fprintf(stderr, "tpagerctl: cannot create a context with %s: %s\n",
-					opts, strerror(err));
+					with, msgs.n ? msgs.text[0] : strerror(err));
 			}
-			free(opts);
-			return 1;
+			release_messages(1);
+			goto out;
 		}
+		release_messages(0);
 	} else if (tp_conf_load(&src.conf, NULL)) {
 		if (json) {
 			fputs("{\"ok\": false, ", stdout);
@@ -387,15 +447,15 @@ int main(int argc, char **argv)
 			fputs("tpagerctl: the configuration holds errors\n",
 			      stderr);
 		}
-		return 1;
+		goto out;
 	}
 	status = list(&src, argv + optind, (size_t)(argc - optind), json,
 		      values_only, all || (opts && optind == argc));
 	if (src.ctx)
 		tp_ctx_destroy(src.ctx);
+out:
 	free(opts);
-	for (size_t i = 0; i < msgs.n; i++)
-		free(msgs.text[i]);
-	free(msgs.text);
+	free(with);
+	free_messages();
 	return status;
 }

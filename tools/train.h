@@ -9,6 +9,9 @@
  * (tools/Makefile.inc), so the calls reach tools/train_record.c first.
  * Calls the library makes from inside tp_op_run() (its own outputs) are
  * not the program's and are not recorded.
+ *
+ * The same wrap of tp_op_run() bounds a run in time (tp_rec_deadline()),
+ * recording or not.
  */
 #ifndef TP_TOOLS_TRAIN_H
 #define TP_TOOLS_TRAIN_H
@@ -48,6 +51,13 @@ int tp_rec_iteration(bool measured);
  * freed and *@out is NULL).
  */
 int tp_rec_stop(struct tp_trace **out);
+
+/**
+ * tp_rec_deadline() - from CLOCK_MONOTONIC time @ns on, every op the
+ * program runs fails with -ETIMEDOUT before it starts; 0 lifts the bound.
+ * An op already running finishes.
+ */
+void tp_rec_deadline(uint64_t ns);
 
 /**
  * tp_rec_model_cost() - the modelled cost, in ns, of op @name with

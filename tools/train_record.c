@@ -2,7 +2,8 @@
 /*
  * The op recorder of tpager-train (see tools/train.h): the --wrap targets
  * of tp_tensor_create, tp_tensor_free and tp_op_run, and the map from the
- * program's tensor handles to trace ids.
+ * program's tensor handles to trace ids; and the deadline that the
+ * tp_op_run wrap holds runs to.
  */
 #include "config.h"
 
@@ -329,6 +330,14 @@ static int record_op(const struct tp_op_type *type, const void *params,
 	return rc;
 }
 
+/* CLOCK_MONOTONIC ns after which the program's ops fail; 0: none. */
+static uint64_t deadline_ns;
+
+void tp_rec_deadline(uint64_t ns)
+{
+	deadline_ns = ns;
+}
+
 int __wrap_tp_op_run(struct tp_ctx *ctx, const struct tp_op_type *type,
 		     const void *params, size_t params_len,
 		     struct tp_tensor *const *inputs, unsigned n_in,
@@ -339,6 +348,9 @@ int __wrap_tp_op_run(struct tp_ctx *ctx, const struct tp_op_type *type,
 	uint64_t t0 = 0;
 	int rc;
 
+	/* Refused before it starts, an op leaves every tensor as it was. */
+	if (deadline_ns && !rec.depth && now_ns() >= deadline_ns)
+		return -ETIMEDOUT;
 	if (on && rec.cost == TP_REC_MEASURED) {
 		/* time the op alone, not the queue before it */
 		fail(tp_sync(rec.ctx));

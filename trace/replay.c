@@ -660,6 +660,16 @@ static uint64_t region_compute(const struct tp_trace *t, size_t begin,
 	return ns;
 }
 
+/* The policy that runs: the options', else the configuration's. */
+static void note_policy(struct tp_ctx *ctx, struct tp_replay_result *r)
+{
+	char f[32], d[32];
+
+	if (!tp_ctl_get(ctx, "policy.filter", f, sizeof(f)) &&
+	    !tp_ctl_get(ctx, "policy.director", d, sizeof(d)))
+		snprintf(r->policy, sizeof(r->policy), "%s/%s", f, d);
+}
+
 int tp_replay_run(const struct tp_trace *t, const struct tp_replay_opts *o,
 		  struct tp_replay_result *r)
 {
@@ -722,6 +732,8 @@ int tp_replay_run(const struct tp_trace *t, const struct tp_replay_opts *o,
 			r->status = TP_REPLAY_ERROR;
 		goto out_free;
 	}
+	r->limited = o->budget_bytes != 0;
+	note_policy(rp.ctx, r);
 	for (i = 0; i < begin; i++) {
 		ret = apply(&rp, &t->events[i]);
 		if (ret)

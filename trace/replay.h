@@ -9,6 +9,7 @@
 #ifndef TP_TRACE_REPLAY_H
 #define TP_TRACE_REPLAY_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "trace/trace.h"
@@ -67,6 +68,9 @@ struct tp_replay_result {
 	int err;		/* the failing call's -errno, or 0 */
 	char error[256];	/* what failed, for the user */
 	uint64_t budget_bytes;	/* as the pager took it */
+	bool limited;		/* false: no budget asked for, the pool
+				 * sized so that the replay always fits */
+	char policy[64];	/* "filter/director" as the context ran them */
 	uint64_t chunk_size;
 	uint64_t phys_peak;	/* mapped bytes, whole replay incl. warm-up */
 	uint64_t ops;		/* trace ops replayed in the region */

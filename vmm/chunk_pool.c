@@ -239,6 +239,16 @@ static void put_runs(struct tp_chunk_pool *pool, struct tp_chunk *const *c,
 	}
 }
 
+void tp_chunk_pool_reclaim(struct tp_chunk_pool *pool, struct tp_chunk *c)
+{
+	/* Only the extent pool gives handles back before their unmap. */
+	if (pool->ext)
+		tp_extent_pool_reclaim(pool->ext, c);
+	else
+		tp_log(TP_LOG_ERROR, "vmm: chunk %u reclaimed from a chunked pool",
+		       c->index);
+}
+
 void tp_chunk_pool_put(struct tp_chunk_pool *pool, struct tp_chunk *const *c,
 		       size_t n)
 {

@@ -80,6 +80,12 @@ void tp_chunk_pool_put(struct tp_chunk_pool *pool, struct tp_chunk *const *c,
 		       size_t n);
 
 /** tp_chunk_pool_available() - chunks a take could get now. */
+/*
+ * Take the free handle @c off the free lists for its old owner (a
+ * rescue, vmm.mapping = extents).
+ */
+void tp_chunk_pool_reclaim(struct tp_chunk_pool *pool, struct tp_chunk *c);
+
 size_t tp_chunk_pool_available(const struct tp_chunk_pool *pool);
 /** tp_chunk_pool_pending() - and those fenced by copies in flight. */
 size_t tp_chunk_pool_pending(const struct tp_chunk_pool *pool);

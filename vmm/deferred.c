@@ -57,9 +57,11 @@ int tp_deferred_add(struct tp_vmm *vmm, struct tp_deferred *d, uintptr_t va,
 {
 	struct tp_deferred_unmap *u;
 
-	u = malloc(sizeof(*u) + n * sizeof(u->chunks[0]));
+	u = malloc(sizeof(*u) + n * sizeof(u->chunks[0]) +
+		   (returns ? 0 : n * sizeof(*u->takes)));
 	if (!u)
 		return -ENOMEM;
+	u->takes = returns ? NULL : (uint32_t *)&u->chunks[n];
 	u->next = NULL;
 	u->va = va;
 	u->n = n;
@@ -70,8 +72,10 @@ int tp_deferred_add(struct tp_vmm *vmm, struct tp_deferred *d, uintptr_t va,
 	u->done_at = 0;
 	memcpy(u->chunks, chunks, n * sizeof(u->chunks[0]));
 	if (!returns)
-		for (size_t i = 0; i < n; i += chunks[i]->pages)
+		for (size_t i = 0; i < n; i += chunks[i]->pages) {
 			chunks[i]->old_maps++;
+			u->takes[i] = chunks[i]->takes;
+		}
 	*d->tail = u;
 	d->tail = &u->next;
 	d->nr++;
@@ -137,6 +141,69 @@ static int complete(struct tp_vmm *vmm, struct tp_deferred *d,
 		return ret;
 	finish(vmm, d, link);
 	return 0;
+}
+
+/* --- rescues ------------------------------------------------------------ */
+
+/*
+ * Whether no one has begun @u's unmap: the driver thread has not taken
+ * it, or, played, its thread could not have started it by now (its
+ * event is still to come).
+ */
+static bool not_begun(struct tp_vmm *vmm, const struct tp_deferred *d,
+		      struct tp_deferred_unmap *u);
+
+/* Whether @u's handles are as it left them: free, taken by no one since. */
+static bool untouched(const struct tp_deferred_unmap *u)
+{
+	if (u->returns)
+		return true;	/* they never left it */
+	for (size_t i = 0; i < u->n; i += u->chunks[i]->pages)
+		if (!(u->chunks[i]->flags & TP_CHUNK_FREE) ||
+		    u->chunks[i]->takes != u->takes[i])
+			return false;
+	return true;
+}
+
+size_t tp_deferred_rescue(struct tp_vmm *vmm, struct tp_deferred *d,
+			  uintptr_t va, size_t n, struct tp_chunk **out)
+{
+	uintptr_t end = va + n * vmm->granularity;
+	struct tp_deferred_unmap **link = &d->head;
+	size_t got = 0;
+
+	while (*link) {
+		struct tp_deferred_unmap *u = *link;
+		uintptr_t u_end = u->va + u->n * vmm->granularity;
+		size_t at = (u->va - va) / vmm->granularity;
+
+		if (u->va < va || u_end > end || !not_begun(vmm, d, u) ||
+		    !untouched(u)) {
+			link = &u->next;
+			continue;
+		}
+		if (u->returns) {
+			d->chunks -= u->n;
+		} else {
+			for (size_t i = 0; i < u->n; i += u->chunks[i]->pages) {
+				u->chunks[i]->old_maps--;
+				u->chunks[i]->va = u->va + i * vmm->granularity;
+				tp_chunk_pool_reclaim(vmm->pool, u->chunks[i]);
+			}
+			/* Unmapped when left: mapped again. */
+			vmm->stats.chunks_mapped += u->n;
+		}
+		memcpy(out + at, u->chunks, u->n * sizeof(*out));
+		got += u->n;
+		*link = u->next;
+		if (d->tail == &u->next)
+			d->tail = link;
+		d->nr--;
+		tp_vmm_event_put(vmm, u->ev);
+		free(u);
+	}
+	vmm->stats.deferred_unmaps = d->nr;
+	return got;
 }
 
 bool tp_deferred_overlaps(const struct tp_vmm *vmm,
@@ -281,6 +348,19 @@ static void play_wait_next(struct tp_vmm *vmm, struct tp_deferred *d)
 	}
 	vmm->ops->wait_until(vmm, play(vmm, first));
 	play_reap(vmm, d);
+}
+
+static bool not_begun(struct tp_vmm *vmm, const struct tp_deferred *d,
+		      struct tp_deferred_unmap *u)
+{
+	switch (d->mode) {
+	case TP_DEFERRED_THREAD:
+		return !u->busy;
+	case TP_DEFERRED_PLAYED:
+		return !u->done_at && ready_at(vmm, u) > tp_vmm_now_ns(vmm);
+	default:
+		return true;
+	}
 }
 
 /* --- the driver thread --------------------------------------------------- */

@@ -35,6 +35,9 @@ struct tp_deferred_unmap {
 	bool busy;			/* the driver thread has it */
 	uint64_t queued_at;		/* played: when it was queued */
 	uint64_t done_at;		/* played: when its unmap is done */
+	/* Without @returns: each page's handle's takes when it was left
+	 * (a rescue finds them unchanged), after @chunks. */
+	uint32_t *takes;
 	struct tp_chunk *chunks[];	/* n of them, one per page */
 };
 
@@ -103,6 +106,16 @@ void tp_deferred_unlock(struct tp_deferred *d);
 int tp_deferred_add(struct tp_vmm *vmm, struct tp_deferred *d, uintptr_t va,
 		    struct tp_chunk *const *chunks, size_t n,
 		    struct tp_event *ev, bool returns);
+
+/**
+ * tp_deferred_rescue() - cancel the pending unmaps lying whole within
+ * [@va, @va + @n pages) that have not begun and whose handles no one has
+ * taken since (ordered reuse), and give their handles back: off the
+ * pool, mapped at their pages again, into @out (page i of the run at
+ * @out[i]). Return: the pages rescued.
+ */
+size_t tp_deferred_rescue(struct tp_vmm *vmm, struct tp_deferred *d,
+			  uintptr_t va, size_t n, struct tp_chunk **out);
 
 /**
  * tp_deferred_overlaps() - whether a pending unmap overlaps [@va, @va +

@@ -159,6 +159,7 @@ static void free_unlink(struct tp_extent_pool *ep, struct tp_chunk *c)
 {
 	pend_drop(ep, c);
 	c->flags &= ~TP_CHUNK_FREE;
+	c->takes++;
 	cds_list_del(&c->lru);
 	cds_list_del(&c->bucket);
 	cds_list_add_tail(&c->lru, &ep->taken);
@@ -352,6 +353,12 @@ void tp_extent_pool_put(struct tp_extent_pool *ep, struct tp_chunk *const *c,
 		}
 		free_push(ep, c[i]);
 	}
+}
+
+void tp_extent_pool_reclaim(struct tp_extent_pool *ep, struct tp_chunk *c)
+{
+	if (c->flags & TP_CHUNK_FREE)
+		free_unlink(ep, c);
 }
 
 size_t tp_extent_pool_available(const struct tp_extent_pool *ep)

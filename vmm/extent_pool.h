@@ -95,6 +95,12 @@ void tp_extent_pool_put(struct tp_extent_pool *ep, struct tp_chunk *const *c,
 			size_t n);
 
 /**
+ * tp_extent_pool_reclaim() - take the free handle @c off the free lists,
+ * as a take would: its old owner has it back (a rescue).
+ */
+void tp_extent_pool_reclaim(struct tp_extent_pool *ep, struct tp_chunk *c);
+
+/**
  * tp_extent_pool_available() - chunks a take could get now without a
  * stream waiting on a copy; tp_extent_pool_pending() those it could get
  * besides (fenced by copies in flight).

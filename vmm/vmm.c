@@ -636,7 +636,7 @@ int tp_vmm_unmap_after(struct tp_vmm *vmm, uintptr_t va,
 	 * thread would make the call anyway (and the caller none).
 	 */
 	if ((!ev || vmm->ops->event_query(vmm, ev) == 0) &&
-	    vmm->deferred->mode != TP_DEFERRED_THREAD) {
+	    vmm->deferred->mode == TP_DEFERRED_POLL) {
 		ret = tp_vmm_do_unmap(vmm, va, chunks, n, true);
 		if (!ret)
 			tp_vmm_chunks_put(vmm, chunks, n);
@@ -667,6 +667,21 @@ int tp_vmm_unmap_after(struct tp_vmm *vmm, uintptr_t va,
 	}
 	unlock(vmm);
 	return ret;
+}
+
+size_t tp_vmm_rescue(struct tp_vmm *vmm, uintptr_t va, size_t n,
+		     struct tp_chunk **out)
+{
+	size_t got;
+
+	for (size_t i = 0; i < n; i++)
+		out[i] = NULL;
+	if (!n || !aligned(vmm, va))
+		return 0;
+	lock(vmm);
+	got = tp_deferred_rescue(vmm, vmm->deferred, va, n, out);
+	unlock(vmm);
+	return got;
 }
 
 int tp_vmm_chunks_order(struct tp_vmm *vmm, struct tp_chunk *const *c,

@@ -78,6 +78,9 @@ struct tp_chunk {
 	 */
 	struct tp_event *fence;
 	unsigned old_maps;
+	/* Times taken from the pool: a rescue checks no one took it since
+	 * its old owner's mapping was left (tp_vmm_rescue()). */
+	uint32_t takes;
 	struct tp_chunk *next;	/* chunked pool: free list link */
 	struct cds_list_head lru;	/* extents: free (oldest first) or taken */
 	struct cds_list_head bucket;	/* extents: free, by size */
@@ -486,6 +489,19 @@ int tp_vmm_unmap(struct tp_vmm *vmm, uintptr_t va, struct tp_chunk *const *c,
 int tp_vmm_unmap_after(struct tp_vmm *vmm, uintptr_t va,
 		       struct tp_chunk *const *chunks, size_t n,
 		       struct tp_event *ev);
+/**
+ * tp_vmm_rescue() - take back the memory still mapped at the run of @n
+ * pages at @va: each pending unmap_after that lies whole within the run,
+ * that no one has begun to unmap and whose handles no one has taken since
+ * is cancelled, and its handles are the run's again, mapped where they
+ * were, with the bytes they held. @out[i] gets page i's handle, or NULL
+ * where nothing came back. What a taker would have ordered its work
+ * after is not waited for: the old owner's last work read the memory or
+ * wrote what it holds, and only a copy out of it may still run.
+ * Return: the pages rescued.
+ */
+size_t tp_vmm_rescue(struct tp_vmm *vmm, uintptr_t va, size_t n,
+		     struct tp_chunk **out);
 /* Complete every deferred unmap whose event has completed; returns count. */
 size_t tp_vmm_reap(struct tp_vmm *vmm);
 /* Wait for the oldest pending deferred unmap (used when the pool is empty

@@ -80,6 +80,19 @@ static double glue_recompute_ns(void *priv, const struct tp_tensor *t,
 	return tp_lineage_regen_cost(priv, t, anc_pages);
 }
 
+static double glue_evict_ns(void *priv, const struct tp_tensor *t)
+{
+	return tp_lineage_evict_cost(priv, t);
+}
+
+static double glue_projected_ns(void *priv, const struct tp_tensor *t,
+				bool (*gone)(void *gpriv,
+					     const struct tp_tensor *y),
+				void *gpriv, size_t *anc_pages)
+{
+	return tp_lineage_projected_cost(priv, t, gone, gpriv, anc_pages);
+}
+
 static bool glue_computable(void *priv, const struct tp_tensor *t)
 {
 	return tp_lineage_can_regenerate(priv, t);
@@ -134,6 +147,8 @@ static int policy_create(struct tp_ctx *ctx)
 
 	*ctx->cost_ops = (struct tp_cost_ops){
 		.recompute_ns = glue_recompute_ns,
+		.evict_ns = glue_evict_ns,
+		.projected_ns = glue_projected_ns,
 		.computable = glue_computable,
 		.regen_needs = glue_regen_needs,
 		.priv = ctx->lineage,

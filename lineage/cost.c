@@ -171,11 +171,23 @@ double tp_lineage_op_cost_ns(struct tp_lineage *lin,
 	return (double)type->cost_ns(NULL, 0, NULL, 0);
 }
 
+/* What replaying @rec costs, and the views of its outputs made again. */
 static double rec_cost(const struct tp_lin_rec *rec)
 {
 	if (rec->cost_ns >= 0)
-		return rec->cost_ns;
-	return rec->ts->avg_ns >= 0 ? rec->ts->avg_ns : TP_LIN_DEFAULT_COST_NS;
+		return rec->cost_ns + rec->view_ns;
+	return (rec->ts->avg_ns >= 0 ? rec->ts->avg_ns :
+		TP_LIN_DEFAULT_COST_NS) + rec->view_ns;
+}
+
+void tp_lineage_add_view_cost(struct tp_lineage *lin, struct tp_tensor *t,
+			      uint64_t ns)
+{
+	struct tp_lin_rec *rec = t->lin.rec;
+
+	(void)lin;
+	if (rec)
+		rec->view_ns += (double)ns;
 }
 
 /* --- union-find of evicted tensors ----------------------------------- */
@@ -452,6 +464,116 @@ double tp_lineage_regen_cost(struct tp_lineage *lin, const struct tp_tensor *t,
 		*anc_pages += lin->uf[r].pages;
 	}
 	return c;
+}
+
+/*
+ * The other half of DTR's evicted neighbourhood: every evicted tensor
+ * reachable from @t through the outputs of the records that read it,
+ * each once, walked as evicted_ancestry_ns() walks inputs; past
+ * CR_WALK_MAX tensors what was summed is the answer (a lower bound).
+ */
+static double evicted_descendants_ns(struct tp_lineage *lin,
+				     const struct tp_tensor *t)
+{
+	uint64_t epoch = ++lin->cr_epoch;
+	struct tp_lin_node *n = t->lin.p;
+	size_t sp = 0, seen = 0;
+	double c = 0;
+
+	while (n) {
+		for (struct tp_lin_use *u = n->users; u; u = u->next) {
+			struct tp_lin_rec *rec = u->rec;
+
+			for (unsigned k = 0; k < rec->n_out; k++) {
+				struct tp_tensor *o = rec->out[k];
+				struct tp_lin_node *on = o ? o->lin.p : NULL;
+
+				if (!on || on->cr_mark == epoch ||
+				    !tp_pager_has_evicted(o))
+					continue;
+				on->cr_mark = epoch;
+				if (++seen > CR_WALK_MAX)
+					return c;
+				c += rec_cost(rec);
+				if (sp == lin->uf_stk_cap) {
+					size_t nc = lin->uf_stk_cap ?
+						    2 * lin->uf_stk_cap : 64;
+					struct tp_lin_node **ns =
+						realloc(lin->uf_stk,
+							nc * sizeof(*ns));
+
+					if (!ns)
+						return c;
+					lin->uf_stk = ns;
+					lin->uf_stk_cap = nc;
+				}
+				lin->uf_stk[sp++] = on;
+			}
+		}
+		n = sp ? lin->uf_stk[--sp] : NULL;
+	}
+	return c;
+}
+
+double tp_lineage_projected_cost(struct tp_lineage *lin,
+				 const struct tp_tensor *t,
+				 bool (*gone)(void *priv,
+					      const struct tp_tensor *y),
+				 void *priv, size_t *anc_pages)
+{
+	struct tp_lin_rec *rec = t->lin.rec;
+	uint64_t epoch;
+	size_t sp = 0, seen = 0;
+	double c;
+
+	*anc_pages = 0;
+	if (!tp_lineage_can_regenerate(lin, t))
+		return INFINITY;
+	c = rec_cost(rec);
+	epoch = ++lin->cr_epoch;
+	for (;;) {
+		for (unsigned k = 0; k < rec->n_in; k++) {
+			struct tp_lin_node *y = rec->in[k].node;
+			bool ev = tp_pager_has_evicted(y->t);
+
+			if (y->cr_mark == epoch)
+				continue;
+			y->cr_mark = epoch;
+			/* what survives, resident, ends the walk there */
+			if (!ev && (!y->t->lin.rec || !gone(priv, y->t)))
+				continue;
+			if (!y->t->lin.rec)
+				return INFINITY;	/* cannot come back */
+			if (++seen > CR_WALK_MAX)
+				return c;
+			c += rec_cost(y->t->lin.rec);
+			*anc_pages += ev ? y->t->evicted_pages : y->t->nr_pages;
+			if (sp == lin->uf_stk_cap) {
+				size_t nc = lin->uf_stk_cap ?
+					    2 * lin->uf_stk_cap : 64;
+				struct tp_lin_node **ns =
+					realloc(lin->uf_stk, nc * sizeof(*ns));
+
+				if (!ns)
+					return c;
+				lin->uf_stk = ns;
+				lin->uf_stk_cap = nc;
+			}
+			lin->uf_stk[sp++] = y;
+		}
+		if (!sp)
+			return c;
+		rec = lin->uf_stk[--sp]->t->lin.rec;
+	}
+}
+
+double tp_lineage_evict_cost(struct tp_lineage *lin, const struct tp_tensor *t)
+{
+	double c = tp_lineage_regen_cost(lin, t, NULL);
+
+	if (isinf(c) || !t->lin.p)
+		return c;
+	return c + evicted_descendants_ns(lin, t);
 }
 
 double tp_lineage_recompute_ns(struct tp_lineage *lin,

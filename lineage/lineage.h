@@ -71,6 +71,46 @@ double tp_lineage_regen_cost(struct tp_lineage *lin, const struct tp_tensor *t,
 			     size_t *anc_pages);
 
 /**
+ * tp_lineage_projected_cost() - what regenerating @t will cost when it is
+ * next used, cascades included: c_r(t), plus every resident ancestor that
+ * @gone says will have been freed by then (the program frees an
+ * activation after its last use, and lineage then keeps only its
+ * record), reached through such ancestors and evicted ones, each once.
+ * Past the walk's bound the sum so far is the answer (a lower bound).
+ * *@anc_pages (not NULL): the pages of the ancestors counted that a
+ * regeneration maps again.
+ *
+ * Return: the cost, or INFINITY when @t cannot be regenerated.
+ */
+double tp_lineage_projected_cost(struct tp_lineage *lin,
+				 const struct tp_tensor *t,
+				 bool (*gone)(void *priv,
+					      const struct tp_tensor *y),
+				 void *priv, size_t *anc_pages);
+
+/**
+ * tp_lineage_add_view_cost() - an op costing @ns made a view of @t's
+ * contents (a framework's alias, which shares @t's memory): when @t's
+ * contents are regenerated the view is made again, so its cost is part
+ * of @t's, as DTR's simulator counts a storage's cost (the ops of every
+ * tensor on it). Nothing for a tensor lineage cannot regenerate.
+ */
+void tp_lineage_add_view_cost(struct tp_lineage *lin, struct tp_tensor *t,
+			      uint64_t ns);
+
+/**
+ * tp_lineage_evict_cost() - what evicting @t costs in DTR's terms: c_r(t)
+ * (the evicted ancestors) plus the cost of the evicted tensors made from
+ * @t, reached through evicted readers' outputs, whose regeneration would
+ * then have to regenerate @t first: the compute of DTR's whole evicted
+ * neighbourhood e*(t) (Kirisame et al., h_DTR; the simulator's regions
+ * in both directions).
+ *
+ * Return: the cost, or INFINITY when @t cannot be regenerated.
+ */
+double tp_lineage_evict_cost(struct tp_lineage *lin, const struct tp_tensor *t);
+
+/**
  * tp_lineage_regen_needs() - whether the regeneration in progress has
  * met @t as a tensor it regenerates or an input it reads: it will read
  * @t (again), whatever the program's own accesses say. False when no

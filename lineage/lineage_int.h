@@ -70,6 +70,8 @@ struct tp_lin_rec {
 	unsigned refs;			/* outputs still needed */
 	bool replayable;		/* false: nondeterministic or severed */
 	double cost_ns;			/* moving average of this record */
+	double view_ns;			/* ops that made views of its
+					 * outputs (tp_lineage_add_view_cost) */
 	uint64_t seq;			/* creation order */
 	uint64_t mark;
 	struct tp_lin_use *in;		/* n_in */

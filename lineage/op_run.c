@@ -477,6 +477,9 @@ launched:
 	}
 	if (!timed)
 		tp_pager_note_compute(ctx->pager, ns);
+	/* Written until the op ends: that is their last access. */
+	for (k = 0; k < n_out; k++)
+		tp_pager_touch(ctx->pager, o.out[k]);
 	if (lin->op_hooks.end)
 		lin->op_hooks.end(lin->op_hooks.priv, o.in, n_in, o.out, n_out,
 				  ns);

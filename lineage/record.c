@@ -105,6 +105,7 @@ struct tp_lin_rec *tp_lin_rec_new(struct tp_lineage *lin,
 	rec->n_out = n_out;
 	rec->replayable = !(type->flags & TP_OP_NONDETERMINISTIC);
 	rec->cost_ns = -1;
+	rec->view_ns = 0;
 	rec->seq = ++lin->rec_seq;
 
 	for (k = 0; k < n_in; k++) {

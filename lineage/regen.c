@@ -178,14 +178,28 @@ static unsigned input_mode(struct tp_lineage *lin, const struct tp_tensor *t)
 	return TP_READ;
 }
 
-/* @n came back: what its readers made is cheaper to regenerate now. */
+/*
+ * @n came back: what its readers made is cheaper to regenerate now, and
+ * its inputs cheaper to evict (they no longer feed an evicted tensor,
+ * tp_lineage_evict_cost). Tensors farther away whose evicted
+ * neighbourhood reached through @n are not told: a walk over the whole
+ * component at each tensor a long regeneration brings back costs more
+ * than the choices it would sharpen (a stale key only waits longer).
+ */
 static void cost_fell(struct tp_lineage *lin, struct tp_lin_node *n)
 {
+	struct tp_lin_rec *rec = n->t->lin.rec;
 	struct tp_lin_use *u;
 	unsigned k;
 
 	if (!lin->cost_changed)
 		return;
+	for (k = 0; rec && k < rec->n_in; k++) {
+		struct tp_tensor *i = rec->in[k].t;
+
+		if (!tp_pager_has_evicted(i))
+			lin->cost_changed(lin->cost_changed_priv, i);
+	}
 	for (u = n->users; u; u = u->next)
 		for (k = 0; k < u->rec->n_out; k++) {
 			struct tp_tensor *o = u->rec->out[k];

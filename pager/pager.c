@@ -203,6 +203,11 @@ uint64_t tp_pager_compute_ns(const struct tp_pager *pg)
 	return pg->c.compute_ns;
 }
 
+uint64_t tp_pager_recompute_ns(const struct tp_pager *pg)
+{
+	return pg->c.recompute_ns;
+}
+
 void tp_pager_note_recompute(struct tp_pager *pg, uint64_t ns)
 {
 	pg->c.recomputes++;
@@ -408,6 +413,12 @@ void tp_pager_note_use(struct tp_pager *pg, struct tp_tensor *t)
 	if (t->last_use)
 		tp_vmm_event_put(pg->vmm, t->last_use);
 	t->last_use = ev;
+}
+
+void tp_pager_touch(struct tp_pager *pg, struct tp_tensor *t)
+{
+	t->last_access_ns = tp_vmm_now_ns(pg->vmm);
+	t->access_seq = ++pg->access_seq;
 }
 
 void tp_pager_user_work(struct tp_pager *pg)

@@ -61,6 +61,14 @@ int tp_pager_release(struct tp_pager *pg, struct tp_tensor *t, size_t off,
 void tp_pager_note_use(struct tp_pager *pg, struct tp_tensor *t);
 void tp_pager_user_work(struct tp_pager *pg);
 
+/*
+ * tp_pager_touch() - @t, pinned, was accessed now: an op issued on it has
+ * finished writing it (lineage's tp_op_run, on its outputs). Its
+ * staleness counts from now, as DTR's clock counts a new tensor's from
+ * the end of the op that made it; the release that follows re-offers it.
+ */
+void tp_pager_touch(struct tp_pager *pg, struct tp_tensor *t);
+
 int tp_pager_offload(struct tp_pager *pg, struct tp_tensor *t);
 int tp_pager_evict(struct tp_pager *pg, struct tp_tensor *t);
 /*
@@ -161,6 +169,8 @@ void tp_pager_stats(struct tp_pager *pg, struct tp_stats *st);
 
 /* Compute time of the program's own ops so far (tp_stats.compute_ns). */
 uint64_t tp_pager_compute_ns(const struct tp_pager *pg);
+/* Recompute time so far (tp_stats.recompute_ns), read without polling. */
+uint64_t tp_pager_recompute_ns(const struct tp_pager *pg);
 
 /*
  * tp_pager_reload_counts() - reloads so far (*@reloads), and of them the

@@ -46,7 +46,9 @@ void tp_filter_key(int kind, const struct tp_tensor *t, double c_r,
 		key->g = m;
 		break;
 	case TP_FILTER_DTR:
-		/* DTR: h = c/(m*s), so value = (m/c)*s; uncomputable: c = inf */
+		/* DTR: h = c(e*(t))/(m*s), so value = (m/c)*s; c is the
+		 * compute of the whole evicted neighbourhood (victim.c);
+		 * uncomputable: c = inf */
 		key->k = isinf(c) ? 0 : m / c;
 		break;
 	case TP_FILTER_MSPS:

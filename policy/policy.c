@@ -142,6 +142,16 @@ double tp_policy_cost(struct tp_policy *pol, const struct tp_tensor *t)
 	return tp_policy_regen_cost(pol, t, &anc_pages);
 }
 
+double tp_policy_evict_cost(struct tp_policy *pol, const struct tp_tensor *t)
+{
+	double c = tp_policy_cost(pol, t);
+
+	/* Owed already (partly evicted), or cannot come back. */
+	if (c <= 0 || isinf(c) || !pol->has_cost || !pol->cost.evict_ns)
+		return c;
+	return pol->cost.evict_ns(pol->cost.priv, t);
+}
+
 /*
  * Remap cost of @pages pages (unmap now, map and set access when they come
  * back): policy.remap_ns a chunk; else what the vmm measured a handle of
@@ -245,6 +255,68 @@ static void director_in_base(struct tp_policy *pol, const struct tp_tensor *t,
 	in->reuse_ns = 0;
 }
 
+/* The resident ancestor @y is done with before the step asked about. */
+struct gone_before {
+	struct tp_policy *pol;
+	int64_t step;
+};
+
+static bool gone_before(void *priv, const struct tp_tensor *y)
+{
+	struct gone_before *g = priv;
+
+	return tp_prefetch_done_before(g->pol->pf, y, g->step);
+}
+
+/*
+ * What evicting @t now costs when it is next used, as the record
+ * predicts that use: the ancestors the program frees before it are
+ * gone by then, and the regeneration replays them too (a gradient
+ * evicted in the backward pass and read by the optimizer replays the
+ * forward pass that made it). c_r counts only the ancestors evicted now.
+ */
+static void project_cost(struct tp_policy *pol, const struct tp_tensor *t,
+			 struct tp_director_in *in)
+{
+	struct gone_before g = { .pol = pol };
+	size_t anc_pages = 0;
+	double c;
+
+	if (!in->computable || in->c_r <= 0 || isinf(in->c_r) ||
+	    !pol->has_cost || !pol->cost.projected_ns)
+		return;
+	g.step = tp_prefetch_next_step(pol->pf, t);
+	if (g.step < 0 || g.step == INT32_MAX)
+		return;
+	c = pol->cost.projected_ns(pol->cost.priv, t, gone_before, &g,
+				   &anc_pages);
+	if (c <= in->c_r)
+		return;
+	in->c_r = c;
+	if (pol->conf->policy_director == TP_DIRECTOR_DELTA_OVERLAP)
+		in->anc_remap_ns = tp_policy_remap_ns(pol, anc_pages);
+}
+
+/*
+ * A tensor evicted and brought back in this iteration that would be
+ * evicted again is thrashing: each time costs its regeneration once
+ * more, so each comeback counts (MegEngine's DTR, section 3.6: a
+ * penalty for the recalculations of the same tensor). The director then
+ * offloads it, and the filter prefers another, for the rest of the
+ * iteration.
+ */
+static void thrash_penalty(struct tp_policy *pol, const struct tp_tensor *t,
+			   struct tp_director_in *in)
+{
+	unsigned k;
+
+	if (!in->computable || in->c_r <= 0 || isinf(in->c_r))
+		return;
+	k = tp_prefetch_evictions(pol->pf, t);
+	if (k)
+		in->c_r *= 1 + k;
+}
+
 void tp_policy_director_in(struct tp_policy *pol, const struct tp_tensor *t,
 			   bool no_offload, struct tp_director_in *in)
 {
@@ -267,6 +339,9 @@ void tp_policy_director_in(struct tp_policy *pol, const struct tp_tensor *t,
 		in->hide_ns = leave_hidden_ns(pol, next);
 		in->no_reuse = reuse == UINT64_MAX;
 		in->reuse_ns = (double)reuse;
+		if (!in->no_reuse && next && next != UINT64_MAX)
+			project_cost(pol, t, in);
+		thrash_penalty(pol, t, in);
 	}
 }
 
@@ -342,7 +417,8 @@ void tp_policy_iteration_begin(struct tp_policy *pol)
 		tp_pager_reload_counts(pol->ctx->pager, &pol->iter_reloads,
 				       &pol->iter_in_time);
 	if (pol->conf->policy_writeback == TP_WRITEBACK_AUTO &&
-	    tp_wb_auto_begin(&pol->wb_auto, tp_prefetch_predicting(pol->pf)))
+	    tp_wb_auto_begin(&pol->wb_auto, tp_prefetch_predicting(pol->pf),
+			     tp_policy_now(pol)))
 		tp_wb_auto_timed(&pol->wb_auto, settled_now(pol));
 }
 
@@ -354,7 +430,7 @@ void tp_policy_iteration_end(struct tp_policy *pol)
 	if (pol->conf->policy_writeback == TP_WRITEBACK_AUTO)
 		tp_wb_auto_end(&pol->wb_auto,
 			       tp_wb_auto_timing(&pol->wb_auto) ?
-			       settled_now(pol) : 0);
+			       settled_now(pol) : tp_policy_now(pol));
 	tp_bw_iteration_end(&pol->bw, tp_policy_now(pol));
 	tp_prefetch_iteration_end(pol->pf, work_now(pol));
 	tp_planned_iteration_end(pol);

@@ -38,6 +38,17 @@ struct tp_cost_ops {
 	 * of those ancestors, mapped again by the regeneration. */
 	double (*recompute_ns)(void *priv, const struct tp_tensor *t,
 			       size_t *anc_pages);
+	/* What evicting @t costs the regenerations it feeds as well: c_r
+	 * plus the evicted tensors made from it (DTR's whole evicted
+	 * neighbourhood). NULL: recompute_ns. */
+	double (*evict_ns)(void *priv, const struct tp_tensor *t);
+	/* c_r(t) when @t is next used: also the resident ancestors @gone
+	 * says will have been freed by then (tp_lineage_projected_cost).
+	 * NULL: recompute_ns. */
+	double (*projected_ns)(void *priv, const struct tp_tensor *t,
+			       bool (*gone)(void *gpriv,
+					    const struct tp_tensor *y),
+			       void *gpriv, size_t *anc_pages);
 	/* Whether lineage can regenerate @t at all. */
 	bool (*computable)(void *priv, const struct tp_tensor *t);
 	/* Whether a regeneration in progress will read @t (or rewrite it):
@@ -75,7 +86,7 @@ void tp_policy_set_clock(struct tp_policy *pol,
 
 /**
  * tp_policy_cost_changed() - @t's c_r went down (an evicted ancestor came
- * back). Keys are checked against the current cost when they win, which
+ * back), or what evicting it costs did (an evicted descendant came back). Keys are checked against the current cost when they win, which
  * covers increases; decreases must be told so @t is not passed over.
  */
 void tp_policy_cost_changed(struct tp_policy *pol, struct tp_tensor *t);

@@ -67,6 +67,8 @@ uint64_t tp_policy_now(struct tp_policy *pol);
 /* c_r(t) through the cost ops or the fallback; 0 for a partly evicted
  * tensor, whose regeneration is owed already. */
 double tp_policy_cost(struct tp_policy *pol, const struct tp_tensor *t);
+/* DTR's cost of evicting @t (tp_cost_ops.evict_ns), else tp_policy_cost(). */
+double tp_policy_evict_cost(struct tp_policy *pol, const struct tp_tensor *t);
 /* The same, with the evicted pages of the ancestors it counts. */
 double tp_policy_regen_cost(struct tp_policy *pol, const struct tp_tensor *t,
 			    size_t *anc_pages);

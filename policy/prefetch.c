@@ -27,6 +27,9 @@ struct pf_ent {
 				 * acquisition, -1 */
 	uint32_t flags;
 	uint64_t bytes;		/* PF_INFLIGHT: what its reload moves */
+	uint32_t ev_gen;	/* iteration the two below belong to */
+	uint32_t comebacks;	/* times acquired again after an eviction */
+	bool evicted;		/* evicted, not acquired since */
 };
 
 struct step {
@@ -483,6 +486,10 @@ int tp_prefetch_on_acquire(struct tp_prefetch *pf, struct tp_tensor *t,
 	}
 	e->t = t;
 	e->flags &= ~PF_REFUSED;
+	/* Back after an eviction in this iteration: a regeneration. */
+	if (e->evicted && e->ev_gen == pf->gen && e->comebacks < UINT32_MAX)
+		e->comebacks++;
+	e->evicted = false;
 	if (e->flags & PF_UNUSED) {
 		if (e->flags & PF_INFLIGHT)
 			pf->st.late++;
@@ -793,6 +800,72 @@ void tp_prefetch_uses(struct tp_prefetch *pf, const struct tp_tensor *t,
 	*next_ns = next_use_from(pf, next);
 	*reuse_ns = reuse_from(pf, e, next);
 	pthread_mutex_unlock(&pf->lock);
+}
+
+unsigned tp_prefetch_evictions(struct tp_prefetch *pf,
+			       const struct tp_tensor *t)
+{
+	const struct pf_ent *e;
+	unsigned n = 0;
+
+	pthread_mutex_lock(&pf->lock);
+	e = lookup(pf, t->id);
+	if (e && e->ev_gen == pf->gen)
+		n = e->comebacks;
+	pthread_mutex_unlock(&pf->lock);
+	return n;
+}
+
+void tp_prefetch_note_evicted(struct tp_prefetch *pf, struct tp_tensor *t)
+{
+	struct pf_ent *e;
+
+	pthread_mutex_lock(&pf->lock);
+	e = insert(pf, t);
+	if (e) {
+		if (e->ev_gen != pf->gen) {
+			e->ev_gen = pf->gen;
+			e->comebacks = 0;
+		}
+		e->evicted = true;
+	}
+	pthread_mutex_unlock(&pf->lock);
+}
+
+int64_t tp_prefetch_next_step(struct tp_prefetch *pf,
+			      const struct tp_tensor *t)
+{
+	const struct pf_ent *e;
+	int64_t next;
+
+	pthread_mutex_lock(&pf->lock);
+	e = lookup(pf, t->id);
+	next = e ? next_step(pf, e) : -1;
+	pthread_mutex_unlock(&pf->lock);
+	return next;
+}
+
+bool tp_prefetch_done_before(struct tp_prefetch *pf,
+			     const struct tp_tensor *y, int64_t step)
+{
+	const struct pf_ent *e;
+	int64_t last;
+	bool done = false;
+
+	pthread_mutex_lock(&pf->lock);
+	e = lookup(pf, y->id);
+	if (!e || e->born != pf->gen)
+		goto out;
+	last = next_step(pf, e);
+	if (last < 0)
+		goto out;
+	/* its last use: the end of the record's chain */
+	while (last != INT32_MAX && pf->prev_next[last] >= 0)
+		last = pf->prev_next[last];
+	done = last == INT32_MAX || last < step;
+out:
+	pthread_mutex_unlock(&pf->lock);
+	return done;
 }
 
 bool tp_prefetch_in_flight(struct tp_prefetch *pf, const struct tp_tensor *t)

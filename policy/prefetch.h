@@ -146,6 +146,33 @@ uint64_t tp_prefetch_next_use_ns(struct tp_prefetch *pf,
 void tp_prefetch_uses(struct tp_prefetch *pf, const struct tp_tensor *t,
 		      uint64_t *next_ns, uint64_t *reuse_ns);
 
+/*
+ * tp_prefetch_note_evicted() - @t was chosen to be evicted (whole);
+ * tp_prefetch_evictions() - how many times in this iteration it was
+ * acquired again after that (brought back: regenerated), 0 when never;
+ * outside of iterations, since the last one.
+ */
+void tp_prefetch_note_evicted(struct tp_prefetch *pf, struct tp_tensor *t);
+unsigned tp_prefetch_evictions(struct tp_prefetch *pf,
+			       const struct tp_tensor *t);
+
+/**
+ * tp_prefetch_next_step() - the record's step of @t's next use from the
+ * cursor on: -1 when not known, INT32_MAX when not again this iteration.
+ * A position to pass to tp_prefetch_done_before(), not a time.
+ */
+int64_t tp_prefetch_next_step(struct tp_prefetch *pf,
+			      const struct tp_tensor *t);
+
+/**
+ * tp_prefetch_done_before() - whether the record says @y is done with
+ * before step @step: used no more this iteration, or last used before
+ * @step, and made in this iteration (what the program frees after its
+ * last use). False when the record does not know @y.
+ */
+bool tp_prefetch_done_before(struct tp_prefetch *pf,
+			     const struct tp_tensor *y, int64_t step);
+
 /* Whether a prefetch of @t is in flight. */
 bool tp_prefetch_in_flight(struct tp_prefetch *pf, const struct tp_tensor *t);
 

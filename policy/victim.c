@@ -31,7 +31,13 @@ static bool never_leaves(const struct tp_tensor *t)
 static void make_key(struct tp_policy *pol, const struct tp_tensor *t,
 		     struct tp_pol_key *key)
 {
-	double c = tp_filter_uses_cost(pol->filter) ? tp_policy_cost(pol, t) : 0;
+	double c = 0;
+
+	/* DTR's h ranks by its whole evicted neighbourhood (filter.c). */
+	if (pol->filter == TP_FILTER_DTR)
+		c = tp_policy_evict_cost(pol, t);
+	else if (tp_filter_uses_cost(pol->filter))
+		c = tp_policy_cost(pol, t);
 
 	tp_filter_key(pol->filter, t, c, key);
 }
@@ -374,6 +380,9 @@ out:
 		rc = -TP_EWORK;
 	if (!rc) {
 		*victim = t;
+		/* thrash_penalty() in policy.c counts whole evictions */
+		if (*how == TP_LEAVE_EVICT && !t->evicted_pages)
+			tp_prefetch_note_evicted(pol->pf, t);
 		tp_prefetch_left(pol->pf, t);
 		if (*how == TP_LEAVE_EVICT)
 			pol->chose_evict++;

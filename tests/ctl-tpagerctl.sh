@@ -24,11 +24,11 @@ ok $([ $rc = 0 ] && [ "$lines" = $((nkeys + nstats)) ] && echo 0 || echo 1) \
 	"-a lists $nkeys keys and $nstats statistics (got $lines)"
 check "-a: vmm.chunk_size with value 2M, default 2M, start, help" \
 	grep -Eq '^vmm\.chunk_size +2M +2M +start +physical chunk size' "$tmp/all"
-check "-a: policy.filter is a run key" grep -Eq '^policy\.filter +delta +delta +run ' "$tmp/all"
+check "-a: policy.filter is a run key" grep -Eq '^policy\.filter +overlap +overlap +run ' "$tmp/all"
 
 out=$("$ctl" pager.budget policy.filter 2>&1)
 ok $([ "$out" = "pager.budget = 100%
-policy.filter = delta" ] && echo 0 || echo 1) "KEY... prints key = value"
+policy.filter = overlap" ] && echo 0 || echo 1) "KEY... prints key = value"
 out=$("$ctl" -n vmm.chunk_size 2>&1)
 ok $([ "$out" = "2M" ] && echo 0 || echo 1) "-n prints the value alone"
 

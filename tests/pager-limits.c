@@ -131,7 +131,9 @@ static void test_enomem(void)
 
 static void test_watermark(void)
 {
-	struct tp_ctx *ctx = pt_ctx("pager.budget=8C,pager.high_watermark=50,pager.low_watermark=25,pager.range_cache=0");
+	/* DELTA's policy: the overlap filter (the default) releases at
+	 * demand only. */
+	struct tp_ctx *ctx = pt_ctx("pager.budget=8C,pager.high_watermark=50,pager.low_watermark=25,pager.range_cache=0,policy.filter=delta,policy.director=delta");
 	size_t chunk = pt_chunk(ctx);
 	unsigned char *s[5];
 	struct tp_tensor *t[5];

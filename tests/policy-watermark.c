@@ -26,6 +26,8 @@ static void watermarks(void)
 
 	memset(&ctx, 0, sizeof(ctx));
 	tp_conf_defaults(&ctx.conf);	/* high 75%, low 65% */
+	/* The overlap filter (the default) releases at demand only. */
+	tp_conf_set(&ctx.conf, "policy.filter", "delta", "test", 0);
 	pol = tp_policy_create(&ctx);
 	if (!pol)
 		bail_out("tp_policy_create");

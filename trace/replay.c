@@ -21,6 +21,8 @@
 #include <time.h>
 
 #include "ctx/ctx.h"
+#include "lineage/lineage.h"
+#include "pager/pager.h"
 #include "trace/replay.h"
 #include "vmm/vmm.h"
 
@@ -254,15 +256,33 @@ static int op_done(struct replay *rp)
 	return ret ? fail(rp, ret, "waiting for the compute stream") : 0;
 }
 
-/* Charge an op that makes no memory (views only) on the compute stream. */
-static int charge_only(struct replay *rp, uint64_t cost)
+/*
+ * An op that makes no memory (views only): it still runs on its inputs,
+ * so they are acquired, brought back if they left, as every op's are
+ * (DTR's simulator materialises an alias's argument before defining
+ * it), and its cost is charged on the compute stream.
+ */
+static int charge_only(struct replay *rp, const struct tp_trace_op *op,
+		       uint64_t cost)
 {
-	int ret = tp_vmm_launch(rp->ctx->vmm, TP_STREAM_COMPUTE, cost,
-				NULL, NULL);
+	unsigned j, held;
+	int ret = 0;
 
-	if (ret)
-		return fail(rp, ret, "charging a view op");
-	return op_done(rp);
+	for (held = 0; held < op->n_args; held++)
+		if (!tp_tensor_acquire(rp->ctx, rp->in[held], TP_READ)) {
+			ret = fail(rp, -errno, "op %s: acquiring input %u",
+				   rp->t->names + op->name, held);
+			break;
+		}
+	if (!ret) {
+		ret = tp_vmm_launch(rp->ctx->vmm, TP_STREAM_COMPUTE, cost,
+				    NULL, NULL);
+		if (ret)
+			fail(rp, ret, "charging a view op");
+	}
+	for (j = 0; j < held; j++)
+		tp_tensor_release(rp->ctx, rp->in[j]);
+	return ret ? ret : op_done(rp);
 }
 
 /*
@@ -409,19 +429,29 @@ static int ev_op(struct replay *rp, uint32_t id)
 		if (!ret)
 			assign_fresh(rp, op);
 	} else {
-		ret = charge_only(rp, op->cost_ns);
+		ret = charge_only(rp, op, op->cost_ns);
 	}
 	if (ret)
 		return ret;
 	for (j = 0; j < op->n_outs; j++) {
-		struct rp_storage *st =
-			&rp->st[t->tensors[outs[j].tensor].storage];
+		uint32_t s = t->tensors[outs[j].tensor].storage;
+		struct rp_storage *st = &rp->st[s];
 
 		if (outs[j].kind == TP_TRACE_OUT_FRESH) {
 			st->refs = 1;
 			st->in_region = rp->in_region;
 		} else if (outs[j].kind == TP_TRACE_OUT_VIEW) {
+			unsigned k;
+
 			st->refs++;
+			/* Its cost is the storage's too, once per op. */
+			for (k = 0; k < j; k++)
+				if (outs[k].kind == TP_TRACE_OUT_VIEW &&
+				    t->tensors[outs[k].tensor].storage == s)
+					break;
+			if (k == j && st->t)
+				tp_lineage_add_view_cost(rp->ctx->lineage,
+							 st->t, op->cost_ns);
 		}
 		/* INPLACE: one version ends where the next begins. */
 	}
@@ -499,17 +529,21 @@ static void region_figures(struct replay *rp, const struct rp_snap *a,
 		    (double)(b->wall.tv_nsec - a->wall.tv_nsec) * 1e-9;
 }
 
-/* DTR's rule: stop once recomputing costs more than the limit allows. */
+/*
+ * DTR's rule: stop once recomputing costs more than the limit allows.
+ * The count is read as it stands: tp_stats_get() would first take in
+ * the copies completed, and a replay asked to watch for thrashing would
+ * then run differently from one that is not (resnet50 at 8%: 1158% extra
+ * time against 233%).
+ */
 static bool thrashing(struct replay *rp, unsigned passes)
 {
-	struct tp_stats s;
 	double limit = rp->o->thrash_limit;
 
 	if (limit <= 0 || !rp->measuring)
 		return false;
-	if (tp_stats_get(rp->ctx, &s))
-		return false;
-	return (double)(s.recompute_ns - rp->recompute_at_begin) >
+	return (double)(tp_pager_recompute_ns(rp->ctx->pager) -
+			rp->recompute_at_begin) >
 	       (limit - 1) * (double)rp->region_compute * passes;
 }
 
@@ -579,7 +613,8 @@ static int build_opts(const struct tp_replay_opts *o, uint64_t chunk,
 	 * at once, not kept mapped for the next of its size.
 	 */
 	n = (size_t)snprintf(buf, len, "vmm.backend=sim,vmm.chunk_size=%" PRIu64
-			     ",pager.range_cache_freed=0", chunk);
+			     ",pager.range_cache_freed=0%s", chunk,
+			     o->async ? "" : ",vmm.sim.sync=1");
 	if (n < len)
 		n += (size_t)snprintf(buf + n, len - n, ",pager.budget=%" PRIu64
 				      ",vmm.device_memory=%" PRIu64,

@@ -44,7 +44,9 @@ struct tp_replay_opts {
 	/*
 	 * Let the host run ahead of the compute stream as an asynchronous
 	 * framework does. By default the host waits for each op to finish,
-	 * as DTR's simulator assumes: memory freed after an op is then free
+	 * regenerations included (vmm.sim.sync), as DTR's simulator
+	 * assumes: its clock, which staleness is measured on, is compute
+	 * time, and memory freed after an op is then free
 	 * for the next one, not held by unmaps deferred until the stream
 	 * catches up (which, with nothing to make the host wait, fills any
 	 * budget). Copies stay asynchronous either way.

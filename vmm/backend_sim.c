@@ -57,6 +57,8 @@ struct sim_backend {
 	uintptr_t next_host;
 	uint64_t map_ns, set_access_ns, unmap_ns, copy_latency_ns;
 	uint64_t driver_granule;	/* bytes a driver cost covers */
+	bool sync;			/* vmm.sim.sync: the host waits for
+					 * each launch on the compute stream */
 	double bytes_per_ns;		/* GB/s == bytes/ns */
 	const struct tp_sim_profile *profile;	/* NULL: the keys' costs */
 };
@@ -366,6 +368,11 @@ static int sim_launch(struct tp_vmm *vmm, enum tp_stream st, uint64_t cost_ns,
 	if (s->profile)
 		charge_host(vmm, s->profile->issue_ns);
 	run_on(s, st, cost_ns);
+	if (s->sync && st == TP_STREAM_COMPUTE) {
+		pthread_mutex_lock(&s->lock);
+		s->host = max_u64(s->host, s->stream[st]);
+		pthread_mutex_unlock(&s->lock);
+	}
 	return 0;
 }
 
@@ -507,6 +514,7 @@ static int sim_open(struct tp_vmm *vmm, const struct tp_conf *conf)
 			    conf->vmm_sim_driver_granule : vmm->granularity;
 	s->copy_latency_ns = (uint64_t)conf->vmm_sim_copy_latency_ns;
 	s->bytes_per_ns = conf->vmm_sim_bandwidth;
+	s->sync = conf->vmm_sim_sync;
 	if (s->profile) {
 		s->copy_latency_ns = s->profile->copy_latency_ns;
 		s->bytes_per_ns = s->profile->link_bytes_per_ns;

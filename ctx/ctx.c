@@ -103,6 +103,11 @@ static bool glue_regen_needs(void *priv, const struct tp_tensor *t)
 	return tp_lineage_regen_needs(priv, t);
 }
 
+static bool glue_op_wants_cut(void *priv)
+{
+	return tp_policy_wants_cuts(priv);
+}
+
 static unsigned glue_op_begin(void *priv, struct tp_tensor *const *in,
 			      unsigned n_in, const struct tp_op_split *cut)
 {
@@ -156,6 +161,7 @@ static int policy_create(struct tp_ctx *ctx)
 	tp_policy_set_cost_ops(ctx->policy, ctx->cost_ops);
 	tp_lineage_set_cost_changed(ctx->lineage, glue_cost_changed, ctx->policy);
 	tp_lineage_set_op_hooks(ctx->lineage, &(struct tp_lineage_op_hooks){
+		.wants_cut = glue_op_wants_cut,
 		.begin = glue_op_begin, .end = glue_op_end,
 		.priv = ctx->policy,
 	});

@@ -155,14 +155,18 @@ void tp_lineage_set_cost_changed(struct tp_lineage *lin,
  * installed by the context. Called for the ops of tp_op_run(), never for
  * a regeneration's replays.
  *
+ * wants_cut: whether begin needs to know how the op may be cut (asking
+ * costs a call of the op type's split callback, which whole runs
+ * otherwise never pay); NULL: never.
  * begin: op about to acquire @in (@n_in of them); @cut: how it may run in
- * parts (NULL: whole only). Return the parts to run it in (the fewest of
+ * parts (NULL: whole only, or not asked). Return the parts to run it in (the fewest of
  * at least that many that fit), or 0 to run it whole (and in parts only
  * when it does not fit).
  * end: the op ran; @out its outputs, @ns its cost (measured on host, the
  * prior lineage charges on sim and until measured on a device).
  */
 struct tp_lineage_op_hooks {
+	bool (*wants_cut)(void *priv);
 	unsigned (*begin)(void *priv, struct tp_tensor *const *in,
 			  unsigned n_in, const struct tp_op_split *cut);
 	void (*end)(void *priv, struct tp_tensor *const *in, unsigned n_in,

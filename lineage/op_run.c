@@ -302,8 +302,10 @@ static unsigned planned_parts(struct op_run *o, const void *params,
 	*can_cut = false;
 	if (!h->begin)
 		return 0;
-	*can_cut = tp_lin_split_cut(o->lin, o->type, params, params_len,
-				    o->in, n_in, out_bytes, n_out, cut);
+	if (h->wants_cut && h->wants_cut(h->priv))
+		*can_cut = tp_lin_split_cut(o->lin, o->type, params,
+					    params_len, o->in, n_in,
+					    out_bytes, n_out, cut);
 	return h->begin(h->priv, o->in, n_in, *can_cut ? cut : NULL);
 }
 

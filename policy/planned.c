@@ -517,6 +517,11 @@ static bool same_cut(const struct tp_op_split *a, const struct tp_op_split *b)
 	return a->rows == b->rows && a->in == b->in && a->out == b->out;
 }
 
+bool tp_policy_wants_cuts(const struct tp_policy *pol)
+{
+	return tp_planned_on(pol);
+}
+
 unsigned tp_policy_op_begin(struct tp_policy *pol, struct tp_tensor *const *in,
 			    unsigned n_in, const struct tp_op_split *cut)
 {

@@ -169,6 +169,13 @@ bool tp_policy_recompute_back(struct tp_policy *pol,
 struct tp_op_split;
 
 /**
+ * tp_policy_wants_cuts() - whether tp_policy_op_begin() should be told
+ * how each op may be cut: only while the planner is on (the record keeps
+ * the cuts it plans from). planned.c.
+ */
+bool tp_policy_wants_cuts(const struct tp_policy *pol);
+
+/**
  * tp_policy_op_begin() - one of the program's ops is about to acquire
  * @in (@n_in of them); @cut: how it may run in parts, NULL: whole only.
  * Recorded for the planner (policy.plan). Return: the parts the plan

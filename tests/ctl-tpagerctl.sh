@@ -14,7 +14,7 @@ check() { desc=$1; shift; if "$@" >/dev/null 2>&1; then ok 0 "$desc"; else ok 1 
 have_json() { command -v python3 >/dev/null 2>&1; }
 json_ok() { python3 -c 'import json,sys; json.load(sys.stdin)'; }
 
-echo "1..24"
+echo "1..25"
 
 "$ctl" -a > "$tmp/all" 2>"$tmp/err"; rc=$?
 nkeys=$(grep -c '^TP_KEY(' "${top_srcdir:-.}/ctl/keys.def")
@@ -102,3 +102,31 @@ if have_json; then
 else
 	n=$((n + 1)); echo "ok $n # SKIP no python3 to parse JSON"
 fi
+
+# tpagerctl(1)'s EXAMPLES say what each command prints: run them as shown
+# (in a directory whose my.conf has the misspelt key on line 3).
+man_page="${top_srcdir:-.}/man/tpagerctl.1"
+printf '# a user file\n\npolicy.filtr = lru\n' > "$tmp/my.conf"
+sed -n '/^\.SH EXAMPLES/,/^\.EE/p' "$man_page" | sed -n '/^\.EX/,/^\.EE/p' |
+	grep -v '^\.' | sed 's/\\-/-/g; s/\\(aq/'"'"'/g' > "$tmp/examples"
+bad=""
+nex=0
+while IFS= read -r line; do
+	case $line in
+	'$ tpagerctl'*)
+		nex=$((nex + 1))
+		cmd=${line#\$ tpagerctl }
+		(cd "$tmp" && eval "\"$ctl\" $cmd") 2>&1 | sed "s|^$ctl:|tpagerctl:|" \
+			> "$tmp/ex.$nex"
+		: > "$tmp/want.$nex" ;;
+	*)
+		[ "$nex" -gt 0 ] && printf '%s\n' "$line" >> "$tmp/want.$nex" ;;
+	esac
+done < "$tmp/examples"
+i=1
+while [ "$i" -le "$nex" ]; do
+	cmp -s "$tmp/ex.$i" "$tmp/want.$i" || bad="$bad $i"
+	i=$((i + 1))
+done
+ok $([ "$nex" -ge 3 ] && [ -z "$bad" ] && echo 0 || echo 1) \
+	"tpagerctl(1)'s $nex examples print what the page shows${bad:+ (not:$bad)}"

@@ -22,7 +22,7 @@ unset TPAGER_CONF TPAGER_OPTS
 n=0
 ok() { n=$((n + 1)); if [ "$1" = 0 ]; then echo "ok $n - $2"; else echo "not ok $n - $2"; fi; }
 
-echo "1..12"
+echo "1..13"
 if ! command -v python3 >/dev/null 2>&1; then
 	for i in 1 2 3 4 5 6 7 8 9 10 11 12; do echo "ok $i # SKIP no python3"; done
 	exit 0
@@ -82,11 +82,11 @@ python3 "$script" --dry-run --cap 4G --json --warmup 0 --steps 1 \
 rc=$?
 sed 's/^/# /' "$tmp/err"
 check 'assert lines and "summary" in lines[-1], "no summary line"
-assert lines[-1]["summary"]["complete"] and len(rows) == 18, len(rows)
+assert lines[-1]["summary"]["complete"] and len(rows) == 22, len(rows)
 first_row = next(i for i, l in enumerate(lines) if "row" in l)
 last_try = max(i for i, l in enumerate(lines) if "try" in l)
 assert first_row < last_try, "rows came only at the end"' "$tmp/all.json"
-ok $(( rc + $? )) "--dry-run --json: exit $rc, a JSON line per try and per row as each completes, 18 rows, a summary"
+ok $(( rc + $? )) "--dry-run --json: exit $rc, a JSON line per try and per row as each completes, 22 rows, a summary"
 
 check 'for m in ("resnet50", "bert-base"):
     for mode in ("plain", "checkpoint", "expandable"):
@@ -113,6 +113,18 @@ assert any(t["system"] == "tpager (paging)" and t["model"] == "bert-base"
            for t in tries)' "$tmp/all.json"
 ok $? "tpager rows, ResNet-50 and BERT-base: samples/s at its largest batch and at PyTorch-checkpoint's, its tries passed on"
 
+check 'for m in ("resnet50", "bert-base"):
+    p = row(m, "tpager +plan (paging)")
+    assert p["complete"] and p["max_batch"] > 0 and p["step_s"] > 0, p
+    assert abs(p["images_per_s"] - p["max_batch"] / p["step_s"]) < 0.01 * p["images_per_s"]
+    c = row(m, "tpager +plan at checkpoint'"'"'s batch")
+    assert c["max_batch"] == row(m, "pytorch checkpoint", "default")["max_batch"]
+    assert c["step_s"] > 0, c
+    assert not [r for r in rows if r["model"] == m and r["system"] == "tpager +plan (no paging)"]
+tp = [t for t in tries if t["system"] == "tpager +plan (paging)"]
+assert tp and all(t["batch"] > 0 for t in tp), tp' "$tmp/all.json"
+ok $? "tpager rows with TSPLIT's planner beside the dynamic ones, its tries passed on"
+
 python3 "$script" --dry-run --cap 4G --json --models resnet50 --modes plain \
 	--maths default --known plain:resnet50=44 >"$tmp/known.json" 2>"$tmp/err"
 rc=$?
@@ -134,7 +146,7 @@ python3 "$script" --dry-run --cap 4G --json --dry-run-delay 0.3 \
 rc=$?
 took=$(( $(date +%s) - start ))
 check 'assert not lines[-1]["summary"]["complete"]
-assert len(rows) == 18, len(rows)
+assert len(rows) == 22, len(rows)
 assert any(r.get("error") == "not begun: time limit" for r in rows)
 assert all(r["max_batch"] is None or r["max_batch"] > 0 for r in rows)
 assert not rows[0]["complete"] or not rows[1]["complete"]' "$tmp/cut.json"

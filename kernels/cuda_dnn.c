@@ -11,12 +11,18 @@
  * else comes from the stream-ordered allocator and goes back to it on the
  * same stream.
  *
- * A split run's parts (TP_OP_SPLITTABLE) are refused with -ENOTSUP: cuDNN
- * promises the same bits for the same problem, not that one image's
- * output is the same in a batch of another size (its engines tile and
- * split their sums by the problem's shape), and a part must give exactly
- * a whole run's bits. The other ops that cuDNN could run (batch-norm,
- * ReLU, pooling, softmax) are tpager's own kernels for that reason.
+ * A split run's part (TP_OP_SPLITTABLE) computes its rows of the batch as
+ * a problem of that many images and must give exactly the bits a whole
+ * run gives them. cuDNN promises the same bits for the same problem, not
+ * that one image's output is the same in a batch of another size (an
+ * engine may tile or split its sums by the problem's shape), so each
+ * direction of a shape is checked on the device the first time it runs
+ * on a batch of a given size (see "batch invariance" below); one that
+ * fails runs one image at a time from then on, a problem the same for
+ * every batch and part. The weight and bias gradients are part 0's, over
+ * the whole batch: the very call a whole run makes. The other ops that
+ * cuDNN could run (batch-norm, ReLU, pooling, softmax) are tpager's own
+ * kernels, whose parts are exact by construction.
  */
 #include "config.h"
 
@@ -101,6 +107,24 @@ static int dnn_end(struct dnn_desc *d, int rc)
 
 /* --- convolution ------------------------------------------------------ */
 
+/* The directions of a convolution whose output rows are the batch's. */
+enum conv_dir {
+	CONV_FWD,	/* x -> y */
+	CONV_DATA,	/* dy -> dx */
+	CONV_NR_DIRS,
+};
+
+/*
+ * What is known of a direction's batch invariance on this device: the
+ * batch sizes checked to give each image the bits of a one-image problem,
+ * or that it must run one image at a time.
+ */
+struct conv_batching {
+	bool single;
+	uint32_t *sizes;
+	size_t nr_sizes;
+};
+
 /* The algorithms chosen for one shape (a singly linked cache, locked). */
 struct conv_algo {
 	struct tp_conv2d_params shape;
@@ -109,18 +133,21 @@ struct conv_algo {
 	cudnnConvolutionBwdFilterAlgo_t bwd_filter;
 	cudnnMathType_t fwd_math, data_math, filter_math;
 	size_t fwd_ws, bwd_ws;
+	struct conv_batching batching[CONV_NR_DIRS];
 	struct conv_algo *next;
 };
 
 static struct conv_algo *conv_cache;
 
-static int conv_desc(const struct tp_op_launch *l,
-		     const struct tp_conv2d_params *p, struct dnn_desc *d)
+/* Descriptors of @p's convolution on a batch of @n images. */
+static int conv_desc_n(const struct tp_op_launch *l,
+		       const struct tp_conv2d_params *p, uint32_t n,
+		       struct dnn_desc *d)
 {
 	int rc = 0;
 
-	DNN(tensor4d(&d->x, p->n, p->c, p->h, p->w));
-	DNN(tensor4d(&d->y, p->n, p->k,
+	DNN(tensor4d(&d->x, n, p->c, p->h, p->w));
+	DNN(tensor4d(&d->y, n, p->k,
 		     tp_out_dim(p->h, p->r, p->stride_h, p->pad_h),
 		     tp_out_dim(p->w, p->s, p->stride_w, p->pad_w)));
 	DNN(tensor4d(&d->b, 1, p->k, 1, 1));
@@ -137,6 +164,12 @@ static int conv_desc(const struct tp_op_launch *l,
 	DNN(cudnnSetConvolutionMathType(d->conv, CUDNN_FMA_MATH));
 out:
 	return rc;
+}
+
+static int conv_desc(const struct tp_op_launch *l,
+		     const struct tp_conv2d_params *p, struct dnn_desc *d)
+{
+	return conv_desc_n(l, p, p->n, d);
 }
 
 /*
@@ -244,13 +277,6 @@ static void ws_put(const struct tp_op_launch *l, void *ws, bool owned)
 		cudaFreeAsync(ws, TP_STREAM(l));
 }
 
-/* Whether @l computes every image: a whole run, or one part of them all. */
-static bool conv_whole(const struct tp_op_launch *l,
-		       const struct tp_conv2d_params *p)
-{
-	return tp_rows(l, p->n) == p->n;
-}
-
 int tp_cuda_conv_workspace(const struct tp_conv2d_params *p, size_t *bytes)
 {
 	const struct tp_op_launch probe = {
@@ -275,17 +301,244 @@ out:
 	return dnn_end(&d, rc);
 }
 
+/* --- batch invariance ------------------------------------------------ */
+
+/*
+ * The first time a direction runs on a batch of a given size (a whole
+ * run's, or a part's of several images), images 0, 1 and the last are
+ * computed again, each as a problem of one image, and compared byte for
+ * byte with what the batch gave them. One that differs makes the
+ * direction run one image at a time from then on, and the launch that
+ * found it is redone so, before anything reads its output: every run of
+ * the shape then agrees image by image. It is evidence on three images
+ * (and, through image 1, an image off the batch's alignment), not a
+ * proof; tests/kernels-split runs every part against the whole on each
+ * device it runs on. A check costs a one-image problem and a wait for the
+ * stream, once per shape, direction and batch size.
+ */
+
+/* One direction of @p on @n images, its descriptors and workspace size. */
+struct conv_problem {
+	struct dnn_desc d;
+	uint32_t n;
+	size_t ws;
+};
+
+static int problem_init(const struct tp_op_launch *l,
+			const struct tp_conv2d_params *p,
+			const struct conv_algo *a, enum conv_dir dir,
+			uint32_t n, struct conv_problem *pb)
+{
+	struct dnn_desc *d = &pb->d;
+	int rc;
+
+	pb->n = n;
+	rc = conv_desc_n(l, p, n, d);
+	if (rc)
+		return rc;
+	if (dir == CONV_FWD) {
+		DNN(cudnnSetConvolutionMathType(d->conv, a->fwd_math));
+		DNN(cudnnGetConvolutionForwardWorkspaceSize(dnn, d->x, d->w,
+				d->conv, d->y, a->fwd, &pb->ws));
+	} else {
+		DNN(cudnnSetConvolutionMathType(d->conv, a->data_math));
+		DNN(cudnnGetConvolutionBackwardDataWorkspaceSize(dnn, d->w,
+				d->y, d->conv, d->x, a->bwd_data, &pb->ws));
+	}
+out:
+	return rc;
+}
+
+/* Floats of one image of what direction @dir reads and writes. */
+static size_t src_image(const struct tp_conv2d_params *p, enum conv_dir dir)
+{
+	size_t x = (size_t)p->c * p->h * p->w;
+	size_t y = (size_t)p->k * tp_out_dim(p->h, p->r, p->stride_h, p->pad_h) *
+		   tp_out_dim(p->w, p->s, p->stride_w, p->pad_w);
+
+	return dir == CONV_FWD ? x : y;
+}
+
+static size_t dst_image(const struct tp_conv2d_params *p, enum conv_dir dir)
+{
+	return src_image(p, dir == CONV_FWD ? CONV_DATA : CONV_FWD);
+}
+
+/*
+ * Run @pb on @src into @dst with the weights @w: the workspace @ws of
+ * @ws_bytes when large enough, else stream-ordered memory of its own.
+ */
+static int problem_run(const struct tp_op_launch *l,
+		       const struct conv_algo *a, enum conv_dir dir,
+		       struct conv_problem *pb, const float *w,
+		       const float *src, float *dst, void *ws, size_t ws_bytes)
+{
+	struct dnn_desc *d = &pb->d;
+	bool owned = false;
+	int rc = 0;
+
+	if (pb->ws > ws_bytes) {
+		ws = NULL;
+		owned = true;
+		rc = tp_cuda_check(l, cudaMallocAsync(&ws, pb->ws, TP_STREAM(l)),
+				   "cudaMallocAsync (convolution workspace)");
+		if (rc)
+			return rc;
+	}
+	if (dir == CONV_FWD) {
+		DNN(cudnnSetConvolutionMathType(d->conv, a->fwd_math));
+		DNN(cudnnConvolutionForward(dnn, &one, d->x, src, d->w, w,
+					    d->conv, a->fwd, ws, pb->ws, &zero,
+					    d->y, dst));
+	} else {
+		DNN(cudnnSetConvolutionMathType(d->conv, a->data_math));
+		DNN(cudnnConvolutionBackwardData(dnn, &one, d->w, w, d->y, src,
+						 d->conv, a->bwd_data, ws,
+						 pb->ws, &zero, d->x, dst));
+	}
+out:
+	ws_put(l, ws, owned);
+	return rc;
+}
+
+/* @n images one at a time, each a problem of one image. */
+static int run_single(const struct tp_op_launch *l,
+		      const struct tp_conv2d_params *p,
+		      const struct conv_algo *a, enum conv_dir dir,
+		      uint32_t n, const float *w, const float *src, float *dst,
+		      void *ws, size_t ws_bytes)
+{
+	struct conv_problem one_pb = { 0 };
+	size_t si = src_image(p, dir), di = dst_image(p, dir);
+	int rc = problem_init(l, p, a, dir, 1, &one_pb);
+
+	for (uint32_t i = 0; i < n && !rc; i++)
+		rc = problem_run(l, a, dir, &one_pb, w, src + i * si,
+				 dst + i * di, ws, ws_bytes);
+	desc_destroy(&one_pb.d);
+	return rc;
+}
+
+static bool batch_checked(const struct conv_batching *b, uint32_t n)
+{
+	for (size_t i = 0; i < b->nr_sizes; i++)
+		if (b->sizes[i] == n)
+			return true;
+	return false;
+}
+
+/*
+ * Compare images 0, 1 and @n - 1 of @dst, as the batch of @n gave them,
+ * with each computed alone into scratch: *@same when all agree.
+ */
+static int batch_compare(const struct tp_op_launch *l,
+			 const struct tp_conv2d_params *p,
+			 const struct conv_algo *a, enum conv_dir dir,
+			 uint32_t n, const float *w, const float *src,
+			 const float *dst, void *ws, size_t ws_bytes,
+			 bool *same)
+{
+	size_t si = src_image(p, dir), di = dst_image(p, dir);
+	size_t bytes = di * sizeof(float);
+	uint32_t pick[3] = { 0, 1, n - 1 };
+	struct conv_problem one_pb = { 0 };
+	char *alone = NULL, *batch = NULL;
+	float *scratch = NULL;
+	int rc;
+
+	*same = true;
+	alone = malloc(bytes);
+	batch = malloc(bytes);
+	if (!alone || !batch) {
+		rc = -ENOMEM;
+		goto out;
+	}
+	rc = tp_cuda_check(l, cudaMallocAsync((void **)&scratch, bytes,
+					      TP_STREAM(l)),
+			   "cudaMallocAsync (batch invariance check)");
+	if (!rc)
+		rc = problem_init(l, p, a, dir, 1, &one_pb);
+	for (unsigned k = 0; k < 3 && !rc && *same; k++) {
+		uint32_t i = pick[k];
+
+		if (k && i == pick[k - 1])
+			continue;
+		rc = problem_run(l, a, dir, &one_pb, w, src + i * si, scratch,
+				 ws, ws_bytes);
+		if (!rc)
+			rc = tp_cuda_check(l, cudaMemcpyAsync(alone, scratch,
+					bytes, cudaMemcpyDeviceToHost,
+					TP_STREAM(l)), "cudaMemcpyAsync");
+		if (!rc)
+			rc = tp_cuda_check(l, cudaMemcpyAsync(batch,
+					dst + i * di, bytes,
+					cudaMemcpyDeviceToHost, TP_STREAM(l)),
+					"cudaMemcpyAsync");
+		if (!rc)
+			rc = tp_cuda_check(l, cudaStreamSynchronize(TP_STREAM(l)),
+					   "cudaStreamSynchronize");
+		if (!rc)
+			*same = !memcmp(alone, batch, bytes);
+	}
+	desc_destroy(&one_pb.d);
+	if (scratch)
+		cudaFreeAsync(scratch, TP_STREAM(l));
+out:
+	free(alone);
+	free(batch);
+	return rc;
+}
+
+/*
+ * Direction @dir of @p on the @n images at @src into @dst: as one
+ * problem where that was checked to give every image its one-image bits,
+ * else one image at a time (see above). Lock held.
+ */
+static int conv_images(const struct tp_op_launch *l,
+		       const struct tp_conv2d_params *p, struct conv_algo *a,
+		       enum conv_dir dir, uint32_t n, const float *w,
+		       const float *src, float *dst, void *ws, size_t ws_bytes)
+{
+	struct conv_batching *b = &a->batching[dir];
+	struct conv_problem pb = { 0 };
+	uint32_t *sizes;
+	bool same;
+	int rc;
+
+	if (b->single || n == 1)
+		return run_single(l, p, a, dir, n, w, src, dst, ws, ws_bytes);
+	rc = problem_init(l, p, a, dir, n, &pb);
+	if (!rc)
+		rc = problem_run(l, a, dir, &pb, w, src, dst, ws, ws_bytes);
+	desc_destroy(&pb.d);
+	if (rc || batch_checked(b, n))
+		return rc;
+	rc = batch_compare(l, p, a, dir, n, w, src, dst, ws, ws_bytes, &same);
+	if (rc)
+		return rc;
+	if (!same) {
+		/* Redone before anything reads it: all runs agree from now. */
+		b->single = true;
+		return run_single(l, p, a, dir, n, w, src, dst, ws, ws_bytes);
+	}
+	sizes = realloc(b->sizes, (b->nr_sizes + 1) * sizeof(*sizes));
+	if (!sizes)
+		return 0;	/* checked again next time */
+	sizes[b->nr_sizes++] = n;
+	b->sizes = sizes;
+	return 0;
+}
+
 int tp_cuda_conv2d(const struct tp_op_launch *l)
 {
 	const struct tp_conv2d_params *p = TP_PARAMS(l, tp_conv2d_params);
-	struct dnn_desc d = { 0 };
+	uint32_t rows = (uint32_t)tp_rows(l, p->n);
+	struct dnn_desc d = { 0 }, part = { 0 };
 	struct conv_algo *a;
 	void *ws = NULL;
 	bool owned = false;
 	int rc;
 
-	if (!conv_whole(l, p))
-		return -ENOTSUP;
 	rc = dnn_begin(l);
 	if (rc)
 		return rc;
@@ -294,16 +547,20 @@ int tp_cuda_conv2d(const struct tp_op_launch *l)
 		rc = conv_choose(l, p, &d, &a);
 	if (!rc)
 		rc = ws_get(l, p->bias ? 3 : 2, a->fwd_ws, &ws, &owned);
+	if (!rc)
+		rc = conv_images(l, p, a, CONV_FWD, rows, TP_IN(l, 1),
+				 TP_IN(l, 0), TP_OUT(l, 0), ws,
+				 ws ? a->fwd_ws : 0);
+	if (!rc && p->bias)
+		rc = conv_desc_n(l, p, rows, &part);
 	if (rc)
 		goto out;
-	DNN(cudnnSetConvolutionMathType(d.conv, a->fwd_math));
-	DNN(cudnnConvolutionForward(dnn, &one, d.x, TP_IN(l, 0), d.w,
-				    TP_IN(l, 1), d.conv, a->fwd, ws,
-				    a->fwd_ws, &zero, d.y, TP_OUT(l, 0)));
+	/* The bias of each element alone: exact in parts. */
 	if (p->bias)
-		DNN(cudnnAddTensor(dnn, &one, d.b, TP_IN(l, 2), &one, d.y,
-				   TP_OUT(l, 0)));
+		DNN(cudnnAddTensor(dnn, &one, part.b, TP_IN(l, 2), &one,
+				   part.y, TP_OUT(l, 0)));
 out:
+	desc_destroy(&part);
 	ws_put(l, ws, owned);
 	return dnn_end(&d, rc);
 }
@@ -311,14 +568,13 @@ out:
 int tp_cuda_conv2d_bwd(const struct tp_op_launch *l)
 {
 	const struct tp_conv2d_params *p = TP_PARAMS(l, tp_conv2d_params);
+	uint32_t rows = (uint32_t)tp_rows(l, p->n);
 	struct dnn_desc d = { 0 };
 	struct conv_algo *a;
 	void *ws = NULL;
 	bool owned = false;
 	int rc;
 
-	if (!conv_whole(l, p))
-		return -ENOTSUP;
 	rc = dnn_begin(l);
 	if (rc)
 		return rc;
@@ -327,12 +583,16 @@ int tp_cuda_conv2d_bwd(const struct tp_op_launch *l)
 		rc = conv_choose(l, p, &d, &a);
 	if (!rc)
 		rc = ws_get(l, 3, a->bwd_ws, &ws, &owned);
-	if (rc)
+	if (!rc)
+		rc = conv_images(l, p, a, CONV_DATA, rows, TP_IN(l, 2),
+				 TP_IN(l, 0), TP_OUT(l, 0), ws,
+				 ws ? a->bwd_ws : 0);
+	if (rc || !tp_writes_whole(l))
 		goto out;
-	DNN(cudnnSetConvolutionMathType(d.conv, a->data_math));
-	DNN(cudnnConvolutionBackwardData(dnn, &one, d.w, TP_IN(l, 2), d.y,
-					 TP_IN(l, 0), d.conv, a->bwd_data, ws,
-					 a->bwd_ws, &zero, d.x, TP_OUT(l, 0)));
+	/*
+	 * Part 0 (or a whole run) sums the weight and bias gradients over
+	 * the whole batch, whose rows it may read: a whole run's very call.
+	 */
 	DNN(cudnnSetConvolutionMathType(d.conv, a->filter_math));
 	DNN(cudnnConvolutionBackwardFilter(dnn, &one, d.x, TP_IN(l, 1), d.y,
 					   TP_IN(l, 0), d.conv, a->bwd_filter,

@@ -53,7 +53,6 @@ struct split_case {
 	uint64_t in, out;
 	bool ws;		/* give a workspace input (never cut) */
 	bool ties;		/* inputs clamped at 0: max pooling ties */
-	bool cuda_enotsup;	/* the CUDA op refuses parts */
 };
 
 /* --- random inputs --------------------------------------------------- */
@@ -541,13 +540,11 @@ static const struct tp_transpose_params tr = { .a = 5, .b = 3, .c = 4,
 
 static const struct split_case cases[] = {
 	CASE("conv2d 3x3 stride 2,1 bias, workspace", "conv2d", conv, 5,
-	     B(0), B(0), .ws = true, .cuda_enotsup = true),
-	CASE("conv2d 1x1", "conv2d", conv_1x1, 7, B(0), B(0),
-	     .cuda_enotsup = true),
+	     B(0), B(0), .ws = true),
+	CASE("conv2d 1x1", "conv2d", conv_1x1, 7, B(0), B(0)),
 	CASE("conv2d_bwd 3x3 bias, workspace", "conv2d_bwd", conv, 5,
-	     B(0) | B(1), B(0), .ws = true, .cuda_enotsup = true),
-	CASE("conv2d_bwd 1x1", "conv2d_bwd", conv_1x1, 7, B(0) | B(1), B(0),
-	     .cuda_enotsup = true),
+	     B(0) | B(1), B(0), .ws = true),
+	CASE("conv2d_bwd 1x1", "conv2d_bwd", conv_1x1, 7, B(0) | B(1), B(0)),
 	CASE("batchnorm", "batchnorm", bn, 7, B(0), B(0)),
 	CASE("batchnorm_bwd", "batchnorm_bwd", bn, 7, B(0) | B(1), B(0)),
 	CASE("relu", "relu", elt, 42, B(0), B(0)),
@@ -665,46 +662,13 @@ static void check_parts_device(const struct split_case *c, struct op_io *io,
 			       void *stream)
 {
 	const struct backend dev = { .device = true, .stream = stream };
-	struct slot in[MAX_IO] = { 0 }, out[MAX_IO] = { 0 };
-	struct slot whole[MAX_IO] = { 0 };
 	size_t bounds[64];
 	bool fine = true;
-	unsigned how, parts, k;
+	unsigned how, parts;
 	int rc = run_whole(c, io, &dev);
 
 	if (rc) {
 		ok_rc(rc, "%s: cuda: the whole run", c->what);
-		return;
-	}
-	if (c->cuda_enotsup) {
-		/* part 0 of two, refused before anything is written */
-		for (k = 0; k < io->n_out; k++) {
-			whole[k] = (struct slot){
-				.base = malloc(io->out_bytes[k]),
-				.size = io->out_bytes[k],
-				.bytes = io->out_bytes[k],
-			};
-			if (whole[k].base)
-				memset(whole[k].base, SENTINEL,
-				       io->out_bytes[k]);
-		}
-		rc = part_slots(c, io, 0, c->rows / 2, in, out, whole);
-		if (!rc)
-			rc = launch_slots(c, io, in, out, 0, 2, 0, c->rows / 2,
-					  &dev);
-		for (k = 0; k < io->n_out; k++)
-			fine &= out[k].base && untouched(out[k].base,
-							 out[k].size);
-		ok(rc == -ENOTSUP && fine,
-		   "%s: cuda: a part is -ENOTSUP, nothing written (%d)",
-		   c->what, rc);
-		for (k = 0; k < MAX_IO; k++) {
-			if (is_cut(c->in, k))
-				free(in[k].base);
-			if (is_cut(c->out, k))
-				free(out[k].base);
-			free(whole[k].base);
-		}
 		return;
 	}
 	for (how = 0; how < N_CUTS; how++) {

@@ -3,6 +3,10 @@
  * CPU linear and (batched) GEMM through CBLAS. The backward products are
  * written once, as the transposes each gradient needs, and the bias
  * gradient sums rows in a fixed order, so every run gives the same bits.
+ *
+ * A batched GEMM runs in parts along its batch: each product is its own
+ * CBLAS call of the same shape whatever the part, so a part gives the
+ * whole run's bits.
  */
 #include "config.h"
 
@@ -66,9 +70,9 @@ int tp_cpu_gemm(const struct tp_op_launch *l)
 	const struct tp_gemm_params *p = TP_PARAMS(l, tp_gemm_params);
 	size_t sa = (size_t)p->m * p->k, sb = (size_t)p->k * p->n;
 	size_t sc = (size_t)p->m * p->n;
-	uint32_t i;
+	size_t i, batch = tp_rows(l, p->batch);
 
-	for (i = 0; i < p->batch; i++)
+	for (i = 0; i < batch; i++)
 		tp_cpu_sgemm(p->trans_a, p->trans_b, p->m, p->n, p->k,
 			     p->alpha, TP_IN(l, 0) + i * sa,
 			     TP_IN(l, 1) + i * sb, 0.0f, TP_OUT(l, 0) + i * sc);
@@ -81,9 +85,9 @@ int tp_cpu_gemm_bwd(const struct tp_op_launch *l)
 	size_t sa = (size_t)p->m * p->k, sb = (size_t)p->k * p->n;
 	size_t sc = (size_t)p->m * p->n;
 	int m = p->m, n = p->n, k = p->k, ta = p->trans_a, tb = p->trans_b;
-	uint32_t i;
+	size_t i, batch = tp_rows(l, p->batch);
 
-	for (i = 0; i < p->batch; i++) {
+	for (i = 0; i < batch; i++) {
 		const float *dc = TP_IN(l, 0) + i * sc;
 		const float *a = TP_IN(l, 1) + i * sa;
 		const float *b = TP_IN(l, 2) + i * sb;

@@ -518,6 +518,12 @@ ROWS_FN(conv)
 	return ((const struct tp_conv2d_params *)p_)->n;
 }
 
+/* A batched GEMM: each product of the batch on its own. */
+ROWS_FN(gemm)
+{
+	return ((const struct tp_gemm_params *)p_)->batch;
+}
+
 ROWS_FN(batchnorm)
 {
 	return ((const struct tp_batchnorm_params *)p_)->n;
@@ -826,7 +832,7 @@ static int launch(const struct tp_op_launch *l)
 
 /* The ops whose table entries are KERNEL_CUT: one split callback each. */
 #define TP_SPLIT_OPS(X) \
-	X(conv2d) X(conv2d_bwd) X(batchnorm) X(batchnorm_bwd) \
+	X(gemm) X(gemm_bwd) X(conv2d) X(conv2d_bwd) X(batchnorm) X(batchnorm_bwd) \
 	X(relu) X(relu_bwd) X(gelu) X(gelu_bwd) \
 	X(maxpool) X(maxpool_bwd) X(avgpool) X(avgpool_bwd) \
 	X(global_avgpool) X(global_avgpool_bwd) \
@@ -851,8 +857,10 @@ TP_SPLIT_OPS(SPLIT_FN)
 static const struct tp_kernel kernels[K_COUNT] = {
 	KERNEL(linear, tp_linear_params, linear, linear)
 	KERNEL(linear_bwd, tp_linear_params, linear_bwd, linear_bwd)
-	KERNEL(gemm, tp_gemm_params, gemm, gemm)
-	KERNEL(gemm_bwd, tp_gemm_params, gemm_bwd, gemm_bwd)
+	/* A B | C; dC A B | dA dB: every operand by its products */
+	KERNEL_CUT(gemm, tp_gemm_params, gemm, gemm, gemm, B(0) | B(1), B(0))
+	KERNEL_CUT(gemm_bwd, tp_gemm_params, gemm_bwd, gemm_bwd, gemm,
+		   B(0) | B(1) | B(2), B(0) | B(1))
 	/* x | y; dy x | dx (dW, db: part 0, over the batch) */
 	KERNEL_CUT_WS(conv2d, tp_conv2d_params, conv2d, conv2d, conv,
 		      B(0), B(0))

@@ -505,6 +505,12 @@ static unsigned cut_bounds(unsigned how, size_t rows, size_t *b)
 
 /* --- the ops --------------------------------------------------------- */
 
+static const struct tp_gemm_params gemm_nt = {
+	.batch = 5, .m = 3, .n = 4, .k = 6, .trans_b = 1, .alpha = 0.5f,
+};
+static const struct tp_gemm_params gemm_tn = {
+	.batch = 7, .m = 4, .n = 3, .k = 5, .trans_a = 1, .alpha = 1.0f,
+};
 static const struct tp_conv2d_params conv = {
 	.n = 5, .c = 3, .h = 7, .w = 6, .k = 4, .r = 3, .s = 3,
 	.stride_h = 2, .stride_w = 1, .pad_h = 1, .pad_w = 1, .bias = 1,
@@ -539,6 +545,12 @@ static const struct tp_transpose_params tr = { .a = 5, .b = 3, .c = 4,
 	  .rows = r, .in = i, .out = u, __VA_ARGS__ }
 
 static const struct split_case cases[] = {
+	CASE("gemm A B^T, alpha 0.5", "gemm", gemm_nt, 5, B(0) | B(1), B(0)),
+	CASE("gemm A^T B", "gemm", gemm_tn, 7, B(0) | B(1), B(0)),
+	CASE("gemm_bwd A B^T, alpha 0.5", "gemm_bwd", gemm_nt, 5,
+	     B(0) | B(1) | B(2), B(0) | B(1)),
+	CASE("gemm_bwd A^T B", "gemm_bwd", gemm_tn, 7, B(0) | B(1) | B(2),
+	     B(0) | B(1)),
 	CASE("conv2d 3x3 stride 2,1 bias, workspace", "conv2d", conv, 5,
 	     B(0), B(0), .ws = true),
 	CASE("conv2d 1x1", "conv2d", conv_1x1, 7, B(0), B(0)),
@@ -746,7 +758,7 @@ static void check_registry(void)
 			bad++;
 		}
 	}
-	ok(!bad && cut == 24,
+	ok(!bad && cut == 26,
 	   "registry: the %u ops tested here are splittable, no other", cut);
 }
 

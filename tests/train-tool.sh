@@ -173,14 +173,18 @@ w0=$(tail -n 1 "$tmp/h200-nosplit.json" | field "" max_batch_with)
 ok $([ $rc = 0 ] && [ "${w0:-0}" -gt 0 ] && [ "$w0" -lt "$w" ]; echo $?) \
 	"without split runs the largest batch is smaller ($w0 < $w)"
 
-# A time limit ends the search, which says so, with what it found.
+# A time limit ends the search, which says so, with what it found; on a
+# machine too busy to finish even batch 1 in time, it says that instead
+# (exit 1). Either way it stops in time.
 start=$(date +%s)
 "$train" $h200 --max-batch --json --batch 64 --max-batch-time 0.2 \
 	> "$tmp/h200-time.json" 2>"$tmp/err"; rc=$?
 took=$(( $(date +%s) - start ))
 last=$(tail -n 1 "$tmp/h200-time.json")
-ok $([ $rc = 0 ] && [ "$(echo "$last" | field "" complete)" = false ] &&
-     [ "$(echo "$last" | field "" time_limit_s)" = 0.2 ] &&
+ok $({ { [ $rc = 0 ] && [ "$(echo "$last" | field "" complete)" = false ] &&
+	 [ "$(echo "$last" | field "" time_limit_s)" = 0.2 ]; } ||
+       { [ $rc = 1 ] &&
+	 grep -q 'batch 1 did not finish within --max-batch-time 0.2 s' "$tmp/err"; }; } &&
      [ "$took" -lt 20 ]; echo $?) \
 	"--max-batch-time 0.2: stopped after $took s, reported incomplete ($(head -c 200 "$tmp/err"))"
 

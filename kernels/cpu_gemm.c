@@ -6,12 +6,18 @@
  *
  * A batched GEMM runs in parts along its batch: each product is its own
  * CBLAS call of the same shape whatever the part, so a part gives the
- * whole run's bits.
+ * whole run's bits. A linear op runs in parts along its rows: its product
+ * for rows is checked row-invariant per shape and row count (batching.h);
+ * the weight and bias gradients are part 0's, over every row, the call a
+ * whole run makes.
  */
 #include "config.h"
 
 #include <cblas.h>
+#include <stdlib.h>
+#include <string.h>
 
+#include "kernels/batching.h"
 #include "kernels/kernel.h"
 
 void tp_cpu_sgemm(int trans_a, int trans_b, int m, int n, int k, float alpha,
@@ -22,20 +28,79 @@ void tp_cpu_sgemm(int trans_a, int trans_b, int m, int n, int k, float alpha,
 		    a, trans_a ? m : k, b, trans_b ? k : n, beta, c, n);
 }
 
+/* The shape of a product by rows, as batching.h keys it. */
+struct rows_key {
+	char device[4];
+	int trans_b, n, k;
+};
+
+/* C[rows x n] = A[rows x k] op(B), one row at a time. */
+static void rows_single(int tb, int rows, int n, int k, const float *a,
+			const float *b, float *c)
+{
+	for (int i = 0; i < rows; i++)
+		tp_cpu_sgemm(0, tb, 1, n, k, 1.0f, a + (size_t)i * k, b, 0.0f,
+			     c + (size_t)i * n);
+}
+
+/*
+ * C[rows x n] = A[rows x k] op(B), each row with the bits it gets alone:
+ * as one product where that many rows were checked to (batching.h), else
+ * row by row; the first product of a shape and row count is checked on
+ * rows 0, 1 and the last, and redone row by row when one differs.
+ */
+static void rows_sgemm(int tb, int rows, int n, int k, const float *a,
+		       const float *b, float *c)
+{
+	struct rows_key key;
+	uint32_t pick[3];
+	unsigned np;
+	float *one;
+	bool same = true;
+	enum tp_batching st;
+
+	memset(&key, 0, sizeof(key));
+	memcpy(key.device, "cpu", 4);
+	key.trans_b = tb;
+	key.n = n;
+	key.k = k;
+	st = tp_batching_of(&key, sizeof(key), (uint32_t)rows);
+	if (st == TP_BATCHING_SINGLE || rows == 1) {
+		rows_single(tb, rows, n, k, a, b, c);
+		return;
+	}
+	tp_cpu_sgemm(0, tb, rows, n, k, 1.0f, a, b, 0.0f, c);
+	if (st == TP_BATCHING_CHECKED)
+		return;
+	one = malloc((size_t)n * sizeof(*one));
+	if (!one)
+		return;		/* checked next time */
+	np = tp_batching_picks((uint32_t)rows, pick);
+	for (unsigned q = 0; q < np && same; q++) {
+		tp_cpu_sgemm(0, tb, 1, n, k, 1.0f, a + (size_t)pick[q] * k, b,
+			     0.0f, one);
+		same = !memcmp(one, c + (size_t)pick[q] * n,
+			       (size_t)n * sizeof(*one));
+	}
+	free(one);
+	tp_batching_note(&key, sizeof(key), (uint32_t)rows, same);
+	if (!same)
+		rows_single(tb, rows, n, k, a, b, c);
+}
+
 int tp_cpu_linear(const struct tp_op_launch *l)
 {
 	const struct tp_linear_params *p = TP_PARAMS(l, tp_linear_params);
+	size_t i, j, rows = tp_rows(l, p->n);
 	float *y = TP_OUT(l, 0);
-	uint32_t i, j;
 
-	tp_cpu_sgemm(0, 1, p->n, p->out, p->in, 1.0f, TP_IN(l, 0),
-		     TP_IN(l, 1), 0.0f, y);
+	rows_sgemm(1, (int)rows, p->out, p->in, TP_IN(l, 0), TP_IN(l, 1), y);
 	if (p->bias) {
 		const float *b = TP_IN(l, 2);
 
-		for (i = 0; i < p->n; i++)
+		for (i = 0; i < rows; i++)
 			for (j = 0; j < p->out; j++)
-				y[(size_t)i * p->out + j] += b[j];
+				y[i * p->out + j] += b[j];
 	}
 	return 0;
 }
@@ -46,9 +111,11 @@ int tp_cpu_linear_bwd(const struct tp_op_launch *l)
 	const float *dy = TP_IN(l, 0), *x = TP_IN(l, 1), *w = TP_IN(l, 2);
 	uint32_t i, j;
 
-	/* dx = dy W, dW = dy^T x */
-	tp_cpu_sgemm(0, 0, p->n, p->in, p->out, 1.0f, dy, w, 0.0f,
-		     TP_OUT(l, 0));
+	/* dx = dy W for the rows; dW = dy^T x over all of them (part 0) */
+	rows_sgemm(0, (int)tp_rows(l, p->n), p->in, p->out, dy, w,
+		   TP_OUT(l, 0));
+	if (!tp_writes_whole(l))
+		return 0;
 	tp_cpu_sgemm(1, 0, p->out, p->in, p->n, 1.0f, dy, x, 0.0f,
 		     TP_OUT(l, 1));
 	if (p->bias) {

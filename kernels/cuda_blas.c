@@ -9,24 +9,24 @@
  * atomics unless allowed), and FP32 math stays FP32 (TF32 is opt-in).
  *
  * A batched GEMM runs in parts along its batch, each part a strided
- * batch of its products. cuBLAS promises the same bits for the same
- * call, not that a product comes out the same in batches of different
- * counts (its heuristics may pick another kernel, or split the sums, by
- * the count), so as for convolutions (cuda_dnn.c), the first time a
- * shape runs in a batch of a given count, products 0, 1 and the last
- * are computed again alone and compared byte for byte; a shape that
- * differs runs one product at a time from then on, and the launch that
- * found it is redone so before anything reads it.
+ * batch of its products; a linear op along its rows, each part a product
+ * of its rows (the weight and bias gradients are part 0's, over every
+ * row: a whole run's calls). cuBLAS promises the same bits for the same
+ * call, not that a product or a row comes out the same in a call of
+ * another size (its heuristics may pick another kernel, or split the
+ * sums), so each shape is checked per count as batching.h says: a shape
+ * that differs runs one product or row at a time from then on, and the
+ * launch that found it is redone so before anything reads it.
  */
 #include "config.h"
 
 #include <errno.h>
-#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include <cublas_v2.h>
 
+#include "kernels/batching.h"
 #include "kernels/cuda_util.h"
 
 static cublasHandle_t blas;
@@ -69,65 +69,73 @@ out:
 	return rc;
 }
 
-/* --- batch invariance of batched products ------------------------- */
+/* --- batch invariance (batching.h) ----------------------------------- */
 
+/* One product of a batch, or one row of a linear op's (m = 1). */
 struct gemm_shape {
 	int ta, tb, m, n, k;
 	float alpha;
 };
 
-/* What is known of one shape on this device (a linked cache). */
-struct gemm_batching {
-	struct gemm_shape shape;
-	bool single;		/* one product at a time */
-	uint32_t *counts;	/* batch counts checked to agree */
-	size_t nr_counts;
-	struct gemm_batching *next;
+/*
+ * @count products of @g at strides @sa, @sb, @sc; with @rows, the rows of
+ * one product (B shared), run as one product of @count rows.
+ */
+struct gemm_run {
+	struct gemm_shape g;
+	const float *a, *b;
+	float *c;
+	long long sa, sb, sc;
+	bool rows;
 };
 
-static pthread_mutex_t batching_lock = PTHREAD_MUTEX_INITIALIZER;
-static struct gemm_batching *batchings;
+/* What batching.h knows a shape by. */
+struct gemm_key {
+	char device[8];
+	struct gemm_shape g;
+	int rows;
+};
 
-static struct gemm_batching *batching_of(const struct gemm_shape *g)
+static int run_all(const struct tp_op_launch *l, const struct gemm_run *r,
+		   int count)
 {
-	struct gemm_batching *b;
+	const struct gemm_shape *g = &r->g;
 
-	for (b = batchings; b; b = b->next)
-		if (!memcmp(&b->shape, g, sizeof(*g)))
-			return b;
-	b = calloc(1, sizeof(*b));
-	if (!b)
-		return NULL;
-	b->shape = *g;
-	b->next = batchings;
-	batchings = b;
-	return b;
+	if (r->rows)
+		return tp_cuda_sgemm(l, g->ta, g->tb, count, g->n, g->k,
+				     g->alpha, r->a, 0, r->b, 0, r->c, 0, 1);
+	return tp_cuda_sgemm(l, g->ta, g->tb, g->m, g->n, g->k, g->alpha, r->a,
+			     r->sa, r->b, r->sb, r->c, r->sc, count);
 }
 
-/* The products one at a time: the same call for every batch and part. */
-static int products_single(const struct tp_op_launch *l,
-			   const struct gemm_shape *g, const float *a,
-			   long long sa, const float *b, long long sb,
-			   float *c, long long sc, int count)
+/* Product @i alone into @c (its place when NULL). */
+static int run_one(const struct tp_op_launch *l, const struct gemm_run *r,
+		   int i, float *c)
+{
+	const struct gemm_shape *g = &r->g;
+
+	return tp_cuda_sgemm(l, g->ta, g->tb, g->m, g->n, g->k, g->alpha,
+			     r->a + i * r->sa, 0, r->b + i * r->sb, 0,
+			     c ? c : r->c + i * r->sc, 0, 1);
+}
+
+static int run_single(const struct tp_op_launch *l, const struct gemm_run *r,
+		      int count)
 {
 	int rc = 0;
 
 	for (int i = 0; i < count && !rc; i++)
-		rc = tp_cuda_sgemm(l, g->ta, g->tb, g->m, g->n, g->k, g->alpha,
-				   a + i * sa, 0, b + i * sb, 0, c + i * sc, 0,
-				   1);
+		rc = run_one(l, r, i, NULL);
 	return rc;
 }
 
-/* Products 0, 1 and @count - 1 of @c against each computed alone. */
-static int products_compare(const struct tp_op_launch *l,
-			    const struct gemm_shape *g, const float *a,
-			    long long sa, const float *b, long long sb,
-			    const float *c, long long sc, int count,
-			    bool *same)
+/* Products 0, 1 and the last of @r's output against each alone. */
+static int compare(const struct tp_op_launch *l, const struct gemm_run *r,
+		   int count, bool *same)
 {
-	size_t bytes = (size_t)g->m * g->n * sizeof(float);
-	int pick[3] = { 0, 1, count - 1 };
+	size_t bytes = (size_t)r->g.m * r->g.n * sizeof(float);
+	uint32_t pick[3];
+	unsigned np = tp_batching_picks((uint32_t)count, pick);
 	char *alone = malloc(bytes), *batch = malloc(bytes);
 	float *scratch = NULL;
 	int rc = alone && batch ? 0 : -ENOMEM;
@@ -137,21 +145,17 @@ static int products_compare(const struct tp_op_launch *l,
 		rc = tp_cuda_check(l, cudaMallocAsync((void **)&scratch, bytes,
 						      TP_STREAM(l)),
 				   "cudaMallocAsync (batch invariance check)");
-	for (int k = 0; k < 3 && !rc && *same; k++) {
-		int i = pick[k];
-
-		if (k && i == pick[k - 1])
-			continue;
-		rc = tp_cuda_sgemm(l, g->ta, g->tb, g->m, g->n, g->k, g->alpha,
-				   a + i * sa, 0, b + i * sb, 0, scratch, 0, 1);
+	for (unsigned q = 0; q < np && !rc && *same; q++) {
+		rc = run_one(l, r, (int)pick[q], scratch);
 		if (!rc)
 			rc = tp_cuda_check(l, cudaMemcpyAsync(alone, scratch,
 					bytes, cudaMemcpyDeviceToHost,
 					TP_STREAM(l)), "cudaMemcpyAsync");
 		if (!rc)
-			rc = tp_cuda_check(l, cudaMemcpyAsync(batch, c + i * sc,
-					bytes, cudaMemcpyDeviceToHost,
-					TP_STREAM(l)), "cudaMemcpyAsync");
+			rc = tp_cuda_check(l, cudaMemcpyAsync(batch,
+					r->c + pick[q] * r->sc, bytes,
+					cudaMemcpyDeviceToHost, TP_STREAM(l)),
+					"cudaMemcpyAsync");
 		if (!rc)
 			rc = tp_cuda_check(l, cudaStreamSynchronize(
 					TP_STREAM(l)), "cudaStreamSynchronize");
@@ -166,62 +170,61 @@ static int products_compare(const struct tp_op_launch *l,
 }
 
 /*
- * @count products of shape @g, as one strided batch where that count was
- * checked to give each product its bits alone, else one at a time.
+ * @count products (or rows) of @r, as one call where that count was
+ * checked to give each its bits alone, else one at a time; the first call
+ * of a shape and count is checked, and redone one at a time before
+ * anything reads it when a product differs.
  */
-static int products(const struct tp_op_launch *l, const struct gemm_shape *g,
-		    const float *a, long long sa, const float *b,
-		    long long sb, float *c, long long sc, int count)
+static int products(const struct tp_op_launch *l, const struct gemm_run *r,
+		    int count)
 {
-	struct gemm_batching *bt;
-	bool single, checked = false, same;
-	uint32_t *counts;
+	struct gemm_key key;
+	enum tp_batching st;
+	bool same;
 	int rc;
 
-	pthread_mutex_lock(&batching_lock);
-	bt = batching_of(g);
-	single = !bt || bt->single;
-	for (size_t i = 0; bt && i < bt->nr_counts && !checked; i++)
-		checked = bt->counts[i] == (uint32_t)count;
-	pthread_mutex_unlock(&batching_lock);
-	if (!bt)
-		return -ENOMEM;
-	if (single || count == 1)
-		return products_single(l, g, a, sa, b, sb, c, sc, count);
-	rc = tp_cuda_sgemm(l, g->ta, g->tb, g->m, g->n, g->k, g->alpha, a, sa,
-			   b, sb, c, sc, count);
-	if (rc || checked)
+	memset(&key, 0, sizeof(key));
+	memcpy(key.device, "cublas", 7);
+	key.g = r->g;
+	key.rows = r->rows;
+	st = tp_batching_of(&key, sizeof(key), (uint32_t)count);
+	if (st == TP_BATCHING_SINGLE || count == 1)
+		return run_single(l, r, count);
+	rc = run_all(l, r, count);
+	if (rc || st == TP_BATCHING_CHECKED)
 		return rc;
-	rc = products_compare(l, g, a, sa, b, sb, c, sc, count, &same);
+	rc = compare(l, r, count, &same);
 	if (rc)
 		return rc;
-	pthread_mutex_lock(&batching_lock);
-	if (!same) {
-		bt->single = true;
-	} else {
-		counts = realloc(bt->counts,
-				 (bt->nr_counts + 1) * sizeof(*counts));
-		if (counts) {
-			counts[bt->nr_counts++] = (uint32_t)count;
-			bt->counts = counts;
-		}
-	}
-	pthread_mutex_unlock(&batching_lock);
-	/* Redone before anything reads it: all runs agree from now. */
-	return same ? 0 : products_single(l, g, a, sa, b, sb, c, sc, count);
+	tp_batching_note(&key, sizeof(key), (uint32_t)count, same);
+	return same ? 0 : run_single(l, r, count);
+}
+
+/* C[rows x n] = A[rows x k] op(B) for a linear op's rows. */
+static int rows_sgemm(const struct tp_op_launch *l, int tb, int rows, int n,
+		      int k, const float *a, const float *b, float *c)
+{
+	const struct gemm_run r = {
+		.g = { 0, tb, 1, n, k, 1.0f },
+		.a = a, .b = b, .c = c, .sa = k, .sb = 0, .sc = n,
+		.rows = true,
+	};
+
+	return products(l, &r, rows);
 }
 
 int tp_cuda_linear(const struct tp_op_launch *l)
 {
 	const struct tp_linear_params *p = TP_PARAMS(l, tp_linear_params);
+	int rows = (int)tp_rows(l, p->n);
 	int rc;
 
-	rc = tp_cuda_sgemm(l, 0, 1, p->n, p->out, p->in, 1.0f, TP_IN(l, 0), 0,
-			   TP_IN(l, 1), 0, TP_OUT(l, 0), 0, 1);
+	rc = rows_sgemm(l, 1, rows, p->out, p->in, TP_IN(l, 0), TP_IN(l, 1),
+			TP_OUT(l, 0));
 	if (rc || !p->bias)
 		return rc;
 	return tp_cuda_check(l, tp_cuda_bias_rows(TP_OUT(l, 0), TP_IN(l, 2),
-						  p->n, p->out, TP_STREAM(l)),
+						  rows, p->out, TP_STREAM(l)),
 			     "bias_rows");
 }
 
@@ -231,12 +234,13 @@ int tp_cuda_linear_bwd(const struct tp_op_launch *l)
 	const float *dy = TP_IN(l, 0), *x = TP_IN(l, 1), *w = TP_IN(l, 2);
 	int rc;
 
-	/* dx = dy W, dW = dy^T x */
-	rc = tp_cuda_sgemm(l, 0, 0, p->n, p->in, p->out, 1.0f, dy, 0, w, 0,
-			   TP_OUT(l, 0), 0, 1);
-	if (!rc)
-		rc = tp_cuda_sgemm(l, 1, 0, p->out, p->in, p->n, 1.0f, dy, 0,
-				   x, 0, TP_OUT(l, 1), 0, 1);
+	/* dx = dy W for the rows; dW = dy^T x over all of them (part 0) */
+	rc = rows_sgemm(l, 0, (int)tp_rows(l, p->n), p->in, p->out, dy, w,
+			TP_OUT(l, 0));
+	if (rc || !tp_writes_whole(l))
+		return rc;
+	rc = tp_cuda_sgemm(l, 1, 0, p->out, p->in, p->n, 1.0f, dy, 0, x, 0,
+			   TP_OUT(l, 1), 0, 1);
 	if (rc || !p->bias)
 		return rc;
 	return tp_cuda_check(l, tp_cuda_col_sum(dy, TP_OUT(l, 2), p->n,
@@ -247,14 +251,14 @@ int tp_cuda_linear_bwd(const struct tp_op_launch *l)
 int tp_cuda_gemm(const struct tp_op_launch *l)
 {
 	const struct tp_gemm_params *p = TP_PARAMS(l, tp_gemm_params);
-	long long sa = (long long)p->m * p->k, sb = (long long)p->k * p->n;
-	long long sc = (long long)p->m * p->n;
-	const struct gemm_shape g = {
-		p->trans_a, p->trans_b, p->m, p->n, p->k, p->alpha,
+	const struct gemm_run r = {
+		.g = { p->trans_a, p->trans_b, p->m, p->n, p->k, p->alpha },
+		.a = TP_IN(l, 0), .sa = (long long)p->m * p->k,
+		.b = TP_IN(l, 1), .sb = (long long)p->k * p->n,
+		.c = TP_OUT(l, 0), .sc = (long long)p->m * p->n,
 	};
 
-	return products(l, &g, TP_IN(l, 0), sa, TP_IN(l, 1), sb,
-			TP_OUT(l, 0), sc, (int)tp_rows(l, p->batch));
+	return products(l, &r, (int)tp_rows(l, p->batch));
 }
 
 int tp_cuda_gemm_bwd(const struct tp_op_launch *l)
@@ -266,23 +270,28 @@ int tp_cuda_gemm_bwd(const struct tp_op_launch *l)
 	int count = (int)tp_rows(l, p->batch);
 	const float *dc = TP_IN(l, 0), *a = TP_IN(l, 1), *b = TP_IN(l, 2);
 	float *da = TP_OUT(l, 0), *db = TP_OUT(l, 1);
+	struct gemm_run r;
 	int rc;
 
 	/* the same products as tp_cpu_gemm_bwd(), all batches at once */
 	if (!ta)
-		rc = products(l, &(struct gemm_shape){ 0, !tb, m, k, n,
-						       p->alpha },
-			      dc, sc, b, sb, da, sa, count);
+		r = (struct gemm_run){ .g = { 0, !tb, m, k, n, p->alpha },
+				       .a = dc, .sa = sc, .b = b, .sb = sb,
+				       .c = da, .sc = sa };
 	else
-		rc = products(l, &(struct gemm_shape){ tb, 1, k, m, n,
-						       p->alpha },
-			      b, sb, dc, sc, da, sa, count);
+		r = (struct gemm_run){ .g = { tb, 1, k, m, n, p->alpha },
+				       .a = b, .sa = sb, .b = dc, .sb = sc,
+				       .c = da, .sc = sa };
+	rc = products(l, &r, count);
 	if (rc)
 		return rc;
 	if (!tb)
-		return products(l, &(struct gemm_shape){ !ta, 0, k, n, m,
-							 p->alpha },
-				a, sa, dc, sc, db, sb, count);
-	return products(l, &(struct gemm_shape){ 1, ta, n, k, m, p->alpha },
-			dc, sc, a, sa, db, sb, count);
+		r = (struct gemm_run){ .g = { !ta, 0, k, n, m, p->alpha },
+				       .a = a, .sa = sa, .b = dc, .sb = sc,
+				       .c = db, .sc = sb };
+	else
+		r = (struct gemm_run){ .g = { 1, ta, n, k, m, p->alpha },
+				       .a = dc, .sa = sc, .b = a, .sb = sa,
+				       .c = db, .sc = sb };
+	return products(l, &r, count);
 }

@@ -32,6 +32,7 @@
 
 #include <cudnn.h>
 
+#include "kernels/batching.h"
 #include "kernels/cuda_util.h"
 
 #pragma GCC diagnostic ignored "-Wdeprecated-declarations"
@@ -111,18 +112,13 @@ static int dnn_end(struct dnn_desc *d, int rc)
 enum conv_dir {
 	CONV_FWD,	/* x -> y */
 	CONV_DATA,	/* dy -> dx */
-	CONV_NR_DIRS,
 };
 
-/*
- * What is known of a direction's batch invariance on this device: the
- * batch sizes checked to give each image the bits of a one-image problem,
- * or that it must run one image at a time.
- */
-struct conv_batching {
-	bool single;
-	uint32_t *sizes;
-	size_t nr_sizes;
+/* What batching.h knows a direction of a shape by. */
+struct conv_key {
+	char device[8];
+	int dir;
+	struct tp_conv2d_params shape;
 };
 
 /* The algorithms chosen for one shape (a singly linked cache, locked). */
@@ -133,7 +129,6 @@ struct conv_algo {
 	cudnnConvolutionBwdFilterAlgo_t bwd_filter;
 	cudnnMathType_t fwd_math, data_math, filter_math;
 	size_t fwd_ws, bwd_ws;
-	struct conv_batching batching[CONV_NR_DIRS];
 	struct conv_algo *next;
 };
 
@@ -307,8 +302,8 @@ out:
  * The first time a direction runs on a batch of a given size (a whole
  * run's, or a part's of several images), images 0, 1 and the last are
  * computed again, each as a problem of one image, and compared byte for
- * byte with what the batch gave them. One that differs makes the
- * direction run one image at a time from then on, and the launch that
+ * byte with what the batch gave them (batching.h). One that differs makes
+ * the direction run one image at a time from then on, and the launch that
  * found it is redone so, before anything reads its output: every run of
  * the shape then agrees image by image. It is evidence on three images
  * (and, through image 1, an image off the batch's alignment), not a
@@ -419,14 +414,6 @@ static int run_single(const struct tp_op_launch *l,
 	return rc;
 }
 
-static bool batch_checked(const struct conv_batching *b, uint32_t n)
-{
-	for (size_t i = 0; i < b->nr_sizes; i++)
-		if (b->sizes[i] == n)
-			return true;
-	return false;
-}
-
 /*
  * Compare images 0, 1 and @n - 1 of @dst, as the batch of @n gave them,
  * with each computed alone into scratch: *@same when all agree.
@@ -440,7 +427,8 @@ static int batch_compare(const struct tp_op_launch *l,
 {
 	size_t si = src_image(p, dir), di = dst_image(p, dir);
 	size_t bytes = di * sizeof(float);
-	uint32_t pick[3] = { 0, 1, n - 1 };
+	uint32_t pick[3];
+	unsigned np = tp_batching_picks(n, pick);
 	struct conv_problem one_pb = { 0 };
 	char *alone = NULL, *batch = NULL;
 	float *scratch = NULL;
@@ -458,11 +446,9 @@ static int batch_compare(const struct tp_op_launch *l,
 			   "cudaMallocAsync (batch invariance check)");
 	if (!rc)
 		rc = problem_init(l, p, a, dir, 1, &one_pb);
-	for (unsigned k = 0; k < 3 && !rc && *same; k++) {
-		uint32_t i = pick[k];
+	for (unsigned q = 0; q < np && !rc && *same; q++) {
+		uint32_t i = pick[q];
 
-		if (k && i == pick[k - 1])
-			continue;
 		rc = problem_run(l, a, dir, &one_pb, w, src + i * si, scratch,
 				 ws, ws_bytes);
 		if (!rc)
@@ -499,34 +485,32 @@ static int conv_images(const struct tp_op_launch *l,
 		       enum conv_dir dir, uint32_t n, const float *w,
 		       const float *src, float *dst, void *ws, size_t ws_bytes)
 {
-	struct conv_batching *b = &a->batching[dir];
 	struct conv_problem pb = { 0 };
-	uint32_t *sizes;
+	struct conv_key key;
+	enum tp_batching st;
 	bool same;
 	int rc;
 
-	if (b->single || n == 1)
+	memset(&key, 0, sizeof(key));
+	memcpy(key.device, "cudnn", 6);
+	key.dir = dir;
+	key.shape = *p;
+	st = tp_batching_of(&key, sizeof(key), n);
+	if (st == TP_BATCHING_SINGLE || n == 1)
 		return run_single(l, p, a, dir, n, w, src, dst, ws, ws_bytes);
 	rc = problem_init(l, p, a, dir, n, &pb);
 	if (!rc)
 		rc = problem_run(l, a, dir, &pb, w, src, dst, ws, ws_bytes);
 	desc_destroy(&pb.d);
-	if (rc || batch_checked(b, n))
+	if (rc || st == TP_BATCHING_CHECKED)
 		return rc;
 	rc = batch_compare(l, p, a, dir, n, w, src, dst, ws, ws_bytes, &same);
 	if (rc)
 		return rc;
-	if (!same) {
-		/* Redone before anything reads it: all runs agree from now. */
-		b->single = true;
-		return run_single(l, p, a, dir, n, w, src, dst, ws, ws_bytes);
-	}
-	sizes = realloc(b->sizes, (b->nr_sizes + 1) * sizeof(*sizes));
-	if (!sizes)
-		return 0;	/* checked again next time */
-	sizes[b->nr_sizes++] = n;
-	b->sizes = sizes;
-	return 0;
+	tp_batching_note(&key, sizeof(key), n, same);
+	/* Redone before anything reads it: all runs agree from now. */
+	return same ? 0 : run_single(l, p, a, dir, n, w, src, dst, ws,
+				     ws_bytes);
 }
 
 int tp_cuda_conv2d(const struct tp_op_launch *l)

@@ -518,6 +518,11 @@ ROWS_FN(conv)
 	return ((const struct tp_conv2d_params *)p_)->n;
 }
 
+ROWS_FN(linear)
+{
+	return ((const struct tp_linear_params *)p_)->n;
+}
+
 /* A batched GEMM: each product of the batch on its own. */
 ROWS_FN(gemm)
 {
@@ -832,7 +837,7 @@ static int launch(const struct tp_op_launch *l)
 
 /* The ops whose table entries are KERNEL_CUT: one split callback each. */
 #define TP_SPLIT_OPS(X) \
-	X(gemm) X(gemm_bwd) X(conv2d) X(conv2d_bwd) X(batchnorm) X(batchnorm_bwd) \
+	X(linear) X(linear_bwd) X(gemm) X(gemm_bwd) X(conv2d) X(conv2d_bwd) X(batchnorm) X(batchnorm_bwd) \
 	X(relu) X(relu_bwd) X(gelu) X(gelu_bwd) \
 	X(maxpool) X(maxpool_bwd) X(avgpool) X(avgpool_bwd) \
 	X(global_avgpool) X(global_avgpool_bwd) \
@@ -855,8 +860,11 @@ TP_SPLIT_OPS(SPLIT_FN)
 #define B(k)	(1ull << (k))
 
 static const struct tp_kernel kernels[K_COUNT] = {
-	KERNEL(linear, tp_linear_params, linear, linear)
-	KERNEL(linear_bwd, tp_linear_params, linear_bwd, linear_bwd)
+	/* x | y; dy x | dx (dW, db: part 0, over every row) */
+	KERNEL_CUT(linear, tp_linear_params, linear, linear, linear, B(0),
+		   B(0))
+	KERNEL_CUT(linear_bwd, tp_linear_params, linear_bwd, linear_bwd,
+		   linear, B(0) | B(1), B(0))
 	/* A B | C; dC A B | dA dB: every operand by its products */
 	KERNEL_CUT(gemm, tp_gemm_params, gemm, gemm, gemm, B(0) | B(1), B(0))
 	KERNEL_CUT(gemm_bwd, tp_gemm_params, gemm_bwd, gemm_bwd, gemm,

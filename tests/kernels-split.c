@@ -505,6 +505,10 @@ static unsigned cut_bounds(unsigned how, size_t rows, size_t *b)
 
 /* --- the ops --------------------------------------------------------- */
 
+static const struct tp_linear_params lin_bias = {
+	.n = 6, .in = 5, .out = 4, .bias = 1,
+};
+static const struct tp_linear_params lin = { .n = 7, .in = 3, .out = 6 };
 static const struct tp_gemm_params gemm_nt = {
 	.batch = 5, .m = 3, .n = 4, .k = 6, .trans_b = 1, .alpha = 0.5f,
 };
@@ -545,6 +549,11 @@ static const struct tp_transpose_params tr = { .a = 5, .b = 3, .c = 4,
 	  .rows = r, .in = i, .out = u, __VA_ARGS__ }
 
 static const struct split_case cases[] = {
+	CASE("linear, bias", "linear", lin_bias, 6, B(0), B(0)),
+	CASE("linear", "linear", lin, 7, B(0), B(0)),
+	CASE("linear_bwd, bias", "linear_bwd", lin_bias, 6, B(0) | B(1),
+	     B(0)),
+	CASE("linear_bwd", "linear_bwd", lin, 7, B(0) | B(1), B(0)),
 	CASE("gemm A B^T, alpha 0.5", "gemm", gemm_nt, 5, B(0) | B(1), B(0)),
 	CASE("gemm A^T B", "gemm", gemm_tn, 7, B(0) | B(1), B(0)),
 	CASE("gemm_bwd A B^T, alpha 0.5", "gemm_bwd", gemm_nt, 5,
@@ -758,7 +767,7 @@ static void check_registry(void)
 			bad++;
 		}
 	}
-	ok(!bad && cut == 26,
+	ok(!bad && cut == 28,
 	   "registry: the %u ops tested here are splittable, no other", cut);
 }
 
@@ -772,7 +781,7 @@ static void check_launches(void)
 	static float x[X], y[X], mean[C], invstd[C];
 	float gamma[C] = { 1, 1, 1 }, beta[C] = { 0 };
 	struct tp_eltwise_params ep = { .count = 4 };
-	struct tp_linear_params lp = { .n = 2, .in = 2, .out = 2 };
+	struct tp_embedding_params emb = { .n = 2, .vocab = 2, .dim = 2 };
 	size_t in_bytes[] = { 3 * ROW * 4, C * 4, C * 4 };
 	size_t out_bytes[] = { 3 * ROW * 4, C * 4, C * 4 };
 	void *in[] = { x + 2 * ROW, gamma, beta };
@@ -783,8 +792,8 @@ static void check_launches(void)
 		.n_in = 3, .out = out, .out_bytes = out_bytes, .n_out = 3,
 		.part = 1, .parts = 3, .row0 = 2, .rows = 3,
 	};
-	size_t lin_in_bytes[] = { 8, 16 }, lin_out_bytes[] = { 8 };
-	void *lin_in[] = { x, x + 4 }, *lin_out[] = { y };
+	size_t emb_in_bytes[] = { 16, 8 }, emb_out_bytes[] = { 16 };
+	void *emb_in[] = { x, x + 4 }, *emb_out[] = { y };
 	struct tp_op_launch bad;
 	struct tp_ctx *ctx;
 	unsigned i, n_bad = 0, n_wrote = 0;
@@ -841,12 +850,12 @@ static void check_launches(void)
 	ok(!l.type->launch(&l) && y[2 * ROW] == x[2 * ROW],
 	   "launch: rows 2-4 of 7 as part 1 of 3 run");
 
-	/* linear: x[2,2] W[2,2] -> y[2,2], its first row as part 0 of 2 */
+	/* embedding: T[2,2] ids[2] -> y[2,2], its first row as part 0 of 2 */
 	bad = (struct tp_op_launch){
-		.type = tp_kernels_find("linear"), .params = &lp,
-		.params_len = sizeof(lp), .in = lin_in,
-		.in_bytes = lin_in_bytes, .n_in = 2, .out = lin_out,
-		.out_bytes = lin_out_bytes, .n_out = 1, .parts = 2, .rows = 1,
+		.type = tp_kernels_find("embedding"), .params = &emb,
+		.params_len = sizeof(emb), .in = emb_in,
+		.in_bytes = emb_in_bytes, .n_in = 2, .out = emb_out,
+		.out_bytes = emb_out_bytes, .n_out = 1, .parts = 2, .rows = 1,
 	};
 	memset(y, SENTINEL, sizeof(y));
 	ok(bad.type->launch(&bad) == -EINVAL &&

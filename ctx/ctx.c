@@ -74,6 +74,11 @@ static bool glue_split(void *priv)
 	return tp_policy_split(priv);
 }
 
+static bool glue_settle_on_free(void *priv)
+{
+	return tp_policy_settle_on_free(priv);
+}
+
 static double glue_recompute_ns(void *priv, const struct tp_tensor *t,
 				size_t *anc_pages)
 {
@@ -178,6 +183,7 @@ static int policy_create(struct tp_ctx *ctx)
 	ctx->vops->recompute_back = glue_recompute_back;
 	ctx->vops->partial_evict = glue_partial_evict;
 	ctx->vops->split = glue_split;
+	ctx->vops->settle_on_free = glue_settle_on_free;
 	ctx->vops->priv = ctx->policy;
 	tp_pager_set_victim_ops(ctx->pager, ctx->vops);
 	ctx->iter_hook = glue_iteration;

@@ -202,6 +202,8 @@ struct tp_lineage_stats {
 					 * updates or frees of what they read */
 	uint64_t user_written;		/* op outputs made uncomputable by a
 					 * user's write */
+	uint64_t settled;		/* evicted tensors regenerated before
+					 * a free repriced them (settle.c) */
 };
 
 void tp_lineage_get_stats(struct tp_lineage *lin, struct tp_lineage_stats *st);

@@ -127,6 +127,7 @@ struct tp_lineage {
 	struct tp_lineage_op_hooks op_hooks;
 
 	struct tp_lin_timing *timing;	/* device timing of launches */
+	const struct tp_tensor *settling; /* being freed (settle.c) */
 
 	struct tp_lineage_stats st;
 };
@@ -181,6 +182,13 @@ void tp_lin_detach(struct tp_lineage *lin, struct tp_tensor *t);
 
 /* The pager's on_free callback: fake deletion. */
 bool tp_lin_on_free(void *priv, struct tp_tensor *t);
+
+/*
+ * tp_lin_settle() - the pager's settle callback (settle.c): @t, resident,
+ * is about to be freed; regenerate first the evicted tensors the program
+ * holds whose price the free would more than double.
+ */
+void tp_lin_settle(void *priv, struct tp_tensor *t);
 
 /* Drop every record (tp_lineage_destroy). */
 void tp_lin_records_fini(struct tp_lineage *lin);

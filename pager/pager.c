@@ -992,6 +992,11 @@ int tp_pager_tensor_free(struct tp_pager *pg, struct tp_tensor *t)
 		return -EINVAL;
 	if (t->pins)
 		return -EBUSY;
+	/* While @t is still whole, before fake deletion takes its memory. */
+	if (!t->slab && t->resident_pages == t->nr_pages && pg->regen.settle &&
+	    pg->victim.settle_on_free &&
+	    pg->victim.settle_on_free(pg->victim.priv))
+		pg->regen.settle(pg->regen.priv, t);
 	tp_lookup_del_tensor(pg, t);
 	t->dead = true;
 	/*

@@ -609,6 +609,11 @@ bool tp_policy_split(const struct tp_policy *pol)
 	}
 }
 
+bool tp_policy_settle_on_free(const struct tp_policy *pol)
+{
+	return pol->conf->policy_director == TP_DIRECTOR_DELTA_OVERLAP;
+}
+
 bool tp_policy_recompute_back(struct tp_policy *pol,
 			      const struct tp_tensor *t)
 {

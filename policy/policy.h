@@ -160,6 +160,15 @@ bool tp_policy_partial_evict(const struct tp_policy *pol);
 bool tp_policy_split(const struct tp_policy *pol);
 
 /**
+ * tp_policy_settle_on_free() - whether freeing a tensor first regenerates
+ * the evicted tensors it would make dearer (MegEngine's real deletion,
+ * lineage/settle.c): with the delta-overlap director, which priced their
+ * evictions with the tensor resident. The baselines keep their papers'
+ * fake deletion.
+ */
+bool tp_policy_settle_on_free(const struct tp_policy *pol);
+
+/**
  * tp_policy_recompute_back() - for an acquire of an offloaded @t: true
  * when recomputing it is cheaper than reloading it (DELTA §5.5).
  */

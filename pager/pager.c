@@ -295,16 +295,6 @@ size_t tp_pager_span_pages(struct tp_pager *pg, size_t off, size_t len)
 	return (off + len - 1) / pg->chunk - off / pg->chunk + 1;
 }
 
-bool tp_pager_has_evicted(const struct tp_tensor *t)
-{
-	return t->evicted_pages > 0;
-}
-
-bool tp_pager_is_resident(const struct tp_tensor *t)
-{
-	return t->resident_pages == t->nr_pages;
-}
-
 /*
  * A fake-deleted tensor whose memory is all gone keeps no virtual range:
  * its address no longer matters (the user freed it), and on the host

@@ -258,14 +258,24 @@ static void director_in_base(struct tp_policy *pol, const struct tp_tensor *t,
 /* The resident ancestor @y is done with before the step asked about. */
 struct gone_before {
 	struct tp_policy *pol;
+	uint64_t stamp;		/* tp_prefetch_stamp() now */
 	int64_t step;
 };
 
 static bool gone_before(void *priv, const struct tp_tensor *y)
 {
 	struct gone_before *g = priv;
+	struct tp_tensor *w = (struct tp_tensor *)y;
+	int64_t last;
 
-	return tp_prefetch_done_before(g->pol->pf, y, g->step);
+	/* One choice scores every candidate: each ancestor's last use is
+	 * looked up once while the cursor stays. */
+	if (w->pol.memo_stamp != g->stamp) {
+		w->pol.memo = tp_prefetch_last_step(g->pol->pf, y);
+		w->pol.memo_stamp = g->stamp;
+	}
+	last = w->pol.memo;
+	return last == INT32_MIN || (last >= 0 && last < g->step);
 }
 
 /*
@@ -288,6 +298,7 @@ static void project_cost(struct tp_policy *pol, const struct tp_tensor *t,
 	g.step = tp_prefetch_next_step(pol->pf, t);
 	if (g.step < 0 || g.step == INT32_MAX)
 		return;
+	g.stamp = tp_prefetch_stamp(pol->pf);
 	c = pol->cost.projected_ns(pol->cost.priv, t, gone_before, &g,
 				   &anc_pages);
 	if (c <= in->c_r)

@@ -548,10 +548,16 @@ void tp_pager_inflight_done(struct tp_pager *pg, struct tp_tensor *t)
 	tp_pager_cand_update(pg, t);
 }
 
-/* Poll one tensor; pages of one copy share an event, queried once. */
+/*
+ * Poll one tensor; pages of one copy share an event, queried once, done
+ * or not: a copy still in flight was asked again for each of its pages,
+ * thousands of times a poll at 64 KiB chunks (DTR's ResNet-32 log at 10%:
+ * two thirds of the replay's time).
+ */
 static void poll_tensor(struct tp_pager *pg, struct tp_tensor *t, bool wait)
 {
-	struct tp_event *done = NULL;
+	struct tp_event *asked = NULL;
+	int ret = 0;
 
 	for (size_t i = 0; i < t->nr_pages && t->inflight_pages; i++) {
 		struct tp_page *p = &t->pages[i];
@@ -559,13 +565,13 @@ static void poll_tensor(struct tp_pager *pg, struct tp_tensor *t, bool wait)
 		if (!p->ev || (p->state != TP_PAGE_OFFLOADING &&
 			       p->state != TP_PAGE_RELOADING))
 			continue;
-		if (p->ev != done) {
-			int ret = wait ? tp_vmm_event_sync(pg->vmm, p->ev) :
-					 tp_vmm_event_query(pg->vmm, p->ev);
-			if (ret)
-				continue;
-			done = p->ev;
+		if (p->ev != asked) {
+			asked = p->ev;
+			ret = wait ? tp_vmm_event_sync(pg->vmm, p->ev) :
+				     tp_vmm_event_query(pg->vmm, p->ev);
 		}
+		if (ret)
+			continue;
 		page_complete(pg, t, p);
 	}
 	tp_pager_inflight_done(pg, t);

@@ -436,6 +436,24 @@ static void pop_frame(struct regen *r, struct tp_lin_rec *rec)
 	}
 }
 
+/*
+ * lineage.recompute_limit: DTR's thrash rule, checked before each replay
+ * rather than between the program's ops, which one regeneration may
+ * keep apart for as long as it likes.
+ */
+static int recompute_bound(struct tp_lineage *lin)
+{
+	int64_t limit = lin->ctx->conf.lineage_recompute_limit;
+	uint64_t spent = tp_pager_iter_recompute_ns(lin->pg);
+
+	if (limit <= 0 || spent <= (uint64_t)limit)
+		return 0;
+	tp_ctx_error(lin->ctx, -TP_EWORK,
+		     "lineage: this iteration spent %llu ns recomputing, over lineage.recompute_limit = %lld",
+		     (unsigned long long)spent, (long long)limit);
+	return -TP_EWORK;
+}
+
 int tp_lineage_regenerate(struct tp_lineage *lin, struct tp_tensor *t)
 {
 	struct regen r = { .lin = lin };
@@ -466,6 +484,8 @@ int tp_lineage_regenerate(struct tp_lineage *lin, struct tp_tensor *t)
 			break;
 		/* A walk whose replays make room for each other stops. */
 		ret = tp_pager_work(lin->pg, 1, true);
+		if (!ret)
+			ret = recompute_bound(lin);
 		if (ret)
 			break;
 		ret = replay(&r, rec, &stale);

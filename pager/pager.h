@@ -209,6 +209,8 @@ void tp_pager_note_compute(struct tp_pager *pg, uint64_t ns);
 void tp_pager_work_begin(struct tp_pager *pg);
 void tp_pager_work_end(struct tp_pager *pg);
 void tp_pager_work_iteration(struct tp_pager *pg, bool begin);
+/* Recompute time since the iteration began (or the pager was made). */
+uint64_t tp_pager_iter_recompute_ns(const struct tp_pager *pg);
 /*
  * tp_pager_work_retry() - the request under way starts a retry that is
  * bounded otherwise (a regeneration let its pins go, at most

@@ -56,6 +56,8 @@ struct tp_lin_node {
 	uint64_t mark;
 	/* the regeneration (regen.c, lin->walk) that will read or write it */
 	uint64_t walk;
+	/* frames on a walk's stack that are still to read it (regen.c) */
+	unsigned pending;
 };
 
 struct tp_lin_type;

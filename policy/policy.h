@@ -55,6 +55,9 @@ struct tp_cost_ops {
 	 * a use the record of the program's accesses does not know.
 	 * NULL: never. */
 	bool (*regen_needs)(void *priv, const struct tp_tensor *t);
+	/* Whether a replay the regeneration in progress has yet to run
+	 * reads @t: it is read now. NULL: never. */
+	bool (*regen_reads)(void *priv, const struct tp_tensor *t);
 	void *priv;
 };
 

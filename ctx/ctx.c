@@ -74,6 +74,11 @@ static bool glue_split(void *priv)
 	return tp_policy_split(priv);
 }
 
+static bool glue_settle_on_free(void *priv)
+{
+	return tp_policy_settle_on_free(priv);
+}
+
 static double glue_recompute_ns(void *priv, const struct tp_tensor *t,
 				size_t *anc_pages)
 {
@@ -101,6 +106,11 @@ static bool glue_computable(void *priv, const struct tp_tensor *t)
 static bool glue_regen_needs(void *priv, const struct tp_tensor *t)
 {
 	return tp_lineage_regen_needs(priv, t);
+}
+
+static bool glue_regen_reads(void *priv, const struct tp_tensor *t)
+{
+	return tp_lineage_regen_reads(priv, t);
 }
 
 static bool glue_op_wants_cut(void *priv)
@@ -156,6 +166,7 @@ static int policy_create(struct tp_ctx *ctx)
 		.projected_ns = glue_projected_ns,
 		.computable = glue_computable,
 		.regen_needs = glue_regen_needs,
+		.regen_reads = glue_regen_reads,
 		.priv = ctx->lineage,
 	};
 	tp_policy_set_cost_ops(ctx->policy, ctx->cost_ops);
@@ -178,6 +189,7 @@ static int policy_create(struct tp_ctx *ctx)
 	ctx->vops->recompute_back = glue_recompute_back;
 	ctx->vops->partial_evict = glue_partial_evict;
 	ctx->vops->split = glue_split;
+	ctx->vops->settle_on_free = glue_settle_on_free;
 	ctx->vops->priv = ctx->policy;
 	tp_pager_set_victim_ops(ctx->pager, ctx->vops);
 	ctx->iter_hook = glue_iteration;

@@ -47,6 +47,7 @@ struct tp_lineage *tp_lineage_create(struct tp_ctx *ctx)
 	lin->ops.can_regenerate = can_regenerate_cb;
 	lin->ops.regenerate = tp_lin_regenerate_cb;
 	lin->ops.on_free = tp_lin_on_free;
+	lin->ops.settle = tp_lin_settle;
 	lin->ops.on_write = tp_lin_on_write;
 	lin->ops.priv = lin;
 	tp_pager_set_regen_ops(lin->pg, &lin->ops);

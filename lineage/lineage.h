@@ -119,6 +119,13 @@ double tp_lineage_evict_cost(struct tp_lineage *lin, const struct tp_tensor *t);
 bool tp_lineage_regen_needs(struct tp_lineage *lin, const struct tp_tensor *t);
 
 /**
+ * tp_lineage_regen_reads() - whether a replay waiting on the regeneration
+ * in progress (a frame on its stack) is still to read @t: the walk reads
+ * it before it ends. False when no regeneration is in progress.
+ */
+bool tp_lineage_regen_reads(struct tp_lineage *lin, const struct tp_tensor *t);
+
+/**
  * tp_lineage_op_cost_ns() - the moving-average cost in ns of op type
  * @type over its runs and replays (lineage.cost_alpha), or its prior
  * (type->cost_ns, else 1 µs) before the first one.
@@ -202,6 +209,8 @@ struct tp_lineage_stats {
 					 * updates or frees of what they read */
 	uint64_t user_written;		/* op outputs made uncomputable by a
 					 * user's write */
+	uint64_t settled;		/* evicted tensors regenerated before
+					 * a free repriced them (settle.c) */
 };
 
 void tp_lineage_get_stats(struct tp_lineage *lin, struct tp_lineage_stats *st);

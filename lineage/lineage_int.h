@@ -56,6 +56,8 @@ struct tp_lin_node {
 	uint64_t mark;
 	/* the regeneration (regen.c, lin->walk) that will read or write it */
 	uint64_t walk;
+	/* frames on a walk's stack that are still to read it (regen.c) */
+	unsigned pending;
 };
 
 struct tp_lin_type;
@@ -127,6 +129,7 @@ struct tp_lineage {
 	struct tp_lineage_op_hooks op_hooks;
 
 	struct tp_lin_timing *timing;	/* device timing of launches */
+	const struct tp_tensor *settling; /* being freed (settle.c) */
 
 	struct tp_lineage_stats st;
 };
@@ -181,6 +184,13 @@ void tp_lin_detach(struct tp_lineage *lin, struct tp_tensor *t);
 
 /* The pager's on_free callback: fake deletion. */
 bool tp_lin_on_free(void *priv, struct tp_tensor *t);
+
+/*
+ * tp_lin_settle() - the pager's settle callback (settle.c): @t, resident,
+ * is about to be freed; regenerate first the evicted tensors the program
+ * holds whose price the free would more than double.
+ */
+void tp_lin_settle(void *priv, struct tp_tensor *t);
 
 /* Drop every record (tp_lineage_destroy). */
 void tp_lin_records_fini(struct tp_lineage *lin);

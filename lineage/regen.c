@@ -125,11 +125,32 @@ static void mark_needed(struct tp_lineage *lin, struct tp_tensor *t)
 		rec->in[k].node->walk = lin->walk;
 }
 
+bool tp_lineage_regen_reads(struct tp_lineage *lin, const struct tp_tensor *t)
+{
+	const struct tp_lin_node *n = t->lin.p;
+
+	return lin->nesting && n && n->pending;
+}
+
 bool tp_lineage_regen_needs(struct tp_lineage *lin, const struct tp_tensor *t)
 {
 	const struct tp_lin_node *n = t->lin.p;
 
 	return lin->nesting && n && n->walk == lin->walk;
+}
+
+/*
+ * Frame @i's reads of its record's inputs: to come (+1) or done (-1). A
+ * tensor a frame on the stack is still to read is read now, as far as
+ * the room-making of the frames above it is concerned
+ * (tp_lineage_regen_reads()).
+ */
+static void frame_reads(struct regen *r, size_t i, int d)
+{
+	struct tp_lin_rec *rec = r->f[i].t->lin.rec;
+
+	for (unsigned k = 0; rec && k < rec->n_in; k++)
+		rec->in[k].node->pending += d;
 }
 
 static int push_frame(struct regen *r, struct tp_tensor *t)
@@ -149,6 +170,7 @@ static int push_frame(struct regen *r, struct tp_tensor *t)
 	r->f[r->nf].pin_base = r->np;
 	r->nf++;
 	mark_needed(lin, t);
+	frame_reads(r, r->nf - 1, 1);
 	if (r->nf > lin->st.max_depth)
 		lin->st.max_depth = r->nf;
 	return 0;
@@ -420,6 +442,7 @@ static void pop_frame(struct regen *r, struct tp_lin_rec *rec)
 	unsigned k;
 
 	unpin_to(r, r->f[r->nf - 1].pin_base);
+	frame_reads(r, r->nf - 1, -1);
 	r->nf--;
 	if (!r->nf || !rec)
 		return;
@@ -434,6 +457,24 @@ static void pop_frame(struct regen *r, struct tp_lin_rec *rec)
 				      TP_READ | TP_ACQ_NO_REGEN, &addr))
 			r->pin[r->np++] = o;
 	}
+}
+
+/*
+ * lineage.recompute_limit: DTR's thrash rule, checked before each replay
+ * rather than between the program's ops, which one regeneration may
+ * keep apart for as long as it likes.
+ */
+static int recompute_bound(struct tp_lineage *lin)
+{
+	int64_t limit = lin->ctx->conf.lineage_recompute_limit;
+	uint64_t spent = tp_pager_iter_recompute_ns(lin->pg);
+
+	if (limit <= 0 || spent <= (uint64_t)limit)
+		return 0;
+	tp_ctx_error(lin->ctx, -TP_EWORK,
+		     "lineage: this iteration spent %llu ns recomputing, over lineage.recompute_limit = %lld",
+		     (unsigned long long)spent, (long long)limit);
+	return -TP_EWORK;
 }
 
 int tp_lineage_regenerate(struct tp_lineage *lin, struct tp_tensor *t)
@@ -466,6 +507,8 @@ int tp_lineage_regenerate(struct tp_lineage *lin, struct tp_tensor *t)
 			break;
 		/* A walk whose replays make room for each other stops. */
 		ret = tp_pager_work(lin->pg, 1, true);
+		if (!ret)
+			ret = recompute_bound(lin);
 		if (ret)
 			break;
 		ret = replay(&r, rec, &stale);
@@ -490,6 +533,8 @@ int tp_lineage_regenerate(struct tp_lineage *lin, struct tp_tensor *t)
 			ret = 0;
 		}
 	}
+	while (r.nf)
+		frame_reads(&r, --r.nf, -1);
 	unpin_to(&r, 0);
 	tp_pager_replay_end(lin->pg);
 	lin->nesting--;

@@ -112,6 +112,12 @@ struct tp_victim_ops {
 	 * with leaving before the next. NULL: never.
 	 */
 	bool (*split)(void *priv);
+	/*
+	 * Optional: whether a free of a resident tensor first lets lineage
+	 * regenerate the evicted tensors it would make dearer (the regen
+	 * ops' settle). NULL: never.
+	 */
+	bool (*settle_on_free)(void *priv);
 	void *priv;
 };
 
@@ -144,6 +150,14 @@ struct tp_regen_ops {
 	 * -errno with nothing changed (the write is refused).
 	 */
 	int (*on_write)(void *priv, struct tp_tensor *t);
+	/*
+	 * Optional: the user is about to free @t, resident and unpinned,
+	 * and the victim ops' settle_on_free said yes. Regenerate what
+	 * lineage would otherwise regenerate through @t once it is gone
+	 * (MegEngine's real deletion). Failures are not reported: what is
+	 * not regenerated stays evicted.
+	 */
+	void (*settle)(void *priv, struct tp_tensor *t);
 	void *priv;
 };
 

@@ -107,9 +107,19 @@ int tp_pager_evict_range(struct tp_pager *pg, struct tp_tensor *t, size_t off,
 			 size_t len);
 int tp_pager_prefetch(struct tp_pager *pg, struct tp_tensor *t);
 
-/* True when any page of @t is EVICTED / not resident. */
-bool tp_pager_has_evicted(const struct tp_tensor *t);
-bool tp_pager_is_resident(const struct tp_tensor *t);
+/*
+ * True when any page of @t is EVICTED / not resident. Inline: c_r's walks
+ * over the evicted ancestry ask it of every tensor they meet.
+ */
+static inline bool tp_pager_has_evicted(const struct tp_tensor *t)
+{
+	return t->evicted_pages > 0;
+}
+
+static inline bool tp_pager_is_resident(const struct tp_tensor *t)
+{
+	return t->resident_pages == t->nr_pages;
+}
 /* True once the user freed @t (its struct may live on for lineage). */
 bool tp_pager_is_freed(const struct tp_tensor *t);
 /* True when @t is packed in a slab chunk: never paged out or evicted. */
@@ -199,6 +209,8 @@ void tp_pager_note_compute(struct tp_pager *pg, uint64_t ns);
 void tp_pager_work_begin(struct tp_pager *pg);
 void tp_pager_work_end(struct tp_pager *pg);
 void tp_pager_work_iteration(struct tp_pager *pg, bool begin);
+/* Recompute time since the iteration began (or the pager was made). */
+uint64_t tp_pager_iter_recompute_ns(const struct tp_pager *pg);
 /*
  * tp_pager_work_retry() - the request under way starts a retry that is
  * bounded otherwise (a regeneration let its pins go, at most

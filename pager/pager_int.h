@@ -203,6 +203,7 @@ struct tp_pager {
 		uint64_t reqs;		/* requests begun since */
 		bool over;		/* the request under way was stopped */
 		bool in_iter;		/* between tp_iteration_begin and end */
+		uint64_t recompute0;	/* recompute_ns when it began */
 	} work;
 };
 

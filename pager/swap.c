@@ -79,13 +79,19 @@ void tp_swap_put_after(struct tp_pager *pg, void *buf, struct tp_event *ev)
 void tp_swap_reap(struct tp_pager *pg, bool wait)
 {
 	struct tp_swap *sw = &pg->swap;
+	struct tp_event *asked = NULL;
 	size_t j = 0;
+	int ret = 0;
 
+	/* The buffers of one copy are deferred together, on one event. */
 	for (size_t i = 0; i < sw->nr_defer; i++) {
 		struct tp_swap_defer *d = &sw->defer[i];
-		int ret = wait ? tp_vmm_event_sync(pg->vmm, d->ev) :
-				 tp_vmm_event_query(pg->vmm, d->ev);
 
+		if (d->ev != asked) {
+			asked = d->ev;
+			ret = wait ? tp_vmm_event_sync(pg->vmm, d->ev) :
+				     tp_vmm_event_query(pg->vmm, d->ev);
+		}
 		if (ret == 0 || (wait && ret != -EAGAIN)) {
 			tp_vmm_event_put(pg->vmm, d->ev);
 			push_free(pg, d->buf);

@@ -41,6 +41,9 @@ struct tp_tensor {
 		/* read by the pager: back from the pool's right end
 		 * (vmm.mode = contiguous; Coop §3.4 cheap tensors) */
 		bool right;
+		/* a value the policy keeps while a stamp holds */
+		uint64_t memo_stamp;
+		int64_t memo;
 	} pol;
 	/* lineage/'s slot: the record that produced it and which output */
 	struct {

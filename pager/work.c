@@ -56,12 +56,18 @@ void tp_pager_work_iteration(struct tp_pager *pg, bool begin)
 	pg->work.in_iter = begin;
 	pg->work.iter = 0;
 	pg->work.reqs = 0;
+	pg->work.recompute0 = pg->c.recompute_ns;
 }
 
 static uint64_t tensors(const struct tp_pager *pg)
 {
 	return pg->tensors_live > TP_WORK_FLOOR ? pg->tensors_live :
 						  TP_WORK_FLOOR;
+}
+
+uint64_t tp_pager_iter_recompute_ns(const struct tp_pager *pg)
+{
+	return pg->c.recompute_ns - pg->work.recompute0;
 }
 
 int tp_pager_work(struct tp_pager *pg, unsigned units, bool demand)

@@ -55,6 +55,9 @@ struct tp_cost_ops {
 	 * a use the record of the program's accesses does not know.
 	 * NULL: never. */
 	bool (*regen_needs)(void *priv, const struct tp_tensor *t);
+	/* Whether a replay the regeneration in progress has yet to run
+	 * reads @t: it is read now. NULL: never. */
+	bool (*regen_reads)(void *priv, const struct tp_tensor *t);
 	void *priv;
 };
 
@@ -158,6 +161,15 @@ bool tp_policy_partial_evict(const struct tp_policy *pol);
  * baselines, as published, run every op whole).
  */
 bool tp_policy_split(const struct tp_policy *pol);
+
+/**
+ * tp_policy_settle_on_free() - whether freeing a tensor first regenerates
+ * the evicted tensors it would make dearer (MegEngine's real deletion,
+ * lineage/settle.c): with the delta-overlap director, which priced their
+ * evictions with the tensor resident. The baselines keep their papers'
+ * fake deletion.
+ */
+bool tp_policy_settle_on_free(const struct tp_policy *pol);
 
 /**
  * tp_policy_recompute_back() - for an acquire of an offloaded @t: true

@@ -845,27 +845,38 @@ int64_t tp_prefetch_next_step(struct tp_prefetch *pf,
 	return next;
 }
 
-bool tp_prefetch_done_before(struct tp_prefetch *pf,
-			     const struct tp_tensor *y, int64_t step)
+int64_t tp_prefetch_last_step(struct tp_prefetch *pf,
+			      const struct tp_tensor *y)
 {
 	const struct pf_ent *e;
-	int64_t last;
-	bool done = false;
+	int64_t last = -1;
 
 	pthread_mutex_lock(&pf->lock);
 	e = lookup(pf, y->id);
 	if (!e || e->born != pf->gen)
 		goto out;
 	last = next_step(pf, e);
-	if (last < 0)
+	if (last == INT32_MAX) {
+		last = INT32_MIN;
 		goto out;
+	}
 	/* its last use: the end of the record's chain */
-	while (last != INT32_MAX && pf->prev_next[last] >= 0)
+	while (last >= 0 && pf->prev_next[last] >= 0)
 		last = pf->prev_next[last];
-	done = last == INT32_MAX || last < step;
 out:
 	pthread_mutex_unlock(&pf->lock);
-	return done;
+	return last;
+}
+
+uint64_t tp_prefetch_stamp(struct tp_prefetch *pf)
+{
+	uint64_t s;
+
+	pthread_mutex_lock(&pf->lock);
+	s = ((uint64_t)pf->gen << 32) ^ (uint64_t)pf->pos ^
+	    ((uint64_t)pf->rec_gen << 48);
+	pthread_mutex_unlock(&pf->lock);
+	return s + 1;	/* never 0: a tensor's stamp starts at 0 */
 }
 
 bool tp_prefetch_in_flight(struct tp_prefetch *pf, const struct tp_tensor *t)

@@ -159,19 +159,27 @@ unsigned tp_prefetch_evictions(struct tp_prefetch *pf,
 /**
  * tp_prefetch_next_step() - the record's step of @t's next use from the
  * cursor on: -1 when not known, INT32_MAX when not again this iteration.
- * A position to pass to tp_prefetch_done_before(), not a time.
+ * A position to compare with tp_prefetch_last_step(), not a time.
  */
 int64_t tp_prefetch_next_step(struct tp_prefetch *pf,
 			      const struct tp_tensor *t);
 
 /**
- * tp_prefetch_done_before() - whether the record says @y is done with
- * before step @step: used no more this iteration, or last used before
- * @step, and made in this iteration (what the program frees after its
- * last use). False when the record does not know @y.
+ * tp_prefetch_last_step() - the record's step of @y's last use in this
+ * iteration from the cursor on, for a tensor made in this iteration
+ * (what the program frees after its last use): INT32_MIN when it has no
+ * use left, -1 when the record does not know it or it outlives the
+ * iteration. Compared with tp_prefetch_next_step() of another: @y is
+ * done with before that use when less.
  */
-bool tp_prefetch_done_before(struct tp_prefetch *pf,
-			     const struct tp_tensor *y, int64_t step);
+int64_t tp_prefetch_last_step(struct tp_prefetch *pf,
+			      const struct tp_tensor *y);
+
+/**
+ * tp_prefetch_stamp() - changes whenever the answers of the step
+ * functions above may (the cursor moved, an iteration began).
+ */
+uint64_t tp_prefetch_stamp(struct tp_prefetch *pf);
 
 /* Whether a prefetch of @t is in flight. */
 bool tp_prefetch_in_flight(struct tp_prefetch *pf, const struct tp_tensor *t);

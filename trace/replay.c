@@ -548,6 +548,29 @@ static bool thrashing(struct replay *rp, unsigned passes)
 }
 
 /*
+ * The thrash rule inside a regeneration too (lineage.recompute_limit):
+ * what recompute the passes measured have left, for the pass beginning.
+ * The library counts from the iteration's start, which is no earlier
+ * than the pass's: it never stops a run that the rule lets go on.
+ */
+static int recompute_limit(struct replay *rp, unsigned passes)
+{
+	double limit = rp->o->thrash_limit, left;
+	uint64_t spent;
+	char v[32];
+	int ret;
+
+	if (limit <= 0)
+		return 0;
+	spent = tp_pager_recompute_ns(rp->ctx->pager) - rp->recompute_at_begin;
+	left = (limit - 1) * (double)rp->region_compute * passes -
+	       (double)spent;
+	snprintf(v, sizeof(v), "%.0f", left > 1 ? left : 1);
+	ret = tp_ctl_set(rp->ctx, "lineage.recompute_limit", v);
+	return ret ? fail(rp, ret, "lineage.recompute_limit = %s", v) : 0;
+}
+
+/*
  * Before a repeat of the region: the region's own storages go (a new
  * iteration makes new ones), and those from before it that it freed come
  * back fresh, as the next batch does.
@@ -760,13 +783,21 @@ int tp_replay_run(const struct tp_trace *t, const struct tp_replay_opts *o,
 			rp.recompute_at_begin = a.s.recompute_ns;
 			rp.measuring = true;
 		}
-		for (i = begin; i < end; i++) {
-			ret = apply(&rp, &t->events[i]);
+		if (rp.measuring) {
+			ret = recompute_limit(&rp, passes);
 			if (ret)
 				goto out_verdict;
-			if (t->events[i].kind == TP_TRACE_EV_OP &&
+		}
+		for (i = begin; i < end; i++) {
+			ret = apply(&rp, &t->events[i]);
+			/* stopped inside by lineage.recompute_limit */
+			if (ret && !(ret == -TP_EWORK &&
+				     thrashing(&rp, passes)))
+				goto out_verdict;
+			if ((ret || t->events[i].kind == TP_TRACE_EV_OP) &&
 			    thrashing(&rp, passes)) {
 				r->status = TP_REPLAY_THRASH;
+				r->err = 0;
 				snprintf(r->error, sizeof(r->error),
 					 "recompute passed %.2fx the compute time",
 					 o->thrash_limit);

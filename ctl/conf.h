@@ -3,6 +3,9 @@
  * The configuration of one context: a struct with one field per key of
  * keys.def, filled from the ordered sources (defaults, /etc/tpager.conf,
  * $TPAGER_CONF, $TPAGER_OPTS, the opts string, tp_ctl_set).
+ *
+ * Layer exception: vmm, policy: they read their options from the whole
+ * configuration, every layer's keys included.
  */
 #ifndef TP_CTL_CONF_H
 #define TP_CTL_CONF_H

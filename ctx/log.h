@@ -1,5 +1,10 @@
 /* SPDX-License-Identifier: MIT */
-/* The library's messages, routed to the callback set by tp_set_log(). */
+/*
+ * The library's messages, routed to the callback set by tp_set_log().
+ *
+ * Layer exception: ctl, vmm, pager, lineage, policy: every layer logs,
+ * and the log is kept here, with the context that sets its level.
+ */
 #ifndef TP_CTX_LOG_H
 #define TP_CTX_LOG_H
 

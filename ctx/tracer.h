@@ -15,6 +15,9 @@
  *
  * Every function accepts a NULL tracer and does nothing then, so callers
  * need not check whether tracing is on. Caller's thread only.
+ *
+ * Layer exception: pager, lineage: they report copies, evictions and ops
+ * to the trace, which is kept with the context that opens it.
  */
 #ifndef TP_CTX_TRACER_H
 #define TP_CTX_TRACER_H

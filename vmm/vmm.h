@@ -11,6 +11,9 @@
  * Nothing here is thread-safe unless a member says so: the pager serialises
  * calls. Completion of copies happens on backend threads (host) or the
  * device (cuda) and is observed only through events.
+ *
+ * Layer exception: kernels: the registry and the models ask the backend
+ * whether it holds data, and whether it is cuda.
  */
 #ifndef TP_VMM_VMM_H
 #define TP_VMM_VMM_H

@@ -9,8 +9,8 @@
 
 #include "config.h"
 #include "ctx/ctx.h"
-#include "ctx/log.h"
-#include "ctx/tracer.h"
+#include "base/log.h"
+#include "tracer/tracer.h"
 #include "lineage/lineage.h"
 #include "pager/pager.h"
 #include "policy/policy.h"

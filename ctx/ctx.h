@@ -3,9 +3,9 @@
  * The context: configuration and one instance of each layer. Each layer
  * keeps its own state behind its own pointer; this struct only ties them.
  *
- * Layer exception: ctl, pager, lineage, policy, kernels: they reach
- * their options, their neighbours and the last error through the context
- * (tp_ctl_set() acts on a live context by definition).
+ * Layer exception: pager, lineage, policy, kernels: they reach their
+ * options, their neighbours, the tracer and the last error through the
+ * context.
  */
 #ifndef TP_CTX_CTX_H
 #define TP_CTX_CTX_H

@@ -21,7 +21,7 @@
 #include <stdlib.h>
 
 #include "ctx/ctx.h"
-#include "ctx/log.h"
+#include "base/log.h"
 #include "lineage/lineage_int.h"
 
 struct ptrvec {

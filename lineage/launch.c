@@ -10,7 +10,7 @@
 #include <errno.h>
 
 #include "ctx/ctx.h"
-#include "ctx/tracer.h"
+#include "tracer/tracer.h"
 #include "lineage/lineage_int.h"
 #include "vmm/vmm.h"
 

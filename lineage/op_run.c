@@ -21,7 +21,7 @@
 #include <string.h>
 
 #include "ctx/ctx.h"
-#include "ctx/log.h"
+#include "base/log.h"
 #include "lineage/lineage_int.h"
 #include "vmm/vmm.h"
 

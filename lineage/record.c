@@ -10,7 +10,7 @@
 #include <string.h>
 
 #include "ctx/ctx.h"
-#include "ctx/log.h"
+#include "base/log.h"
 #include "lineage/lineage_int.h"
 
 int tp_lin_work_push(struct tp_lineage *lin, void *p)

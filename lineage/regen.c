@@ -24,7 +24,7 @@
 #include <stdlib.h>
 
 #include "ctx/ctx.h"
-#include "ctx/log.h"
+#include "base/log.h"
 #include "lineage/lineage_int.h"
 
 /* Regenerations nested through the pager (see input_mode()). */

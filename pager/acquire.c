@@ -9,8 +9,8 @@
 
 #include "config.h"
 #include "ctx/ctx.h"
-#include "ctx/log.h"
-#include "ctx/tracer.h"
+#include "base/log.h"
+#include "tracer/tracer.h"
 #include "pager/pager_int.h"
 
 /* Whether page @p needs a chunk for an access that @discard-s contents. */

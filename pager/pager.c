@@ -10,7 +10,7 @@
 
 #include "config.h"
 #include "ctx/ctx.h"
-#include "ctx/log.h"
+#include "base/log.h"
 #include "pager/pager_int.h"
 
 static void poll_copies(struct tp_pager *pg, bool all);

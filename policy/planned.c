@@ -10,7 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "ctx/log.h"
+#include "base/log.h"
 #include "pager/pager.h"
 #include "policy/plan.h"
 #include "policy/planned.h"

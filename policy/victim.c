@@ -11,7 +11,7 @@
 #include <stdlib.h>
 #include <time.h>
 
-#include "ctx/log.h"
+#include "base/log.h"
 #include "pager/pager.h"
 #include "policy/policy_priv.h"
 #include "vmm/vmm.h"

@@ -25,7 +25,7 @@
 
 #include <cuda.h>
 
-#include "ctx/log.h"
+#include "base/log.h"
 #include "vmm/backend_cuda.h"
 #include "vmm/calls.h"
 #include "vmm/event.h"

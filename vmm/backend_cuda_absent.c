@@ -7,7 +7,7 @@
 
 #include <errno.h>
 
-#include "ctx/log.h"
+#include "base/log.h"
 #include "vmm/vmm.h"
 
 static int cuda_absent_open(struct tp_vmm *vmm, const struct tp_conf *conf)

@@ -26,7 +26,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-#include "ctx/log.h"
+#include "base/log.h"
 #include "vmm/backend_host.h"
 #include "vmm/calls.h"
 #include "vmm/event.h"

@@ -288,6 +288,12 @@ size_t tp_pager_room_pages(struct tp_pager *pg)
 	return pinned < pg->vmm->nr_chunks ? pg->vmm->nr_chunks - pinned : 0;
 }
 
+bool tp_pager_fits_now(struct tp_pager *pg, size_t n)
+{
+	tp_vmm_reap(pg->vmm);
+	return tp_vmm_chunks_fit(pg->vmm, n);
+}
+
 size_t tp_pager_span_pages(struct tp_pager *pg, size_t off, size_t len)
 {
 	if (!len)
@@ -298,6 +304,11 @@ size_t tp_pager_span_pages(struct tp_pager *pg, size_t off, size_t len)
 bool tp_pager_has_evicted(const struct tp_tensor *t)
 {
 	return t->evicted_pages > 0;
+}
+
+size_t tp_pager_evicted_pages(const struct tp_tensor *t)
+{
+	return t->evicted_pages;
 }
 
 bool tp_pager_is_resident(const struct tp_tensor *t)

@@ -5,9 +5,6 @@
  * through the struct tp_victim_ops it is given and the notifications
  * below, all made by the context's wiring (ctx/).
  *
- * Layer exception: lineage: lineage.c fills the struct tp_cost_ops the
- * policy reads (tp_lineage_cost_ops).
- *
  * Configuration is read from ctx->conf at each use, so tp_ctl_set() of
  * policy.* and pager.*_watermark takes effect at the next decision.
  *

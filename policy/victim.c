@@ -381,7 +381,7 @@ out:
 	if (!rc) {
 		*victim = t;
 		/* thrash_penalty() in policy.c counts whole evictions */
-		if (*how == TP_LEAVE_EVICT && !t->evicted_pages)
+		if (*how == TP_LEAVE_EVICT && !tp_pager_has_evicted(t))
 			tp_prefetch_note_evicted(pol->pf, t);
 		tp_prefetch_left(pol->pf, t);
 		if (*how == TP_LEAVE_EVICT)

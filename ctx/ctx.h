@@ -3,9 +3,11 @@
  * The context: configuration and one instance of each layer. Each layer
  * keeps its own state behind its own pointer; this struct only ties them.
  *
- * Layer exception: pager, lineage, policy, kernels: they reach their
- * options, their neighbours, the tracer and the last error through the
- * context.
+ * Layer exception: pager, lineage, policy: they reach their options,
+ * their neighbours, the tracer and the last error through the context.
+ * Layer exception: kernels: a model keeps its context's backend (for
+ * workspaces and where the data is), and a CUDA op that fails sets the
+ * context's last error (kernels/cuda_util.c).
  */
 #ifndef TP_CTX_CTX_H
 #define TP_CTX_CTX_H

@@ -56,6 +56,7 @@ int tp_lin_launch(struct tp_lineage *lin, const struct tp_op_type *type,
 			.n_out = n_out,
 			.recompute = recompute,
 			.parts = 1,
+			.device = tp_vmm_device(vmm),
 		},
 		.vmm = vmm,
 	};

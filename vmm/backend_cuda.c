@@ -516,6 +516,7 @@ static uint64_t cuda_now_ns(struct tp_vmm *vmm)
 
 const struct tp_vmm_ops tp_vmm_cuda_ops = {
 	.name = "cuda",
+	.device = TP_DEVICE_CUDA,
 	.open = cuda_open,
 	.close = cuda_close,
 	.reserve = cuda_reserve,

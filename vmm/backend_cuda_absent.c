@@ -18,5 +18,6 @@ static int cuda_absent_open(struct tp_vmm *vmm, const struct tp_conf *conf)
 
 const struct tp_vmm_ops tp_vmm_cuda_ops = {
 	.name = "cuda",
+	.device = TP_DEVICE_CUDA,
 	.open = cuda_absent_open,
 };

@@ -749,6 +749,7 @@ static void host_close(struct tp_vmm *vmm)
 
 const struct tp_vmm_ops tp_vmm_host_ops = {
 	.name = "host",
+	.device = TP_DEVICE_CPU,
 	.open = host_open,
 	.close = host_close,
 	.reserve = host_reserve,

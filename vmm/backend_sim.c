@@ -539,6 +539,7 @@ static void sim_close(struct tp_vmm *vmm)
 
 const struct tp_vmm_ops tp_vmm_sim_ops = {
 	.name = "sim",
+	.device = TP_DEVICE_NONE,
 	.open = sim_open,
 	.close = sim_close,
 	.reserve = sim_reserve,

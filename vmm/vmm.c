@@ -1014,3 +1014,8 @@ bool tp_vmm_has_data(const struct tp_vmm *vmm)
 {
 	return vmm->ops != &tp_vmm_sim_ops;
 }
+
+enum tp_device tp_vmm_device(const struct tp_vmm *vmm)
+{
+	return vmm->ops->device;
+}

@@ -12,8 +12,9 @@
  * calls. Completion of copies happens on backend threads (host) or the
  * device (cuda) and is observed only through events.
  *
- * Layer exception: kernels: the registry and the models ask the backend
- * whether it holds data, and whether it is cuda.
+ * Layer exception: kernels: the registry asks the sim's profile of a GPU
+ * what workspace an op takes (tp_vmm_op_workspace()), and a model asks
+ * its context's backend where the data is (tp_vmm_device()).
  */
 #ifndef TP_VMM_VMM_H
 #define TP_VMM_VMM_H
@@ -25,6 +26,7 @@
 #include <urcu/list.h>
 
 #include "ctl/conf.h"
+#include "tpager.h"
 
 struct tp_vmm;
 struct tp_event;
@@ -113,6 +115,8 @@ enum tp_vmm_call {
  */
 struct tp_vmm_ops {
 	const char *name;
+	/* Where the backend keeps the data: what the ops it runs compute on. */
+	enum tp_device device;
 
 	/*
 	 * Open the device. Set vmm->granularity (the chunk size the backend
@@ -593,6 +597,8 @@ int tp_vmm_op_workspace(struct tp_vmm *vmm, const char *name,
 
 /* True when the backend holds real data (host, cuda); false on sim. */
 bool tp_vmm_has_data(const struct tp_vmm *vmm);
+/* Where the backend keeps the data (its ops' device). */
+enum tp_device tp_vmm_device(const struct tp_vmm *vmm);
 
 /**
  * tp_vmm_handle_first() - the page of the range at @va where handle @c,

@@ -205,8 +205,31 @@ static void policy_destroy(struct tp_ctx *ctx)
 	ctx->cost_ops = NULL;
 }
 
+void tp_ctx_vmm_conf(const struct tp_conf *c, struct tp_vmm_conf *vc)
+{
+	*vc = (struct tp_vmm_conf){
+		.backend = (enum tp_vmm_backend_kind)c->vmm_backend,
+		.chunk_size = c->vmm_chunk_size,
+		.mode = (enum tp_vmm_mode)c->vmm_mode,
+		.mapping = (enum tp_vmm_mapping)c->vmm_mapping,
+		.extent_max = c->vmm_extent_max,
+		.device = c->vmm_device,
+		.device_memory = c->vmm_device_memory,
+		.host_copy_threads = c->vmm_host_copy_threads,
+		.sim_profile = (enum tp_sim_profile_kind)c->vmm_sim_profile,
+		.sim_map_ns = c->vmm_sim_map_ns,
+		.sim_set_access_ns = c->vmm_sim_set_access_ns,
+		.sim_unmap_ns = c->vmm_sim_unmap_ns,
+		.sim_driver_granule = c->vmm_sim_driver_granule,
+		.sim_copy_latency_ns = c->vmm_sim_copy_latency_ns,
+		.sim_bandwidth = c->vmm_sim_bandwidth,
+		.sim_sync = c->vmm_sim_sync,
+	};
+}
+
 TP_API struct tp_ctx *tp_ctx_create(const char *opts)
 {
+	struct tp_vmm_conf vc;
 	struct tp_ctx *ctx;
 	int ret;
 
@@ -223,7 +246,8 @@ TP_API struct tp_ctx *tp_ctx_create(const char *opts)
 	}
 	tp_log_set_level((enum tp_log_level)ctx->conf.log_level);
 
-	ctx->vmm = tp_vmm_open(&ctx->conf);
+	tp_ctx_vmm_conf(&ctx->conf, &vc);
+	ctx->vmm = tp_vmm_open(&vc);
 	if (!ctx->vmm) {
 		ret = -errno;
 		tp_ctx_error(ctx, ret, "cannot open the vmm backend");

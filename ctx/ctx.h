@@ -43,6 +43,11 @@ struct tp_ctx {
 	struct tp_tracer *tracer;
 };
 
+struct tp_vmm_conf;
+
+/* tp_ctx_vmm_conf() - the vmm's options (@vc) from the vmm.* keys of @c. */
+void tp_ctx_vmm_conf(const struct tp_conf *c, struct tp_vmm_conf *vc);
+
 /* Keep @msg as the context's last error (tp_last_error) and log it. */
 __attribute__((format(printf, 3, 4)))
 void tp_ctx_error(struct tp_ctx *ctx, int err, const char *fmt, ...);

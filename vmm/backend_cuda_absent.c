@@ -10,7 +10,7 @@
 #include "base/log.h"
 #include "vmm/vmm.h"
 
-static int cuda_absent_open(struct tp_vmm *vmm, const struct tp_conf *conf)
+static int cuda_absent_open(struct tp_vmm *vmm, const struct tp_vmm_conf *conf)
 {
 	tp_log(TP_LOG_INFO, "vmm: cuda: tpager was built without the CUDA toolkit");
 	return -ENODEV;

@@ -220,6 +220,13 @@ int tp_parse_size(const char *s, uint64_t *out);
 /** tp_format_size() - @v with the largest suffix that divides it exactly. */
 int tp_format_size(uint64_t v, char *buf, size_t len);
 
+/**
+ * tp_parse_double() - a decimal number in the C locale, whatever the
+ * process's: optional blanks around it, no hex, inf or nan.
+ * Return: 0 with *@out set; -EINVAL otherwise (*@out unchanged).
+ */
+int tp_parse_double(const char *s, double *out);
+
 /** tp_format_double() - @v in the C locale, shortest text that reads back. */
 int tp_format_double(double v, char *buf, size_t len);
 

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "config.h"
+#include "base/array.h"
 #include "ctx/ctx.h"
 #include "base/log.h"
 #include "pager/pager_int.h"
@@ -626,9 +627,10 @@ void tp_pager_copy_issued(struct tp_pager *pg, struct tp_event *start,
 			  bool d2h)
 {
 	if (pg->nr_copies == pg->cap_copies) {
-		size_t cap = pg->cap_copies ? 2 * pg->cap_copies : 32;
-		struct tp_copy_rec *r = realloc(pg->copies, cap * sizeof(*r));
+		struct tp_copy_rec *r;
 
+		r = tp_array_grow(pg->copies, &pg->cap_copies,
+				  pg->cap_copies + 1, sizeof(*r), 32);
 		if (!r) {
 			/* only a measurement is lost */
 			if (start)
@@ -636,7 +638,6 @@ void tp_pager_copy_issued(struct tp_pager *pg, struct tp_event *start,
 			return;
 		}
 		pg->copies = r;
-		pg->cap_copies = cap;
 	}
 	pg->copies[pg->nr_copies++] = (struct tp_copy_rec){
 		.start = start, .ev = tp_vmm_event_get(ev), .t0 = t0,

@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <time.h>
 
+#include "base/array.h"
 #include "base/log.h"
 #include "pager/pager.h"
 #include "policy/policy_priv.h"
@@ -218,13 +219,13 @@ static struct tp_tensor *exact(struct tp_policy *pol, uint64_t now)
 static int set_aside(struct tp_policy *pol, size_t n, struct tp_tensor *t)
 {
 	if (n == pol->skip_cap) {
-		size_t cap = pol->skip_cap ? pol->skip_cap * 2 : 16;
-		struct tp_pol_skip *s = realloc(pol->skip, cap * sizeof(*s));
+		struct tp_pol_skip *s;
 
+		s = tp_array_grow(pol->skip, &pol->skip_cap,
+				  pol->skip_cap + 1, sizeof(*s), 16);
 		if (!s)
 			return -1;
 		pol->skip = s;
-		pol->skip_cap = cap;
 	}
 	pol->skip[n].t = t;
 	pol->skip[n].key = *tp_pol_index_key(pol->idx, (size_t)t->pol.idx);

@@ -233,6 +233,20 @@ static inline size_t tp_page_len(const struct tp_pager *pg,
 	return t->bytes - off < pg->chunk ? t->bytes - off : pg->chunk;
 }
 
+/* Whether page @p needs a chunk for an access that @discard-s contents. */
+static inline bool tp_page_needs_chunk(const struct tp_page *p, bool discard)
+{
+	switch (p->state) {
+	case TP_PAGE_UNBACKED:
+	case TP_PAGE_OFFLOADED:
+		return true;
+	case TP_PAGE_EVICTED:
+		return discard;
+	default:
+		return false;
+	}
+}
+
 /* --- accounting.c ---------------------------------------------------- */
 
 /**

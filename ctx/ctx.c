@@ -18,62 +18,11 @@
 
 /*
  * The glue between the layers: the pager reaches the policy only through
- * its victim ops, the policy reaches lineage only through cost ops. Each
- * function forwards to the layer that decides; the priv of the victim
- * ops is the policy.
+ * its victim ops (filled whole by the policy, policy/victim.c), the
+ * policy reaches lineage only through cost ops, and lineage the policy
+ * only through its op hooks. The functions below forward to the layer
+ * that decides.
  */
-static void glue_on_acquire(void *priv, struct tp_tensor *t)
-{
-	tp_policy_on_acquire(priv, t);
-}
-
-static void glue_forget(void *priv, struct tp_tensor *t)
-{
-	tp_policy_forget(priv, t);
-}
-
-static uint64_t glue_release_bytes(void *priv, uint64_t used, uint64_t budget)
-{
-	return tp_policy_release_bytes(priv, used, budget);
-}
-
-static void glue_copy_done(void *priv, bool d2h, uint64_t bytes, uint64_t ns)
-{
-	tp_policy_copy_done(priv, bytes, ns);
-}
-
-static size_t glue_prefetch_pick(void *priv, struct tp_tensor **out,
-				 size_t max)
-{
-	return tp_policy_prefetch_pick(priv, out, max);
-}
-
-static size_t glue_writeback_pick(void *priv, struct tp_tensor **out,
-				  size_t max)
-{
-	return tp_policy_writeback_pick(priv, out, max);
-}
-
-static void glue_prefetch_done(void *priv, struct tp_tensor *t, bool ok)
-{
-	tp_policy_prefetch_done(priv, t, ok);
-}
-
-static bool glue_recompute_back(void *priv, const struct tp_tensor *t)
-{
-	return tp_policy_recompute_back(priv, t);
-}
-
-static bool glue_partial_evict(void *priv)
-{
-	return tp_policy_partial_evict(priv);
-}
-
-static bool glue_split(void *priv)
-{
-	return tp_policy_split(priv);
-}
-
 static double glue_recompute_ns(void *priv, const struct tp_tensor *t,
 				size_t *anc_pages)
 {
@@ -168,17 +117,6 @@ static int policy_create(struct tp_ctx *ctx)
 	tp_policy_set_clock(ctx->policy, glue_now, ctx->vmm);
 
 	*ctx->vops = *tp_policy_victim_ops(ctx->policy);
-	ctx->vops->copy_done = glue_copy_done;
-	ctx->vops->on_acquire = glue_on_acquire;
-	ctx->vops->forget = glue_forget;
-	ctx->vops->release_bytes = glue_release_bytes;
-	ctx->vops->prefetch_pick = glue_prefetch_pick;
-	ctx->vops->prefetch_done = glue_prefetch_done;
-	ctx->vops->writeback_pick = glue_writeback_pick;
-	ctx->vops->recompute_back = glue_recompute_back;
-	ctx->vops->partial_evict = glue_partial_evict;
-	ctx->vops->split = glue_split;
-	ctx->vops->priv = ctx->policy;
 	tp_pager_set_victim_ops(ctx->pager, ctx->vops);
 	ctx->iter_hook = glue_iteration;
 	ctx->iter_priv = ctx->policy;

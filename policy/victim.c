@@ -424,6 +424,64 @@ static int victim_choose_ahead(void *priv, const struct tp_tensor *ahead_of,
 		      victim, how);
 }
 
+/*
+ * The rest of the victim ops: the pager's notifications and questions,
+ * answered by the policy's functions of policy.h (@priv is the policy).
+ */
+static void victim_copy_done(void *priv, bool d2h, uint64_t bytes,
+			     uint64_t ns)
+{
+	tp_policy_copy_done(priv, bytes, ns);
+}
+
+static void victim_on_acquire(void *priv, struct tp_tensor *t)
+{
+	tp_policy_on_acquire(priv, t);
+}
+
+static void victim_forget(void *priv, struct tp_tensor *t)
+{
+	tp_policy_forget(priv, t);
+}
+
+static uint64_t victim_release_bytes(void *priv, uint64_t used,
+				     uint64_t budget)
+{
+	return tp_policy_release_bytes(priv, used, budget);
+}
+
+static size_t victim_prefetch_pick(void *priv, struct tp_tensor **out,
+				   size_t max)
+{
+	return tp_policy_prefetch_pick(priv, out, max);
+}
+
+static void victim_prefetch_done(void *priv, struct tp_tensor *t, bool ok)
+{
+	tp_policy_prefetch_done(priv, t, ok);
+}
+
+static size_t victim_writeback_pick(void *priv, struct tp_tensor **out,
+				    size_t max)
+{
+	return tp_policy_writeback_pick(priv, out, max);
+}
+
+static bool victim_recompute_back(void *priv, const struct tp_tensor *t)
+{
+	return tp_policy_recompute_back(priv, t);
+}
+
+static bool victim_partial_evict(void *priv)
+{
+	return tp_policy_partial_evict(priv);
+}
+
+static bool victim_split(void *priv)
+{
+	return tp_policy_split(priv);
+}
+
 void tp_policy_victim_init(struct tp_policy *pol)
 {
 	pol->vops = (struct tp_victim_ops){
@@ -433,6 +491,16 @@ void tp_policy_victim_init(struct tp_policy *pol)
 		.choose = victim_choose,
 		.choose_ahead = victim_choose_ahead,
 		.choose_over_wait = victim_choose_over_wait,
+		.copy_done = victim_copy_done,
+		.on_acquire = victim_on_acquire,
+		.forget = victim_forget,
+		.release_bytes = victim_release_bytes,
+		.prefetch_pick = victim_prefetch_pick,
+		.prefetch_done = victim_prefetch_done,
+		.writeback_pick = victim_writeback_pick,
+		.recompute_back = victim_recompute_back,
+		.partial_evict = victim_partial_evict,
+		.split = victim_split,
 		.priv = pol,
 	};
 }

@@ -22,6 +22,7 @@
 
 #include "tpager.h"
 #include "ctl/conf.h"
+#include "ctx/ctx.h"
 #include "vmm/calls.h"
 #include "vmm/vmm.h"
 
@@ -38,12 +39,14 @@ static struct tp_vmm *open_backend(const struct tp_conf *conf,
 				   const char *name)
 {
 	struct tp_conf c = *conf;
+	struct tp_vmm_conf vc;
 
 	if (tp_conf_set(&c, "vmm.backend", name, "vmm-bench", 0)) {
 		errno = EINVAL;
 		return NULL;
 	}
-	return tp_vmm_open(&c);
+	tp_ctx_vmm_conf(&c, &vc);
+	return tp_vmm_open(&vc);
 }
 
 static void log_fn(enum tp_log_level level, const char *msg, void *priv)

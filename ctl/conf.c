@@ -8,7 +8,7 @@
 
 #include "ctl/conf.h"
 #include "ctl/stats.h"
-#include "ctx/log.h"
+#include "base/log.h"
 
 const struct tp_conf_key tp_conf_keys[] = {
 #define TP_KEY(key, field, type, def, min, max, values, mode, help) \

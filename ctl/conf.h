@@ -3,6 +3,9 @@
  * The configuration of one context: a struct with one field per key of
  * keys.def, filled from the ordered sources (defaults, /etc/tpager.conf,
  * $TPAGER_CONF, $TPAGER_OPTS, the opts string, tp_ctl_set).
+ *
+ * Layer exception: policy: it reads its options from the whole
+ * configuration, every layer's keys included.
  */
 #ifndef TP_CTL_CONF_H
 #define TP_CTL_CONF_H
@@ -36,11 +39,10 @@ struct tp_psize {
 
 #define TP_CONF_STRING_MAX 256
 
-/* Enum keys, in the order of their "values" string in keys.def. */
-enum tp_vmm_backend_kind { TP_VMM_AUTO, TP_VMM_CUDA, TP_VMM_HOST, TP_VMM_SIM };
-enum tp_vmm_mode { TP_VMM_MODE_CHUNKED, TP_VMM_MODE_CONTIGUOUS };
-enum tp_vmm_mapping { TP_VMM_MAPPING_EXTENTS, TP_VMM_MAPPING_CHUNKS };
-enum tp_sim_profile_kind { TP_SIM_PROFILE_CUSTOM, TP_SIM_PROFILE_H200 };
+/*
+ * Enum keys, in the order of their "values" string in keys.def. Those of
+ * vmm.* are the vmm's own (vmm/vmm.h).
+ */
 enum tp_filter_kind {
 	TP_FILTER_DELTA, TP_FILTER_LRU, TP_FILTER_GREEDY, TP_FILTER_DTR,
 	TP_FILTER_MSPS, TP_FILTER_COOP, TP_FILTER_OVERLAP,
@@ -217,6 +219,13 @@ int tp_parse_size(const char *s, uint64_t *out);
 
 /** tp_format_size() - @v with the largest suffix that divides it exactly. */
 int tp_format_size(uint64_t v, char *buf, size_t len);
+
+/**
+ * tp_parse_double() - a decimal number in the C locale, whatever the
+ * process's: optional blanks around it, no hex, inf or nan.
+ * Return: 0 with *@out set; -EINVAL otherwise (*@out unchanged).
+ */
+int tp_parse_double(const char *s, double *out);
 
 /** tp_format_double() - @v in the C locale, shortest text that reads back. */
 int tp_format_double(double v, char *buf, size_t len);

@@ -13,7 +13,7 @@
 #include <unistd.h>
 
 #include "ctl/conf.h"
-#include "ctx/log.h"
+#include "base/log.h"
 
 #ifndef TP_SYSCONFDIR
 #define TP_SYSCONFDIR "/etc"

@@ -12,7 +12,7 @@
 #include <string.h>
 
 #include "ctl/conf.h"
-#include "ctx/log.h"
+#include "base/log.h"
 
 /* Trim [*s, end) in place: skip leading blanks, cut trailing ones. */
 static void trim(char **s, char *end)

@@ -115,7 +115,7 @@ uint64_t tp_psize_bytes(const struct tp_psize *p, uint64_t device_bytes)
 	return (uint64_t)((double)device_bytes * p->percent / 100.0);
 }
 
-static int parse_double(const char *s, double *out)
+int tp_parse_double(const char *s, double *out)
 {
 	char *end;
 	double d;
@@ -233,7 +233,7 @@ static int parse_percent(const char *s, double *out)
 	tmp[n] = 0;
 	if (n && tmp[n - 1] == '%')
 		tmp[n - 1] = 0;
-	return parse_double(tmp, out);
+	return tp_parse_double(tmp, out);
 }
 
 int tp_conf_parse_value(const struct tp_conf_key *k, const char *value,
@@ -290,7 +290,7 @@ int tp_conf_parse_value(const struct tp_conf_key *k, const char *value,
 		*(int64_t *)field = i;
 		return 0;
 	case TP_CONF_DOUBLE:
-		if (parse_double(value, &d) || !in_range(k, d))
+		if (tp_parse_double(value, &d) || !in_range(k, d))
 			return -EINVAL;
 		*(double *)field = d;
 		return 0;

@@ -9,8 +9,8 @@
 
 #include "config.h"
 #include "ctx/ctx.h"
-#include "ctx/log.h"
-#include "ctx/tracer.h"
+#include "base/log.h"
+#include "tracer/tracer.h"
 #include "lineage/lineage.h"
 #include "pager/pager.h"
 #include "policy/policy.h"
@@ -18,67 +18,11 @@
 
 /*
  * The glue between the layers: the pager reaches the policy only through
- * its victim ops, the policy reaches lineage only through cost ops. Each
- * function forwards to the layer that decides; the priv of the victim
- * ops is the policy.
+ * its victim ops (filled whole by the policy, policy/victim.c), the
+ * policy reaches lineage only through cost ops, and lineage the policy
+ * only through its op hooks. The functions below forward to the layer
+ * that decides.
  */
-static void glue_on_acquire(void *priv, struct tp_tensor *t)
-{
-	tp_policy_on_acquire(priv, t);
-}
-
-static void glue_forget(void *priv, struct tp_tensor *t)
-{
-	tp_policy_forget(priv, t);
-}
-
-static uint64_t glue_release_bytes(void *priv, uint64_t used, uint64_t budget)
-{
-	return tp_policy_release_bytes(priv, used, budget);
-}
-
-static void glue_copy_done(void *priv, bool d2h, uint64_t bytes, uint64_t ns)
-{
-	tp_policy_copy_done(priv, bytes, ns);
-}
-
-static size_t glue_prefetch_pick(void *priv, struct tp_tensor **out,
-				 size_t max)
-{
-	return tp_policy_prefetch_pick(priv, out, max);
-}
-
-static size_t glue_writeback_pick(void *priv, struct tp_tensor **out,
-				  size_t max)
-{
-	return tp_policy_writeback_pick(priv, out, max);
-}
-
-static void glue_prefetch_done(void *priv, struct tp_tensor *t, bool ok)
-{
-	tp_policy_prefetch_done(priv, t, ok);
-}
-
-static bool glue_recompute_back(void *priv, const struct tp_tensor *t)
-{
-	return tp_policy_recompute_back(priv, t);
-}
-
-static bool glue_partial_evict(void *priv)
-{
-	return tp_policy_partial_evict(priv);
-}
-
-static bool glue_split(void *priv)
-{
-	return tp_policy_split(priv);
-}
-
-static bool glue_settle_on_free(void *priv)
-{
-	return tp_policy_settle_on_free(priv);
-}
-
 static double glue_recompute_ns(void *priv, const struct tp_tensor *t,
 				size_t *anc_pages)
 {
@@ -106,11 +50,6 @@ static bool glue_computable(void *priv, const struct tp_tensor *t)
 static bool glue_regen_needs(void *priv, const struct tp_tensor *t)
 {
 	return tp_lineage_regen_needs(priv, t);
-}
-
-static bool glue_regen_reads(void *priv, const struct tp_tensor *t)
-{
-	return tp_lineage_regen_reads(priv, t);
 }
 
 static bool glue_op_wants_cut(void *priv)
@@ -166,7 +105,6 @@ static int policy_create(struct tp_ctx *ctx)
 		.projected_ns = glue_projected_ns,
 		.computable = glue_computable,
 		.regen_needs = glue_regen_needs,
-		.regen_reads = glue_regen_reads,
 		.priv = ctx->lineage,
 	};
 	tp_policy_set_cost_ops(ctx->policy, ctx->cost_ops);
@@ -179,18 +117,6 @@ static int policy_create(struct tp_ctx *ctx)
 	tp_policy_set_clock(ctx->policy, glue_now, ctx->vmm);
 
 	*ctx->vops = *tp_policy_victim_ops(ctx->policy);
-	ctx->vops->copy_done = glue_copy_done;
-	ctx->vops->on_acquire = glue_on_acquire;
-	ctx->vops->forget = glue_forget;
-	ctx->vops->release_bytes = glue_release_bytes;
-	ctx->vops->prefetch_pick = glue_prefetch_pick;
-	ctx->vops->prefetch_done = glue_prefetch_done;
-	ctx->vops->writeback_pick = glue_writeback_pick;
-	ctx->vops->recompute_back = glue_recompute_back;
-	ctx->vops->partial_evict = glue_partial_evict;
-	ctx->vops->split = glue_split;
-	ctx->vops->settle_on_free = glue_settle_on_free;
-	ctx->vops->priv = ctx->policy;
 	tp_pager_set_victim_ops(ctx->pager, ctx->vops);
 	ctx->iter_hook = glue_iteration;
 	ctx->iter_priv = ctx->policy;
@@ -217,8 +143,31 @@ static void policy_destroy(struct tp_ctx *ctx)
 	ctx->cost_ops = NULL;
 }
 
+void tp_ctx_vmm_conf(const struct tp_conf *c, struct tp_vmm_conf *vc)
+{
+	*vc = (struct tp_vmm_conf){
+		.backend = (enum tp_vmm_backend_kind)c->vmm_backend,
+		.chunk_size = c->vmm_chunk_size,
+		.mode = (enum tp_vmm_mode)c->vmm_mode,
+		.mapping = (enum tp_vmm_mapping)c->vmm_mapping,
+		.extent_max = c->vmm_extent_max,
+		.device = c->vmm_device,
+		.device_memory = c->vmm_device_memory,
+		.host_copy_threads = c->vmm_host_copy_threads,
+		.sim_profile = (enum tp_sim_profile_kind)c->vmm_sim_profile,
+		.sim_map_ns = c->vmm_sim_map_ns,
+		.sim_set_access_ns = c->vmm_sim_set_access_ns,
+		.sim_unmap_ns = c->vmm_sim_unmap_ns,
+		.sim_driver_granule = c->vmm_sim_driver_granule,
+		.sim_copy_latency_ns = c->vmm_sim_copy_latency_ns,
+		.sim_bandwidth = c->vmm_sim_bandwidth,
+		.sim_sync = c->vmm_sim_sync,
+	};
+}
+
 TP_API struct tp_ctx *tp_ctx_create(const char *opts)
 {
+	struct tp_vmm_conf vc;
 	struct tp_ctx *ctx;
 	int ret;
 
@@ -235,7 +184,8 @@ TP_API struct tp_ctx *tp_ctx_create(const char *opts)
 	}
 	tp_log_set_level((enum tp_log_level)ctx->conf.log_level);
 
-	ctx->vmm = tp_vmm_open(&ctx->conf);
+	tp_ctx_vmm_conf(&ctx->conf, &vc);
+	ctx->vmm = tp_vmm_open(&vc);
 	if (!ctx->vmm) {
 		ret = -errno;
 		tp_ctx_error(ctx, ret, "cannot open the vmm backend");

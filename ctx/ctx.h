@@ -2,6 +2,12 @@
 /*
  * The context: configuration and one instance of each layer. Each layer
  * keeps its own state behind its own pointer; this struct only ties them.
+ *
+ * Layer exception: pager, lineage, policy: they reach their options,
+ * their neighbours, the tracer and the last error through the context.
+ * Layer exception: kernels: a model keeps its context's backend (for
+ * workspaces and where the data is), and a CUDA op that fails sets the
+ * context's last error (kernels/cuda_util.c).
  */
 #ifndef TP_CTX_CTX_H
 #define TP_CTX_CTX_H
@@ -36,6 +42,11 @@ struct tp_ctx {
 	/* stats.trace, or NULL when the key is empty (ctx/tracer.h). */
 	struct tp_tracer *tracer;
 };
+
+struct tp_vmm_conf;
+
+/* tp_ctx_vmm_conf() - the vmm's options (@vc) from the vmm.* keys of @c. */
+void tp_ctx_vmm_conf(const struct tp_conf *c, struct tp_vmm_conf *vc);
 
 /* Keep @msg as the context's last error (tp_last_error) and log it. */
 __attribute__((format(printf, 3, 4)))

@@ -5,7 +5,7 @@
 #include <string.h>
 
 #include "ctx/ctx.h"
-#include "ctx/log.h"
+#include "base/log.h"
 
 TP_API const char *tp_strerror(int err)
 {

@@ -273,6 +273,13 @@ struct tp_op_type {
 #define TP_OP_SPLITTABLE	(1u << 1)
 #define TP_OP_NONDETERMINISTIC	(1u << 2)	/* never recomputed */
 
+/* Where the data of a context's tensors lives (struct tp_op_launch). */
+enum tp_device {
+	TP_DEVICE_CPU = 0,	/* host memory: the host backend */
+	TP_DEVICE_CUDA,		/* GPU memory: the cuda backend */
+	TP_DEVICE_NONE,		/* no data: the sim backend */
+};
+
 /* What a launch function receives. Addresses are device addresses. */
 struct tp_op_launch {
 	struct tp_ctx *ctx;
@@ -298,6 +305,8 @@ struct tp_op_launch {
 	 */
 	unsigned part, parts;
 	size_t row0, rows;
+	/* Where in[] and out[] are: the implementation to run. */
+	enum tp_device device;
 };
 
 /**

@@ -61,6 +61,7 @@ enum tp_init { TP_INIT_ZERO, TP_INIT_ONE, TP_INIT_NORMAL };
 
 struct tp_model {
 	struct tp_ctx *ctx;
+	struct tp_vmm *vmm;		/* @ctx's backend (workspaces) */
 	struct tp_model_opts o;
 	bool adam;
 	bool no_data;			/* sim backend: shapes and costs only */

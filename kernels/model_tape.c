@@ -198,7 +198,7 @@ struct tp_mvar *tp_model_workspace(struct tp_model *m,
 	size_t need = 0;
 
 	/* 0 off the cuda backend; a failed query just means none */
-	if (tp_kernels_workspace_bytes(m->ctx, type, params, plen, &need) ||
+	if (tp_kernels_workspace_bytes(m->vmm, type, params, plen, &need) ||
 	    !need)
 		return NULL;
 	if (need > m->ws_need)

@@ -575,7 +575,8 @@ struct tp_model *tp_model_create(struct tp_ctx *ctx,
 		return NULL;
 	m->ctx = ctx;
 	m->o = *opts;
-	m->no_data = !tp_vmm_has_data(ctx->vmm);
+	m->vmm = ctx->vmm;
+	m->no_data = tp_vmm_device(m->vmm) == TP_DEVICE_NONE;
 	rc = setup(m);
 	if (rc)
 		goto err;

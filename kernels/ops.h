@@ -223,8 +223,8 @@ int tp_kernels_shape(const struct tp_op_type *type, const void *params,
 		     size_t *out_bytes, unsigned *n_out);
 
 /**
- * tp_kernels_workspace_bytes() - the workspace an op wants on @ctx's
- * backend: the cuDNN algorithms' scratch for a convolution on the cuda
+ * tp_kernels_workspace_bytes() - the workspace an op wants on @vmm (NULL:
+ * none): the cuDNN algorithms' scratch for a convolution on the cuda
  * backend, what the sim's profile of a GPU says it took there
  * (vmm.sim.profile), 0 for every other op and backend.
  * @bytes: filled with the size.
@@ -232,7 +232,8 @@ int tp_kernels_shape(const struct tp_op_type *type, const void *params,
  * Return: 0; -EINVAL for params the op does not accept; -EIO when cuDNN
  * fails to choose.
  */
-int tp_kernels_workspace_bytes(struct tp_ctx *ctx,
+struct tp_vmm;
+int tp_kernels_workspace_bytes(struct tp_vmm *vmm,
 			       const struct tp_op_type *type,
 			       const void *params, size_t params_len,
 			       size_t *bytes);

@@ -9,7 +9,6 @@
 #include <errno.h>
 #include <string.h>
 
-#include "ctx/ctx.h"
 #include "kernels/kernel.h"
 #include "vmm/vmm.h"
 
@@ -770,22 +769,19 @@ int tp_kernels_launch_cuda(const struct tp_op_launch *l)
 }
 
 /*
- * The device the data is on: a stream handle or a context on the cuda
- * backend mean device memory; anything else (host backend, a bare call
- * from a test) is CPU memory. The sim backend holds no data: it charges
- * cost_ns on its clock and there is nothing to compute.
+ * The device the data is on: a stream handle or TP_DEVICE_CUDA mean
+ * device memory; anything else (host backend, a bare call from a test)
+ * is CPU memory. The sim backend holds no data: it charges cost_ns on its
+ * clock and there is nothing to compute.
  */
 static int launch(const struct tp_op_launch *l)
 {
-	const struct tp_vmm *vmm = l && l->ctx ? l->ctx->vmm : NULL;
-
-	if (vmm && !tp_vmm_has_data(vmm)) {
+	if (l && l->device == TP_DEVICE_NONE) {
 		if (!l->type)
 			return -EINVAL;
 		return check_launch(tp_kernel_of(l->type), l);
 	}
-	if (l && (l->stream ||
-		  (vmm && vmm->ops && !strcmp(vmm->ops->name, "cuda"))))
+	if (l && (l->stream || l->device == TP_DEVICE_CUDA))
 		return tp_kernels_launch_cuda(l);
 	return tp_kernels_launch_cpu(l);
 }
@@ -990,13 +986,12 @@ int tp_kernels_shape(const struct tp_op_type *type, const void *params,
 	return k->shape(params, in_bytes, n_in, out_bytes, n_out);
 }
 
-int tp_kernels_workspace_bytes(struct tp_ctx *ctx,
+int tp_kernels_workspace_bytes(struct tp_vmm *vmm,
 			       const struct tp_op_type *type,
 			       const void *params, size_t params_len,
 			       size_t *bytes)
 {
 	size_t in[TP_KERNEL_MAX_IO], out[TP_KERNEL_MAX_IO];
-	const struct tp_vmm *vmm = ctx ? ctx->vmm : NULL;
 	unsigned ni, no;
 	int rc;
 
@@ -1004,7 +999,7 @@ int tp_kernels_workspace_bytes(struct tp_ctx *ctx,
 	rc = tp_kernels_shape(type, params, params_len, in, &ni, out, &no);
 	if (rc || !tp_kernel_of(type)->workspace || !vmm)
 		return rc;
-	if (strcmp(vmm->ops->name, "cuda")) {
+	if (tp_vmm_device(vmm) != TP_DEVICE_CUDA) {
 		/* The sim's model of a GPU prices the scratch its
 		 * algorithms take; nothing else has any. */
 		size_t largest = 0;
@@ -1013,7 +1008,7 @@ int tp_kernels_workspace_bytes(struct tp_ctx *ctx,
 			largest = in[i] > largest ? in[i] : largest;
 		for (unsigned i = 0; i < no; i++)
 			largest = out[i] > largest ? out[i] : largest;
-		if (tp_vmm_op_workspace(ctx->vmm, type->name, largest, bytes))
+		if (tp_vmm_op_workspace(vmm, type->name, largest, bytes))
 			*bytes = 0;
 		return 0;
 	}

@@ -249,7 +249,7 @@ static int uf_add(struct tp_lineage *lin, struct tp_lin_node *n)
 	u->rank = 0;
 	u->own = rec ? rec_cost(rec) : 0;
 	u->cost = u->own;
-	u->own_pages = n->t->evicted_pages;
+	u->own_pages = tp_pager_evicted_pages(n->t);
 	u->pages = u->own_pages;
 	n->uf = lin->uf_len++;
 	n->uf_epoch = lin->uf_epoch;
@@ -386,7 +386,7 @@ static bool evicted_ancestry_ns(struct tp_lineage *lin,
 			if (++seen > CR_WALK_MAX)
 				return false;
 			c += rec_cost(y->t->lin.rec);
-			np += y->t->evicted_pages;
+			np += tp_pager_evicted_pages(y->t);
 			if (sp == lin->uf_stk_cap) {
 				size_t nc = lin->uf_stk_cap ?
 					    2 * lin->uf_stk_cap : 64;
@@ -547,7 +547,7 @@ double tp_lineage_projected_cost(struct tp_lineage *lin,
 			if (++seen > CR_WALK_MAX)
 				return c;
 			c += rec_cost(y->t->lin.rec);
-			*anc_pages += ev ? y->t->evicted_pages : y->t->nr_pages;
+			*anc_pages += ev ? tp_pager_evicted_pages(y->t) : y->t->nr_pages;
 			if (sp == lin->uf_stk_cap) {
 				size_t nc = lin->uf_stk_cap ?
 					    2 * lin->uf_stk_cap : 64;

@@ -20,8 +20,9 @@
 #include <errno.h>
 #include <stdlib.h>
 
+#include "base/array.h"
 #include "ctx/ctx.h"
-#include "ctx/log.h"
+#include "base/log.h"
 #include "lineage/lineage_int.h"
 
 struct ptrvec {
@@ -32,13 +33,13 @@ struct ptrvec {
 static int vec_push(struct ptrvec *p, void *x)
 {
 	if (p->n == p->cap) {
-		size_t cap = p->cap ? p->cap * 2 : 32;
-		void **v = realloc(p->v, cap * sizeof(*v));
+		void **v;
 
+		v = tp_array_grow(p->v, &p->cap,
+				  p->cap + 1, sizeof(*v), 32);
 		if (!v)
 			return -ENOMEM;
 		p->v = v;
-		p->cap = cap;
 	}
 	p->v[p->n++] = x;
 	return 0;

@@ -10,7 +10,7 @@
 #include <errno.h>
 
 #include "ctx/ctx.h"
-#include "ctx/tracer.h"
+#include "tracer/tracer.h"
 #include "lineage/lineage_int.h"
 #include "vmm/vmm.h"
 
@@ -56,6 +56,7 @@ int tp_lin_launch(struct tp_lineage *lin, const struct tp_op_type *type,
 			.n_out = n_out,
 			.recompute = recompute,
 			.parts = 1,
+			.device = tp_vmm_device(vmm),
 		},
 		.vmm = vmm,
 	};

@@ -9,7 +9,6 @@
 
 #include "ctx/ctx.h"
 #include "lineage/lineage_int.h"
-#include "policy/policy.h"
 
 bool tp_lineage_can_regenerate(struct tp_lineage *lin,
 			       const struct tp_tensor *t)
@@ -87,36 +86,3 @@ void tp_lineage_set_op_hooks(struct tp_lineage *lin,
 		lin->op_hooks = (struct tp_lineage_op_hooks){ 0 };
 }
 
-static double recompute_ns_cb(void *priv, const struct tp_tensor *t,
-			      size_t *anc_pages)
-{
-	return tp_lineage_regen_cost(priv, t, anc_pages);
-}
-
-static double evict_ns_cb(void *priv, const struct tp_tensor *t)
-{
-	return tp_lineage_evict_cost(priv, t);
-}
-
-static double projected_ns_cb(void *priv, const struct tp_tensor *t,
-			      bool (*gone)(void *gpriv,
-					   const struct tp_tensor *y),
-			      void *gpriv, size_t *anc_pages)
-{
-	return tp_lineage_projected_cost(priv, t, gone, gpriv, anc_pages);
-}
-
-static bool regen_needs_cb(void *priv, const struct tp_tensor *t)
-{
-	return tp_lineage_regen_needs(priv, t);
-}
-
-void tp_lineage_cost_ops(struct tp_lineage *lin, struct tp_cost_ops *ops)
-{
-	ops->recompute_ns = recompute_ns_cb;
-	ops->evict_ns = evict_ns_cb;
-	ops->projected_ns = projected_ns_cb;
-	ops->computable = can_regenerate_cb;
-	ops->regen_needs = regen_needs_cb;
-	ops->priv = lin;
-}

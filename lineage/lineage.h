@@ -185,14 +185,6 @@ struct tp_lineage_op_hooks {
 void tp_lineage_set_op_hooks(struct tp_lineage *lin,
 			     const struct tp_lineage_op_hooks *hooks);
 
-struct tp_cost_ops;
-
-/**
- * tp_lineage_cost_ops() - fill @ops with lineage's c_r and computability,
- * for tp_policy_set_cost_ops().
- */
-void tp_lineage_cost_ops(struct tp_lineage *lin, struct tp_cost_ops *ops);
-
 /* Counters for tests and reports. */
 struct tp_lineage_stats {
 	uint64_t records;		/* alive now */

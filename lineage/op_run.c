@@ -21,14 +21,19 @@
 #include <string.h>
 
 #include "ctx/ctx.h"
-#include "ctx/log.h"
+#include "base/log.h"
 #include "lineage/lineage_int.h"
 #include "vmm/vmm.h"
 
+/* One tp_op_run(): what it was asked, and what it holds so far. */
 struct op_run {
 	struct tp_ctx *ctx;
 	struct tp_lineage *lin;
 	const struct tp_op_type *type;
+	const void *params;
+	size_t params_len;
+	const size_t *out_bytes;
+	unsigned n_in, n_out;
 	struct tp_tensor **in;		/* what is acquired for each input */
 	void **in_addr, **out_addr;
 	size_t *in_bytes;
@@ -36,6 +41,14 @@ struct op_run {
 	unsigned n_in_held, n_out_held, n_out_made;
 	int failed_out;			/* the output acquire_all() could not have */
 	bool recorded;
+	struct tp_lin_rec *rec;		/* the record, when recorded */
+	/* In place: output @io over input @ii (@x), written as input @rw_in;
+	 * @nt takes @x's identity when the op is recorded. */
+	bool inplace;
+	int io, ii, rw_in;
+	struct tp_tensor *x, *nt;
+	bool split;			/* it ran in parts */
+	uint64_t ns;			/* what it cost */
 };
 
 static int check_args(struct tp_ctx *ctx, const struct tp_op_type *type,
@@ -309,202 +322,255 @@ static unsigned planned_parts(struct op_run *o, const void *params,
 	return h->begin(h->priv, o->in, n_in, *can_cut ? cut : NULL);
 }
 
+/* The arrays of @o, one slot per input and output; 0 or -ENOMEM. */
+static int op_arrays_new(struct op_run *o, struct tp_tensor *const *inputs)
+{
+	size_t ni = o->n_in ? o->n_in : 1, no = o->n_out ? o->n_out : 1;
+
+	o->in = calloc(ni, sizeof(*o->in));
+	o->in_addr = calloc(ni, sizeof(*o->in_addr));
+	o->in_bytes = calloc(ni, sizeof(*o->in_bytes));
+	o->out = calloc(no, sizeof(*o->out));
+	o->out_addr = calloc(no, sizeof(*o->out_addr));
+	if (!o->in || !o->in_addr || !o->in_bytes || !o->out || !o->out_addr)
+		return -ENOMEM;
+	if (o->n_in)	/* an op with no input may pass NULL */
+		memcpy(o->in, inputs, o->n_in * sizeof(*inputs));
+	return 0;
+}
+
+static void op_arrays_free(struct op_run *o)
+{
+	free(o->in);
+	free(o->in_addr);
+	free(o->in_bytes);
+	free(o->out);
+	free(o->out_addr);
+}
+
+/*
+ * A record is kept only when the outputs can be regenerated from it: not
+ * for nondeterministic ops, nor for an update in place of contents that
+ * cannot be regenerated (the old version is gone).
+ */
+static int op_record_begin(struct op_run *o, struct tp_tensor *const *inputs)
+{
+	const struct tp_op_type *type = o->type;
+
+	o->recorded = !(type->flags & TP_OP_NONDETERMINISTIC) &&
+		      !(o->inplace && (!tp_lineage_can_regenerate(o->lin, o->x) ||
+				       tp_pager_in_slab(o->x)));
+	if (!o->recorded)
+		return tp_lin_type_get(o->lin, type) ? 0 : -ENOMEM;
+	o->rec = tp_lin_rec_new(o->lin, type, o->params, o->params_len, inputs,
+				o->n_in, o->out_bytes, o->n_out);
+	return o->rec ? 0 : -ENOMEM;
+}
+
+/*
+ * An in-place op's output. On a recorded input, a new tensor o->nt takes
+ * its identity (recomputable in-place, see the top of this file) and the
+ * launch reads the old version where it now is; on an input that cannot
+ * be regenerated, the input itself, severed from what read its old
+ * version. On error o->nt, if set, holds no identity yet.
+ */
+static int op_inplace_prepare(struct op_run *o)
+{
+	struct tp_tensor *x = o->x;
+	unsigned k;
+	int ret;
+
+	if (!o->inplace)
+		return 0;
+	if (!o->recorded) {
+		ret = tp_lin_sever(o->lin, x);
+		if (ret)
+			return ret;
+		o->out[o->io] = x;
+		o->rw_in = o->ii;
+		return 0;
+	}
+	o->nt = tp_pager_tensor_new(o->ctx->pager, x->bytes, x->flags);
+	if (!o->nt)
+		return -errno;
+	if (!tp_lin_node_get(o->lin, o->nt))
+		return -ENOMEM;
+	ret = take_identity(o, x, o->nt);
+	if (ret) {
+		tp_ctx_error(o->ctx, ret, "tp_op_run(%s): in-place on tensor %llu",
+			     o->type->name ? o->type->name : "?",
+			     (unsigned long long)x->id);
+		return ret;
+	}
+	for (k = 0; k < o->n_in; k++)
+		if (o->in[k] == x)
+			o->in[k] = o->nt;
+	o->out[o->io] = o->nt;
+	o->rw_in = o->ii;
+	return 0;
+}
+
+/*
+ * Run the op: in the parts a plan asks for; else whole; else, when it
+ * does not fit whole and can be cut, in parts. Sets o->ns and o->split.
+ */
+static int op_execute(struct op_run *o)
+{
+	const char *name = o->type->name ? o->type->name : "?";
+	struct tp_op_split cut;
+	unsigned parts;
+	bool can_cut;
+	int ret;
+
+	parts = planned_parts(o, o->params, o->params_len, o->out_bytes,
+			      o->n_in, o->n_out, &cut, &can_cut);
+	if (parts >= 2 && can_cut) {
+		ret = run_split(o, o->params, o->params_len, o->out_bytes,
+				o->n_in, o->n_out, &cut, parts, &o->ns);
+		if (!ret) {
+			o->split = true;
+			return 0;
+		}
+		if (ret != -ENOTSUP)
+			return ret;
+		/* Not in parts on this backend: as if unplanned. */
+		free_outputs(o, o->io);
+		o->n_out_made = 0;
+	}
+	ret = acquire_all(o, o->out_bytes, o->n_in, o->n_out, o->rw_in);
+	/* Asked only once the op did not fit: whole runs pay nothing. */
+	if (ret == -ENOMEM &&
+	    tp_lin_split_cut(o->lin, o->type, o->params, o->params_len, o->in,
+			     o->n_in, o->out_bytes, o->n_out, &cut)) {
+		ret = run_split(o, o->params, o->params_len, o->out_bytes,
+				o->n_in, o->n_out, &cut, 0, &o->ns);
+		if (!ret)
+			o->split = true;
+		return ret;
+	}
+	if (ret) {
+		/* An output's failure is said here, once a split is out. */
+		if (o->failed_out >= 0)
+			tp_ctx_error(o->ctx, ret, "tp_op_run(%s): output %d of %zu bytes",
+				     name, o->failed_out,
+				     o->out_bytes[o->failed_out]);
+		return ret;
+	}
+	ret = tp_lin_launch(o->lin, o->type, o->params, o->params_len,
+			    o->in_addr, o->in_bytes, o->n_in, o->out_addr,
+			    o->out_bytes, o->n_out, false, NULL, &o->ns);
+	if (ret)
+		tp_ctx_error(o->ctx, ret, "tp_op_run(%s): launch failed", name);
+	return ret;
+}
+
+/*
+ * The op ran: its cost, its record's outputs, the in-place input's new
+ * version, the outputs' last access, the plan's hook.
+ */
+static void op_finish(struct op_run *o)
+{
+	struct tp_lineage *lin = o->lin;
+	struct tp_lin_rec *rec = o->rec;
+	bool timed;
+	unsigned k;
+
+	/*
+	 * Timed on the device: the cost is folded in when it is known. The
+	 * parts of a split run are not: their pairs go unclaimed, and the
+	 * cost is the parts' priors.
+	 */
+	timed = !o->split && tp_lin_timing_claim(lin, rec,
+						 rec ? NULL :
+						 tp_lin_type_get(lin, o->type));
+	if (rec) {
+		/* Slab tensors never leave: nothing to regenerate. */
+		for (k = 0; k < o->n_out; k++)
+			if (!tp_pager_in_slab(o->out[k]))
+				tp_lin_rec_attach(lin, rec, k, o->out[k]);
+		if (!timed)
+			tp_lin_note_cost(lin, rec, o->ns);
+		if (!rec->refs)
+			tp_lin_rec_discard(lin, rec);
+	} else if (!timed) {
+		tp_lin_note_type_cost(lin, tp_lin_type_get(lin, o->type),
+				      o->ns);
+	}
+	if (o->inplace && !o->recorded) {
+		struct tp_lin_node *xn = o->x->lin.p;
+
+		/* A new version that no record can regenerate. */
+		tp_lin_detach(lin, o->x);
+		if (xn)
+			xn->version++;
+	}
+	if (!timed)
+		tp_pager_note_compute(o->ctx->pager, o->ns);
+	/* Written until the op ends: that is their last access. */
+	for (k = 0; k < o->n_out; k++)
+		tp_pager_touch(o->ctx->pager, o->out[k]);
+	if (lin->op_hooks.end)
+		lin->op_hooks.end(lin->op_hooks.priv, o->in, o->n_in, o->out,
+				  o->n_out, o->ns);
+}
+
 static int op_run(struct tp_ctx *ctx, const struct tp_op_type *type,
 		  const void *params, size_t params_len,
 		  struct tp_tensor *const *inputs, unsigned n_in,
 		  struct tp_tensor **outputs, const size_t *out_bytes,
 		  unsigned n_out)
 {
-	struct op_run o = { .ctx = ctx, .type = type, .failed_out = -1 };
-	struct tp_lineage *lin;
-	struct tp_lin_rec *rec = NULL;
-	struct tp_tensor *x = NULL, *nt = NULL;
-	bool inplace, recorded, timed, split = false, can_cut;
-	struct tp_op_split cut;
-	unsigned parts;
-	int io = -1, ii = -1, rw_in = -1;
-	uint64_t ns = 0;
+	struct op_run o = {
+		.ctx = ctx, .lin = ctx->lineage, .type = type,
+		.params = params, .params_len = params_len,
+		.out_bytes = out_bytes, .n_in = n_in, .n_out = n_out,
+		.failed_out = -1, .io = -1, .ii = -1, .rw_in = -1,
+	};
 	unsigned k;
-	void *mem;
 	int ret;
 
 	ret = check_args(ctx, type, params, params_len, inputs, n_in,
 			 outputs, out_bytes, n_out);
 	if (ret)
 		return ret;
-	lin = ctx->lineage;
-	o.lin = lin;
-	inplace = type->flags & TP_OP_INPLACE;
-	if (inplace) {
-		io = type->inplace_out;
-		ii = type->inplace_in;
-		x = inputs[ii];
+	o.inplace = type->flags & TP_OP_INPLACE;
+	if (o.inplace) {
+		o.io = type->inplace_out;
+		o.ii = type->inplace_in;
+		o.x = inputs[o.ii];
 	}
-
-	mem = calloc(1, (size_t)n_in * (sizeof(*o.in) + sizeof(*o.in_addr) +
-					sizeof(*o.in_bytes)) +
-			(size_t)n_out * (sizeof(*o.out) + sizeof(*o.out_addr)));
-	if (!mem)
-		return -ENOMEM;
-	o.in = mem;
-	o.in_addr = (void **)(o.in + n_in);
-	o.in_bytes = (size_t *)(o.in_addr + n_in);
-	o.out = (struct tp_tensor **)(o.in_bytes + n_in);
-	o.out_addr = (void **)(o.out + n_out);
-	if (n_in)	/* an op with no input may pass NULL */
-		memcpy(o.in, inputs, n_in * sizeof(*inputs));
-
-	/*
-	 * A record is kept only when the outputs can be regenerated from
-	 * it: not for nondeterministic ops, nor for an update in place of
-	 * contents that cannot be regenerated (the old version is gone).
-	 */
-	recorded = !(type->flags & TP_OP_NONDETERMINISTIC) &&
-		   !(inplace && (!tp_lineage_can_regenerate(lin, x) ||
-				tp_pager_in_slab(x)));
-	o.recorded = recorded;
-	if (recorded) {
-		rec = tp_lin_rec_new(lin, type, params, params_len, inputs,
-				     n_in, out_bytes, n_out);
-		if (!rec) {
-			ret = -ENOMEM;
-			goto out_free;
-		}
-	} else if (!tp_lin_type_get(lin, type)) {
-		ret = -ENOMEM;
+	ret = op_arrays_new(&o, inputs);
+	if (ret)
 		goto out_free;
-	}
-
-	if (inplace && recorded) {
-		nt = tp_pager_tensor_new(ctx->pager, x->bytes, x->flags);
-		if (!nt) {
-			ret = -errno;
-			goto out_rec;
-		}
-		if (!tp_lin_node_get(lin, nt)) {
-			ret = -ENOMEM;
-			goto out_nt;
-		}
-		ret = take_identity(&o, x, nt);
-		if (ret) {
-			tp_ctx_error(ctx, ret, "tp_op_run(%s): in-place on tensor %llu",
-				     type->name ? type->name : "?",
-				     (unsigned long long)x->id);
-			goto out_nt;
-		}
-		/* The launch reads the old version where it now is. */
-		for (k = 0; k < n_in; k++)
-			if (o.in[k] == x)
-				o.in[k] = nt;
-		o.out[io] = nt;
-		rw_in = ii;
-	} else if (inplace) {
-		ret = tp_lin_sever(lin, x);
-		if (ret)
-			goto out_rec;
-		o.out[io] = x;
-		rw_in = ii;
-	}
-
-	parts = planned_parts(&o, params, params_len, out_bytes, n_in, n_out,
-			      &cut, &can_cut);
-	if (parts >= 2 && can_cut) {
-		ret = run_split(&o, params, params_len, out_bytes, n_in, n_out,
-				&cut, parts, &ns);
-		if (!ret) {
-			split = true;
-			goto launched;
-		}
-		if (ret != -ENOTSUP)
-			goto out_release;
-		/* Not in parts on this backend: as if unplanned. */
-		free_outputs(&o, io);
-		o.n_out_made = 0;
-	}
-	ret = acquire_all(&o, out_bytes, n_in, n_out, rw_in);
-	/* Asked only once the op did not fit: whole runs pay nothing. */
-	if (ret == -ENOMEM &&
-	    tp_lin_split_cut(lin, type, params, params_len, o.in, n_in,
-			     out_bytes, n_out, &cut)) {
-		ret = run_split(&o, params, params_len, out_bytes, n_in, n_out,
-				&cut, 0, &ns);
-		if (ret)
-			goto out_release;
-		split = true;
-	} else if (ret) {
-		/* An output's failure is said here, once a split is out. */
-		if (o.failed_out >= 0)
-			tp_ctx_error(ctx, ret, "tp_op_run(%s): output %d of %zu bytes",
-				     type->name ? type->name : "?", o.failed_out,
-				     out_bytes[o.failed_out]);
+	ret = op_record_begin(&o, inputs);
+	if (ret)
+		goto out_rec;
+	ret = op_inplace_prepare(&o);
+	if (ret)
+		goto out_nt;
+	ret = op_execute(&o);
+	if (ret)
 		goto out_release;
-	} else {
-		ret = tp_lin_launch(lin, type, params, params_len, o.in_addr,
-				    o.in_bytes, n_in, o.out_addr, out_bytes,
-				    n_out, false, NULL, &ns);
-		if (ret) {
-			tp_ctx_error(ctx, ret, "tp_op_run(%s): launch failed",
-				     type->name ? type->name : "?");
-			goto out_release;
-		}
-	}
-launched:
-	/*
-	 * Timed on the device: the cost is folded in when it is known. The
-	 * parts of a split run are not: their pairs go unclaimed, and the
-	 * cost is the parts' priors.
-	 */
-	timed = !split && tp_lin_timing_claim(lin, rec,
-					      rec ? NULL :
-					      tp_lin_type_get(lin, type));
-	if (rec) {
-		/* Slab tensors never leave: nothing to regenerate. */
-		for (k = 0; k < n_out; k++)
-			if (!tp_pager_in_slab(o.out[k]))
-				tp_lin_rec_attach(lin, rec, k, o.out[k]);
-		if (!timed)
-			tp_lin_note_cost(lin, rec, ns);
-		if (!rec->refs)
-			tp_lin_rec_discard(lin, rec);
-	} else if (!timed) {
-		tp_lin_note_type_cost(lin, tp_lin_type_get(lin, type), ns);
-	}
-	if (inplace && !recorded) {
-		struct tp_lin_node *xn = x->lin.p;
-
-		/* A new version that no record can regenerate. */
-		tp_lin_detach(lin, x);
-		if (xn)
-			xn->version++;
-	}
-	if (!timed)
-		tp_pager_note_compute(ctx->pager, ns);
-	/* Written until the op ends: that is their last access. */
-	for (k = 0; k < n_out; k++)
-		tp_pager_touch(ctx->pager, o.out[k]);
-	if (lin->op_hooks.end)
-		lin->op_hooks.end(lin->op_hooks.priv, o.in, n_in, o.out, n_out,
-				  ns);
+	op_finish(&o);
 	release_all(&o);
 	for (k = 0; k < n_out; k++)
 		outputs[k] = o.out[k];
-	free(mem);
+	op_arrays_free(&o);
 	return 0;
 
 out_release:
 	release_all(&o);
-	free_outputs(&o, io);
-	if (nt) {
-		give_identity_back(&o, x, nt);
-	}
+	free_outputs(&o, o.io);
+	if (o.nt)
+		give_identity_back(&o, o.x, o.nt);
 out_nt:
-	if (nt)
-		tp_pager_tensor_free(ctx->pager, nt);
+	if (o.nt)
+		tp_pager_tensor_free(ctx->pager, o.nt);
 out_rec:
-	if (rec)
-		tp_lin_rec_discard(lin, rec);
+	if (o.rec)
+		tp_lin_rec_discard(o.lin, o.rec);
 out_free:
-	free(mem);
+	op_arrays_free(&o);
 	return ret;
 }
 

@@ -22,9 +22,8 @@
 #include <stdlib.h>
 
 #include "ctx/ctx.h"
-#include "ctx/log.h"
+#include "base/log.h"
 #include "lineage/lineage_int.h"
-#include "vmm/vmm.h"
 
 struct split_io {
 	struct tp_tensor *t;
@@ -172,10 +171,7 @@ static size_t rows_need(struct split_run *r, size_t r0, size_t r1)
 /* Make room for rows [@r0, @r1) from the cut inputs' rows before @r0. */
 static void drop_read_rows(struct split_run *r, size_t r0, size_t r1)
 {
-	struct tp_vmm *vmm = r->lin->ctx->vmm;
-
-	tp_vmm_reap(vmm);
-	if (tp_vmm_chunks_fit(vmm, rows_need(r, r0, r1)))
+	if (tp_pager_fits_now(r->pg, rows_need(r, r0, r1)))
 		return;
 	for (unsigned k = 0; k < r->n_in; k++) {
 		struct split_io *io = &r->in[k];

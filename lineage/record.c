@@ -9,20 +9,21 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/array.h"
 #include "ctx/ctx.h"
-#include "ctx/log.h"
+#include "base/log.h"
 #include "lineage/lineage_int.h"
 
 int tp_lin_work_push(struct tp_lineage *lin, void *p)
 {
 	if (lin->nr_work == lin->cap_work) {
-		size_t cap = lin->cap_work ? lin->cap_work * 2 : 64;
-		void **w = realloc(lin->work, cap * sizeof(*w));
+		void **w;
 
+		w = tp_array_grow(lin->work, &lin->cap_work,
+				  lin->cap_work + 1, sizeof(*w), 64);
 		if (!w)
 			return -ENOMEM;
 		lin->work = w;
-		lin->cap_work = cap;
 	}
 	lin->work[lin->nr_work++] = p;
 	return 0;

@@ -23,8 +23,9 @@
 #include <limits.h>
 #include <stdlib.h>
 
+#include "base/array.h"
 #include "ctx/ctx.h"
-#include "ctx/log.h"
+#include "base/log.h"
 #include "lineage/lineage_int.h"
 
 /* Regenerations nested through the pager (see input_mode()). */
@@ -54,18 +55,14 @@ struct regen {
 
 static int grow(void **p, size_t *cap, size_t need, size_t elem)
 {
-	size_t nc = *cap ? *cap : 16;
 	void *np;
 
 	if (need <= *cap)
 		return 0;
-	while (nc < need)
-		nc *= 2;
-	np = realloc(*p, nc * elem);
+	np = tp_array_grow(*p, cap, need, elem, 16);
 	if (!np)
 		return -ENOMEM;
 	*p = np;
-	*cap = nc;
 	return 0;
 }
 

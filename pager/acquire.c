@@ -2,240 +2,15 @@
 /*
  * Acquire and release: make a byte range of a tensor resident (waiting on
  * a prefetch in flight, reloading from host swap, regenerating through
- * lineage, backing never-written pages) and pin it.
+ * lineage, backing never-written pages through backing.c) and pin it.
  */
 #include <errno.h>
 #include <stdlib.h>
 
 #include "config.h"
 #include "ctx/ctx.h"
-#include "ctx/log.h"
-#include "ctx/tracer.h"
+#include "base/log.h"
 #include "pager/pager_int.h"
-
-/* Whether page @p needs a chunk for an access that @discard-s contents. */
-static bool needs_chunk(const struct tp_page *p, bool discard)
-{
-	switch (p->state) {
-	case TP_PAGE_UNBACKED:
-	case TP_PAGE_OFFLOADED:
-		return true;
-	case TP_PAGE_EVICTED:
-		return discard;
-	default:
-		return false;
-	}
-}
-
-/* Whether page @p is one back_pages gives a chunk to. */
-static bool backs(const struct tp_page *p, bool discard, bool prefetch)
-{
-	return prefetch ? p->state == TP_PAGE_OFFLOADED :
-			  needs_chunk(p, discard);
-}
-
-/*
- * Undo the maps of a failed back_pages: the runs of pages [first, last]
- * marked in @mapped, whose handles are in @chunks in page order.
- */
-static void unback(struct tp_pager *pg, struct tp_tensor *t, size_t first,
-		   size_t last, const bool *mapped, struct tp_chunk **chunks)
-{
-	size_t k = 0;
-
-	for (size_t i = first; i <= last;) {
-		size_t start = i;
-
-		if (!mapped[i - first]) {
-			i++;
-			continue;
-		}
-		while (i <= last && mapped[i - first])
-			i++;
-		tp_vmm_unmap(pg->vmm, t->va + start * pg->chunk, chunks + k,
-			     i - start);
-		tp_vmm_chunks_put(pg->vmm, chunks + k, i - start);
-		k += i - start;
-	}
-}
-
-int tp_pager_back_pages(struct tp_pager *pg, struct tp_tensor *t,
-			size_t first, size_t last, bool discard, bool prefetch)
-{
-	size_t span = last - first + 1, n = 0, k, copies = 0, copied = 0;
-	enum tp_pool_side side = t->pol.right ? TP_SIDE_RIGHT : TP_SIDE_LEFT;
-	struct tp_chunk **chunks;
-	struct tp_event *ev = NULL, *cstart = NULL;
-	bool *mapped;
-	uint64_t t0;
-	int ret;
-
-	for (size_t i = first; i <= last; i++)
-		if (backs(&t->pages[i], discard, prefetch))
-			n++;
-	if (!n)
-		return 0;
-	chunks = calloc(n, sizeof(*chunks));
-	mapped = calloc(span, sizeof(*mapped));
-	if (!chunks || !mapped) {
-		ret = -ENOMEM;
-		goto out_free;
-	}
-	if (!tp_vmm_chunks_takeable(pg->vmm, n)) {
-		ret = -ENOMEM;
-		goto out_free;
-	}
-
-	/*
-	 * Each run of contiguous pages gets its backing (one handle, or a
-	 * few of the largest size, on the extent pool) and is mapped in one
-	 * call. Coop §3.4: the policy sends cheap tensors to the contiguous
-	 * pool's right end.
-	 */
-	k = 0;
-	for (size_t i = first; i <= last;) {
-		size_t start = i, m = 0;
-
-		while (i <= last && backs(&t->pages[i], discard, prefetch)) {
-			m++;
-			i++;
-		}
-		if (!m) {
-			i++;
-			continue;
-		}
-		ret = tp_vmm_chunks_take_side(pg->vmm, chunks + k, m, side);
-		if (ret)
-			goto err_unback;
-		ret = tp_vmm_map(pg->vmm, t->va + start * pg->chunk,
-				 chunks + k, m);
-		if (ret) {
-			tp_vmm_chunks_put(pg->vmm, chunks + k, m);
-			goto err_unback;
-		}
-		for (size_t j = start; j < start + m; j++)
-			mapped[j - first] = true;
-		k += m;
-	}
-
-	/*
-	 * What the handles' previous owners still do with them (their
-	 * last ops, their offloads) comes first: compute, and the copies
-	 * back, are ordered after it.
-	 */
-	t0 = tp_vmm_now_ns(pg->vmm);
-	ret = tp_vmm_chunks_order(pg->vmm, chunks, n,
-				  1u << TP_STREAM_COMPUTE |
-				  (discard ? 0 : 1u << TP_STREAM_H2D) |
-				  (pg->host_waits ? TP_ORDER_HOST : 0));
-	pg->c.stall_ns += tp_vmm_now_ns(pg->vmm) - t0;
-	if (ret)
-		goto err_unback;
-
-	/* Copy offloaded contents back on the h2d stream. */
-	t0 = tp_vmm_now_ns(pg->vmm);
-	for (size_t i = first; i <= last && !discard;) {
-		struct tp_page *p = &t->pages[i];
-		size_t len, m;
-
-		if (p->state != TP_PAGE_OFFLOADED) {
-			i++;
-			continue;
-		}
-		/* Adjacent buffers into adjacent pages: one copy. */
-		len = tp_page_len(pg, t, i);
-		for (m = 1; i + m <= last &&
-		     p[m].state == TP_PAGE_OFFLOADED &&
-		     (char *)p[m].swap == (char *)p->swap + m * pg->chunk; m++)
-			len += tp_page_len(pg, t, i + m);
-		if (!copies)
-			cstart = tp_pager_copy_start(pg, TP_STREAM_H2D);
-		ret = tp_vmm_copy_h2d(pg->vmm, t->va + i * pg->chunk, p->swap,
-				      len, TP_STREAM_H2D);
-		if (ret)
-			goto err_sync;
-		copies++;
-		copied += len;
-		i += m;
-	}
-	if (copies) {
-		ret = tp_pager_copy_event(pg, TP_STREAM_H2D, &ev);
-		if (ret)
-			goto err_sync;
-		if (!prefetch) {
-			ret = tp_vmm_stream_wait(pg->vmm, TP_STREAM_COMPUTE, ev);
-			if (ret)
-				goto err_sync;
-			if (pg->host_waits) {
-				uint64_t s0 = tp_vmm_now_ns(pg->vmm);
-
-				ret = tp_vmm_event_sync(pg->vmm, ev);
-				if (ret)
-					goto err_sync;
-				pg->c.stall_ns += tp_vmm_now_ns(pg->vmm) - s0;
-			}
-		}
-	}
-
-	/* Commit: nothing below fails. */
-	k = 0;
-	for (size_t i = first; i <= last; i++) {
-		struct tp_page *p = &t->pages[i];
-
-		if (!mapped[i - first])
-			continue;
-		p->chunk = chunks[k++];
-		if (p->state == TP_PAGE_OFFLOADED) {
-			void *buf = p->swap;
-
-			tp_page_set(t, p, TP_PAGE_RELOADING);
-			if (!discard) {
-				pg->c.bytes_h2d += tp_page_len(pg, t, i);
-				if (prefetch) {
-					p->ev = tp_vmm_event_get(ev);
-					continue;
-				}
-			}
-			p->swap = NULL;
-			tp_page_set(t, p, TP_PAGE_RESIDENT);
-			/* Copied back (the host waited, or compute is ordered
-			 * after @ev), or overwritten and worth nothing. */
-			if (discard)
-				tp_swap_put(pg, &buf, 1);
-			else
-				tp_pager_reloaded_buffer(pg, t, p, buf,
-						pg->host_waits ? NULL : ev);
-			continue;
-		}
-		tp_page_set(t, p, TP_PAGE_RESIDENT);
-	}
-	tp_pager_held_add(pg, n);
-	if (copies) {
-		pg->c.reloads++;
-		tp_pager_copy_issued(pg, cstart, ev, t0, copied, false);
-		cstart = NULL;
-		tp_tracer_copy(pg->ctx->tracer, TP_STREAM_H2D, prefetch, t->id,
-			       copied, t0, (uint64_t)pg->swap.used * pg->chunk);
-	}
-	if (prefetch && copies)
-		tp_pager_inflight_add(pg, t);
-	ret = 0;
-	goto out_free;
-
-err_sync:
-	/* Copies may be in flight into the new chunks: let them finish. */
-	tp_vmm_stream_sync(pg->vmm, TP_STREAM_H2D);
-err_unback:
-	unback(pg, t, first, last, mapped, chunks);
-out_free:
-	if (ev)
-		tp_vmm_event_put(pg->vmm, ev);
-	if (cstart)
-		tp_vmm_event_put(pg->vmm, cstart);
-	free(mapped);
-	free(chunks);
-	return ret;
-}
 
 static void pin_range(struct tp_tensor *t, size_t first, size_t last, int d)
 {
@@ -352,11 +127,150 @@ static int acquire_slab(struct tp_pager *pg, struct tp_tensor *t, size_t off,
 	return 0;
 }
 
+/* Complete the offloads in flight in pages [@first, @last]: their chunks
+ * are leaving. */
+static int settle_offloading(struct tp_pager *pg, struct tp_tensor *t,
+			     size_t first, size_t last)
+{
+	for (size_t i = first; i <= last; i++) {
+		if (t->pages[i].state == TP_PAGE_OFFLOADING) {
+			uint64_t t0 = tp_vmm_now_ns(pg->vmm);
+			int ret = tp_pager_settle(pg, t, i, i);
+
+			pg->c.stall_ns += tp_vmm_now_ns(pg->vmm) - t0;
+			if (ret)
+				return ret;
+		}
+	}
+	return 0;
+}
+
+/*
+ * A failed replay may have written part of @t while a pin kept lineage
+ * from dropping it: what it wrote cannot be trusted, so the pages go back
+ * to EVICTED (all regenerable by definition). Those someone pins hold
+ * what they held: a replay writes the same bytes.
+ */
+static void regen_failed(struct tp_pager *pg, struct tp_tensor *t)
+{
+	if (!t->pins && tp_pager_can_evict(pg, t))
+		tp_pager_drop_contents(pg, t);
+	else if (t->pins && tp_pager_can_evict(pg, t))
+		tp_pager_evict_range(pg, t, 0, t->bytes);
+	/* What it left mapped is what the replay wrote: nothing to keep. */
+	for (size_t i = 0; i < t->nr_pages; i++)
+		t->pages[i].left_mapped = false;
+	tp_pager_cand_update(pg, t);
+}
+
+/*
+ * Any page EVICTED, in the range or not, and the tensor is regenerated
+ * whole: a partly evicted tensor (policy.partial_evict) then never has
+ * pages pinned while a replay writes it, so a replay that fails can drop
+ * everything it wrote. Except a range with none EVICTED of a tensor
+ * someone else pins: an op run in parts holds the rows it has still to
+ * read and has let go those it read (policy.split); the range is there as
+ * it is.
+ *
+ * Return: 0 with pages [@first, @last] pinned; an error with them still
+ * pinned; or, when the replay failed, its error with them unpinned and
+ * *@unpinned set.
+ */
+static int regenerate_evicted(struct tp_pager *pg, struct tp_tensor *t,
+			      size_t first, size_t last, unsigned mode,
+			      bool *unpinned)
+{
+	bool unpin;
+	int ret;
+
+	if (!t->evicted_pages ||
+	    (t->pins != 1 && !range_evicted(t, first, last)))
+		return 0;
+	if (mode & TP_ACQ_NO_REGEN)
+		return -ESTALE;
+	/*
+	 * The replay rewrites every page: those a partial eviction left
+	 * resident are worth nothing until it is done, and are not pinned
+	 * while it makes room for the inputs it regenerates.
+	 */
+	unpin = t->resident_pages > 0;
+	if (unpin) {
+		pin_range(t, first, last, -1);
+		tp_pager_cand_update(pg, t);
+	}
+	ret = pg->regen.regenerate(pg->regen.priv, t);
+	if (!ret && t->evicted_pages)
+		ret = -TP_ENOREGEN;
+	if (ret) {
+		if (!unpin)
+			pin_range(t, first, last, -1);
+		*unpinned = true;
+		regen_failed(pg, t);
+		return ret;
+	}
+	if (unpin) {
+		pin_range(t, first, last, 1);
+		tp_pager_cand_update(pg, t);
+	}
+	return 0;
+}
+
+/*
+ * Back the pages of [@first, @last] that need a chunk, making room for
+ * them first (or, with TP_ACQ_NO_RECLAIM, only if they fit as it is).
+ * *@need: how many there were.
+ */
+static int back_range(struct tp_pager *pg, struct tp_tensor *t, size_t first,
+		      size_t last, bool discard, unsigned mode, size_t *need)
+{
+	int ret;
+
+	*need = 0;
+	for (size_t i = first; i <= last; i++)
+		if (tp_page_needs_chunk(&t->pages[i], discard))
+			(*need)++;
+	if (!*need)
+		return 0;
+	if (mode & TP_ACQ_NO_RECLAIM) {
+		tp_vmm_reap(pg->vmm);
+		ret = tp_vmm_chunks_fit(pg->vmm, *need) ? 0 : -ENOMEM;
+	} else {
+		ret = tp_pager_make_room(pg, *need);
+	}
+	if (ret)
+		return ret;
+	return tp_pager_back_pages(pg, t, first, last, discard, false);
+}
+
+/*
+ * The range is resident and pinned: drop the swap cache's copies of what
+ * is written, note the access, and run what an access may make due (the
+ * prefetcher, writebacks).
+ */
+static void note_access(struct tp_pager *pg, struct tp_tensor *t,
+			size_t first, size_t last, unsigned mode)
+{
+	/* What is written no longer equals the swap cache's copy: dropped
+	 * now that every page of the range is resident (reloads keep it). */
+	if ((mode & TP_WRITE) && t->cached_pages)
+		tp_pager_uncache(pg, t, first, last);
+	t->last_access_ns = tp_vmm_now_ns(pg->vmm);
+	t->access_seq = ++pg->access_seq;
+	/* Each access may make the prefetcher's prediction due; with nothing
+	 * in host swap there is nothing to bring back. */
+	if (pg->victim.prefetch_pick && pg->swap.used &&
+	    !(mode & TP_ACQ_NO_RECLAIM))
+		tp_pager_prefetch_run(pg);
+	if (!(mode & TP_ACQ_NO_RECLAIM))
+		tp_pager_writeback_run(pg);
+}
+
 static int acquire(struct tp_pager *pg, struct tp_tensor *t, size_t off,
 		   size_t len, unsigned mode, void **addr)
 {
 	/* A scratch tensor's evicted pages come back unwritten. */
 	bool discard = !(mode & TP_READ) || (t->flags & TP_SCRATCH);
+	bool unpinned = false;
 	size_t first, last, need = 0;
 	int ret;
 
@@ -386,18 +300,9 @@ static int acquire(struct tp_pager *pg, struct tp_tensor *t, size_t off,
 	 * (before a poll reaps the unmaps that are due). */
 	tp_pager_rescue(pg, t, 0, t->nr_pages - 1);
 	tp_pager_poll(pg);
-
-	/* Offloads in flight are completed first: their chunk is leaving. */
-	for (size_t i = first; i <= last; i++) {
-		if (t->pages[i].state == TP_PAGE_OFFLOADING) {
-			uint64_t t0 = tp_vmm_now_ns(pg->vmm);
-
-			ret = tp_pager_settle(pg, t, i, i);
-			pg->c.stall_ns += tp_vmm_now_ns(pg->vmm) - t0;
-			if (ret)
-				return ret;
-		}
-	}
+	ret = settle_offloading(pg, t, first, last);
+	if (ret)
+		return ret;
 
 	/* Pinned from here: neither a victim nor moved by what we call. */
 	pin_range(t, first, last, 1);
@@ -405,103 +310,25 @@ static int acquire(struct tp_pager *pg, struct tp_tensor *t, size_t off,
 
 	if (!discard && !(mode & TP_ACQ_NO_REGEN) && pg->victim.recompute_back)
 		prefer_regen(pg, t, first, last);
-	/*
-	 * Any page EVICTED, in the range or not, and the tensor is
-	 * regenerated whole: a partly evicted tensor (policy.partial_evict)
-	 * then never has pages pinned while a replay writes it, so a replay
-	 * that fails can drop everything it wrote. Except a range with none
-	 * EVICTED of a tensor someone else pins: an op run in parts holds
-	 * the rows it has still to read and has let go those it read
-	 * (policy.split); the range is there as it is.
-	 */
-	if (!discard && t->evicted_pages &&
-	    (t->pins == 1 || range_evicted(t, first, last))) {
-		/*
-		 * The replay rewrites every page: those a partial eviction
-		 * left resident are worth nothing until it is done, and are
-		 * not pinned while it makes room for the inputs it
-		 * regenerates.
-		 */
-		bool unpin = t->resident_pages > 0;
-
-		if (mode & TP_ACQ_NO_REGEN) {
-			ret = -ESTALE;
-			goto err_unpin;
-		}
-		if (unpin) {
-			pin_range(t, first, last, -1);
-			tp_pager_cand_update(pg, t);
-		}
-		ret = pg->regen.regenerate(pg->regen.priv, t);
-		if (!ret && t->evicted_pages)
-			ret = -TP_ENOREGEN;
-		if (ret) {
-			if (!unpin)
-				pin_range(t, first, last, -1);
-			goto err_regen;
-		}
-		if (unpin) {
-			pin_range(t, first, last, 1);
-			tp_pager_cand_update(pg, t);
-		}
-	}
-
-	for (size_t i = first; i <= last; i++)
-		if (needs_chunk(&t->pages[i], discard))
-			need++;
-	if (need) {
-		if (mode & TP_ACQ_NO_RECLAIM) {
-			tp_vmm_reap(pg->vmm);
-			ret = tp_vmm_chunks_fit(pg->vmm, need) ? 0 : -ENOMEM;
-		} else {
-			ret = tp_pager_make_room(pg, need);
-		}
-		if (ret)
-			goto err_unpin;
-		ret = tp_pager_back_pages(pg, t, first, last, discard, false);
+	if (!discard) {
+		ret = regenerate_evicted(pg, t, first, last, mode, &unpinned);
+		if (unpinned)
+			return ret;
 		if (ret)
 			goto err_unpin;
 	}
+	ret = back_range(pg, t, first, last, discard, mode, &need);
+	if (ret)
+		goto err_unpin;
 	ret = use_reloading(pg, t, first, last);
 	if (ret)
 		goto err_unpin;
-
 	if (need && !(mode & TP_ACQ_NO_RECLAIM))
 		tp_pager_watermark(pg);
 out:
-	/* What is written no longer equals the swap cache's copy: dropped
-	 * now that every page of the range is resident (reloads keep it). */
-	if ((mode & TP_WRITE) && t->cached_pages)
-		tp_pager_uncache(pg, t, first, last);
-	t->last_access_ns = tp_vmm_now_ns(pg->vmm);
-	t->access_seq = ++pg->access_seq;
-	/* Each access may make the prefetcher's prediction due; with nothing
-	 * in host swap there is nothing to bring back. */
-	if (pg->victim.prefetch_pick && pg->swap.used &&
-	    !(mode & TP_ACQ_NO_RECLAIM))
-		tp_pager_prefetch_run(pg);
-	if (!(mode & TP_ACQ_NO_RECLAIM))
-		tp_pager_writeback_run(pg);
+	note_access(pg, t, first, last, mode);
 	*addr = (void *)(t->va + off);
 	return 0;
-
-err_regen:
-	/*
-	 * A failed replay may have written part of @t while a pin kept
-	 * lineage from dropping it: what it wrote cannot be trusted, so
-	 * the pages go back to EVICTED (all regenerable by definition).
-	 * Those someone pins hold what they held: a replay writes the same
-	 * bytes.
-	 */
-	if (!t->pins && tp_pager_can_evict(pg, t))
-		tp_pager_drop_contents(pg, t);
-	else if (t->pins && tp_pager_can_evict(pg, t))
-		tp_pager_evict_range(pg, t, 0, t->bytes);
-	/* What it left mapped is what the replay wrote: nothing to keep. */
-	for (size_t i = 0; i < t->nr_pages; i++)
-		t->pages[i].left_mapped = false;
-	tp_pager_cand_update(pg, t);
-	return ret;
 
 err_unpin:
 	pin_range(t, first, last, -1);

@@ -10,6 +10,7 @@
 #include <stdlib.h>
 
 #include "config.h"
+#include "base/array.h"
 #include "pager/pager_int.h"
 
 size_t tp_pager_handle_max(const struct tp_pager *pg)
@@ -53,16 +54,12 @@ struct tp_chunk **tp_pager_run_chunks(struct tp_pager *pg,
 				      size_t n)
 {
 	if (n > pg->run_cap) {
-		size_t cap = pg->run_cap ? pg->run_cap : 64;
-		struct tp_chunk **p;
+		struct tp_chunk **p = tp_array_grow(pg->run_buf, &pg->run_cap,
+						    n, sizeof(*p), 64);
 
-		while (cap < n)
-			cap *= 2;
-		p = realloc(pg->run_buf, cap * sizeof(*p));
 		if (!p)
 			return NULL;
 		pg->run_buf = p;
-		pg->run_cap = cap;
 	}
 	for (size_t i = 0; i < n; i++)
 		pg->run_buf[i] = t->pages[start + i].chunk;

@@ -12,7 +12,7 @@
 #include <stdlib.h>
 
 #include "config.h"
-#include "ctx/log.h"
+#include "base/log.h"
 #include "pager/pager_int.h"
 
 static unsigned long hash_key(uintptr_t key)

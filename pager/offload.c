@@ -8,7 +8,7 @@
 
 #include "config.h"
 #include "ctx/ctx.h"
-#include "ctx/tracer.h"
+#include "tracer/tracer.h"
 #include "pager/pager_int.h"
 
 /* A prefetched tensor leaving again before anyone used it. */

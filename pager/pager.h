@@ -89,6 +89,12 @@ void tp_pager_note_split(struct tp_pager *pg, unsigned parts);
  */
 size_t tp_pager_room_pages(struct tp_pager *pg);
 /*
+ * tp_pager_fits_now() - whether @n more chunks can be backed now without
+ * making room: the pool's free chunks once completed work is reaped.
+ * Unlike tp_pager_room_pages(), what others hold unpinned counts as taken.
+ */
+bool tp_pager_fits_now(struct tp_pager *pg, size_t n);
+/*
  * tp_pager_handle_max() - the most pages one physical handle backs: pages
  * leave by whole handles (1 with vmm.mapping = chunks).
  */
@@ -119,6 +125,11 @@ static inline bool tp_pager_has_evicted(const struct tp_tensor *t)
 static inline bool tp_pager_is_resident(const struct tp_tensor *t)
 {
 	return t->resident_pages == t->nr_pages;
+}
+/* Pages of @t EVICTED now: what regenerating it brings back. */
+static inline size_t tp_pager_evicted_pages(const struct tp_tensor *t)
+{
+	return t->evicted_pages;
 }
 /* True once the user freed @t (its struct may live on for lineage). */
 bool tp_pager_is_freed(const struct tp_tensor *t);

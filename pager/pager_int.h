@@ -223,7 +223,7 @@ void tp_page_set(struct tp_tensor *t, struct tp_page *p, enum tp_page_state to);
 
 const char *tp_page_state_name(enum tp_page_state s);
 
-/* --- pager.c --------------------------------------------------------- */
+/* --- helpers --------------------------------------------------------- */
 
 /* Bytes of page @i of @t that hold data (the last page may be partial). */
 static inline size_t tp_page_len(const struct tp_pager *pg,
@@ -233,6 +233,22 @@ static inline size_t tp_page_len(const struct tp_pager *pg,
 
 	return t->bytes - off < pg->chunk ? t->bytes - off : pg->chunk;
 }
+
+/* Whether page @p needs a chunk for an access that @discard-s contents. */
+static inline bool tp_page_needs_chunk(const struct tp_page *p, bool discard)
+{
+	switch (p->state) {
+	case TP_PAGE_UNBACKED:
+	case TP_PAGE_OFFLOADED:
+		return true;
+	case TP_PAGE_EVICTED:
+		return discard;
+	default:
+		return false;
+	}
+}
+
+/* --- accounting.c ---------------------------------------------------- */
 
 /**
  * tp_pager_cand_update() - offer @t to the victim ops, or withdraw it,
@@ -247,6 +263,37 @@ void tp_pager_cand_update(struct tp_pager *pg, struct tp_tensor *t);
 void tp_pager_cand_drop(struct tp_pager *pg, struct tp_tensor *t);
 
 /**
+ * tp_pager_rereserve() - reserve a range again for a fake-deleted tensor
+ * whose range was released with its memory (before backing its pages).
+ * Return: 0 or the vmm's error.
+ */
+int tp_pager_rereserve(struct tp_pager *pg, struct tp_tensor *t);
+
+/* Chunks held by the pager changed by @delta. */
+void tp_pager_held_add(struct tp_pager *pg, long delta);
+
+bool tp_pager_can_offload(const struct tp_tensor *t);
+bool tp_pager_can_evict(struct tp_pager *pg, const struct tp_tensor *t);
+
+/**
+ * tp_pager_compute_event() - an event recorded on the compute stream now
+ * (one reference), or NULL with errno.
+ */
+struct tp_event *tp_pager_compute_event(struct tp_pager *pg);
+
+/**
+ * tp_pager_leave_fence() - what @t's pages leave behind them: with
+ * ordered reuse, the event after the last work issued on @t (its last
+ * release), which work on the stream since does not delay; else, or when
+ * @t has none, an event on the compute stream now. One reference, or
+ * NULL with errno.
+ */
+struct tp_event *tp_pager_leave_fence(struct tp_pager *pg,
+				      struct tp_tensor *t);
+
+/* --- copies.c -------------------------------------------------------- */
+
+/**
  * tp_pager_poll() - observe completed copies: OFFLOADING pages become
  * OFFLOADED, prefetched pages RESIDENT, deferred swap buffers free.
  */
@@ -259,13 +306,6 @@ void tp_pager_poll(struct tp_pager *pg);
  */
 int tp_pager_settle(struct tp_pager *pg, struct tp_tensor *t, size_t first,
 		    size_t last);
-
-/**
- * tp_pager_rereserve() - reserve a range again for a fake-deleted tensor
- * whose range was released with its memory (before backing its pages).
- * Return: 0 or the vmm's error.
- */
-int tp_pager_rereserve(struct tp_pager *pg, struct tp_tensor *t);
 
 /**
  * tp_pager_copy_start() - a timed event recorded on copy stream @s before
@@ -294,63 +334,16 @@ int tp_pager_copy_event(struct tp_pager *pg, enum tp_stream s,
 /* Mark @t as having copies to poll. */
 void tp_pager_inflight_add(struct tp_pager *pg, struct tp_tensor *t);
 
-/* Chunks held by the pager changed by @delta. */
-void tp_pager_held_add(struct tp_pager *pg, long delta);
-
-bool tp_pager_can_offload(const struct tp_tensor *t);
-bool tp_pager_can_evict(struct tp_pager *pg, const struct tp_tensor *t);
-
-/**
- * tp_pager_compute_event() - an event recorded on the compute stream now
- * (one reference), or NULL with errno.
- */
-struct tp_event *tp_pager_compute_event(struct tp_pager *pg);
-
-/**
- * tp_pager_leave_fence() - what @t's pages leave behind them: with
- * ordered reuse, the event after the last work issued on @t (its last
- * release), which work on the stream since does not delay; else, or when
- * @t has none, an event on the compute stream now. One reference, or
- * NULL with errno.
- */
-struct tp_event *tp_pager_leave_fence(struct tp_pager *pg,
-				      struct tp_tensor *t);
-
-/**
- * tp_pager_rescue() - bring back, with the bytes they left with, the
- * pages of @t in [@first, @last] that left (evicted, offloaded, or on
- * their way) while their memory is still mapped at their address and no
- * one has taken it (tp_vmm_rescue()): no copy, no recompute. A host copy
- * stays as the swap cache's. Return: the pages that came back.
- */
-size_t tp_pager_rescue(struct tp_pager *pg, struct tp_tensor *t,
-		       size_t first, size_t last);
-
 /*
  * @t has no page in flight any more: off the in-flight list, a prefetch
  * of the policy's answered.
  */
 void tp_pager_inflight_done(struct tp_pager *pg, struct tp_tensor *t);
 
-/* How unmapped pages are left (tp_pager_unmap_range). */
-enum tp_unmap_how {
-	TP_UNMAP_TEARDOWN,	/* they only lose their chunks */
-	TP_UNMAP_DROP,		/* EVICTED, their bytes worth nothing */
-	TP_UNMAP_EVICT,		/* EVICTED with bytes a rescue may keep */
-};
+/* Observe completed copies; with @all, wait for every one. */
+void tp_pager_poll_copies(struct tp_pager *pg, bool all);
 
-/**
- * tp_pager_unmap_range() - unmap the unpinned RESIDENT pages of @t in
- * [@first, @last] after @ev, run by run, the first @most of them
- * (SIZE_MAX: all), left as @how says. Return 0 or the first error (later
- * runs stay). tp_pager_unmap_pages() does it over the whole tensor, the
- * pages EVICTED (dropped) with @evict.
- */
-int tp_pager_unmap_range(struct tp_pager *pg, struct tp_tensor *t,
-			 size_t first, size_t last, struct tp_event *ev,
-			 enum tp_unmap_how how, size_t most);
-int tp_pager_unmap_pages(struct tp_pager *pg, struct tp_tensor *t,
-			 struct tp_event *ev, bool evict, size_t most);
+/* --- swap_cache.c ---------------------------------------------------- */
 
 /**
  * tp_pager_cache_page() - page @p of @t, RESIDENT, keeps host buffer @buf
@@ -392,6 +385,53 @@ void tp_pager_cache_settle(struct tp_pager *pg, struct tp_tensor *t);
  */
 size_t tp_pager_cache_shrink(struct tp_pager *pg, size_t want,
 			     const struct tp_tensor *keep);
+
+/* Drop the cached host copy of RESIDENT page @p of @t, if it has one. */
+void tp_pager_uncache_page(struct tp_pager *pg, struct tp_tensor *t,
+			   struct tp_page *p);
+
+/* --- unmap.c --------------------------------------------------------- */
+
+/* How unmapped pages are left (tp_pager_unmap_range). */
+enum tp_unmap_how {
+	TP_UNMAP_TEARDOWN,	/* they only lose their chunks */
+	TP_UNMAP_DROP,		/* EVICTED, their bytes worth nothing */
+	TP_UNMAP_EVICT,		/* EVICTED with bytes a rescue may keep */
+};
+
+/**
+ * tp_pager_unmap_range() - unmap the unpinned RESIDENT pages of @t in
+ * [@first, @last] after @ev, run by run, the first @most of them
+ * (SIZE_MAX: all), left as @how says. Return 0 or the first error (later
+ * runs stay). tp_pager_unmap_pages() does it over the whole tensor, the
+ * pages EVICTED (dropped) with @evict.
+ */
+int tp_pager_unmap_range(struct tp_pager *pg, struct tp_tensor *t,
+			 size_t first, size_t last, struct tp_event *ev,
+			 enum tp_unmap_how how, size_t most);
+int tp_pager_unmap_pages(struct tp_pager *pg, struct tp_tensor *t,
+			 struct tp_event *ev, bool evict, size_t most);
+
+/* --- tensor.c -------------------------------------------------------- */
+
+/*
+ * Pages of @t still OFFLOADING go to @to (their copies left to finish);
+ * their swap buffers come back after the copies.
+ */
+void tp_pager_drop_offloading(struct tp_pager *pg, struct tp_tensor *t,
+			      enum tp_page_state to);
+
+/* --- rescue.c -------------------------------------------------------- */
+
+/**
+ * tp_pager_rescue() - bring back, with the bytes they left with, the
+ * pages of @t in [@first, @last] that left (evicted, offloaded, or on
+ * their way) while their memory is still mapped at their address and no
+ * one has taken it (tp_vmm_rescue()): no copy, no recompute. A host copy
+ * stays as the swap cache's. Return: the pages that came back.
+ */
+size_t tp_pager_rescue(struct tp_pager *pg, struct tp_tensor *t,
+		       size_t first, size_t last);
 
 /* --- handles.c ------------------------------------------------------- */
 

@@ -9,6 +9,7 @@
 #include <stdlib.h>
 
 #include "config.h"
+#include "base/array.h"
 #include "ctx/ctx.h"
 #include "pager/pager_int.h"
 
@@ -122,13 +123,13 @@ struct skipped {
 static void skip(struct tp_pager *pg, struct skipped *s, struct tp_tensor *t)
 {
 	if (s->n == s->cap) {
-		size_t cap = s->cap ? 2 * s->cap : 16;
-		struct tp_tensor **p = realloc(s->t, cap * sizeof(*p));
+		struct tp_tensor **p;
 
+		p = tp_array_grow(s->t, &s->cap,
+				  s->cap + 1, sizeof(*p), 16);
 		if (!p)
 			return;
 		s->t = p;
-		s->cap = cap;
 	}
 	/* A transient pin keeps it from being offered again. */
 	t->pins++;

@@ -11,7 +11,7 @@
 
 #include "config.h"
 #include "ctx/ctx.h"
-#include "ctx/log.h"
+#include "base/log.h"
 #include "pager/pager_int.h"
 
 /* Whether page @p left with its bytes, which may still be mapped. */

@@ -12,6 +12,7 @@
 #include <stdlib.h>
 
 #include "config.h"
+#include "base/array.h"
 #include "pager/pager_int.h"
 
 int tp_swap_init(struct tp_pager *pg, uint64_t budget_bytes)
@@ -59,9 +60,10 @@ void tp_swap_put_after(struct tp_pager *pg, void *buf, struct tp_event *ev)
 	struct tp_swap *sw = &pg->swap;
 
 	if (sw->nr_defer == sw->cap_defer) {
-		size_t cap = sw->cap_defer ? 2 * sw->cap_defer : 64;
-		struct tp_swap_defer *d = realloc(sw->defer, cap * sizeof(*d));
+		struct tp_swap_defer *d;
 
+		d = tp_array_grow(sw->defer, &sw->cap_defer,
+				  sw->cap_defer + 1, sizeof(*d), 64);
 		if (!d) {
 			/* Cannot defer: wait for the copy instead. */
 			tp_vmm_event_sync(pg->vmm, ev);
@@ -69,7 +71,6 @@ void tp_swap_put_after(struct tp_pager *pg, void *buf, struct tp_event *ev)
 			return;
 		}
 		sw->defer = d;
-		sw->cap_defer = cap;
 	}
 	sw->defer[sw->nr_defer].buf = buf;
 	sw->defer[sw->nr_defer].ev = tp_vmm_event_get(ev);
@@ -142,13 +143,13 @@ int tp_swap_take(struct tp_pager *pg, void **out, size_t n)
 	}
 	/* Room in the free stack for every buffer that may come back. */
 	if (sw->cap_free < sw->allocated + n) {
-		size_t want = 2 * (sw->allocated + n);
-		void **p = realloc(sw->free, want * sizeof(*p));
+		void **p = tp_array_grow(sw->free, &sw->cap_free,
+					 sw->allocated + n, sizeof(*p),
+					 2 * (sw->allocated + n));
 
 		if (!p)
 			return -ENOMEM;
 		sw->free = p;
-		sw->cap_free = want;
 	}
 	while (got < n && sw->nr_free)
 		out[got++] = sw->free[--sw->nr_free];
@@ -160,14 +161,12 @@ int tp_swap_take(struct tp_pager *pg, void **out, size_t n)
 		char *base = NULL;
 
 		if (sw->nr_blocks == sw->cap_blocks) {
-			size_t cap = sw->cap_blocks ? 2 * sw->cap_blocks : 16;
 			struct tp_swap_block *b;
 
-			b = realloc(sw->blocks, cap * sizeof(*b));
-			if (b) {
+			b = tp_array_grow(sw->blocks, &sw->cap_blocks,
+					  sw->nr_blocks + 1, sizeof(*b), 16);
+			if (b)
 				sw->blocks = b;
-				sw->cap_blocks = cap;
-			}
 		}
 		if (sw->nr_blocks < sw->cap_blocks)
 			base = tp_vmm_host_alloc(pg->vmm, more * pg->chunk);

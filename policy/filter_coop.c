@@ -12,6 +12,7 @@
 #include <math.h>
 #include <stdlib.h>
 
+#include "base/array.h"
 #include "pager/pager.h"
 #include "policy/filter_coop.h"
 #include "policy/policy_priv.h"
@@ -69,15 +70,15 @@ static void seg_push(struct seg_list *l, struct tp_tensor *t, size_t start,
 		     size_t len, double h, enum tp_leave how)
 {
 	if (l->n == l->cap) {
-		size_t cap = l->cap ? 2 * l->cap : 64;
-		struct tp_coop_seg *v = realloc(l->v, cap * sizeof(*v));
+		struct tp_coop_seg *v;
 
+		v = tp_array_grow(l->v, &l->cap,
+				  l->cap + 1, sizeof(*v), 64);
 		if (!v) {
 			l->oom = true;
 			return;
 		}
 		l->v = v;
-		l->cap = cap;
 	}
 	l->v[l->n++] = (struct tp_coop_seg){
 		.start = start, .len = len, .h = h, .t = t, .how = how,

@@ -53,6 +53,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/array.h"
 #include "policy/plan.h"
 
 /* Bytes within this of the budget fit: sums of doubles round. */
@@ -411,15 +412,15 @@ static bool add_gap_window(void *p, const struct gap *g)
 		return true;
 	}
 	if (a->n == a->cap) {
-		size_t cap = a->cap ? 2 * a->cap : 64;
-		struct tp_plan_window *o = realloc(a->out, cap * sizeof(*o));
+		struct tp_plan_window *o;
 
+		o = tp_array_grow(a->out, &a->cap,
+				  a->cap + 1, sizeof(*o), 64);
 		if (!o) {
 			a->err = -ENOMEM;
 			return false;
 		}
 		a->out = o;
-		a->cap = cap;
 	}
 	a->out[a->n++] = (struct tp_plan_window){
 		.tensor = a->j, .from = from, .to = to, .how = how,

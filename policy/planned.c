@@ -10,7 +10,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "ctx/log.h"
+#include "base/array.h"
+#include "base/log.h"
 #include "pager/pager.h"
 #include "policy/plan.h"
 #include "policy/planned.h"
@@ -348,13 +349,12 @@ static int add_window(struct pwin **w, size_t *n, size_t *cap, int32_t name,
 	if (from >= to)
 		return 0;
 	if (*n == *cap) {
-		size_t c = *cap ? 2 * *cap : 64;
-		struct pwin *x = realloc(*w, c * sizeof(*x));
+		struct pwin *x = tp_array_grow(*w, cap, *cap + 1, sizeof(*x),
+					       64);
 
 		if (!x)
 			return -ENOMEM;
 		*w = x;
-		*cap = c;
 	}
 	(*w)[(*n)++] = (struct pwin){ name, from, to, how };
 	return 0;
@@ -605,13 +605,13 @@ static int advance(struct tp_planned *pl, uint32_t k)
 		if (pl->w[pl->w_next].to <= k)
 			continue;
 		if (pl->n_open == pl->cap_open) {
-			size_t cap = pl->cap_open ? 2 * pl->cap_open : 64;
-			uint32_t *o = realloc(pl->open, cap * sizeof(*o));
+			uint32_t *o;
 
+			o = tp_array_grow(pl->open, &pl->cap_open,
+					  pl->cap_open + 1, sizeof(*o), 64);
 			if (!o)
 				return -ENOMEM;
 			pl->open = o;
-			pl->cap_open = cap;
 		}
 		pl->open[pl->n_open++] = (uint32_t)pl->w_next;
 	}

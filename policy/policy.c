@@ -135,7 +135,8 @@ double tp_policy_regen_cost(struct tp_policy *pol, const struct tp_tensor *t,
 	 * asked of it is where it goes back (Coop's placement) or whether
 	 * it comes back by recompute.
 	 */
-	if ((t->evicted_pages && t->resident_pages) || (t->flags & TP_SCRATCH))
+	if ((tp_pager_has_evicted(t) && t->resident_pages) ||
+	    (t->flags & TP_SCRATCH))
 		return 0;
 	if (pol->has_cost && pol->cost.recompute_ns)
 		return pol->cost.recompute_ns(pol->cost.priv, t, anc_pages);

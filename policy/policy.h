@@ -70,8 +70,8 @@ struct tp_policy *tp_policy_create(struct tp_ctx *ctx);
 void tp_policy_destroy(struct tp_policy *pol);
 
 /**
- * tp_policy_victim_ops() - the callbacks to give tp_pager_set_victim_ops().
- * Valid until tp_policy_destroy().
+ * tp_policy_victim_ops() - the callbacks to give tp_pager_set_victim_ops(),
+ * every member filled. Valid until tp_policy_destroy().
  */
 const struct tp_victim_ops *tp_policy_victim_ops(struct tp_policy *pol);
 

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "pager/pager.h"
 #include "policy/prefetch.h"
 
 #define PF_USED		(1u << 0)	/* table slot holds an entry */
@@ -625,7 +626,7 @@ size_t tp_prefetch_pick(struct tp_prefetch *pf, struct tp_tensor **out,
 		 * pages in host swap come back by copy: evicted ones are
 		 * regenerated at use. */
 		if (!t || t->pins ||
-		    t->resident_pages + t->evicted_pages >= t->nr_pages)
+		    t->resident_pages + tp_pager_evicted_pages(t) >= t->nr_pages)
 			continue;
 		e = lookup(pf, t->id);
 		if (!e || (e->flags & (PF_INFLIGHT | PF_REFUSED)))
@@ -635,7 +636,7 @@ size_t tp_prefetch_pick(struct tp_prefetch *pf, struct tp_tensor **out,
 		if (!next || (want && !want(priv, t, next)))
 			continue;	/* not known, or cheaper recomputed */
 		need = (uint64_t)(t->nr_pages - t->resident_pages -
-				  t->evicted_pages) * room->chunk;
+				  tp_pager_evicted_pages(t)) * room->chunk;
 		lead = (double)(queued + need) / room->bytes_per_ns +
 		       (room->remap_ns ?
 			room->remap_ns(room->remap_priv, need / room->chunk) :

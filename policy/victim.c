@@ -11,7 +11,8 @@
 #include <stdlib.h>
 #include <time.h>
 
-#include "ctx/log.h"
+#include "base/array.h"
+#include "base/log.h"
 #include "pager/pager.h"
 #include "policy/policy_priv.h"
 #include "vmm/vmm.h"
@@ -218,13 +219,13 @@ static struct tp_tensor *exact(struct tp_policy *pol, uint64_t now)
 static int set_aside(struct tp_policy *pol, size_t n, struct tp_tensor *t)
 {
 	if (n == pol->skip_cap) {
-		size_t cap = pol->skip_cap ? pol->skip_cap * 2 : 16;
-		struct tp_pol_skip *s = realloc(pol->skip, cap * sizeof(*s));
+		struct tp_pol_skip *s;
 
+		s = tp_array_grow(pol->skip, &pol->skip_cap,
+				  pol->skip_cap + 1, sizeof(*s), 16);
 		if (!s)
 			return -1;
 		pol->skip = s;
-		pol->skip_cap = cap;
 	}
 	pol->skip[n].t = t;
 	pol->skip[n].key = *tp_pol_index_key(pol->idx, (size_t)t->pol.idx);
@@ -381,7 +382,7 @@ out:
 	if (!rc) {
 		*victim = t;
 		/* thrash_penalty() in policy.c counts whole evictions */
-		if (*how == TP_LEAVE_EVICT && !t->evicted_pages)
+		if (*how == TP_LEAVE_EVICT && !tp_pager_has_evicted(t))
 			tp_prefetch_note_evicted(pol->pf, t);
 		tp_prefetch_left(pol->pf, t);
 		if (*how == TP_LEAVE_EVICT)
@@ -423,6 +424,69 @@ static int victim_choose_ahead(void *priv, const struct tp_tensor *ahead_of,
 		      victim, how);
 }
 
+/*
+ * The rest of the victim ops: the pager's notifications and questions,
+ * answered by the policy's functions of policy.h (@priv is the policy).
+ */
+static void victim_copy_done(void *priv, bool d2h, uint64_t bytes,
+			     uint64_t ns)
+{
+	tp_policy_copy_done(priv, bytes, ns);
+}
+
+static void victim_on_acquire(void *priv, struct tp_tensor *t)
+{
+	tp_policy_on_acquire(priv, t);
+}
+
+static void victim_forget(void *priv, struct tp_tensor *t)
+{
+	tp_policy_forget(priv, t);
+}
+
+static uint64_t victim_release_bytes(void *priv, uint64_t used,
+				     uint64_t budget)
+{
+	return tp_policy_release_bytes(priv, used, budget);
+}
+
+static size_t victim_prefetch_pick(void *priv, struct tp_tensor **out,
+				   size_t max)
+{
+	return tp_policy_prefetch_pick(priv, out, max);
+}
+
+static void victim_prefetch_done(void *priv, struct tp_tensor *t, bool ok)
+{
+	tp_policy_prefetch_done(priv, t, ok);
+}
+
+static size_t victim_writeback_pick(void *priv, struct tp_tensor **out,
+				    size_t max)
+{
+	return tp_policy_writeback_pick(priv, out, max);
+}
+
+static bool victim_recompute_back(void *priv, const struct tp_tensor *t)
+{
+	return tp_policy_recompute_back(priv, t);
+}
+
+static bool victim_partial_evict(void *priv)
+{
+	return tp_policy_partial_evict(priv);
+}
+
+static bool victim_split(void *priv)
+{
+	return tp_policy_split(priv);
+}
+
+static bool victim_settle_on_free(void *priv)
+{
+	return tp_policy_settle_on_free(priv);
+}
+
 void tp_policy_victim_init(struct tp_policy *pol)
 {
 	pol->vops = (struct tp_victim_ops){
@@ -432,6 +496,17 @@ void tp_policy_victim_init(struct tp_policy *pol)
 		.choose = victim_choose,
 		.choose_ahead = victim_choose_ahead,
 		.choose_over_wait = victim_choose_over_wait,
+		.copy_done = victim_copy_done,
+		.on_acquire = victim_on_acquire,
+		.forget = victim_forget,
+		.release_bytes = victim_release_bytes,
+		.prefetch_pick = victim_prefetch_pick,
+		.prefetch_done = victim_prefetch_done,
+		.writeback_pick = victim_writeback_pick,
+		.recompute_back = victim_recompute_back,
+		.partial_evict = victim_partial_evict,
+		.split = victim_split,
+		.settle_on_free = victim_settle_on_free,
 		.priv = pol,
 	};
 }

@@ -12,7 +12,7 @@
 #include <string.h>
 
 #include "ctx/ctx.h"
-#include "ctx/log.h"
+#include "base/log.h"
 #include "ctl/conf.h"
 #include "ctl/stats.h"
 #include "tap.h"

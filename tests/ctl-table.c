@@ -12,6 +12,7 @@
 #include "tpager.h"
 #include "ctl/conf.h"
 #include "ctl/stats.h"
+#include "vmm/vmm.h"
 #include "tap.h"
 #include "ctl-log.h"
 

@@ -883,6 +883,7 @@ static void check_launches(void)
 	in[0] = x + 2 * ROW;
 	out[0] = y + 2 * ROW;
 	l.ctx = ctx;
+	l.device = TP_DEVICE_NONE;
 	bad = l;
 	bad.row0 = 5;
 	ok(!l.type->launch(&l) && bad.type->launch(&bad) == -EINVAL,

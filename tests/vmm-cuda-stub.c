@@ -13,7 +13,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "ctx/log.h"
+#include "base/log.h"
 #include "tests/tap.h"
 #include "tests/vmm-util.h"
 #include "vmm/backend_cuda.h"

@@ -41,7 +41,7 @@ int main(void)
 		tp_vmm_close(cuda);
 	} else {
 		errno = 0;
-		ok(tp_vmm_open(&(struct tp_conf){ .vmm_backend = TP_VMM_CUDA }) == NULL &&
+		ok(tp_vmm_open(&(struct tp_vmm_conf){ .backend = TP_VMM_CUDA }) == NULL &&
 		   errno == ENODEV, "cuda without a device: NULL, errno ENODEV");
 	}
 

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "ctl/conf.h"
+#include "ctx/ctx.h"
 #include "tests/tap.h"
 #include "tests/vmm-util.h"
 #ifdef TP_HAVE_CUDA
@@ -16,6 +17,7 @@
 struct tp_vmm *vt_open(const char *name, size_t chunk, const char *opts,
 		       char *why, size_t whylen)
 {
+	struct tp_vmm_conf vc;
 	struct tp_conf conf;
 	struct tp_vmm *vmm;
 	char size[32];
@@ -37,7 +39,8 @@ struct tp_vmm *vt_open(const char *name, size_t chunk, const char *opts,
 		snprintf(why, whylen, "bad test configuration: %s", strerror(-ret));
 		return NULL;
 	}
-	vmm = tp_vmm_open(&conf);
+	tp_ctx_vmm_conf(&conf, &vc);
+	vmm = tp_vmm_open(&vc);
 	if (!vmm)
 		snprintf(why, whylen, "%s backend does not open: %s", name,
 			 strerror(errno));

@@ -34,15 +34,6 @@ bool parse_uint(const char *s, unsigned long long max, unsigned long long *v)
 	return !errno && !*end && *v <= max;
 }
 
-bool parse_double(const char *s, double *v)
-{
-	char *end;
-
-	errno = 0;
-	*v = strtod(s, &end);
-	return !errno && end != s && !*end && isfinite(*v);
-}
-
 bool parse_bytes(const char *s, uint64_t *v)
 {
 	return tp_parse_size(s, v) == 0;

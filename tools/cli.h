@@ -19,9 +19,6 @@ void die(const char *fmt, ...);
 /* A decimal integer in [0, @max], nothing after it. */
 bool parse_uint(const char *s, unsigned long long max, unsigned long long *v);
 
-/* A finite number, nothing after it. */
-bool parse_double(const char *s, double *v);
-
 /* Bytes with an optional K/M/G/T suffix, as the configuration reads them. */
 bool parse_bytes(const char *s, uint64_t *v);
 

@@ -58,12 +58,12 @@ static void parse_budget(struct sim_args *a, const char *s)
 			die("--budget: '%s' is not a percent", s);
 		memcpy(tmp, s, len - 1);
 		tmp[len - 1] = 0;
-		if (!parse_double(tmp, &a->bvalue) || a->bvalue <= 0 ||
+		if (tp_parse_double(tmp, &a->bvalue) || a->bvalue <= 0 ||
 		    a->bvalue > 100)
 			die("--budget: '%s' is not a percent in (0, 100]", s);
 		a->bkind = B_PERCENT;
 	} else if (strchr(s, '.')) {
-		if (!parse_double(s, &a->bvalue) || a->bvalue <= 0 ||
+		if (tp_parse_double(s, &a->bvalue) || a->bvalue <= 0 ||
 		    a->bvalue > 1)
 			die("--budget: '%s' is not a ratio in (0, 1]", s);
 		a->bkind = B_RATIO;
@@ -166,12 +166,12 @@ static void parse_args(struct sim_args *a, int argc, char **argv)
 			a->o.warmup = (unsigned)u;
 			break;
 		case O_BW:
-			if (!parse_double(optarg, &d) || d < 0.001 || d > 10000)
+			if (tp_parse_double(optarg, &d) || d < 0.001 || d > 10000)
 				die("--bandwidth: '%s' is not GB/s in [0.001, 10000]", optarg);
 			a->o.bandwidth = d;
 			break;
 		case O_REMAP:
-			if (!parse_double(optarg, &d) || d < 0 || d > 1e6)
+			if (tp_parse_double(optarg, &d) || d < 0 || d > 1e6)
 				die("--remap-us: '%s' is not microseconds in [0, 1000000]", optarg);
 			a->o.remap_ns = (int64_t)llround(d * 1000);
 			break;
@@ -188,7 +188,7 @@ static void parse_args(struct sim_args *a, int argc, char **argv)
 			a->o.async = true;
 			break;
 		case O_THRASH:
-			if (!parse_double(optarg, &d) || (d != 0 && d <= 1))
+			if (tp_parse_double(optarg, &d) || (d != 0 && d <= 1))
 				die("--thrash: '%s' is not 0 (off) or a limit above 1", optarg);
 			a->thrash = d;
 			break;

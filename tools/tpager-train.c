@@ -10,6 +10,7 @@
  */
 #include "config.h"
 
+#include <ctype.h>
 #include <errno.h>
 #include <getopt.h>
 #include <inttypes.h>
@@ -108,14 +109,15 @@ static unsigned opt_uint(const char *name, const char *s, unsigned min,
 static void parse_budget(struct train_args *a, const char *s)
 {
 	size_t len = strlen(s);
-	char *end;
+	char num[64];
 
 	a->have_budget = true;
 	if (len > 1 && s[len - 1] == '%') {
-		errno = 0;
-		a->budget_pct = strtod(s, &end);
-		if (errno || end != s + len - 1 || !(a->budget_pct > 0) ||
-		    a->budget_pct > 100 || *s < '0' || *s > '9')
+		snprintf(num, sizeof(num), "%.*s", (int)(len - 1), s);
+		if (len - 1 >= sizeof(num) ||
+		    tp_parse_double(num, &a->budget_pct) ||
+		    !(a->budget_pct > 0) || a->budget_pct > 100 ||
+		    *s < '0' || *s > '9' || isspace((unsigned char)s[len - 2]))
 			die("--budget: '%s' is not a percent in (0, 100]", s);
 		a->budget_percent = true;
 		return;
@@ -1254,7 +1256,7 @@ int main(int argc, char **argv)
 		case O_LR: {
 			double lr;
 
-			if (!parse_double(optarg, &lr) || !(lr > 0) || lr > 10)
+			if (tp_parse_double(optarg, &lr) || !(lr > 0) || lr > 10)
 				die("--lr: '%s' is not a learning rate in (0, 10]",
 				    optarg);
 			a.mo.lr = (float)lr;
@@ -1281,7 +1283,7 @@ int main(int argc, char **argv)
 		case O_MAXB_TIME: {
 			double t;
 
-			if (!parse_double(optarg, &t) || t < 0)
+			if (tp_parse_double(optarg, &t) || t < 0)
 				die("--max-batch-time: '%s' is not a number of seconds (0: no limit)",
 				    optarg);
 			a.time_limit = t;

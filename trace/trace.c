@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/array.h"
 #include "trace/symtab.h"
 #include "trace/trace.h"
 
@@ -19,20 +20,14 @@ struct tp_trace_name_table {
 /* Make room for @need elements of @size bytes in *@p (capacity *@cap). */
 static int grow(void **p, size_t *cap, size_t need, size_t size)
 {
-	size_t n = *cap ? *cap : 64;
 	void *q;
 
 	if (need <= *cap)
 		return 0;
-	while (n < need)
-		n *= 2;
-	if (n > SIZE_MAX / size)
-		return -ENOMEM;
-	q = realloc(*p, n * size);
+	q = tp_array_grow(*p, cap, need, size, 64);
 	if (!q)
 		return -ENOMEM;
 	*p = q;
-	*cap = n;
 	return 0;
 }
 

@@ -25,7 +25,7 @@
 
 #include <cuda.h>
 
-#include "ctx/log.h"
+#include "base/log.h"
 #include "vmm/backend_cuda.h"
 #include "vmm/calls.h"
 #include "vmm/event.h"
@@ -163,7 +163,7 @@ static void cuda_teardown(struct cuda_backend *c)
 	free(c);
 }
 
-static int cuda_open(struct tp_vmm *vmm, const struct tp_conf *conf)
+static int cuda_open(struct tp_vmm *vmm, const struct tp_vmm_conf *conf)
 {
 	struct cuda_backend *c;
 	size_t gran = 0, mem_free = 0, mem_total = 0;
@@ -186,13 +186,13 @@ static int cuda_open(struct tp_vmm *vmm, const struct tp_conf *conf)
 	r = c->p_cuInit(0);
 	if (r == CUDA_SUCCESS)
 		r = c->p_cuDeviceGetCount(&count);
-	if (r != CUDA_SUCCESS || count <= conf->vmm_device) {
+	if (r != CUDA_SUCCESS || count <= conf->device) {
 		tp_log(TP_LOG_INFO, "vmm: cuda: no device %lld (driver reports %d, error %d)",
-		       (long long)conf->vmm_device, count, (int)r);
+		       (long long)conf->device, count, (int)r);
 		ret = -ENODEV;
 		goto err;
 	}
-	ret = CU(c, cuDeviceGet(&c->dev, (int)conf->vmm_device));
+	ret = CU(c, cuDeviceGet(&c->dev, (int)conf->device));
 	if (ret)
 		goto err;
 	ret = CU(c, cuDevicePrimaryCtxRetain(&c->ctx, c->dev));
@@ -516,6 +516,7 @@ static uint64_t cuda_now_ns(struct tp_vmm *vmm)
 
 const struct tp_vmm_ops tp_vmm_cuda_ops = {
 	.name = "cuda",
+	.device = TP_DEVICE_CUDA,
 	.open = cuda_open,
 	.close = cuda_close,
 	.reserve = cuda_reserve,

@@ -7,10 +7,10 @@
 
 #include <errno.h>
 
-#include "ctx/log.h"
+#include "base/log.h"
 #include "vmm/vmm.h"
 
-static int cuda_absent_open(struct tp_vmm *vmm, const struct tp_conf *conf)
+static int cuda_absent_open(struct tp_vmm *vmm, const struct tp_vmm_conf *conf)
 {
 	tp_log(TP_LOG_INFO, "vmm: cuda: tpager was built without the CUDA toolkit");
 	return -ENODEV;
@@ -18,5 +18,6 @@ static int cuda_absent_open(struct tp_vmm *vmm, const struct tp_conf *conf)
 
 const struct tp_vmm_ops tp_vmm_cuda_ops = {
 	.name = "cuda",
+	.device = TP_DEVICE_CUDA,
 	.open = cuda_absent_open,
 };

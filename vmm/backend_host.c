@@ -26,7 +26,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-#include "ctx/log.h"
+#include "base/log.h"
 #include "vmm/backend_host.h"
 #include "vmm/calls.h"
 #include "vmm/event.h"
@@ -678,16 +678,16 @@ static int start_engine(struct host_backend *h, struct host_stream *st,
 	return 0;
 }
 
-static int host_open(struct tp_vmm *vmm, const struct tp_conf *conf)
+static int host_open(struct tp_vmm *vmm, const struct tp_vmm_conf *conf)
 {
 	struct host_backend *h;
 	long page = sysconf(_SC_PAGESIZE);
 	unsigned helpers;
 	int s, ret;
 
-	if (page <= 0 || conf->vmm_chunk_size % (uint64_t)page) {
+	if (page <= 0 || conf->chunk_size % (uint64_t)page) {
 		tp_log(TP_LOG_ERROR, "vmm: host: vmm.chunk_size %llu is not a multiple of the page size %ld",
-		       (unsigned long long)conf->vmm_chunk_size, page);
+		       (unsigned long long)conf->chunk_size, page);
 		return -EINVAL;
 	}
 	h = calloc(1, sizeof(*h));
@@ -703,12 +703,12 @@ static int host_open(struct tp_vmm *vmm, const struct tp_conf *conf)
 		goto err_free;
 	}
 	vmm->priv = h;
-	vmm->granularity = conf->vmm_chunk_size;
-	vmm->device_bytes = conf->vmm_device_memory ? conf->vmm_device_memory :
+	vmm->granularity = conf->chunk_size;
+	vmm->device_bytes = conf->device_memory ? conf->device_memory :
 			    HOST_DEFAULT_DEVICE_BYTES;
 
-	helpers = conf->vmm_host_copy_threads > 1 ?
-		  (unsigned)conf->vmm_host_copy_threads - 1 : 0;
+	helpers = conf->host_copy_threads > 1 ?
+		  (unsigned)conf->host_copy_threads - 1 : 0;
 	for (s = 0; s < TP_NR_STREAMS; s++) {
 		struct host_stream *st = &h->streams[s];
 
@@ -749,6 +749,7 @@ static void host_close(struct tp_vmm *vmm)
 
 const struct tp_vmm_ops tp_vmm_host_ops = {
 	.name = "host",
+	.device = TP_DEVICE_CPU,
 	.open = host_open,
 	.close = host_close,
 	.reserve = host_reserve,

@@ -491,30 +491,30 @@ static void sim_wait_until(struct tp_vmm *vmm, uint64_t t)
 	pthread_mutex_unlock(&s->lock);
 }
 
-static int sim_open(struct tp_vmm *vmm, const struct tp_conf *conf)
+static int sim_open(struct tp_vmm *vmm, const struct tp_vmm_conf *conf)
 {
 	struct sim_backend *s = calloc(1, sizeof(*s));
 
 	if (!s)
 		return -ENOMEM;
 	pthread_mutex_init(&s->lock, NULL);
-	if (conf->vmm_sim_profile == TP_SIM_PROFILE_H200)
+	if (conf->sim_profile == TP_SIM_PROFILE_H200)
 		s->profile = &tp_sim_profile_h200;
-	vmm->granularity = conf->vmm_chunk_size;
-	vmm->device_bytes = conf->vmm_device_memory ? conf->vmm_device_memory :
+	vmm->granularity = conf->chunk_size;
+	vmm->device_bytes = conf->device_memory ? conf->device_memory :
 			    s->profile ? s->profile->device_bytes :
 			    SIM_DEFAULT_DEVICE_BYTES;
 	s->next_va = (SIM_VA_BASE + vmm->granularity - 1) /
 		     vmm->granularity * vmm->granularity;
 	s->next_host = SIM_HOST_BASE;
-	s->map_ns = (uint64_t)conf->vmm_sim_map_ns;
-	s->set_access_ns = (uint64_t)conf->vmm_sim_set_access_ns;
-	s->unmap_ns = (uint64_t)conf->vmm_sim_unmap_ns;
-	s->driver_granule = conf->vmm_sim_driver_granule ?
-			    conf->vmm_sim_driver_granule : vmm->granularity;
-	s->copy_latency_ns = (uint64_t)conf->vmm_sim_copy_latency_ns;
-	s->bytes_per_ns = conf->vmm_sim_bandwidth;
-	s->sync = conf->vmm_sim_sync;
+	s->map_ns = (uint64_t)conf->sim_map_ns;
+	s->set_access_ns = (uint64_t)conf->sim_set_access_ns;
+	s->unmap_ns = (uint64_t)conf->sim_unmap_ns;
+	s->driver_granule = conf->sim_driver_granule ?
+			    conf->sim_driver_granule : vmm->granularity;
+	s->copy_latency_ns = (uint64_t)conf->sim_copy_latency_ns;
+	s->bytes_per_ns = conf->sim_bandwidth;
+	s->sync = conf->sim_sync;
 	if (s->profile) {
 		s->copy_latency_ns = s->profile->copy_latency_ns;
 		s->bytes_per_ns = s->profile->link_bytes_per_ns;
@@ -539,6 +539,7 @@ static void sim_close(struct tp_vmm *vmm)
 
 const struct tp_vmm_ops tp_vmm_sim_ops = {
 	.name = "sim",
+	.device = TP_DEVICE_NONE,
 	.open = sim_open,
 	.close = sim_close,
 	.reserve = sim_reserve,

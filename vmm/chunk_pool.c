@@ -7,7 +7,7 @@
 #include <errno.h>
 #include <stdlib.h>
 
-#include "ctx/log.h"
+#include "base/log.h"
 #include "vmm/calls.h"
 #include "vmm/chunk_pool.h"
 #include "vmm/contig_pool.h"

@@ -19,7 +19,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "ctx/log.h"
+#include "base/log.h"
 #include "vmm/calls.h"
 #include "vmm/chunk_pool.h"
 #include "vmm/deferred.h"

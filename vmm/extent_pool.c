@@ -8,7 +8,8 @@
 #include <errno.h>
 #include <stdlib.h>
 
-#include "ctx/log.h"
+#include "base/array.h"
+#include "base/log.h"
 #include "vmm/calls.h"
 #include "vmm/chunk_pool.h"
 #include "vmm/deferred.h"
@@ -43,13 +44,13 @@ static int hole_insert(struct tp_extent_pool *ep, size_t at, size_t start,
 		       size_t len)
 {
 	if (ep->nholes == ep->cap_holes) {
-		size_t cap = ep->cap_holes ? 2 * ep->cap_holes : 16;
-		struct tp_extent_hole *h = realloc(ep->holes, cap * sizeof(*h));
+		struct tp_extent_hole *h;
 
+		h = tp_array_grow(ep->holes, &ep->cap_holes,
+				  ep->cap_holes + 1, sizeof(*h), 16);
 		if (!h)
 			return -ENOMEM;
 		ep->holes = h;
-		ep->cap_holes = cap;
 	}
 	for (size_t i = ep->nholes; i > at; i--)
 		ep->holes[i] = ep->holes[i - 1];

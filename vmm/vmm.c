@@ -11,7 +11,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "ctx/log.h"
+#include "base/log.h"
 #include "vmm/calls.h"
 #include "vmm/chunk_pool.h"
 #include "vmm/contig_pool.h"
@@ -111,7 +111,7 @@ void tp_vmm_fail_at(struct tp_vmm *vmm, long nth, int err)
 /* --- open and close ------------------------------------------------- */
 
 static int try_open(struct tp_vmm *vmm, const struct tp_vmm_ops *ops,
-		    const struct tp_conf *conf)
+		    const struct tp_vmm_conf *conf)
 {
 	int ret;
 
@@ -122,7 +122,7 @@ static int try_open(struct tp_vmm *vmm, const struct tp_vmm_ops *ops,
 	return ret;
 }
 
-struct tp_vmm *tp_vmm_open(const struct tp_conf *conf)
+struct tp_vmm *tp_vmm_open(const struct tp_vmm_conf *conf)
 {
 	struct tp_vmm *vmm;
 	int ret;
@@ -135,7 +135,7 @@ struct tp_vmm *tp_vmm_open(const struct tp_conf *conf)
 		ret = -ENOMEM;
 		goto err_free;
 	}
-	switch (conf->vmm_backend) {
+	switch (conf->backend) {
 	case TP_VMM_AUTO:
 		ret = try_open(vmm, &tp_vmm_cuda_ops, conf);
 		if (ret == -ENODEV) {
@@ -169,11 +169,11 @@ struct tp_vmm *tp_vmm_open(const struct tp_conf *conf)
 	vmm->va_align = (TP_VMM_VA_ALIGN + vmm->granularity - 1) /
 			vmm->granularity * vmm->granularity;
 	/* Coop's contiguous pool indexes chunks: one handle each. */
-	vmm->mapping = conf->vmm_mode == TP_VMM_MODE_CONTIGUOUS ?
-		       TP_VMM_MAPPING_CHUNKS : conf->vmm_mapping;
+	vmm->mapping = conf->mode == TP_VMM_MODE_CONTIGUOUS ?
+		       TP_VMM_MAPPING_CHUNKS : conf->mapping;
 	vmm->ordered_reuse = vmm->mapping == TP_VMM_MAPPING_EXTENTS;
-	vmm->extent_max = conf->vmm_extent_max / vmm->granularity;
-	if (conf->vmm_extent_max && !vmm->extent_max)
+	vmm->extent_max = conf->extent_max / vmm->granularity;
+	if (conf->extent_max && !vmm->extent_max)
 		vmm->extent_max = 1;
 	tp_log(TP_LOG_INFO, "vmm: backend %s, chunk %zu bytes, device %llu bytes",
 	       vmm->ops->name, vmm->granularity,
@@ -1013,4 +1013,9 @@ int tp_vmm_op_workspace(struct tp_vmm *vmm, const char *name,
 bool tp_vmm_has_data(const struct tp_vmm *vmm)
 {
 	return vmm->ops != &tp_vmm_sim_ops;
+}
+
+enum tp_device tp_vmm_device(const struct tp_vmm *vmm)
+{
+	return vmm->ops->device;
 }

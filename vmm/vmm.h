@@ -11,6 +11,10 @@
  * Nothing here is thread-safe unless a member says so: the pager serialises
  * calls. Completion of copies happens on backend threads (host) or the
  * device (cuda) and is observed only through events.
+ *
+ * Layer exception: kernels: the registry asks the sim's profile of a GPU
+ * what workspace an op takes (tp_vmm_op_workspace()), and a model asks
+ * its context's backend where the data is (tp_vmm_device()).
  */
 #ifndef TP_VMM_VMM_H
 #define TP_VMM_VMM_H
@@ -21,10 +25,41 @@
 
 #include <urcu/list.h>
 
-#include "ctl/conf.h"
+#include "tpager.h"
 
 struct tp_vmm;
 struct tp_event;
+
+/* The vmm.* keys of tpager.conf(5) that take names, in the order of
+ * their values there. */
+enum tp_vmm_backend_kind { TP_VMM_AUTO, TP_VMM_CUDA, TP_VMM_HOST, TP_VMM_SIM };
+enum tp_vmm_mode { TP_VMM_MODE_CHUNKED, TP_VMM_MODE_CONTIGUOUS };
+enum tp_vmm_mapping { TP_VMM_MAPPING_EXTENTS, TP_VMM_MAPPING_CHUNKS };
+enum tp_sim_profile_kind { TP_SIM_PROFILE_CUSTOM, TP_SIM_PROFILE_H200 };
+
+/*
+ * The vmm's options: one member per vmm.* key of tpager.conf(5), which
+ * says what each means. The context fills it from the configuration
+ * (tp_ctx_vmm_conf()); the vmm sees no other layer's keys.
+ */
+struct tp_vmm_conf {
+	enum tp_vmm_backend_kind backend;	/* vmm.backend */
+	uint64_t chunk_size;			/* vmm.chunk_size */
+	enum tp_vmm_mode mode;			/* vmm.mode */
+	enum tp_vmm_mapping mapping;		/* vmm.mapping */
+	uint64_t extent_max;			/* vmm.extent_max */
+	int64_t device;				/* vmm.device */
+	uint64_t device_memory;			/* vmm.device_memory */
+	int64_t host_copy_threads;		/* vmm.host.copy_threads */
+	enum tp_sim_profile_kind sim_profile;	/* vmm.sim.profile */
+	int64_t sim_map_ns;			/* vmm.sim.map_ns */
+	int64_t sim_set_access_ns;		/* vmm.sim.set_access_ns */
+	int64_t sim_unmap_ns;			/* vmm.sim.unmap_ns */
+	uint64_t sim_driver_granule;		/* vmm.sim.driver_granule */
+	int64_t sim_copy_latency_ns;		/* vmm.sim.copy_latency_ns */
+	double sim_bandwidth;			/* vmm.sim.bandwidth */
+	bool sim_sync;				/* vmm.sim.sync */
+};
 
 /*
  * Reservations start and end on a multiple of this (or of the chunk size
@@ -110,6 +145,8 @@ enum tp_vmm_call {
  */
 struct tp_vmm_ops {
 	const char *name;
+	/* Where the backend keeps the data: what the ops it runs compute on. */
+	enum tp_device device;
 
 	/*
 	 * Open the device. Set vmm->granularity (the chunk size the backend
@@ -118,7 +155,7 @@ struct tp_vmm_ops {
 	 * Return -ENODEV when the backend cannot run here (no driver, no
 	 * device); nothing is left allocated then.
 	 */
-	int (*open)(struct tp_vmm *vmm, const struct tp_conf *conf);
+	int (*open)(struct tp_vmm *vmm, const struct tp_vmm_conf *conf);
 	/* Release everything open() and later calls created. Never fails. */
 	void (*close)(struct tp_vmm *vmm);
 
@@ -360,11 +397,11 @@ struct tp_vmm {
 void tp_vmm_observe(struct tp_vmm *vmm, const struct tp_vmm_observer *obs);
 
 /*
- * Open the backend named by conf->vmm_backend (auto: cuda when a device is
+ * Open the backend named by conf->backend (auto: cuda when a device is
  * usable, else host). The pool is not created yet (its budget may be a
  * percent of device memory). Return NULL with errno set on failure.
  */
-struct tp_vmm *tp_vmm_open(const struct tp_conf *conf);
+struct tp_vmm *tp_vmm_open(const struct tp_vmm_conf *conf);
 void tp_vmm_close(struct tp_vmm *vmm);
 
 /*
@@ -590,6 +627,8 @@ int tp_vmm_op_workspace(struct tp_vmm *vmm, const char *name,
 
 /* True when the backend holds real data (host, cuda); false on sim. */
 bool tp_vmm_has_data(const struct tp_vmm *vmm);
+/* Where the backend keeps the data (its ops' device). */
+enum tp_device tp_vmm_device(const struct tp_vmm *vmm);
 
 /**
  * tp_vmm_handle_first() - the page of the range at @va where handle @c,

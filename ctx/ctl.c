@@ -8,7 +8,7 @@
 #include <string.h>
 
 #include "ctx/ctx.h"
-#include "ctx/log.h"
+#include "base/log.h"
 #include "ctl/conf.h"
 #include "ctl/stats.h"
 

@@ -1,7 +1,10 @@
 /* SPDX-License-Identifier: MIT */
-/* The library's messages, routed to the callback set by tp_set_log(). */
-#ifndef TP_CTX_LOG_H
-#define TP_CTX_LOG_H
+/*
+ * The library's messages, routed to the callback set by tp_set_log().
+ * Below every layer: any of them may log.
+ */
+#ifndef TP_BASE_LOG_H
+#define TP_BASE_LOG_H
 
 #include "tpager.h"
 
@@ -11,4 +14,4 @@ void tp_log(enum tp_log_level level, const char *fmt, ...);
 /* Most verbose level delivered (log.level); errors always are. */
 void tp_log_set_level(enum tp_log_level level);
 
-#endif /* TP_CTX_LOG_H */
+#endif /* TP_BASE_LOG_H */

@@ -2,7 +2,7 @@
 #include <stdarg.h>
 #include <stdio.h>
 
-#include "ctx/log.h"
+#include "base/log.h"
 
 static tp_log_fn log_fn;
 static void *log_priv;

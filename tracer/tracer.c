@@ -12,8 +12,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "ctx/log.h"
-#include "ctx/tracer.h"
+#include "base/log.h"
+#include "tracer/tracer.h"
 
 #define TRACE_SPANS	256u	/* spans in flight at first; grows, never waits */
 #define TRACE_BUF	4096u	/* records buffered before a write */

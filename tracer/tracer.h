@@ -16,8 +16,8 @@
  * Every function accepts a NULL tracer and does nothing then, so callers
  * need not check whether tracing is on. Caller's thread only.
  */
-#ifndef TP_CTX_TRACER_H
-#define TP_CTX_TRACER_H
+#ifndef TP_TRACER_TRACER_H
+#define TP_TRACER_TRACER_H
 
 #include <stdbool.h>
 #include <stdint.h>
@@ -81,4 +81,4 @@ void tp_tracer_copy(struct tp_tracer *tr, enum tp_stream s, bool prefetch,
 void tp_tracer_evict(struct tp_tracer *tr, uint64_t tensor, uint64_t bytes,
 		     uint64_t host_bytes);
 
-#endif /* TP_CTX_TRACER_H */
+#endif /* TP_TRACER_TRACER_H */

@@ -189,6 +189,44 @@ static int acquire_all(struct op_run *o, const size_t *out_bytes,
  * made now. A planned run that the backend cannot launch in parts
  * returns -ENOTSUP quietly: the op then runs as it would unplanned.
  */
+/*
+ * Whether the op's tensors hold more pages than the pool could give it
+ * however its victims left: the room less what others pin (its own
+ * inputs pinned already count as theirs). What is or would be in a slab
+ * counts as nothing, so that only an op that surely does not fit is not
+ * tried whole.
+ */
+static bool beyond_room(struct op_run *o, const size_t *out_bytes,
+			unsigned n_in, unsigned n_out)
+{
+	struct tp_pager *pg = o->ctx->pager;
+	size_t need = 0, own = 0;
+	unsigned k, j;
+
+	if (!(o->type->flags & TP_OP_SPLITTABLE) ||
+	    (o->type->flags & TP_OP_INPLACE))
+		return false;
+	for (k = 0; k < n_in; k++) {
+		for (j = 0; j < k && o->in[j] != o->in[k]; j++)
+			;
+		if (j < k || tp_pager_in_slab(o->in[k]))
+			continue;
+		need += tp_pager_span_pages(pg, 0, o->in[k]->bytes);
+		own += tp_pager_pinned_pages(o->in[k]);
+	}
+	for (k = 0; k < n_out; k++)
+		if (!o->out[k])
+			need += tp_pager_pages_for(pg, out_bytes[k]);
+	/*
+	 * The room walks every tensor: asked of ops that take more than
+	 * half the pool, which are few, and whose whole attempt is dear.
+	 */
+	if (need <= o->ctx->vmm->nr_chunks / 2 ||
+	    tp_vmm_chunks_fit(o->ctx->vmm, need))
+		return false;
+	return need > tp_pager_room_pages(pg) + own;
+}
+
 static int run_split(struct op_run *o, const void *params, size_t params_len,
 		     const size_t *out_bytes, unsigned n_in, unsigned n_out,
 		     const struct tp_op_split *cut, unsigned parts,
@@ -319,7 +357,7 @@ static int op_run(struct tp_ctx *ctx, const struct tp_op_type *type,
 	struct tp_lineage *lin;
 	struct tp_lin_rec *rec = NULL;
 	struct tp_tensor *x = NULL, *nt = NULL;
-	bool inplace, recorded, timed, split = false, can_cut;
+	bool inplace, recorded, timed, split = false, can_cut, beyond;
 	struct tp_op_split cut;
 	unsigned parts;
 	int io = -1, ii = -1, rw_in = -1;
@@ -421,11 +459,19 @@ static int op_run(struct tp_ctx *ctx, const struct tp_op_type *type,
 		free_outputs(&o, io);
 		o.n_out_made = 0;
 	}
-	ret = acquire_all(&o, out_bytes, n_in, n_out, rw_in);
-	/* Asked only once the op did not fit: whole runs pay nothing. */
+	/*
+	 * Asked only once the op does not fit: whole runs pay nothing. One
+	 * beyond the pool's room is not tried whole, which would only bring
+	 * its inputs back from host swap to fail.
+	 */
+	beyond = beyond_room(&o, out_bytes, n_in, n_out) &&
+		 tp_lin_split_cut(lin, type, params, params_len, o.in, n_in,
+				  out_bytes, n_out, &cut);
+	ret = beyond ? -ENOMEM : acquire_all(&o, out_bytes, n_in, n_out,
+					     rw_in);
 	if (ret == -ENOMEM &&
-	    tp_lin_split_cut(lin, type, params, params_len, o.in, n_in,
-			     out_bytes, n_out, &cut)) {
+	    (beyond || tp_lin_split_cut(lin, type, params, params_len, o.in,
+					n_in, out_bytes, n_out, &cut))) {
 		ret = run_split(&o, params, params_len, out_bytes, n_in, n_out,
 				&cut, 0, &ns);
 		if (ret)

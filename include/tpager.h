@@ -272,6 +272,11 @@ struct tp_op_type {
 #define TP_OP_INPLACE		(1u << 0)
 #define TP_OP_SPLITTABLE	(1u << 1)
 #define TP_OP_NONDETERMINISTIC	(1u << 2)	/* never recomputed */
+/*
+ * With TP_OP_SPLITTABLE: a part reads only its own rows of the cut inputs
+ * (the op has no output it does not cut). See tp_op_run(3), Split.
+ */
+#define TP_OP_SPLIT_LOCAL	(1u << 3)
 
 /* Where the data of a context's tensors lives (struct tp_op_launch). */
 enum tp_device {
@@ -297,11 +302,11 @@ struct tp_op_launch {
 	/*
 	 * A split run: part @part of @parts, computing rows [row0, row0 +
 	 * rows) of the cut tensors, whose in[] / out[] point at row @row0
-	 * and whose in_bytes / out_bytes are those rows' bytes. The rows of
-	 * a cut input after them are resident too and may be read, so part
-	 * 0 sees every row: it writes the whole outputs (not cut), which
-	 * later parts leave as they are. A whole run is part 0 of 1 with
-	 * row0 0 and rows 0.
+	 * and whose in_bytes / out_bytes are those rows' bytes. Unless the
+	 * op type is TP_OP_SPLIT_LOCAL, the rows of a cut input after them
+	 * are resident too and may be read, so part 0 sees every row: it
+	 * writes the whole outputs (not cut), which later parts leave as
+	 * they are. A whole run is part 0 of 1 with row0 0 and rows 0.
 	 */
 	unsigned part, parts;
 	size_t row0, rows;

@@ -830,6 +830,16 @@ static int launch(const struct tp_op_launch *l)
 #define KERNEL_CUT_WS(op, ptype, shp, flp, rws, cin, cout) \
 	KERNEL_X(op, ptype, shp, flp, TP_OP_SPLITTABLE, true, split_##op, \
 		 rows_##rws, cin, cout)
+/*
+ * Ops that cut every output: a part reads only its rows of the cut
+ * inputs (TP_OP_SPLIT_LOCAL).
+ */
+#define KERNEL_LOCAL(op, ptype, shp, flp, rws, cin, cout) \
+	KERNEL_X(op, ptype, shp, flp, TP_OP_SPLITTABLE | TP_OP_SPLIT_LOCAL, \
+		 false, split_##op, rows_##rws, cin, cout)
+#define KERNEL_LOCAL_WS(op, ptype, shp, flp, rws, cin, cout) \
+	KERNEL_X(op, ptype, shp, flp, TP_OP_SPLITTABLE | TP_OP_SPLIT_LOCAL, \
+		 true, split_##op, rows_##rws, cin, cout)
 
 /* The ops whose table entries are KERNEL_CUT: one split callback each. */
 #define TP_SPLIT_OPS(X) \
@@ -857,16 +867,16 @@ TP_SPLIT_OPS(SPLIT_FN)
 
 static const struct tp_kernel kernels[K_COUNT] = {
 	/* x | y; dy x | dx (dW, db: part 0, over every row) */
-	KERNEL_CUT(linear, tp_linear_params, linear, linear, linear, B(0),
+	KERNEL_LOCAL(linear, tp_linear_params, linear, linear, linear, B(0),
 		   B(0))
 	KERNEL_CUT(linear_bwd, tp_linear_params, linear_bwd, linear_bwd,
 		   linear, B(0) | B(1), B(0))
 	/* A B | C; dC A B | dA dB: every operand by its products */
-	KERNEL_CUT(gemm, tp_gemm_params, gemm, gemm, gemm, B(0) | B(1), B(0))
-	KERNEL_CUT(gemm_bwd, tp_gemm_params, gemm_bwd, gemm_bwd, gemm,
+	KERNEL_LOCAL(gemm, tp_gemm_params, gemm, gemm, gemm, B(0) | B(1), B(0))
+	KERNEL_LOCAL(gemm_bwd, tp_gemm_params, gemm_bwd, gemm_bwd, gemm,
 		   B(0) | B(1) | B(2), B(0) | B(1))
 	/* x | y; dy x | dx (dW, db: part 0, over the batch) */
-	KERNEL_CUT_WS(conv2d, tp_conv2d_params, conv2d, conv2d, conv,
+	KERNEL_LOCAL_WS(conv2d, tp_conv2d_params, conv2d, conv2d, conv,
 		      B(0), B(0))
 	KERNEL_CUT_WS(conv2d_bwd, tp_conv2d_params, conv2d_bwd, conv2d_bwd,
 		      conv, B(0) | B(1), B(0))
@@ -875,30 +885,30 @@ static const struct tp_kernel kernels[K_COUNT] = {
 		   batchnorm, B(0), B(0))
 	KERNEL_CUT(batchnorm_bwd, tp_batchnorm_params, batchnorm_bwd,
 		   batchnorm, batchnorm, B(0) | B(1), B(0))
-	KERNEL_CUT(relu, tp_eltwise_params, eltwise, eltwise, eltwise,
+	KERNEL_LOCAL(relu, tp_eltwise_params, eltwise, eltwise, eltwise,
 		   B(0), B(0))
-	KERNEL_CUT(relu_bwd, tp_eltwise_params, eltwise_bwd, eltwise, eltwise,
+	KERNEL_LOCAL(relu_bwd, tp_eltwise_params, eltwise_bwd, eltwise, eltwise,
 		   B(0) | B(1), B(0))
-	KERNEL_CUT(gelu, tp_eltwise_params, eltwise, eltwise, eltwise,
+	KERNEL_LOCAL(gelu, tp_eltwise_params, eltwise, eltwise, eltwise,
 		   B(0), B(0))
-	KERNEL_CUT(gelu_bwd, tp_eltwise_params, eltwise_bwd, eltwise, eltwise,
+	KERNEL_LOCAL(gelu_bwd, tp_eltwise_params, eltwise_bwd, eltwise, eltwise,
 		   B(0) | B(1), B(0))
-	KERNEL_CUT(maxpool, tp_pool_params, pool, pool, pool, B(0), B(0))
-	KERNEL_CUT(maxpool_bwd, tp_pool_params, maxpool_bwd, pool, pool,
+	KERNEL_LOCAL(maxpool, tp_pool_params, pool, pool, pool, B(0), B(0))
+	KERNEL_LOCAL(maxpool_bwd, tp_pool_params, maxpool_bwd, pool, pool,
 		   B(0) | B(1) | B(2), B(0))
-	KERNEL_CUT(avgpool, tp_pool_params, pool, pool, pool, B(0), B(0))
-	KERNEL_CUT(avgpool_bwd, tp_pool_params, avgpool_bwd, pool, pool,
+	KERNEL_LOCAL(avgpool, tp_pool_params, pool, pool, pool, B(0), B(0))
+	KERNEL_LOCAL(avgpool_bwd, tp_pool_params, avgpool_bwd, pool, pool,
 		   B(0), B(0))
-	KERNEL_CUT(global_avgpool, tp_gap_params, global_avgpool, gap, gap,
+	KERNEL_LOCAL(global_avgpool, tp_gap_params, global_avgpool, gap, gap,
 		   B(0), B(0))
-	KERNEL_CUT(global_avgpool_bwd, tp_gap_params, global_avgpool_bwd, gap,
+	KERNEL_LOCAL(global_avgpool_bwd, tp_gap_params, global_avgpool_bwd, gap,
 		   gap, B(0), B(0))
-	KERNEL_CUT(softmax, tp_softmax_params, softmax, softmax, softmax,
+	KERNEL_LOCAL(softmax, tp_softmax_params, softmax, softmax, softmax,
 		   B(0), B(0))
-	KERNEL_CUT(softmax_bwd, tp_softmax_params, softmax_bwd, softmax,
+	KERNEL_LOCAL(softmax_bwd, tp_softmax_params, softmax_bwd, softmax,
 		   softmax, B(0) | B(1), B(0))
 	/* x | y mean invstd; dy x mean invstd | dx (dgamma, dbeta: part 0) */
-	KERNEL_CUT(layernorm, tp_layernorm_params, layernorm, layernorm,
+	KERNEL_LOCAL(layernorm, tp_layernorm_params, layernorm, layernorm,
 		   layernorm, B(0), B(0) | B(1) | B(2))
 	KERNEL_CUT(layernorm_bwd, tp_layernorm_params, layernorm_bwd,
 		   layernorm, layernorm, B(0) | B(1) | B(3) | B(4), B(0))
@@ -906,17 +916,17 @@ static const struct tp_kernel kernels[K_COUNT] = {
 	KERNEL(cross_entropy_bwd, tp_xent_params, cross_entropy_bwd, xent)
 	KERNEL(embedding, tp_embedding_params, embedding, embedding)
 	KERNEL(embedding_bwd, tp_embedding_params, embedding_bwd, embedding)
-	KERNEL_CUT(transpose12, tp_transpose_params, transpose12, transpose,
+	KERNEL_LOCAL(transpose12, tp_transpose_params, transpose12, transpose,
 		   transpose, B(0), B(0))
-	KERNEL_CUT(transpose12_bwd, tp_transpose_params, transpose12,
+	KERNEL_LOCAL(transpose12_bwd, tp_transpose_params, transpose12,
 		   transpose, transpose, B(0), B(0))
-	KERNEL_CUT(add, tp_eltwise_params, add, eltwise, eltwise,
+	KERNEL_LOCAL(add, tp_eltwise_params, add, eltwise, eltwise,
 		   B(0) | B(1), B(0))
-	KERNEL_CUT(add_bwd, tp_eltwise_params, add_bwd, eltwise, eltwise,
+	KERNEL_LOCAL(add_bwd, tp_eltwise_params, add_bwd, eltwise, eltwise,
 		   B(0), B(0) | B(1))
-	KERNEL_CUT(scale, tp_eltwise_params, eltwise, eltwise, eltwise,
+	KERNEL_LOCAL(scale, tp_eltwise_params, eltwise, eltwise, eltwise,
 		   B(0), B(0))
-	KERNEL_CUT(scale_bwd, tp_eltwise_params, eltwise, eltwise, eltwise,
+	KERNEL_LOCAL(scale_bwd, tp_eltwise_params, eltwise, eltwise, eltwise,
 		   B(0), B(0))
 	KERNEL(synth_image, tp_synth_params, synth_image, synth)
 	/* The optimizers update their state, then the parameter, in place. */

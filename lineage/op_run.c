@@ -202,6 +202,44 @@ static int acquire_all(struct op_run *o, const size_t *out_bytes,
  * made now. A planned run that the backend cannot launch in parts
  * returns -ENOTSUP quietly: the op then runs as it would unplanned.
  */
+/*
+ * Whether the op's tensors hold more pages than the pool could give it
+ * however its victims left: the room less what others pin (its own
+ * inputs pinned already count as theirs). What is or would be in a slab
+ * counts as nothing, so that only an op that surely does not fit is not
+ * tried whole.
+ */
+static bool beyond_room(struct op_run *o, const size_t *out_bytes,
+			unsigned n_in, unsigned n_out)
+{
+	struct tp_pager *pg = o->ctx->pager;
+	size_t need = 0, own = 0;
+	unsigned k, j;
+
+	if (!(o->type->flags & TP_OP_SPLITTABLE) ||
+	    (o->type->flags & TP_OP_INPLACE))
+		return false;
+	for (k = 0; k < n_in; k++) {
+		for (j = 0; j < k && o->in[j] != o->in[k]; j++)
+			;
+		if (j < k || tp_pager_in_slab(o->in[k]))
+			continue;
+		need += tp_pager_span_pages(pg, 0, o->in[k]->bytes);
+		own += tp_pager_pinned_pages(o->in[k]);
+	}
+	for (k = 0; k < n_out; k++)
+		if (!o->out[k])
+			need += tp_pager_pages_for(pg, out_bytes[k]);
+	/*
+	 * The room walks every tensor: asked of ops that take more than
+	 * half the pool, which are few, and whose whole attempt is dear.
+	 */
+	if (need <= tp_pager_span_pages(pg, 0, tp_pager_budget_bytes(pg)) / 2 ||
+	    tp_pager_fits_now(pg, need))
+		return false;
+	return need > tp_pager_room_pages(pg) + own;
+}
+
 static int run_split(struct op_run *o, const void *params, size_t params_len,
 		     const size_t *out_bytes, unsigned n_in, unsigned n_out,
 		     const struct tp_op_split *cut, unsigned parts,
@@ -419,7 +457,7 @@ static int op_execute(struct op_run *o)
 	const char *name = o->type->name ? o->type->name : "?";
 	struct tp_op_split cut;
 	unsigned parts;
-	bool can_cut;
+	bool can_cut, beyond;
 	int ret;
 
 	parts = planned_parts(o, o->params, o->params_len, o->out_bytes,
@@ -437,11 +475,20 @@ static int op_execute(struct op_run *o)
 		free_outputs(o, o->io);
 		o->n_out_made = 0;
 	}
-	ret = acquire_all(o, o->out_bytes, o->n_in, o->n_out, o->rw_in);
-	/* Asked only once the op did not fit: whole runs pay nothing. */
+	/*
+	 * Asked only once the op does not fit: whole runs pay nothing. One
+	 * beyond the pool's room is not tried whole, which would only bring
+	 * its inputs back from host swap to fail.
+	 */
+	beyond = beyond_room(o, o->out_bytes, o->n_in, o->n_out) &&
+		 tp_lin_split_cut(o->lin, o->type, o->params, o->params_len,
+				  o->in, o->n_in, o->out_bytes, o->n_out, &cut);
+	ret = beyond ? -ENOMEM : acquire_all(o, o->out_bytes, o->n_in,
+					     o->n_out, o->rw_in);
 	if (ret == -ENOMEM &&
-	    tp_lin_split_cut(o->lin, o->type, o->params, o->params_len, o->in,
-			     o->n_in, o->out_bytes, o->n_out, &cut)) {
+	    (beyond || tp_lin_split_cut(o->lin, o->type, o->params,
+					o->params_len, o->in, o->n_in,
+					o->out_bytes, o->n_out, &cut))) {
 		ret = run_split(o, o->params, o->params_len, o->out_bytes,
 				o->n_in, o->n_out, &cut, 0, &o->ns);
 		if (!ret)

@@ -10,6 +10,10 @@
  *  - a cut input, from the part's first row to its end: the rows still
  *    to be read never leave (one evicted would bring the whole tensor
  *    back), and part 0 sees every row, as tp_op_launch promises;
+ *    but a cut input partly in host swap, of an op whose parts read
+ *    their rows alone (TP_OP_SPLIT_LOCAL), streams: each part holds its
+ *    rows alone, so that those in swap come back a part at a time; the
+ *    rows not yet read leave by offload only (tp_pager_hold_rows());
  *  - a cut output, the part's rows; the next part's are acquired before
  *    these are released, so that a page two parts share stays resident;
  *  - the whole inputs and outputs, whole, from the first part to the last.
@@ -28,6 +32,7 @@
 struct split_io {
 	struct tp_tensor *t;
 	size_t row_bytes;	/* 0: whole */
+	bool stream;		/* a part holds its rows alone */
 	size_t off, len;	/* the range held, len 0: none */
 	char *base;		/* address of byte 0 once acquired */
 };
@@ -67,6 +72,36 @@ static int hold(struct split_run *r, struct split_io *io, size_t off,
 	return 0;
 }
 
+/*
+ * Whether cut input @k streams: the op's parts read their rows alone, the
+ * tensor is in host swap in part (what streaming saves), read once by the
+ * op, pinned by no one else, and its rows read can be evicted (lineage
+ * regenerates it) while those unread come back without a regeneration
+ * (none is evicted now).
+ */
+static bool streams(const struct split_run *r, unsigned k)
+{
+	const struct tp_tensor *t = r->in[k].t;
+
+	if (!(r->type->flags & TP_OP_SPLIT_LOCAL) || !r->in[k].row_bytes ||
+	    t->pins || tp_pager_has_evicted(t) ||
+	    !tp_pager_swapped_pages(t) ||
+	    !tp_lineage_can_regenerate(r->lin, t))
+		return false;
+	for (unsigned j = 0; j < r->n_in; j++)
+		if (j != k && r->in[j].t == t)
+			return false;
+	return true;
+}
+
+/* Keep the streaming inputs' unread rows from eviction (@hold), or not. */
+static void hold_rows(struct split_run *r, bool hold)
+{
+	for (unsigned k = 0; k < r->n_in; k++)
+		if (r->in[k].stream)
+			tp_pager_hold_rows(r->pg, r->in[k].t, hold);
+}
+
 /* Release what is held: r->out follows r->in in one array. */
 static void let_go(struct split_run *r)
 {
@@ -97,6 +132,7 @@ static unsigned choose_parts(struct split_run *r, size_t room, unsigned min,
 			     unsigned max)
 {
 	size_t whole = 0, cut_in = 0, cut_out = 0, edges = 0;
+	size_t st_res = 0, st_swap = 0;
 	size_t handle = tp_pager_handle_max(r->pg);
 	unsigned k, p;
 
@@ -105,7 +141,15 @@ static unsigned choose_parts(struct split_run *r, size_t room, unsigned min,
 
 		if (!first_use(r, k))
 			continue;
-		if (r->in[k].row_bytes && !r->in[k].t->pins &&
+		if (r->in[k].stream) {
+			size_t sw = tp_pager_swapped_pages(r->in[k].t);
+
+			/* what is here stays; what is in swap comes a
+			 * part's rows at a time */
+			st_swap += sw;
+			st_res += pages - sw;
+			edges += handle < pages ? handle : pages;
+		} else if (r->in[k].row_bytes && !r->in[k].t->pins &&
 		    tp_lineage_can_regenerate(r->lin, r->in[k].t)) {
 			cut_in += pages;
 			edges += handle < pages ? handle : pages;
@@ -129,8 +173,10 @@ static unsigned choose_parts(struct split_run *r, size_t room, unsigned min,
 	if (min > r->s->rows)
 		min = (unsigned)r->s->rows;
 	for (p = min > 2 ? min : 2; p <= max && p <= r->s->rows; p++) {
-		size_t a = cut_in + (cut_out + p - 1) / p;
-		size_t b = (cut_in + p - 1) / p + cut_out;
+		/* a part's rows and the next's, taken before these go */
+		size_t st = st_res + 2 * ((st_swap + p - 1) / p);
+		size_t a = cut_in + (cut_out + p - 1) / p + st;
+		size_t b = (cut_in + p - 1) / p + cut_out + st;
 
 		if (whole + (a > b ? a : b) + edges <= room)
 			return p;
@@ -168,28 +214,51 @@ static size_t rows_need(struct split_run *r, size_t r0, size_t r1)
 	return n;
 }
 
-/* Make room for rows [@r0, @r1) from the cut inputs' rows before @r0. */
-static void drop_read_rows(struct split_run *r, size_t r0, size_t r1)
+/*
+ * Make room for rows [@r1, @r2) (of the cut outputs, and of the streaming
+ * inputs, which may come back from swap) from the cut inputs' rows before
+ * @r1, those of the part that ended, [@r0, @r1), held yet by a streaming
+ * input.
+ */
+static void drop_read_rows(struct split_run *r, size_t r0, size_t r1,
+			   size_t r2)
 {
-	if (tp_pager_fits_now(r->pg, rows_need(r, r0, r1)))
+	size_t need = rows_need(r, r1, r2);
+
+	for (unsigned k = 0; k < r->n_in; k++)
+		if (r->in[k].stream)
+			need += tp_pager_span_pages(r->pg,
+						    r1 * r->in[k].row_bytes,
+						    (r2 - r1) * r->in[k].row_bytes);
+	if (tp_pager_fits_now(r->pg, need))
 		return;
 	for (unsigned k = 0; k < r->n_in; k++) {
 		struct split_io *io = &r->in[k];
 
+		if (!io->row_bytes || !first_use(r, k))
+			continue;
 		/* -EPERM: it cannot be regenerated, and stays. */
-		if (io->row_bytes && first_use(r, k))
+		if (io->stream && r0)
+			tp_pager_evict_read_rows(r->pg, io->t, 0,
+						 r0 * io->row_bytes);
+		else if (!io->stream)
 			tp_pager_evict_range(r->pg, io->t, 0,
-					     r0 * io->row_bytes);
+					     r1 * io->row_bytes);
 	}
 }
 
-/* Acquire what part 0 holds besides the cut outputs. */
+/*
+ * Acquire what part 0 holds besides the cut outputs and the streaming
+ * inputs (held part by part).
+ */
 static int hold_first(struct split_run *r)
 {
 	unsigned k;
 	int ret;
 
 	for (k = 0; k < r->n_in; k++) {
+		if (r->in[k].stream)
+			continue;
 		ret = hold(r, &r->in[k], 0, r->in[k].t->bytes, TP_READ);
 		if (ret)
 			return ret;
@@ -209,6 +278,7 @@ static int run_part(struct split_run *r, unsigned i, unsigned parts,
 {
 	size_t rows = r->s->rows;
 	size_t r0 = rows * i / parts, r1 = rows * (i + 1) / parts;
+	size_t r2 = rows * (i + 2) / parts;
 	struct tp_lin_part part = {
 		.part = i, .parts = parts, .row0 = r0, .rows = r1 - r0,
 		.total = rows, .whole_in_bytes = r->whole_in,
@@ -224,6 +294,17 @@ static int run_part(struct split_run *r, unsigned i, unsigned parts,
 			continue;
 		ret = hold(r, io, r0 * io->row_bytes, (r1 - r0) * io->row_bytes,
 			   TP_WRITE);
+		if (ret)
+			return ret;
+	}
+	/* A streaming input's rows: part 0's here, the next ones below. */
+	for (k = 0; !i && k < r->n_in; k++) {
+		struct split_io *io = &r->in[k];
+
+		if (!io->stream)
+			continue;
+		ret = hold(r, io, r0 * io->row_bytes, (r1 - r0) * io->row_bytes,
+			   TP_READ);
 		if (ret)
 			return ret;
 	}
@@ -255,14 +336,30 @@ static int run_part(struct split_run *r, unsigned i, unsigned parts,
 	for (k = 0; k < r->n_in; k++) {
 		struct split_io *io = &r->in[k];
 
-		if (!io->row_bytes)
+		if (!io->row_bytes || io->stream)
 			continue;
 		ret = hold(r, io, r1 * io->row_bytes,
 			   io->t->bytes - r1 * io->row_bytes, TP_READ);
 		if (ret)
 			return ret;
 	}
-	drop_read_rows(r, r1, rows * (i + 2) / parts);
+	drop_read_rows(r, r0, r1, r2);
+	/*
+	 * A streaming input: the next part's rows, taken before these are
+	 * let go (the range of a tensor the op still pins is there as it
+	 * is; one of a tensor no one pins would be regenerated whole, as it
+	 * has evicted pages).
+	 */
+	for (k = 0; k < r->n_in; k++) {
+		struct split_io *io = &r->in[k];
+
+		if (!io->stream)
+			continue;
+		ret = hold(r, io, r1 * io->row_bytes, (r2 - r1) * io->row_bytes,
+			   TP_READ);
+		if (ret)
+			return ret;
+	}
 	return 0;
 }
 
@@ -360,12 +457,15 @@ int tp_lin_run_split(struct tp_lineage *lin, const struct tp_op_type *type,
 		if (is_cut(s->out, k))
 			r.out[k].row_bytes = out[k]->bytes / s->rows;
 	}
+	for (k = 0; k < n_in; k++)
+		r.in[k].stream = streams(&r, k);
 	parts = choose_parts(&r, room(&r), want,
 			     (unsigned)lin->ctx->conf.policy_split_max_parts);
 	if (!parts) {
 		ret = -ENOMEM;
 		goto out;
 	}
+	hold_rows(&r, true);
 	ret = hold_first(&r);
 	for (i = 0; !ret && i < parts; i++) {
 		ret = tp_pager_work(r.pg, 1, true);
@@ -374,6 +474,10 @@ int tp_lin_run_split(struct tp_lineage *lin, const struct tp_op_type *type,
 	}
 	if (!ret)
 		tp_pager_note_split(r.pg, parts);
+	let_go(&r);
+	hold_rows(&r, false);
+	free(r.in);
+	return ret;
 out:
 	let_go(&r);
 	free(r.in);

@@ -92,7 +92,8 @@ bool tp_pager_can_offload(const struct tp_tensor *t)
 
 bool tp_pager_can_evict(struct tp_pager *pg, const struct tp_tensor *t)
 {
-	if (t->slab || (t->flags & (TP_EVICT_PINNED | TP_NO_PAGING)))
+	if (t->slab || (tp_pager_leave_flags(t) & (TP_EVICT_PINNED |
+						    TP_NO_PAGING)))
 		return false;
 	/* Its pages are dropped and come back unwritten. */
 	if (t->flags & TP_SCRATCH)
@@ -148,6 +149,13 @@ size_t tp_pager_span_pages(struct tp_pager *pg, size_t off, size_t len)
 	if (!len)
 		return 0;
 	return (off + len - 1) / pg->chunk - off / pg->chunk + 1;
+}
+
+size_t tp_pager_pages_for(const struct tp_pager *pg, size_t bytes)
+{
+	if (!bytes || tp_slab_fits(pg, bytes))
+		return 0;
+	return (bytes - 1) / pg->chunk + 1;
 }
 
 /*

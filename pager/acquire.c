@@ -296,9 +296,16 @@ static int acquire(struct tp_pager *pg, struct tp_tensor *t, size_t off,
 		tp_pager_cand_update(pg, t);
 		goto out;
 	}
-	/* What left and is still mapped, untaken, comes back as it was
-	 * (before a poll reaps the unmaps that are due). */
-	tp_pager_rescue(pg, t, 0, t->nr_pages - 1);
+	/*
+	 * What left and is still mapped, untaken, comes back as it was
+	 * (before a poll reaps the unmaps that are due); of a tensor whose
+	 * rows an op in parts reads, only the range: the rows it read and
+	 * dropped stay gone.
+	 */
+	if (t->rows_held)
+		tp_pager_rescue(pg, t, first, last);
+	else
+		tp_pager_rescue(pg, t, 0, t->nr_pages - 1);
 	tp_pager_poll(pg);
 	ret = settle_offloading(pg, t, first, last);
 	if (ret)

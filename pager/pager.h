@@ -103,6 +103,8 @@ size_t tp_pager_handle_max(const struct tp_pager *pg);
 size_t tp_pager_pinned_pages(const struct tp_tensor *t);
 /* Chunks of the pages [@off, @off + @len) of @t covers. */
 size_t tp_pager_span_pages(struct tp_pager *pg, size_t off, size_t len);
+/* Pages a new tensor of @bytes would take: 0 when a slab would hold it. */
+size_t tp_pager_pages_for(const struct tp_pager *pg, size_t bytes);
 
 /*
  * Evict the pages of @t wholly inside [@off, @off + @len) that no one
@@ -133,6 +135,29 @@ static inline size_t tp_pager_evicted_pages(const struct tp_tensor *t)
 }
 /* True once the user freed @t (its struct may live on for lineage). */
 bool tp_pager_is_freed(const struct tp_tensor *t);
+/*
+ * tp_pager_hold_rows() - with @hold, @t leaves by offload only until as
+ * many calls without: an op run in parts reads its rows one part at a
+ * time (TP_OP_SPLIT_LOCAL), and an unread row evicted would bring the
+ * whole tensor back by regeneration, where one in host swap comes back
+ * alone. tp_pager_evict_read_rows() evicts the rows already read.
+ */
+void tp_pager_hold_rows(struct tp_pager *pg, struct tp_tensor *t, bool hold);
+int tp_pager_evict_read_rows(struct tp_pager *pg, struct tp_tensor *t,
+			     size_t off, size_t len);
+
+/*
+ * tp_pager_leave_flags() - @t's flags as a policy must read them: with
+ * TP_EVICT_PINNED while its rows are held.
+ */
+unsigned tp_pager_leave_flags(const struct tp_tensor *t);
+
+/*
+ * Pages of @t whose contents are, or are on their way to be, in host swap
+ * alone (OFFLOADED, OFFLOADING: their chunks go when the copy lands).
+ */
+size_t tp_pager_swapped_pages(const struct tp_tensor *t);
+
 /* True when @t is packed in a slab chunk: never paged out or evicted. */
 bool tp_pager_in_slab(const struct tp_tensor *t);
 

@@ -65,6 +65,8 @@ struct tp_tensor {
 	size_t evicted_pages;		/* pages EVICTED now */
 	size_t inflight_pages;		/* pages OFFLOADING or RELOADING */
 	unsigned refs;			/* user's + lineage's references */
+	unsigned rows_held;		/* ops in parts reading its rows:
+					 * offload only (tp_pager_hold_rows) */
 	bool dead;			/* the user freed it */
 	bool unreserved;		/* dead, memory gone: va released */
 	bool candidate;			/* offered to the victim ops */

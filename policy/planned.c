@@ -657,7 +657,7 @@ static bool qualifies(struct tp_policy *pol, const struct tp_planned_ask *ask,
 
 	tp_policy_director_in(pol, c->t, ask->no_offload, &in);
 	if (c->how == TP_LEAVE_EVICT &&
-	    (!in.computable || (c->t->flags & TP_EVICT_PINNED)))
+	    (!in.computable || (in.flags & TP_EVICT_PINNED)))
 		return false;
 	if (c->how == TP_LEAVE_OFFLOAD &&
 	    (ask->no_offload || (c->t->flags & TP_OFFLOAD_PINNED)))

@@ -243,7 +243,7 @@ static void director_in_base(struct tp_policy *pol, const struct tp_tensor *t,
 {
 	size_t anc_pages = 0;
 
-	in->flags = t->flags;
+	in->flags = tp_pager_leave_flags(t);
 	in->computable = tp_policy_computable(pol, t);
 	in->m = tp_filter_mem(t);
 	in->cached = (double)t->cached_pages * (double)chunk_bytes(pol);

@@ -25,8 +25,10 @@
 /* A tensor that could never leave is not a candidate at all. */
 static bool never_leaves(const struct tp_tensor *t)
 {
-	return (t->flags & TP_NO_PAGING) ||
-	       ((t->flags & TP_EVICT_PINNED) && (t->flags & TP_OFFLOAD_PINNED));
+	unsigned f = tp_pager_leave_flags(t);
+
+	return (f & TP_NO_PAGING) ||
+	       ((f & TP_EVICT_PINNED) && (f & TP_OFFLOAD_PINNED));
 }
 
 static void make_key(struct tp_policy *pol, const struct tp_tensor *t,

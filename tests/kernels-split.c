@@ -7,7 +7,8 @@
  * parts (two halves, three uneven parts, one row each) called as
  * tp_op_run calls them: the cut tensors' pointers at the part's first
  * row, their sizes the part's rows. Each part sees, of a cut input, only
- * its rows to the end (those before are NaN), and a fresh cut output
+ * its rows to the end (those before are NaN; those after too for an op
+ * whose parts read their rows alone), and a fresh cut output
  * whose bytes outside its rows must come back untouched; after part 0 the
  * whole outputs are read-only (a write there faults and fails the
  * point). Every output must equal the whole run's byte for byte.
@@ -317,7 +318,19 @@ static void protect(struct slot *out, const struct op_io *io,
 			mprotect(out[k].base, page_round(out[k].size), prot);
 }
 
-/* Part [@r0, @r1)'s slots: cut inputs NaN before @r0, fresh cut outputs. */
+/* Whether the registry says the op's parts read their rows alone. */
+static bool split_local(const struct split_case *c)
+{
+	const struct tp_op_type *t = tp_kernels_find(c->op);
+
+	return t && (t->flags & TP_OP_SPLIT_LOCAL);
+}
+
+/*
+ * Part [@r0, @r1)'s slots: cut inputs NaN before @r0 (and from @r1 on for
+ * an op whose parts read their rows alone, TP_OP_SPLIT_LOCAL), fresh cut
+ * outputs.
+ */
 static int part_slots(const struct split_case *c, const struct op_io *io,
 		      size_t r0, size_t r1, struct slot *in, struct slot *out,
 		      struct slot *whole_out)
@@ -340,6 +353,9 @@ static int part_slots(const struct split_case *c, const struct op_io *io,
 			return -ENOMEM;
 		memcpy(in[k].base, io->in[k], io->in_bytes[k]);
 		memset(in[k].base, 0xff, r0 * rb);
+		if (split_local(c))
+			memset((char *)in[k].base + r1 * rb, 0xff,
+			       io->in_bytes[k] - r1 * rb);
 	}
 	for (k = 0; k < io->n_out; k++) {
 		size_t rb = io->out_bytes[k] / c->rows;
@@ -769,6 +785,29 @@ static void check_registry(void)
 	}
 	ok(!bad && cut == 28,
 	   "registry: the %u ops tested here are splittable, no other", cut);
+
+	/* Parts read their rows alone exactly when no output is whole. */
+	bad = 0;
+	for (j = 0; j < N_CASES; j++) {
+		const struct tp_op_type *t = tp_kernels_find(cases[j].op);
+		size_t in[MAX_IO], out[MAX_IO];
+		unsigned ni, no;
+
+		if (!t || tp_kernels_shape(t, cases[j].params,
+					   cases[j].params_len, in, &ni, out,
+					   &no)) {
+			bad++;
+			continue;
+		}
+		if (!!(t->flags & TP_OP_SPLIT_LOCAL) !=
+		    (cases[j].out == (1ull << no) - 1)) {
+			diag("%s: local %u, cuts outputs 0x%llx of %u",
+			     t->name, !!(t->flags & TP_OP_SPLIT_LOCAL),
+			     (unsigned long long)cases[j].out, no);
+			bad++;
+		}
+	}
+	ok(!bad, "registry: TP_OP_SPLIT_LOCAL on every op that cuts all its outputs, no other");
 }
 
 /*
@@ -903,7 +942,7 @@ int main(void)
 	sigaction(SIGSEGV, &sa, NULL);
 	sigaction(SIGBUS, &sa, NULL);
 	rng_state = seed;
-	plan_tests(N_CASES * POINTS_PER_CASE + 6);
+	plan_tests(N_CASES * POINTS_PER_CASE + 7);
 	diag("seed %" PRIu64, seed);
 	for (i = 0; i < N_CASES; i++) {
 		struct op_io io;

@@ -11,6 +11,10 @@
  *  - A part that fails leaves no output, nothing pinned, the inputs as
  *    they were; off, or with no number of parts that fits, the op fails
  *    with -ENOMEM and nothing changes.
+ *  - An op whose parts read their rows alone (TP_OP_SPLIT_LOCAL) streams
+ *    a cut input that is in host swap: each part brings back its rows
+ *    alone, so it fits a budget the input would not; nothing is
+ *    regenerated, and the results are a whole run's.
  */
 #include "config.h"
 
@@ -123,37 +127,106 @@ static const struct tp_op_type mix_whole = {
 	.name = "rowmix-whole", .launch = mix_launch,
 };
 
+/* rowdot(x[rows][cols], w[cols]) -> y[rows]: y[r] = sum over j of x[r][j] w[j]. */
+static unsigned long scale_launches, scale_bad;
+
+static int scale_launch(const struct tp_op_launch *l)
+{
+	const struct mix_params *p = l->params;
+	size_t row = p->cols * sizeof(float);
+	size_t n = l->rows ? l->rows : p->rows;
+	const float *x = l->in[0], *w = l->in[1];
+	float *y = l->out[0];
+
+	scale_launches++;
+	if (l->n_in != 2 || l->n_out != 1 || l->in_bytes[0] != n * row ||
+	    l->out_bytes[0] != n * sizeof(float) || l->in_bytes[1] != row) {
+		scale_bad++;
+		return -EINVAL;
+	}
+	for (size_t r = 0; r < n; r++) {
+		double sum = 0;
+
+		for (uint32_t j = 0; j < p->cols; j++)
+			sum += (double)x[r * p->cols + j] * w[j];
+		y[r] = (float)sum;
+	}
+	return 0;
+}
+
+static int scale_split(const void *params, size_t len, const size_t *in_bytes,
+		       unsigned n_in, const size_t *out_bytes, unsigned n_out,
+		       struct tp_op_split *s)
+{
+	const struct mix_params *p = params;
+
+	if (len != sizeof(*p) || n_in != 2 || n_out != 1)
+		return -EINVAL;
+	s->rows = p->rows;
+	s->in = 1;		/* x */
+	s->out = 1;		/* y */
+	return 0;
+}
+
+static const struct tp_op_type scale_local = {
+	.name = "rowdot", .launch = scale_launch,
+	.flags = TP_OP_SPLITTABLE | TP_OP_SPLIT_LOCAL, .split = scale_split,
+};
+
+/* The same op, not declared local: part 0 holds every row of x. */
+static const struct tp_op_type scale_held = {
+	.name = "rowdot-held", .launch = scale_launch,
+	.flags = TP_OP_SPLITTABLE, .split = scale_split,
+};
+
 struct run {
 	struct tp_ctx *ctx;
 	struct tp_tensor *x, *w, *y, *m;
 	int ret;
 };
 
-/* gen -> x; w from @wv; rowmix(x, w) -> y, m. */
-static struct run run_mix(const char *conf, const struct mix_params *mp,
-			  const struct tp_op_type *type, const float *wv)
+/*
+ * gen -> x; w from @wv; rowmix(x, w) -> y, m (rowdot: y alone; x sent
+ * to host swap first with @offload_x).
+ */
+static struct run run_op(const char *conf, const struct mix_params *mp,
+			 const struct tp_op_type *type, const float *wv,
+			 bool offload_x)
 {
 	struct gen_params gp = { 7, mp->rows * mp->cols };
 	size_t row = mp->cols * sizeof(float);
 	struct run r = { .ctx = tp_ctx_create(conf) };
-	struct tp_tensor *in[2], *out[2];
+	struct tp_tensor *in[2], *out[2] = { NULL, NULL };
 	size_t ob[2] = { mp->rows * row, row };
+	unsigned n_out = 2;
+
+	if (type->launch == scale_launch) {
+		ob[0] = mp->rows * sizeof(float);
+		n_out = 1;
+	}
 
 	if (!r.ctx)
 		bail_out("tp_ctx_create: %s", strerror(errno));
 	r.ret = tp_op_run(r.ctx, &gen, &gp, sizeof(gp), NULL, 0, &r.x,
 			  &(size_t){ gp.floats * sizeof(float) }, 1);
 	r.w = tp_tensor_create(r.ctx, row, 0);
-	if (r.ret || !r.w || tp_tensor_write(r.ctx, r.w, 0, wv, row))
+	if (r.ret || !r.w || tp_tensor_write(r.ctx, r.w, 0, wv, row) ||
+	    (offload_x && tp_tensor_offload(r.ctx, r.x)))
 		bail_out("setting up x and w");
 	in[0] = r.x;
 	in[1] = r.w;
-	r.ret = tp_op_run(r.ctx, type, mp, sizeof(*mp), in, 2, out, ob, 2);
+	r.ret = tp_op_run(r.ctx, type, mp, sizeof(*mp), in, 2, out, ob, n_out);
 	if (!r.ret) {
 		r.y = out[0];
 		r.m = out[1];
 	}
 	return r;
+}
+
+static struct run run_mix(const char *conf, const struct mix_params *mp,
+			  const struct tp_op_type *type, const float *wv)
+{
+	return run_op(conf, mp, type, wv, false);
 }
 
 static bool same(struct run *r, struct tp_tensor *t, const void *ref,
@@ -243,7 +316,7 @@ int main(void)
 	struct tp_stats st;
 	void *rx;
 
-	plan_tests(21);
+	plan_tests(25);
 	for (size_t j = 0; j < 16384; j++)
 		wv[j] = 0.5f + (float)(j % 7) / 8.0f;
 
@@ -329,6 +402,48 @@ int main(void)
 	   "x reads back right, and the outputs' chunks were returned");
 	tp_ctx_destroy(r.ctx);
 	free(rx);
+
+	/*
+	 * Streaming: x (20 rows of 16K, 5 chunks) in host swap, w and y a
+	 * chunk each, in a budget of 6. Held from each part's rows to the
+	 * end, x's rows come back at once: part 0 needs all of x, and no
+	 * number of parts fits. Streamed, a part brings back its rows alone
+	 * (and the next part's before it lets go of them); nothing is
+	 * regenerated.
+	 */
+	{
+		struct mix_params wide = { 20, COLS, -1 };
+		struct run ref = run_mix(CONF("64M", ""), &wide, &scale_local,
+					 wv);
+		void *ry = contents(&ref, ref.y);
+
+		rx = contents(&ref, ref.x);
+		tp_ctx_destroy(ref.ctx);
+		r = run_op(CONF("384K", ""), &wide, &scale_held, wv, true);
+		ok(r.ret == -ENOMEM && !stats(&r).split_runs,
+		   "x in swap, held to the end: no number of parts fits (%s)",
+		   tp_strerror(r.ret));
+		tp_ctx_destroy(r.ctx);
+
+		scale_launches = scale_bad = 0;
+		r = run_op(CONF("384K", ""), &wide, &scale_local, wv, true);
+		st = stats(&r);
+		ok(!r.ret && st.split_runs == 1 && st.split_parts >= 2 &&
+		   scale_launches == st.split_parts && !scale_bad &&
+		   st.phys_peak <= st.budget_bytes,
+		   "TP_OP_SPLIT_LOCAL: x streams, the op fits in %llu parts (%s)",
+		   (unsigned long long)st.split_parts, tp_strerror(r.ret));
+		ok(!r.ret && !st.recomputes && !r.x->rows_held && !r.x->pins &&
+		   !r.w->pins && !r.y->pins,
+		   "nothing regenerated, nothing held after (%llu recomputes)",
+		   (unsigned long long)st.recomputes);
+		ok(!r.ret && same(&r, r.y, ry, tp_tensor_size(r.y)) &&
+		   same(&r, r.x, rx, tp_tensor_size(r.x)),
+		   "y is a whole run's, byte for byte; x reads back right");
+		tp_ctx_destroy(r.ctx);
+		free(ry);
+		free(rx);
+	}
 
 	/* auto: with delta-overlap only. */
 	r.ctx = tp_ctx_create("vmm.backend=sim,pager.rescue=0");

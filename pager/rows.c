@@ -1,0 +1,48 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Rows held by an op run in parts (lineage/op_split.c): a cut input that
+ * streams is read a part's rows at a time, and while it is, its unread
+ * rows leave by offload only (an evicted one would bring the whole tensor
+ * back by regeneration, where one in host swap comes back alone); the
+ * rows read are the holder's to evict.
+ */
+#include "config.h"
+#include "pager/pager_int.h"
+
+unsigned tp_pager_leave_flags(const struct tp_tensor *t)
+{
+	return t->flags | (t->rows_held ? TP_EVICT_PINNED : 0);
+}
+
+void tp_pager_hold_rows(struct tp_pager *pg, struct tp_tensor *t, bool hold)
+{
+	if (hold)
+		t->rows_held++;
+	else if (t->rows_held)
+		t->rows_held--;
+	tp_pager_cand_update(pg, t);
+}
+
+int tp_pager_evict_read_rows(struct tp_pager *pg, struct tp_tensor *t,
+			     size_t off, size_t len)
+{
+	unsigned held = t->rows_held;
+	int ret;
+
+	/* Rows its holder has read: theirs to let go. */
+	t->rows_held = 0;
+	ret = tp_pager_evict_range(pg, t, off, len);
+	t->rows_held = held;
+	tp_pager_cand_update(pg, t);
+	return ret;
+}
+
+size_t tp_pager_swapped_pages(const struct tp_tensor *t)
+{
+	size_t n = 0;
+
+	for (size_t i = 0; t->pages && i < t->nr_pages; i++)
+		n += t->pages[i].state == TP_PAGE_OFFLOADED ||
+		     t->pages[i].state == TP_PAGE_OFFLOADING;
+	return n;
+}

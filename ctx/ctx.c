@@ -52,6 +52,11 @@ static bool glue_regen_needs(void *priv, const struct tp_tensor *t)
 	return tp_lineage_regen_needs(priv, t);
 }
 
+static bool glue_regen_reads(void *priv, const struct tp_tensor *t)
+{
+	return tp_lineage_regen_reads(priv, t);
+}
+
 static bool glue_op_wants_cut(void *priv)
 {
 	return tp_policy_wants_cuts(priv);
@@ -105,6 +110,7 @@ static int policy_create(struct tp_ctx *ctx)
 		.projected_ns = glue_projected_ns,
 		.computable = glue_computable,
 		.regen_needs = glue_regen_needs,
+		.regen_reads = glue_regen_reads,
 		.priv = ctx->lineage,
 	};
 	tp_policy_set_cost_ops(ctx->policy, ctx->cost_ops);

@@ -79,15 +79,22 @@ out:
 	pthread_mutex_unlock(&lock);
 }
 
-unsigned tp_batching_picks(uint32_t rows, uint32_t pick[3])
+int tp_batching_run(const void *key, size_t len, uint32_t rows,
+		    const struct tp_batching_ops *ops, void *priv)
 {
-	unsigned n = 0;
+	enum tp_batching st = tp_batching_of(key, len, rows);
+	uint32_t pick[3] = { 0, 1, rows - 1 };
+	bool same;
+	int ret;
 
-	if (rows > 0)
-		pick[n++] = 0;
-	if (rows > 1)
-		pick[n++] = 1;
-	if (rows > 2)
-		pick[n++] = rows - 1;
-	return n;
+	if (st == TP_BATCHING_SINGLE || rows < 2)
+		return ops->single(priv, rows);
+	ret = ops->all(priv, rows);
+	if (ret || st == TP_BATCHING_CHECKED)
+		return ret;
+	ret = ops->compare(priv, pick, rows > 2 ? 3 : 2, &same);
+	if (ret)
+		return ret;
+	tp_batching_note(key, len, rows, same);
+	return same ? 0 : ops->single(priv, rows);
 }

@@ -38,7 +38,26 @@ enum tp_batching tp_batching_of(const void *key, size_t len, uint32_t rows);
  */
 void tp_batching_note(const void *key, size_t len, uint32_t rows, bool same);
 
-/* The rows a check compares: 0, 1 and the last, fewer when @rows < 3. */
-unsigned tp_batching_picks(uint32_t rows, uint32_t pick[3]);
+/* What a caller of tp_batching_run() does with @rows rows (its @priv). */
+struct tp_batching_ops {
+	/* every row, as one problem */
+	int (*all)(void *priv, uint32_t rows);
+	/* one row at a time, each a problem of one row */
+	int (*single)(void *priv, uint32_t rows);
+	/* *@same: rows @pick[0..@n) computed alone are what all() wrote */
+	int (*compare)(void *priv, const uint32_t *pick, unsigned n,
+		       bool *same);
+};
+
+/*
+ * tp_batching_run() - @rows rows of the shape keyed by @key (as for
+ * tp_batching_of()): one at a time where that shape once differed, or for
+ * one row; else as one problem, the first of its shape and row count
+ * checked on rows 0, 1 and the last, and redone one at a time, before
+ * anything reads it, when a row differs.
+ * Return: 0 or what an op returned.
+ */
+int tp_batching_run(const void *key, size_t len, uint32_t rows,
+		    const struct tp_batching_ops *ops, void *priv);
 
 #endif /* TP_KERNELS_BATCHING_H */

@@ -14,6 +14,7 @@
 #include "config.h"
 
 #include <cblas.h>
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -34,58 +35,73 @@ struct rows_key {
 	int trans_b, n, k;
 };
 
-/* C[rows x n] = A[rows x k] op(B), one row at a time. */
-static void rows_single(int tb, int rows, int n, int k, const float *a,
-			const float *b, float *c)
+/* C[rows x n] = A[rows x k] op(B), a linear op's rows. */
+struct rows_run {
+	int tb, n, k;
+	const float *a, *b;
+	float *c;
+};
+
+static int rows_all(void *priv, uint32_t rows)
 {
-	for (int i = 0; i < rows; i++)
-		tp_cpu_sgemm(0, tb, 1, n, k, 1.0f, a + (size_t)i * k, b, 0.0f,
-			     c + (size_t)i * n);
+	const struct rows_run *r = priv;
+
+	tp_cpu_sgemm(0, r->tb, (int)rows, r->n, r->k, 1.0f, r->a, r->b, 0.0f,
+		     r->c);
+	return 0;
 }
 
-/*
- * C[rows x n] = A[rows x k] op(B), each row with the bits it gets alone:
- * as one product where that many rows were checked to (batching.h), else
- * row by row; the first product of a shape and row count is checked on
- * rows 0, 1 and the last, and redone row by row when one differs.
- */
-static void rows_sgemm(int tb, int rows, int n, int k, const float *a,
-		       const float *b, float *c)
+static int rows_single(void *priv, uint32_t rows)
 {
+	const struct rows_run *r = priv;
+
+	for (uint32_t i = 0; i < rows; i++)
+		tp_cpu_sgemm(0, r->tb, 1, r->n, r->k, 1.0f,
+			     r->a + (size_t)i * r->k, r->b, 0.0f,
+			     r->c + (size_t)i * r->n);
+	return 0;
+}
+
+static int rows_compare(void *priv, const uint32_t *pick, unsigned np,
+			bool *same)
+{
+	const struct rows_run *r = priv;
+	float *one = malloc((size_t)r->n * sizeof(*one));
+
+	if (!one)
+		return -ENOMEM;
+	*same = true;
+	for (unsigned q = 0; q < np && *same; q++) {
+		tp_cpu_sgemm(0, r->tb, 1, r->n, r->k, 1.0f,
+			     r->a + (size_t)pick[q] * r->k, r->b, 0.0f, one);
+		*same = !memcmp(one, r->c + (size_t)pick[q] * r->n,
+				(size_t)r->n * sizeof(*one));
+	}
+	free(one);
+	return 0;
+}
+
+static const struct tp_batching_ops rows_ops = {
+	.all = rows_all, .single = rows_single, .compare = rows_compare,
+};
+
+/*
+ * C[rows x n] = A[rows x k] op(B), each row with the bits it gets alone
+ * (batching.h).
+ */
+static int rows_sgemm(int tb, int rows, int n, int k, const float *a,
+		      const float *b, float *c)
+{
+	struct rows_run r = { tb, n, k, a, b, c };
 	struct rows_key key;
-	uint32_t pick[3];
-	unsigned np;
-	float *one;
-	bool same = true;
-	enum tp_batching st;
 
 	memset(&key, 0, sizeof(key));
 	memcpy(key.device, "cpu", 4);
 	key.trans_b = tb;
 	key.n = n;
 	key.k = k;
-	st = tp_batching_of(&key, sizeof(key), (uint32_t)rows);
-	if (st == TP_BATCHING_SINGLE || rows == 1) {
-		rows_single(tb, rows, n, k, a, b, c);
-		return;
-	}
-	tp_cpu_sgemm(0, tb, rows, n, k, 1.0f, a, b, 0.0f, c);
-	if (st == TP_BATCHING_CHECKED)
-		return;
-	one = malloc((size_t)n * sizeof(*one));
-	if (!one)
-		return;		/* checked next time */
-	np = tp_batching_picks((uint32_t)rows, pick);
-	for (unsigned q = 0; q < np && same; q++) {
-		tp_cpu_sgemm(0, tb, 1, n, k, 1.0f, a + (size_t)pick[q] * k, b,
-			     0.0f, one);
-		same = !memcmp(one, c + (size_t)pick[q] * n,
-			       (size_t)n * sizeof(*one));
-	}
-	free(one);
-	tp_batching_note(&key, sizeof(key), (uint32_t)rows, same);
-	if (!same)
-		rows_single(tb, rows, n, k, a, b, c);
+	return tp_batching_run(&key, sizeof(key), (uint32_t)rows, &rows_ops,
+			       &r);
 }
 
 int tp_cpu_linear(const struct tp_op_launch *l)
@@ -93,8 +109,12 @@ int tp_cpu_linear(const struct tp_op_launch *l)
 	const struct tp_linear_params *p = TP_PARAMS(l, tp_linear_params);
 	size_t i, j, rows = tp_rows(l, p->n);
 	float *y = TP_OUT(l, 0);
+	int ret;
 
-	rows_sgemm(1, (int)rows, p->out, p->in, TP_IN(l, 0), TP_IN(l, 1), y);
+	ret = rows_sgemm(1, (int)rows, p->out, p->in, TP_IN(l, 0), TP_IN(l, 1),
+			 y);
+	if (ret)
+		return ret;
 	if (p->bias) {
 		const float *b = TP_IN(l, 2);
 
@@ -110,12 +130,13 @@ int tp_cpu_linear_bwd(const struct tp_op_launch *l)
 	const struct tp_linear_params *p = TP_PARAMS(l, tp_linear_params);
 	const float *dy = TP_IN(l, 0), *x = TP_IN(l, 1), *w = TP_IN(l, 2);
 	uint32_t i, j;
+	int ret;
 
 	/* dx = dy W for the rows; dW = dy^T x over all of them (part 0) */
-	rows_sgemm(0, (int)tp_rows(l, p->n), p->in, p->out, dy, w,
-		   TP_OUT(l, 0));
-	if (!tp_writes_whole(l))
-		return 0;
+	ret = rows_sgemm(0, (int)tp_rows(l, p->n), p->in, p->out, dy, w,
+			 TP_OUT(l, 0));
+	if (ret || !tp_writes_whole(l))
+		return ret;
 	tp_cpu_sgemm(1, 0, p->out, p->in, p->n, 1.0f, dy, x, 0.0f,
 		     TP_OUT(l, 1));
 	if (p->bias) {

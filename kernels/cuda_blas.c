@@ -119,85 +119,72 @@ static int run_one(const struct tp_op_launch *l, const struct gemm_run *r,
 			     c ? c : r->c + i * r->sc, 0, 1);
 }
 
-static int run_single(const struct tp_op_launch *l, const struct gemm_run *r,
-		      int count)
+/* A run and its launch, as tp_batching_run() hands them back. */
+struct gemm_job {
+	const struct tp_op_launch *l;
+	const struct gemm_run *r;
+};
+
+static int job_all(void *priv, uint32_t count)
 {
+	const struct gemm_job *j = priv;
+
+	return run_all(j->l, j->r, (int)count);
+}
+
+static int job_single(void *priv, uint32_t count)
+{
+	const struct gemm_job *j = priv;
 	int rc = 0;
 
-	for (int i = 0; i < count && !rc; i++)
-		rc = run_one(l, r, i, NULL);
+	for (uint32_t i = 0; i < count && !rc; i++)
+		rc = run_one(j->l, j->r, (int)i, NULL);
 	return rc;
 }
 
-/* Products 0, 1 and the last of @r's output against each alone. */
-static int compare(const struct tp_op_launch *l, const struct gemm_run *r,
-		   int count, bool *same)
+/* Products @pick of the run's output against each computed alone. */
+static int job_compare(void *priv, const uint32_t *pick, unsigned np,
+		       bool *same)
 {
-	size_t bytes = (size_t)r->g.m * r->g.n * sizeof(float);
-	uint32_t pick[3];
-	unsigned np = tp_batching_picks((uint32_t)count, pick);
-	char *alone = malloc(bytes), *batch = malloc(bytes);
+	const struct gemm_job *j = priv;
+	const struct tp_op_launch *l = j->l;
+	size_t bytes = (size_t)j->r->g.m * j->r->g.n * sizeof(float);
 	float *scratch = NULL;
-	int rc = alone && batch ? 0 : -ENOMEM;
+	int rc;
 
 	*same = true;
-	if (!rc)
-		rc = tp_cuda_check(l, cudaMallocAsync((void **)&scratch, bytes,
-						      TP_STREAM(l)),
-				   "cudaMallocAsync (batch invariance check)");
+	rc = tp_cuda_check(l, cudaMallocAsync((void **)&scratch, bytes,
+					      TP_STREAM(l)),
+			   "cudaMallocAsync (batch invariance check)");
 	for (unsigned q = 0; q < np && !rc && *same; q++) {
-		rc = run_one(l, r, (int)pick[q], scratch);
+		rc = run_one(l, j->r, (int)pick[q], scratch);
 		if (!rc)
-			rc = tp_cuda_check(l, cudaMemcpyAsync(alone, scratch,
-					bytes, cudaMemcpyDeviceToHost,
-					TP_STREAM(l)), "cudaMemcpyAsync");
-		if (!rc)
-			rc = tp_cuda_check(l, cudaMemcpyAsync(batch,
-					r->c + pick[q] * r->sc, bytes,
-					cudaMemcpyDeviceToHost, TP_STREAM(l)),
-					"cudaMemcpyAsync");
-		if (!rc)
-			rc = tp_cuda_check(l, cudaStreamSynchronize(
-					TP_STREAM(l)), "cudaStreamSynchronize");
-		if (!rc)
-			*same = !memcmp(alone, batch, bytes);
+			rc = tp_cuda_same_bytes(l, scratch,
+						j->r->c + pick[q] * j->r->sc,
+						bytes, same);
 	}
 	if (scratch)
 		cudaFreeAsync(scratch, TP_STREAM(l));
-	free(alone);
-	free(batch);
 	return rc;
 }
 
-/*
- * @count products (or rows) of @r, as one call where that count was
- * checked to give each its bits alone, else one at a time; the first call
- * of a shape and count is checked, and redone one at a time before
- * anything reads it when a product differs.
- */
+static const struct tp_batching_ops gemm_ops = {
+	.all = job_all, .single = job_single, .compare = job_compare,
+};
+
+/* @count products (or rows) of @r, each with its bits alone (batching.h). */
 static int products(const struct tp_op_launch *l, const struct gemm_run *r,
 		    int count)
 {
+	struct gemm_job j = { l, r };
 	struct gemm_key key;
-	enum tp_batching st;
-	bool same;
-	int rc;
 
 	memset(&key, 0, sizeof(key));
 	memcpy(key.device, "cublas", 7);
 	key.g = r->g;
 	key.rows = r->rows;
-	st = tp_batching_of(&key, sizeof(key), (uint32_t)count);
-	if (st == TP_BATCHING_SINGLE || count == 1)
-		return run_single(l, r, count);
-	rc = run_all(l, r, count);
-	if (rc || st == TP_BATCHING_CHECKED)
-		return rc;
-	rc = compare(l, r, count, &same);
-	if (rc)
-		return rc;
-	tp_batching_note(&key, sizeof(key), (uint32_t)count, same);
-	return same ? 0 : run_single(l, r, count);
+	return tp_batching_run(&key, sizeof(key), (uint32_t)count, &gemm_ops,
+			       &j);
 }
 
 /* C[rows x n] = A[rows x k] op(B) for a linear op's rows. */

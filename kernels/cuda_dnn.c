@@ -396,121 +396,102 @@ out:
 	return rc;
 }
 
-/* @n images one at a time, each a problem of one image. */
-static int run_single(const struct tp_op_launch *l,
-		      const struct tp_conv2d_params *p,
-		      const struct conv_algo *a, enum conv_dir dir,
-		      uint32_t n, const float *w, const float *src, float *dst,
-		      void *ws, size_t ws_bytes)
+/* One direction's images and what runs them, for tp_batching_run(). */
+struct conv_job {
+	const struct tp_op_launch *l;
+	const struct tp_conv2d_params *p;
+	const struct conv_algo *a;
+	enum conv_dir dir;
+	const float *w, *src;
+	float *dst;
+	void *ws;
+	size_t ws_bytes;
+};
+
+/* Every image as one problem. */
+static int job_all(void *priv, uint32_t n)
 {
+	const struct conv_job *j = priv;
+	struct conv_problem pb = { 0 };
+	int rc = problem_init(j->l, j->p, j->a, j->dir, n, &pb);
+
+	if (!rc)
+		rc = problem_run(j->l, j->a, j->dir, &pb, j->w, j->src, j->dst,
+				 j->ws, j->ws_bytes);
+	desc_destroy(&pb.d);
+	return rc;
+}
+
+/* @n images one at a time, each a problem of one image. */
+static int job_single(void *priv, uint32_t n)
+{
+	const struct conv_job *j = priv;
 	struct conv_problem one_pb = { 0 };
-	size_t si = src_image(p, dir), di = dst_image(p, dir);
-	int rc = problem_init(l, p, a, dir, 1, &one_pb);
+	size_t si = src_image(j->p, j->dir), di = dst_image(j->p, j->dir);
+	int rc = problem_init(j->l, j->p, j->a, j->dir, 1, &one_pb);
 
 	for (uint32_t i = 0; i < n && !rc; i++)
-		rc = problem_run(l, a, dir, &one_pb, w, src + i * si,
-				 dst + i * di, ws, ws_bytes);
+		rc = problem_run(j->l, j->a, j->dir, &one_pb, j->w,
+				 j->src + i * si, j->dst + i * di, j->ws,
+				 j->ws_bytes);
 	desc_destroy(&one_pb.d);
 	return rc;
 }
 
-/*
- * Compare images 0, 1 and @n - 1 of @dst, as the batch of @n gave them,
- * with each computed alone into scratch: *@same when all agree.
- */
-static int batch_compare(const struct tp_op_launch *l,
-			 const struct tp_conv2d_params *p,
-			 const struct conv_algo *a, enum conv_dir dir,
-			 uint32_t n, const float *w, const float *src,
-			 const float *dst, void *ws, size_t ws_bytes,
-			 bool *same)
+/* Images @pick of the output against each computed alone into scratch. */
+static int job_compare(void *priv, const uint32_t *pick, unsigned np,
+		       bool *same)
 {
-	size_t si = src_image(p, dir), di = dst_image(p, dir);
+	const struct conv_job *j = priv;
+	const struct tp_op_launch *l = j->l;
+	size_t si = src_image(j->p, j->dir), di = dst_image(j->p, j->dir);
 	size_t bytes = di * sizeof(float);
-	uint32_t pick[3];
-	unsigned np = tp_batching_picks(n, pick);
 	struct conv_problem one_pb = { 0 };
-	char *alone = NULL, *batch = NULL;
 	float *scratch = NULL;
 	int rc;
 
 	*same = true;
-	alone = malloc(bytes);
-	batch = malloc(bytes);
-	if (!alone || !batch) {
-		rc = -ENOMEM;
-		goto out;
-	}
 	rc = tp_cuda_check(l, cudaMallocAsync((void **)&scratch, bytes,
 					      TP_STREAM(l)),
 			   "cudaMallocAsync (batch invariance check)");
 	if (!rc)
-		rc = problem_init(l, p, a, dir, 1, &one_pb);
+		rc = problem_init(l, j->p, j->a, j->dir, 1, &one_pb);
 	for (unsigned q = 0; q < np && !rc && *same; q++) {
-		uint32_t i = pick[q];
-
-		rc = problem_run(l, a, dir, &one_pb, w, src + i * si, scratch,
-				 ws, ws_bytes);
+		rc = problem_run(l, j->a, j->dir, &one_pb, j->w,
+				 j->src + pick[q] * si, scratch, j->ws,
+				 j->ws_bytes);
 		if (!rc)
-			rc = tp_cuda_check(l, cudaMemcpyAsync(alone, scratch,
-					bytes, cudaMemcpyDeviceToHost,
-					TP_STREAM(l)), "cudaMemcpyAsync");
-		if (!rc)
-			rc = tp_cuda_check(l, cudaMemcpyAsync(batch,
-					dst + i * di, bytes,
-					cudaMemcpyDeviceToHost, TP_STREAM(l)),
-					"cudaMemcpyAsync");
-		if (!rc)
-			rc = tp_cuda_check(l, cudaStreamSynchronize(TP_STREAM(l)),
-					   "cudaStreamSynchronize");
-		if (!rc)
-			*same = !memcmp(alone, batch, bytes);
+			rc = tp_cuda_same_bytes(l, scratch,
+						j->dst + pick[q] * di, bytes,
+						same);
 	}
 	desc_destroy(&one_pb.d);
 	if (scratch)
 		cudaFreeAsync(scratch, TP_STREAM(l));
-out:
-	free(alone);
-	free(batch);
 	return rc;
 }
 
+static const struct tp_batching_ops conv_ops = {
+	.all = job_all, .single = job_single, .compare = job_compare,
+};
+
 /*
- * Direction @dir of @p on the @n images at @src into @dst: as one
- * problem where that was checked to give every image its one-image bits,
- * else one image at a time (see above). Lock held.
+ * Direction @dir of @p on the @n images at @src into @dst, each image
+ * with its one-image bits (batching.h). Lock held.
  */
 static int conv_images(const struct tp_op_launch *l,
 		       const struct tp_conv2d_params *p, struct conv_algo *a,
 		       enum conv_dir dir, uint32_t n, const float *w,
 		       const float *src, float *dst, void *ws, size_t ws_bytes)
 {
-	struct conv_problem pb = { 0 };
+	struct conv_job j = { l, p, a, dir, w, src, dst, ws, ws_bytes };
 	struct conv_key key;
-	enum tp_batching st;
-	bool same;
-	int rc;
 
 	memset(&key, 0, sizeof(key));
 	memcpy(key.device, "cudnn", 6);
 	key.dir = dir;
 	key.shape = *p;
-	st = tp_batching_of(&key, sizeof(key), n);
-	if (st == TP_BATCHING_SINGLE || n == 1)
-		return run_single(l, p, a, dir, n, w, src, dst, ws, ws_bytes);
-	rc = problem_init(l, p, a, dir, n, &pb);
-	if (!rc)
-		rc = problem_run(l, a, dir, &pb, w, src, dst, ws, ws_bytes);
-	desc_destroy(&pb.d);
-	if (rc || st == TP_BATCHING_CHECKED)
-		return rc;
-	rc = batch_compare(l, p, a, dir, n, w, src, dst, ws, ws_bytes, &same);
-	if (rc)
-		return rc;
-	tp_batching_note(&key, sizeof(key), n, same);
-	/* Redone before anything reads it: all runs agree from now. */
-	return same ? 0 : run_single(l, p, a, dir, n, w, src, dst, ws,
-				     ws_bytes);
+	return tp_batching_run(&key, sizeof(key), n, &conv_ops, &j);
 }
 
 int tp_cuda_conv2d(const struct tp_op_launch *l)

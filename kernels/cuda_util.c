@@ -10,6 +10,8 @@
 
 #include <errno.h>
 #include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
 
 #include "ctx/ctx.h"
 #include "kernels/cuda_util.h"
@@ -55,4 +57,28 @@ int tp_cuda_check(const struct tp_op_launch *l, cudaError_t e,
 	if (e == cudaSuccess)
 		return 0;
 	return tp_cuda_fail(l, what, cudaGetErrorString(e));
+}
+
+int tp_cuda_same_bytes(const struct tp_op_launch *l, const void *a,
+		       const void *b, size_t bytes, bool *same)
+{
+	char *ha = malloc(bytes), *hb = malloc(bytes);
+	int rc = ha && hb ? 0 : -ENOMEM;
+
+	if (!rc)
+		rc = tp_cuda_check(l, cudaMemcpyAsync(ha, a, bytes,
+				cudaMemcpyDeviceToHost, TP_STREAM(l)),
+				"cudaMemcpyAsync");
+	if (!rc)
+		rc = tp_cuda_check(l, cudaMemcpyAsync(hb, b, bytes,
+				cudaMemcpyDeviceToHost, TP_STREAM(l)),
+				"cudaMemcpyAsync");
+	if (!rc)
+		rc = tp_cuda_check(l, cudaStreamSynchronize(TP_STREAM(l)),
+				   "cudaStreamSynchronize");
+	if (!rc)
+		*same = !memcmp(ha, hb, bytes);
+	free(ha);
+	free(hb);
+	return rc;
 }

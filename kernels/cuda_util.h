@@ -39,6 +39,14 @@ int tp_cuda_check(const struct tp_op_launch *l, cudaError_t e,
 		  const char *what);
 
 /**
+ * tp_cuda_same_bytes() - *@same: the @bytes at device addresses @a and @b
+ * are equal, once the work queued on @l's stream is done (the host waits
+ * for it). Return: 0, -ENOMEM or -EIO.
+ */
+int tp_cuda_same_bytes(const struct tp_op_launch *l, const void *a,
+		       const void *b, size_t bytes, bool *same);
+
+/**
  * tp_cuda_sgemm() - @batch row-major products C = alpha op(A) op(B) on
  * cuBLAS, the matrices of each operand @sa, @sb, @sc floats apart.
  * Return: 0 or -EIO.

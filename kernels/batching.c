@@ -10,13 +10,14 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/array.h"
 #include "kernels/batching.h"
 
 struct shape {
 	struct shape *next;
 	bool single;
 	uint32_t *rows;			/* row counts checked */
-	size_t nr_rows;
+	size_t nr_rows, cap_rows;
 	size_t len;
 	unsigned char key[];
 };
@@ -70,7 +71,8 @@ void tp_batching_note(const void *key, size_t len, uint32_t rows, bool same)
 		s->single = true;
 		goto out;
 	}
-	r = realloc(s->rows, (s->nr_rows + 1) * sizeof(*r));
+	r = tp_array_grow(s->rows, &s->cap_rows, s->nr_rows + 1, sizeof(*r),
+			  4);
 	if (r) {
 		r[s->nr_rows++] = rows;
 		s->rows = r;

@@ -21,6 +21,7 @@
 #include <math.h>
 #include <stdlib.h>
 
+#include "base/array.h"
 #include "ctx/ctx.h"
 #include "lineage/lineage_int.h"
 
@@ -32,15 +33,12 @@ struct settle_set {
 
 static int set_push(struct settle_set *s, struct tp_tensor *t)
 {
-	if (s->n == s->cap) {
-		size_t cap = s->cap ? s->cap * 2 : 16;
-		struct tp_tensor **v = realloc(s->v, cap * sizeof(*v));
+	struct tp_tensor **v = tp_array_grow(s->v, &s->cap, s->n + 1,
+					     sizeof(*v), 16);
 
-		if (!v)
-			return -ENOMEM;
-		s->v = v;
-		s->cap = cap;
-	}
+	if (!v)
+		return -ENOMEM;
+	s->v = v;
 	s->v[s->n++] = t;
 	return 0;
 }

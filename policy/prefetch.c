@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/array.h"
 #include "pager/pager.h"
 #include "policy/prefetch.h"
 
@@ -926,6 +927,8 @@ int tp_prefetch_op_end(struct tp_prefetch *pf, struct tp_tensor *const *in,
 		       unsigned n_out, uint64_t ns, uint64_t out_regen)
 {
 	struct op_log *l = &pf->ops_cur;
+	struct tp_record_op *ops;
+	int32_t *io;
 	size_t need;
 	int rc = 0;
 
@@ -934,30 +937,19 @@ int tp_prefetch_op_end(struct tp_prefetch *pf, struct tp_tensor *const *in,
 		goto out;
 	pf->op_open = false;
 	need = l->n_io + n_in + n_out;
-	if (l->n == l->cap) {
-		size_t cap = l->cap ? 2 * l->cap : 256;
-		struct tp_record_op *o = realloc(l->ops, cap * sizeof(*o));
-
-		if (!o) {
-			rc = -ENOMEM;
-			goto out;
-		}
-		l->ops = o;
-		l->cap = cap;
+	ops = tp_array_grow(l->ops, &l->cap, l->n + 1, sizeof(*ops), 256);
+	if (!ops) {
+		rc = -ENOMEM;
+		goto out;
 	}
-	if (need > l->cap_io) {
-		size_t cap = l->cap_io ? 2 * l->cap_io : 1024;
-		int32_t *io;
-
-		while (cap < need)
-			cap *= 2;
-		io = realloc(l->io, cap * sizeof(*io));
+	l->ops = ops;
+	if (need) {
+		io = tp_array_grow(l->io, &l->cap_io, need, sizeof(*io), 1024);
 		if (!io) {
 			rc = -ENOMEM;
 			goto out;
 		}
 		l->io = io;
-		l->cap_io = cap;
 	}
 	l->ops[l->n] = (struct tp_record_op){
 		.io = (uint32_t)l->n_io, .n_in = n_in, .n_out = n_out,

@@ -90,10 +90,9 @@ bool tp_pager_can_offload(const struct tp_tensor *t)
 	       !(t->flags & (TP_OFFLOAD_PINNED | TP_NO_PAGING | TP_SCRATCH));
 }
 
-bool tp_pager_can_evict(struct tp_pager *pg, const struct tp_tensor *t)
+bool tp_pager_evictable(struct tp_pager *pg, const struct tp_tensor *t)
 {
-	if (t->slab || (tp_pager_leave_flags(t) & (TP_EVICT_PINNED |
-						    TP_NO_PAGING)))
+	if (t->slab || (t->flags & (TP_EVICT_PINNED | TP_NO_PAGING)))
 		return false;
 	/* Its pages are dropped and come back unwritten. */
 	if (t->flags & TP_SCRATCH)
@@ -101,6 +100,11 @@ bool tp_pager_can_evict(struct tp_pager *pg, const struct tp_tensor *t)
 	if (t->flags & TP_UNCOMPUTABLE)
 		return false;
 	return pg->regen.can_regenerate(pg->regen.priv, t);
+}
+
+bool tp_pager_can_evict(struct tp_pager *pg, const struct tp_tensor *t)
+{
+	return !t->rows_held && tp_pager_evictable(pg, t);
 }
 
 bool tp_pager_split_allowed(struct tp_pager *pg)

@@ -423,13 +423,22 @@ int tp_pager_evict_part(struct tp_pager *pg, struct tp_tensor *t, size_t most)
 int tp_pager_evict_range(struct tp_pager *pg, struct tp_tensor *t, size_t off,
 			 size_t len)
 {
+	if (!len || off > t->bytes || len > t->bytes - off)
+		return -EINVAL;
+	if (!tp_pager_can_evict(pg, t))
+		return -EPERM;
+	return tp_pager_evict_range_checked(pg, t, off, len);
+}
+
+int tp_pager_evict_range_checked(struct tp_pager *pg, struct tp_tensor *t,
+				 size_t off, size_t len)
+{
 	size_t first, last;
 	int ret;
 
 	if (!len || off > t->bytes || len > t->bytes - off)
 		return -EINVAL;
-	if (t->slab || tp_vmm_pool_contiguous(pg->vmm) ||
-	    !tp_pager_can_evict(pg, t))
+	if (t->slab || tp_vmm_pool_contiguous(pg->vmm))
 		return -EPERM;
 	/* Only pages wholly inside: a page shared with bytes outside stays. */
 	first = (off + pg->chunk - 1) / pg->chunk;

@@ -273,7 +273,16 @@ int tp_pager_rereserve(struct tp_pager *pg, struct tp_tensor *t);
 void tp_pager_held_add(struct tp_pager *pg, long delta);
 
 bool tp_pager_can_offload(const struct tp_tensor *t);
+/*
+ * Whether @t may be evicted at all; tp_pager_can_evict(): and now, its
+ * rows held by no op in parts (pager/rows.c), whose own rows read only
+ * that op evicts (tp_pager_evict_read_rows()).
+ */
+bool tp_pager_evictable(struct tp_pager *pg, const struct tp_tensor *t);
 bool tp_pager_can_evict(struct tp_pager *pg, const struct tp_tensor *t);
+/* tp_pager_evict_range() once the caller has checked that it may. */
+int tp_pager_evict_range_checked(struct tp_pager *pg, struct tp_tensor *t,
+				 size_t off, size_t len);
 
 /**
  * tp_pager_compute_event() - an event recorded on the compute stream now

@@ -7,6 +7,9 @@
  * rows read are the holder's to evict.
  */
 #include "config.h"
+
+#include <errno.h>
+
 #include "pager/pager_int.h"
 
 unsigned tp_pager_leave_flags(const struct tp_tensor *t)
@@ -26,15 +29,10 @@ void tp_pager_hold_rows(struct tp_pager *pg, struct tp_tensor *t, bool hold)
 int tp_pager_evict_read_rows(struct tp_pager *pg, struct tp_tensor *t,
 			     size_t off, size_t len)
 {
-	unsigned held = t->rows_held;
-	int ret;
-
 	/* Rows its holder has read: theirs to let go. */
-	t->rows_held = 0;
-	ret = tp_pager_evict_range(pg, t, off, len);
-	t->rows_held = held;
-	tp_pager_cand_update(pg, t);
-	return ret;
+	if (!tp_pager_evictable(pg, t))
+		return -EPERM;
+	return tp_pager_evict_range_checked(pg, t, off, len);
 }
 
 size_t tp_pager_swapped_pages(const struct tp_tensor *t)

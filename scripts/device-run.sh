@@ -3,7 +3,8 @@
 # from the repository root. Unpacks the carried packages, finds cuDNN (the
 # toolkit's, else the one PyTorch's wheels bring), builds the release
 # tarball with CUDA, runs `make check` on the CUDA backend unless
-# TP_DEVICE_CHECK=0, then each argument as a command inside the build tree.
+# TP_DEVICE_CHECK=0 (only the tests TP_DEVICE_TESTS names, where set), then
+# each argument as a command inside the build tree.
 # Everything is logged under $OUT, which comes back.
 set -uo pipefail
 OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"
@@ -49,8 +50,10 @@ fi
 make -j16 > "$OUT/build.log" 2>&1 || { grep -B2 -A8 -m5 'error' "$OUT/build.log"; exit 1; }
 echo "== built"
 if [ "${TP_DEVICE_CHECK:-1}" != 0 ]; then
+	tests=()
+	[ -n "${TP_DEVICE_TESTS:-}" ] && tests=("TESTS=$TP_DEVICE_TESTS")
 	TPAGER_TEST_BACKEND=cuda timeout "${TP_DEVICE_CHECK_S:-300}" make -j16 check \
-		> "$OUT/check.log" 2>&1
+		"${tests[@]}" > "$OUT/check.log" 2>&1
 	grep -E '^(# |FAIL|ERROR|XPASS)' "$OUT/check.log" | tail -20
 	grep -hE '^(not ok|ok .*# SKIP)' tests/*.log 2>/dev/null | sort | uniq -c |
 		sort -rn | head -30 > "$OUT/notok.txt"

@@ -1,11 +1,12 @@
 // SPDX-License-Identifier: MIT
 /*
  * Batch invariance found on this machine (batching.h): a list of the
- * shapes met, each with the row counts checked and whether it runs one
- * row at a time. Shapes are few (a network's layers), so a list will do.
+ * shapes met, each with the row counts checked and whether their rows
+ * agreed with each alone. Shapes are few (a network's layers), so a list will do.
  */
 #include "config.h"
 
+#include <errno.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
@@ -13,10 +14,14 @@
 #include "base/array.h"
 #include "kernels/batching.h"
 
+struct checked {
+	uint32_t rows;
+	bool same;
+};
+
 struct shape {
 	struct shape *next;
-	bool single;
-	uint32_t *rows;			/* row counts checked */
+	struct checked *rows;		/* row counts checked */
 	size_t nr_rows, cap_rows;
 	size_t len;
 	unsigned char key[];
@@ -42,19 +47,18 @@ enum tp_batching tp_batching_of(const void *key, size_t len, uint32_t rows)
 
 	pthread_mutex_lock(&lock);
 	s = find(key, len);
-	if (s && s->single)
-		b = TP_BATCHING_SINGLE;
-	for (size_t i = 0; s && !s->single && i < s->nr_rows; i++)
-		if (s->rows[i] == rows)
-			b = TP_BATCHING_CHECKED;
+	for (size_t i = 0; s && i < s->nr_rows; i++)
+		if (s->rows[i].rows == rows)
+			b = s->rows[i].same ? TP_BATCHING_SAME :
+					      TP_BATCHING_DIFFERS;
 	pthread_mutex_unlock(&lock);
 	return b;
 }
 
 void tp_batching_note(const void *key, size_t len, uint32_t rows, bool same)
 {
+	struct checked *r;
 	struct shape *s;
-	uint32_t *r;
 
 	pthread_mutex_lock(&lock);
 	s = find(key, len);
@@ -67,36 +71,57 @@ void tp_batching_note(const void *key, size_t len, uint32_t rows, bool same)
 		s->next = shapes;
 		shapes = s;
 	}
-	if (!same) {
-		s->single = true;
-		goto out;
-	}
+	for (size_t i = 0; i < s->nr_rows; i++)
+		if (s->rows[i].rows == rows) {
+			s->rows[i].same = same;
+			goto out;
+		}
 	r = tp_array_grow(s->rows, &s->cap_rows, s->nr_rows + 1, sizeof(*r),
 			  4);
 	if (r) {
-		r[s->nr_rows++] = rows;
+		r[s->nr_rows++] = (struct checked){ rows, same };
 		s->rows = r;
 	}
 out:
 	pthread_mutex_unlock(&lock);
 }
 
-int tp_batching_run(const void *key, size_t len, uint32_t rows,
-		    const struct tp_batching_ops *ops, void *priv)
+/* Run all @rows as one problem; the first time, check them and note it. */
+static int run_checked(const void *key, size_t len, uint32_t rows,
+		       const struct tp_batching_ops *ops, void *priv,
+		       bool *same)
 {
-	enum tp_batching st = tp_batching_of(key, len, rows);
 	uint32_t pick[3] = { 0, 1, rows - 1 };
+	enum tp_batching st = tp_batching_of(key, len, rows);
+	int ret;
+
+	*same = st != TP_BATCHING_DIFFERS;
+	ret = ops->all(priv, rows);
+	if (ret || st != TP_BATCHING_UNCHECKED)
+		return ret;
+	ret = ops->compare(priv, pick, rows > 2 ? 3 : 2, same);
+	if (!ret)
+		tp_batching_note(key, len, rows, *same);
+	return ret;
+}
+
+int tp_batching_run(const void *key, size_t len, uint32_t rows,
+		    uint32_t whole, const struct tp_batching_ops *ops,
+		    void *priv)
+{
 	bool same;
 	int ret;
 
-	if (st == TP_BATCHING_SINGLE || rows < 2)
+	if (rows == whole) {
+		if (rows < 2)
+			return ops->all(priv, rows);
+		return run_checked(key, len, rows, ops, priv, &same);
+	}
+	/* A part: the whole run's bits are the reference. */
+	if (tp_batching_of(key, len, whole) == TP_BATCHING_DIFFERS)
+		return -ENOTSUP;
+	if (rows < 2 || tp_batching_of(key, len, rows) == TP_BATCHING_DIFFERS)
 		return ops->single(priv, rows);
-	ret = ops->all(priv, rows);
-	if (ret || st == TP_BATCHING_CHECKED)
-		return ret;
-	ret = ops->compare(priv, pick, rows > 2 ? 3 : 2, &same);
-	if (ret)
-		return ret;
-	tp_batching_note(key, len, rows, same);
-	return same ? 0 : ops->single(priv, rows);
+	ret = run_checked(key, len, rows, ops, priv, &same);
+	return ret || same ? ret : ops->single(priv, rows);
 }

@@ -5,11 +5,16 @@
  * must give each the bits a whole run gave it. BLAS and cuDNN promise the
  * same bits for the same call, not that a row comes out the same in a
  * problem of another size: a library may choose another kernel, tile or
- * split its sums by the problem's shape. So a caller checks, the first
- * time a shape runs on a given number of rows, a few rows against each
- * computed alone (a problem of one row, the same for every batch and
- * part), and notes here what it found; a shape that once differed runs
- * one row at a time from then on.
+ * split its sums by the problem's shape. The reference is a row computed
+ * alone (a problem of one row, the same for every batch and part): the
+ * first time a shape runs on a given number of rows, a few rows are
+ * checked against it, and what was found is noted here.
+ *
+ * A whole run is always one problem, at the library's speed; a part can
+ * give the whole run's bits only where the whole run agreed with rows
+ * alone, so a part of a shape whose whole run differed is refused
+ * (-ENOTSUP: the op then does not run in parts), and a part whose own row
+ * count differed runs one row at a time.
  */
 #ifndef TP_KERNELS_BATCHING_H
 #define TP_KERNELS_BATCHING_H
@@ -19,9 +24,9 @@
 #include <stdint.h>
 
 enum tp_batching {
-	TP_BATCHING_UNCHECKED,	/* run as one problem, then check */
-	TP_BATCHING_CHECKED,	/* this many rows agreed with one alone */
-	TP_BATCHING_SINGLE,	/* one row at a time */
+	TP_BATCHING_UNCHECKED,	/* not run on this many rows yet */
+	TP_BATCHING_SAME,	/* this many rows agreed with each alone */
+	TP_BATCHING_DIFFERS,	/* a row differed from itself alone */
 };
 
 /*
@@ -33,8 +38,8 @@ enum tp_batching tp_batching_of(const void *key, size_t len, uint32_t rows);
 
 /*
  * tp_batching_note() - record a check of @rows rows: @same, the rows
- * agreed with each alone; else the shape runs one row at a time from now.
- * Nothing is recorded without memory (the next run checks again).
+ * agreed with each alone. Nothing is recorded without memory (the next
+ * run checks again).
  */
 void tp_batching_note(const void *key, size_t len, uint32_t rows, bool same);
 
@@ -50,14 +55,18 @@ struct tp_batching_ops {
 };
 
 /*
- * tp_batching_run() - @rows rows of the shape keyed by @key (as for
- * tp_batching_of()): one at a time where that shape once differed, or for
- * one row; else as one problem, the first of its shape and row count
- * checked on rows 0, 1 and the last, and redone one at a time, before
- * anything reads it, when a row differs.
- * Return: 0 or what an op returned.
+ * tp_batching_run() - @rows of the op's @whole rows, of the shape keyed
+ * by @key (as for tp_batching_of()). A whole run (@rows == @whole) is one
+ * problem, the first of its shape and row count checked on rows 0, 1 and
+ * the last. A part is refused where the whole run differed; else it is one
+ * problem where its row count agreed (checked the first time, and redone
+ * one row at a time, before anything reads it, where a row differs), one
+ * row at a time where it differed.
+ * Return: 0, -ENOTSUP for a part that cannot give the whole run's bits,
+ * or what an op returned.
  */
 int tp_batching_run(const void *key, size_t len, uint32_t rows,
-		    const struct tp_batching_ops *ops, void *priv);
+		    uint32_t whole, const struct tp_batching_ops *ops,
+		    void *priv);
 
 #endif /* TP_KERNELS_BATCHING_H */

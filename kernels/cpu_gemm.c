@@ -86,11 +86,11 @@ static const struct tp_batching_ops rows_ops = {
 };
 
 /*
- * C[rows x n] = A[rows x k] op(B), each row with the bits it gets alone
- * (batching.h).
+ * C[rows x n] = A[rows x k] op(B) for @rows of the op's @whole, with a
+ * whole run's bits (batching.h).
  */
-static int rows_sgemm(int tb, int rows, int n, int k, const float *a,
-		      const float *b, float *c)
+static int rows_sgemm(int tb, int rows, int whole, int n, int k,
+		      const float *a, const float *b, float *c)
 {
 	struct rows_run r = { tb, n, k, a, b, c };
 	struct rows_key key;
@@ -100,8 +100,8 @@ static int rows_sgemm(int tb, int rows, int n, int k, const float *a,
 	key.trans_b = tb;
 	key.n = n;
 	key.k = k;
-	return tp_batching_run(&key, sizeof(key), (uint32_t)rows, &rows_ops,
-			       &r);
+	return tp_batching_run(&key, sizeof(key), (uint32_t)rows,
+			       (uint32_t)whole, &rows_ops, &r);
 }
 
 int tp_cpu_linear(const struct tp_op_launch *l)
@@ -111,8 +111,8 @@ int tp_cpu_linear(const struct tp_op_launch *l)
 	float *y = TP_OUT(l, 0);
 	int ret;
 
-	ret = rows_sgemm(1, (int)rows, p->out, p->in, TP_IN(l, 0), TP_IN(l, 1),
-			 y);
+	ret = rows_sgemm(1, (int)rows, (int)p->n, p->out, p->in, TP_IN(l, 0),
+			 TP_IN(l, 1), y);
 	if (ret)
 		return ret;
 	if (p->bias) {
@@ -133,8 +133,8 @@ int tp_cpu_linear_bwd(const struct tp_op_launch *l)
 	int ret;
 
 	/* dx = dy W for the rows; dW = dy^T x over all of them (part 0) */
-	ret = rows_sgemm(0, (int)tp_rows(l, p->n), p->in, p->out, dy, w,
-			 TP_OUT(l, 0));
+	ret = rows_sgemm(0, (int)tp_rows(l, p->n), (int)p->n, p->in, p->out,
+			 dy, w, TP_OUT(l, 0));
 	if (ret || !tp_writes_whole(l))
 		return ret;
 	tp_cpu_sgemm(1, 0, p->out, p->in, p->n, 1.0f, dy, x, 0.0f,

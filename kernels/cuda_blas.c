@@ -172,9 +172,12 @@ static const struct tp_batching_ops gemm_ops = {
 	.all = job_all, .single = job_single, .compare = job_compare,
 };
 
-/* @count products (or rows) of @r, each with its bits alone (batching.h). */
+/*
+ * @count of the op's @whole products (or rows) of @r, with the bits of a
+ * whole run (batching.h).
+ */
 static int products(const struct tp_op_launch *l, const struct gemm_run *r,
-		    int count)
+		    int count, int whole)
 {
 	struct gemm_job j = { l, r };
 	struct gemm_key key;
@@ -183,13 +186,14 @@ static int products(const struct tp_op_launch *l, const struct gemm_run *r,
 	memcpy(key.device, "cublas", 7);
 	key.g = r->g;
 	key.rows = r->rows;
-	return tp_batching_run(&key, sizeof(key), (uint32_t)count, &gemm_ops,
-			       &j);
+	return tp_batching_run(&key, sizeof(key), (uint32_t)count,
+			       (uint32_t)whole, &gemm_ops, &j);
 }
 
 /* C[rows x n] = A[rows x k] op(B) for a linear op's rows. */
-static int rows_sgemm(const struct tp_op_launch *l, int tb, int rows, int n,
-		      int k, const float *a, const float *b, float *c)
+static int rows_sgemm(const struct tp_op_launch *l, int tb, int rows,
+		      int whole, int n, int k, const float *a, const float *b,
+		      float *c)
 {
 	const struct gemm_run r = {
 		.g = { 0, tb, 1, n, k, 1.0f },
@@ -197,7 +201,7 @@ static int rows_sgemm(const struct tp_op_launch *l, int tb, int rows, int n,
 		.rows = true,
 	};
 
-	return products(l, &r, rows);
+	return products(l, &r, rows, whole);
 }
 
 int tp_cuda_linear(const struct tp_op_launch *l)
@@ -206,8 +210,8 @@ int tp_cuda_linear(const struct tp_op_launch *l)
 	int rows = (int)tp_rows(l, p->n);
 	int rc;
 
-	rc = rows_sgemm(l, 1, rows, p->out, p->in, TP_IN(l, 0), TP_IN(l, 1),
-			TP_OUT(l, 0));
+	rc = rows_sgemm(l, 1, rows, (int)p->n, p->out, p->in, TP_IN(l, 0),
+			TP_IN(l, 1), TP_OUT(l, 0));
 	if (rc || !p->bias)
 		return rc;
 	return tp_cuda_check(l, tp_cuda_bias_rows(TP_OUT(l, 0), TP_IN(l, 2),
@@ -222,8 +226,8 @@ int tp_cuda_linear_bwd(const struct tp_op_launch *l)
 	int rc;
 
 	/* dx = dy W for the rows; dW = dy^T x over all of them (part 0) */
-	rc = rows_sgemm(l, 0, (int)tp_rows(l, p->n), p->in, p->out, dy, w,
-			TP_OUT(l, 0));
+	rc = rows_sgemm(l, 0, (int)tp_rows(l, p->n), (int)p->n, p->in, p->out,
+			dy, w, TP_OUT(l, 0));
 	if (rc || !tp_writes_whole(l))
 		return rc;
 	rc = tp_cuda_sgemm(l, 1, 0, p->out, p->in, p->n, 1.0f, dy, 0, x, 0,
@@ -245,7 +249,7 @@ int tp_cuda_gemm(const struct tp_op_launch *l)
 		.c = TP_OUT(l, 0), .sc = (long long)p->m * p->n,
 	};
 
-	return products(l, &r, (int)tp_rows(l, p->batch));
+	return products(l, &r, (int)tp_rows(l, p->batch), (int)p->batch);
 }
 
 int tp_cuda_gemm_bwd(const struct tp_op_launch *l)
@@ -269,7 +273,7 @@ int tp_cuda_gemm_bwd(const struct tp_op_launch *l)
 		r = (struct gemm_run){ .g = { tb, 1, k, m, n, p->alpha },
 				       .a = b, .sa = sb, .b = dc, .sb = sc,
 				       .c = da, .sc = sa };
-	rc = products(l, &r, count);
+	rc = products(l, &r, count, (int)p->batch);
 	if (rc)
 		return rc;
 	if (!tb)
@@ -280,5 +284,5 @@ int tp_cuda_gemm_bwd(const struct tp_op_launch *l)
 		r = (struct gemm_run){ .g = { 1, ta, n, k, m, p->alpha },
 				       .a = dc, .sa = sc, .b = a, .sb = sa,
 				       .c = db, .sc = sb };
-	return products(l, &r, count);
+	return products(l, &r, count, (int)p->batch);
 }

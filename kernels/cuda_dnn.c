@@ -476,8 +476,8 @@ static const struct tp_batching_ops conv_ops = {
 };
 
 /*
- * Direction @dir of @p on the @n images at @src into @dst, each image
- * with its one-image bits (batching.h). Lock held.
+ * Direction @dir of @p on @n of the batch's images at @src into @dst,
+ * with a whole run's bits (batching.h). Lock held.
  */
 static int conv_images(const struct tp_op_launch *l,
 		       const struct tp_conv2d_params *p, struct conv_algo *a,
@@ -491,7 +491,7 @@ static int conv_images(const struct tp_op_launch *l,
 	memcpy(key.device, "cudnn", 6);
 	key.dir = dir;
 	key.shape = *p;
-	return tp_batching_run(&key, sizeof(key), n, &conv_ops, &j);
+	return tp_batching_run(&key, sizeof(key), n, p->n, &conv_ops, &j);
 }
 
 int tp_cuda_conv2d(const struct tp_op_launch *l)

@@ -381,7 +381,9 @@ static int make_room(struct tp_pager *pg, size_t n)
 		ret = free_chunks(pg, n, NULL);
 	if (ret == -ENOMEM) {
 		have = room_have(pg);
-		if (have < n && swap_short(pg, n - have))
+		/* Blame the swap only where its room is what fell short. */
+		if (have < n && !reclaimable(pg, n - have, 0) &&
+		    swap_short(pg, n - have))
 			pg->c.swap_full++;
 	}
 	return ret;

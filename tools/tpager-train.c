@@ -615,8 +615,9 @@ static void swap_error(const struct train_args *a, unsigned batch,
 
 	fmt_host_limit(a, r, lim, sizeof(lim));
 	fmt_bytes(used, sizeof(used), r->st.host_peak);
-	fprintf(stderr, "%s: host swap is full: %s cannot hold what %s at batch %u must offload (it reached %s)\n",
-		prog, lim, a->model, batch, used);
+	fprintf(stderr, "%s: host swap is full: %s cannot hold what %s at batch %u must offload (it reached %s)%s%s\n",
+		prog, lim, a->model, batch, used, r->why[0] ? ": " : "",
+		r->why);
 }
 
 static uint64_t budget_of(const struct train_args *a, uint64_t peak)

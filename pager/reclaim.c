@@ -382,7 +382,7 @@ static int make_room(struct tp_pager *pg, size_t n)
 	if (ret == -ENOMEM) {
 		have = room_have(pg);
 		/* Blame the swap only where its room is what fell short. */
-		if (have < n && !reclaimable(pg, n - have, 0) &&
+		if (have < n && tp_swap_room_free(pg) < n - have &&
 		    swap_short(pg, n - have))
 			pg->c.swap_full++;
 	}

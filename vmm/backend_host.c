@@ -100,6 +100,9 @@ struct host_backend {
 	pthread_mutex_t lock;
 	pthread_cond_t cond;		/* any progress: broadcast */
 	bool stopping;
+	/* tp_vmm_host_fail_events(): what every event query and wait
+	 * returns, as a driver does once the device has failed */
+	int events_fail;
 	struct host_stream streams[TP_NR_STREAMS];
 };
 
@@ -375,12 +378,15 @@ static int host_event_query(struct tp_vmm *vmm, struct tp_event *ev)
 	struct host_backend *h = hb(vmm);
 	bool done;
 
+	int ret;
+
 	pthread_mutex_lock(&h->lock);
 	done = need_met(h, &he->need);
 	if (done && he->recorded)
 		event_stamp(h, he);
+	ret = h->events_fail ? h->events_fail : done ? 0 : -EAGAIN;
 	pthread_mutex_unlock(&h->lock);
-	return done ? 0 : -EAGAIN;
+	return ret;
 }
 
 static int host_event_sync(struct tp_vmm *vmm, struct tp_event *ev)
@@ -388,12 +394,16 @@ static int host_event_sync(struct tp_vmm *vmm, struct tp_event *ev)
 	struct host_event *he = container_of(ev, struct host_event, base);
 	struct host_backend *h = hb(vmm);
 
+	int ret;
+
 	pthread_mutex_lock(&h->lock);
-	wait_need(h, &he->need);
-	if (he->recorded)
+	while (!h->events_fail && !need_met(h, &he->need))
+		pthread_cond_wait(&h->cond, &h->lock);
+	if (!h->events_fail && he->recorded)
 		event_stamp(h, he);
+	ret = h->events_fail;
 	pthread_mutex_unlock(&h->lock);
-	return 0;
+	return ret;
 }
 
 static int host_event_elapsed_ns(struct tp_vmm *vmm, struct tp_event *a,
@@ -460,6 +470,20 @@ int tp_vmm_host_gate(struct tp_vmm *vmm, enum tp_stream s, bool closed)
 	h = hb(vmm);
 	pthread_mutex_lock(&h->lock);
 	h->streams[s].gated = closed;
+	pthread_cond_broadcast(&h->cond);
+	pthread_mutex_unlock(&h->lock);
+	return 0;
+}
+
+int tp_vmm_host_fail_events(struct tp_vmm *vmm, int err)
+{
+	struct host_backend *h;
+
+	if (vmm->ops != &tp_vmm_host_ops || err > 0)
+		return -EINVAL;
+	h = hb(vmm);
+	pthread_mutex_lock(&h->lock);
+	h->events_fail = err;
 	pthread_cond_broadcast(&h->cond);
 	pthread_mutex_unlock(&h->lock);
 	return 0;

@@ -16,4 +16,12 @@
  */
 int tp_vmm_host_gate(struct tp_vmm *vmm, enum tp_stream s, bool closed);
 
+/**
+ * tp_vmm_host_fail_events() - test-only: from now on every event query
+ * and wait returns @err (a -errno; 0 ends it), as a driver's do once the
+ * device has failed (CUDA's sticky errors). Return: 0, -EINVAL when
+ * @vmm is not on the host backend or @err is positive.
+ */
+int tp_vmm_host_fail_events(struct tp_vmm *vmm, int err);
+
 #endif /* TP_VMM_BACKEND_HOST_H */

@@ -365,15 +365,29 @@ static bool not_begun(struct tp_vmm *vmm, const struct tp_deferred *d,
 
 /* --- the driver thread --------------------------------------------------- */
 
-/* The first entry whose event has completed, or NULL. */
+/*
+ * The first entry whose event has completed, or NULL: none has, or a
+ * query failed (d->error set; nothing completes after that).
+ */
 static struct tp_deferred_unmap *first_ready(struct tp_vmm *vmm,
 					     struct tp_deferred *d)
 {
 	struct tp_deferred_unmap *u;
+	int ret;
 
-	for (u = d->head; u; u = u->next)
-		if (!u->ev || !vmm->ops->event_query(vmm, u->ev))
+	for (u = d->head; u; u = u->next) {
+		if (!u->ev)
 			return u;
+		ret = vmm->ops->event_query(vmm, u->ev);
+		if (!ret)
+			return u;
+		if (ret != -EAGAIN) {
+			d->error = ret;
+			tp_log(TP_LOG_ERROR, "vmm: an event query failed (%s): the unmaps of old mappings stop",
+			       strerror(-ret));
+			return NULL;
+		}
+	}
 	return NULL;
 }
 
@@ -395,13 +409,18 @@ static void *driver_thread(void *arg)
 	tp_vmm_background(true);
 	pthread_mutex_lock(&d->lock);
 	for (;;) {
-		if (!d->head) {
+		if (!d->head || d->error) {
 			if (d->stop)
 				break;
 			pthread_cond_wait(&d->cond, &d->lock);
 			continue;
 		}
 		u = first_ready(vmm, d);
+		if (!u && d->error) {
+			/* Waiters return the error. */
+			pthread_cond_broadcast(&d->cond);
+			continue;
+		}
 		if (!u) {
 			clock_gettime(CLOCK_MONOTONIC, &ts);
 			ts.tv_nsec += DRIVER_POLL_NS;
@@ -511,9 +530,9 @@ int tp_deferred_wait_oldest(struct tp_vmm *vmm, struct tp_deferred *d)
 	case TP_DEFERRED_THREAD:
 		/* Whichever the thread does next. */
 		nr = d->nr;
-		while (d->nr == nr)
+		while (d->nr == nr && !d->error)
 			pthread_cond_wait(&d->cond, &d->lock);
-		return 0;
+		return d->error;
 	case TP_DEFERRED_PLAYED:
 		play_wait_next(vmm, d);
 		return 0;
@@ -545,7 +564,9 @@ int tp_deferred_flush_range(struct tp_vmm *vmm, struct tp_deferred *d,
 		}
 		/* One thread does them in order: up to this one. */
 		if (d->mode != TP_DEFERRED_POLL) {
-			tp_deferred_wait_oldest(vmm, d);
+			ret = tp_deferred_wait_oldest(vmm, d);
+			if (ret)
+				return ret;
 			link = &d->head;
 			continue;
 		}

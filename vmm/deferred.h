@@ -65,6 +65,12 @@ struct tp_deferred {
 	size_t chunks;			/* chunks they will return */
 	struct tp_deferred_release *releases;	/* any order */
 	size_t nr_releases;
+	/*
+	 * The error an event query of the driver thread's met (the device
+	 * failed): sticky, since no entry can complete after it; every
+	 * wait returns it instead of waiting for ever.
+	 */
+	int error;
 };
 
 /**

@@ -250,6 +250,7 @@ static int recarve(struct tp_vmm *vmm, struct tp_extent_pool *ep,
 {
 	struct tp_chunk *c, *tmp, *best = NULL;
 	size_t lack;
+	int ret = 0;
 
 	if (ep->budget - ep->created >= pages)
 		return 0;
@@ -260,8 +261,11 @@ static int recarve(struct tp_vmm *vmm, struct tp_extent_pool *ep,
 	/* Rarely: wait for the old mappings that keep enough from going. */
 	tp_deferred_reap(vmm, vmm->deferred);
 	while (releasable(ep) < lack &&
-	       !tp_deferred_wait_oldest(vmm, vmm->deferred))
+	       !(ret = tp_deferred_wait_oldest(vmm, vmm->deferred)))
 		;
+	/* -ENOENT: none left to wait for; anything else, the device's. */
+	if (ret && ret != -ENOENT)
+		return ret;
 	cds_list_for_each_entry(c, &ep->lru, lru)
 		if (!c->old_maps && c->pages >= lack &&
 		    (!best || c->pages < best->pages))

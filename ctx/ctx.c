@@ -168,6 +168,7 @@ void tp_ctx_vmm_conf(const struct tp_conf *c, struct tp_vmm_conf *vc)
 		.sim_copy_latency_ns = c->vmm_sim_copy_latency_ns,
 		.sim_bandwidth = c->vmm_sim_bandwidth,
 		.sim_sync = c->vmm_sim_sync,
+		.va_reserve = (uint32_t)c->vmm_va_reserve,
 	};
 }
 

@@ -175,6 +175,10 @@ struct tp_vmm *tp_vmm_open(const struct tp_vmm_conf *conf)
 	vmm->extent_max = conf->extent_max / vmm->granularity;
 	if (conf->extent_max && !vmm->extent_max)
 		vmm->extent_max = 1;
+	if (conf->va_reserve &&
+	    vmm->device_bytes <= SIZE_MAX / 2 / conf->va_reserve)
+		vmm->arena_len = (size_t)vmm->device_bytes * conf->va_reserve /
+				 vmm->va_align * vmm->va_align;
 	tp_log(TP_LOG_INFO, "vmm: backend %s, chunk %zu bytes, device %llu bytes",
 	       vmm->ops->name, vmm->granularity,
 	       (unsigned long long)vmm->device_bytes);
@@ -188,6 +192,52 @@ err_free:
 	return NULL;
 }
 
+/*
+ * The address-space arena (va_arena.h), reserved at the first range. A
+ * backend that cannot reserve that much gives each range its own.
+ */
+static void arena_open(struct tp_vmm *vmm)
+{
+	size_t len = vmm->arena_len;
+	uintptr_t base;
+	uint64_t t0;
+	int ret;
+
+	vmm->arena_len = 0;		/* one try */
+	ret = tp_vmm_call_begin(vmm, TP_CALL_RESERVE, false, &t0);
+	if (ret)
+		return;
+	ret = vmm->ops->reserve(vmm, len, &base);
+	tp_vmm_call_end(vmm, TP_CALL_RESERVE, t0, len);
+	if (ret) {
+		tp_log(TP_LOG_INFO, "vmm: no arena of %zu bytes of address space (%s): a reservation per range",
+		       len, strerror(-ret));
+		return;
+	}
+	if (tp_va_arena_init(&vmm->arena, base, len, vmm->va_align)) {
+		vmm->ops->release(vmm, base, len);
+		return;
+	}
+	vmm->arena_on = true;
+}
+
+static void arena_close(struct tp_vmm *vmm)
+{
+	uint64_t t0;
+
+	if (!vmm->arena_on)
+		return;
+	if (vmm->arena.ranges)
+		tp_log(TP_LOG_WARN, "vmm: %zu ranges still reserved at close",
+		       vmm->arena.ranges);
+	if (!tp_vmm_call_begin(vmm, TP_CALL_RELEASE, false, &t0)) {
+		vmm->ops->release(vmm, vmm->arena.base, vmm->arena.len);
+		tp_vmm_call_end(vmm, TP_CALL_RELEASE, t0, vmm->arena.len);
+	}
+	tp_va_arena_fini(&vmm->arena);
+	vmm->arena_on = false;
+}
+
 void tp_vmm_close(struct tp_vmm *vmm)
 {
 	if (!vmm)
@@ -199,6 +249,7 @@ void tp_vmm_close(struct tp_vmm *vmm)
 	vmm->deferred = NULL;
 	tp_chunk_pool_free(vmm, vmm->pool);
 	vmm->pool = NULL;
+	arena_close(vmm);
 	vmm->ops->close(vmm);
 	free(vmm);
 }
@@ -443,6 +494,14 @@ int tp_vmm_reserve(struct tp_vmm *vmm, size_t len, uintptr_t *va)
 
 	if (!len || !aligned(vmm, len))
 		return -EINVAL;
+	if (vmm->arena_len)
+		arena_open(vmm);
+	if (vmm->arena_on &&
+	    tp_va_arena_alloc(&vmm->arena, reserved_len(vmm, len), va)) {
+		vmm->stats.ranges_reserved++;
+		vmm->stats.arena_ranges++;
+		return 0;
+	}
 	ret = tp_vmm_call_begin(vmm, TP_CALL_RESERVE, true, &t0);
 	if (ret)
 		return ret;
@@ -459,6 +518,16 @@ int tp_vmm_do_release(struct tp_vmm *vmm, uintptr_t va, size_t len,
 	uint64_t t0;
 	int ret;
 
+	if (vmm->arena_on && tp_va_arena_owns(&vmm->arena, va)) {
+		ret = tp_va_arena_free(&vmm->arena, va, len);
+		if (!ret) {
+			__atomic_fetch_sub(&vmm->stats.ranges_reserved, 1,
+					   __ATOMIC_RELAXED);
+			__atomic_fetch_sub(&vmm->stats.arena_ranges, 1,
+					   __ATOMIC_RELAXED);
+		}
+		return ret;
+	}
 	ret = tp_vmm_call_begin(vmm, TP_CALL_RELEASE, inject, &t0);
 	if (ret)
 		return ret;

@@ -25,6 +25,8 @@
 
 #include <urcu/list.h>
 
+#include "vmm/va_arena.h"
+
 #include "tpager.h"
 
 struct tp_vmm;
@@ -59,6 +61,7 @@ struct tp_vmm_conf {
 	int64_t sim_copy_latency_ns;		/* vmm.sim.copy_latency_ns */
 	double sim_bandwidth;			/* vmm.sim.bandwidth */
 	bool sim_sync;				/* vmm.sim.sync */
+	uint32_t va_reserve;			/* vmm.va_reserve */
 };
 
 /*
@@ -329,6 +332,7 @@ struct tp_vmm_stats {
 	uint64_t handles_released;	/* to re-carve the budget */
 	uint64_t recarves;		/* takes that re-carved */
 	uint64_t ranges_reserved;	/* now */
+	uint64_t arena_ranges;		/* of them, carved from the arena */
 	uint64_t deferred_unmaps;	/* pending now */
 	uint64_t deferred_releases;	/* ranges waiting on their unmaps */
 };
@@ -372,6 +376,10 @@ struct tp_vmm {
 	struct tp_vmm_stats stats;
 	struct tp_chunk_pool *pool;
 	struct tp_deferred *deferred;	/* unmaps waiting on events */
+	/* Address space reserved once (va_arena.h), when arena_len. */
+	size_t arena_len;		/* to reserve at the first range */
+	bool arena_on;
+	struct tp_va_arena arena;
 	const struct tp_vmm_observer *obs;	/* public: NULL or a watcher */
 	/*
 	 * Public: work issued to the compute stream so far (launches,

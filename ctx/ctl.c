@@ -8,6 +8,8 @@
 #include <string.h>
 
 #include "ctx/ctx.h"
+#include "pager/pager.h"
+#include "vmm/vmm.h"
 #include "base/log.h"
 #include "ctl/conf.h"
 #include "ctl/stats.h"
@@ -115,6 +117,12 @@ TP_API int tp_ctl_set(struct tp_ctx *ctx, const char *key, const char *value)
 	if (tp_conf_check(&next, "tp_ctl_set"))
 		return -EINVAL;
 	commit_field(&ctx->conf, &next, k);
+	if (!strncmp(key, "pager.", 6) && ctx->pager && ctx->vmm) {
+		struct tp_pager_conf pc;
+
+		tp_ctx_pager_conf(&ctx->conf, ctx->vmm->device_bytes, &pc);
+		tp_pager_set_conf(ctx->pager, &pc);
+	}
 	if (!strcmp(key, "log.level"))
 		tp_log_set_level((enum tp_log_level)next.log_level);
 	return 0;

@@ -149,6 +149,32 @@ static void policy_destroy(struct tp_ctx *ctx)
 	ctx->cost_ops = NULL;
 }
 
+void tp_ctx_pager_conf(const struct tp_conf *c, uint64_t device_bytes,
+		       struct tp_pager_conf *pc)
+{
+	*pc = (struct tp_pager_conf){
+		.budget = tp_psize_bytes(&c->pager_budget, device_bytes),
+		.host_budget = c->pager_host_budget,
+		.slab_fraction = c->pager_slab_fraction,
+		.swap_cache = c->pager_swap_cache,
+		.contiguous = c->vmm_mode == TP_VMM_MODE_CONTIGUOUS,
+		.range_cache = c->pager_range_cache,
+		.range_cache_freed = c->pager_range_cache_freed,
+		.range_cache_max = tp_psize_bytes(&c->pager_range_cache_max,
+						  device_bytes),
+		.rescue = c->pager_rescue,
+		.work_limit = c->pager_work_limit,
+		.high_watermark = c->pager_high_watermark,
+		.low_watermark = c->pager_low_watermark,
+	};
+}
+
+/* The pager's errors are the context's last error. */
+static void pager_error(void *priv, int err, const char *msg)
+{
+	tp_ctx_error(priv, err, "%s", msg);
+}
+
 void tp_ctx_vmm_conf(const struct tp_conf *c, struct tp_vmm_conf *vc)
 {
 	*vc = (struct tp_vmm_conf){
@@ -175,6 +201,7 @@ void tp_ctx_vmm_conf(const struct tp_conf *c, struct tp_vmm_conf *vc)
 TP_API struct tp_ctx *tp_ctx_create(const char *opts)
 {
 	struct tp_vmm_conf vc;
+	struct tp_pager_conf pc;
 	struct tp_ctx *ctx;
 	int ret;
 
@@ -207,7 +234,12 @@ TP_API struct tp_ctx *tp_ctx_create(const char *opts)
 			goto err_vmm;
 		}
 	}
-	ctx->pager = tp_pager_create(ctx);
+	tp_ctx_pager_conf(&ctx->conf, ctx->vmm->device_bytes, &pc);
+	ctx->pager = tp_pager_create(ctx->vmm, ctx->tracer, &pc,
+				     &(struct tp_pager_errors){
+					     .report = pager_error,
+					     .priv = ctx,
+				     });
 	if (!ctx->pager) {
 		ret = -errno;
 		goto err_vmm;

@@ -3,8 +3,10 @@
  * The context: configuration and one instance of each layer. Each layer
  * keeps its own state behind its own pointer; this struct only ties them.
  *
- * Layer exception: pager, lineage, policy: they reach their options,
- * their neighbours, the tracer and the last error through the context.
+ * Layer exception: lineage, policy: they reach their options, their
+ * neighbours, the tracer and the last error through the context. (The
+ * pager gets its own: struct tp_pager_conf, the tracer and an error
+ * sink, from tp_pager_create().)
  * Layer exception: kernels: a model keeps its context's backend (for
  * workspaces and where the data is), and a CUDA op that fails sets the
  * context's last error (kernels/cuda_util.c).
@@ -47,6 +49,13 @@ struct tp_vmm_conf;
 
 /* tp_ctx_vmm_conf() - the vmm's options (@vc) from the vmm.* keys of @c. */
 void tp_ctx_vmm_conf(const struct tp_conf *c, struct tp_vmm_conf *vc);
+/*
+ * tp_ctx_pager_conf() - the pager's options (@pc) from the pager.* keys
+ * of @c, sizes resolved against @device_bytes.
+ */
+struct tp_pager_conf;
+void tp_ctx_pager_conf(const struct tp_conf *c, uint64_t device_bytes,
+		       struct tp_pager_conf *pc);
 
 /* Keep @msg as the context's last error (tp_last_error) and log it. */
 __attribute__((format(printf, 3, 4)))

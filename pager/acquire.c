@@ -8,7 +8,6 @@
 #include <stdlib.h>
 
 #include "config.h"
-#include "ctx/ctx.h"
 #include "base/log.h"
 #include "pager/pager_int.h"
 
@@ -377,4 +376,23 @@ int tp_pager_release(struct tp_pager *pg, struct tp_tensor *t, size_t off,
 	/* Unpinned, it is a candidate again, the most recently used. */
 	tp_pager_cand_update(pg, t);
 	return 0;
+}
+
+/*
+ * Pin [off, off + len) of @t for the user; for a write, lineage lets go
+ * of @t's contents first (tp_regen_ops.on_write): neither what was made
+ * from them nor @t itself may be regenerated from what the user is
+ * about to overwrite.
+ */
+int tp_pager_user_acquire(struct tp_pager *pg, struct tp_tensor *t, size_t off,
+			size_t len, unsigned mode, void **addr)
+{
+	int ret = tp_pager_acquire(pg, t, off, len, mode, addr);
+
+	if (ret || !(mode & TP_WRITE) || !pg->regen.on_write)
+		return ret;
+	ret = pg->regen.on_write(pg->regen.priv, t);
+	if (ret)
+		tp_pager_release(pg, t, off, len);
+	return ret;
 }

@@ -9,7 +9,6 @@
 #include <stdlib.h>
 
 #include "config.h"
-#include "ctx/ctx.h"
 #include "tracer/tracer.h"
 #include "pager/pager_int.h"
 
@@ -233,7 +232,7 @@ static void commit(struct backing *b)
 		tp_pager_copy_issued(pg, b->cstart, b->ev, b->t0, b->copied,
 				     false);
 		b->cstart = NULL;
-		tp_tracer_copy(pg->ctx->tracer, TP_STREAM_H2D, b->prefetch,
+		tp_tracer_copy(pg->tracer, TP_STREAM_H2D, b->prefetch,
 			       t->id, b->copied, b->t0,
 			       (uint64_t)pg->swap.used * pg->chunk);
 	}

@@ -9,7 +9,6 @@
 
 #include "config.h"
 #include "base/array.h"
-#include "ctx/ctx.h"
 #include "base/log.h"
 #include "pager/pager_int.h"
 

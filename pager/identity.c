@@ -8,7 +8,6 @@
 #include <string.h>
 
 #include "config.h"
-#include "ctx/ctx.h"
 #include "base/log.h"
 #include "pager/pager_int.h"
 

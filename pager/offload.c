@@ -7,7 +7,6 @@
 #include <stdlib.h>
 
 #include "config.h"
-#include "ctx/ctx.h"
 #include "tracer/tracer.h"
 #include "pager/pager_int.h"
 
@@ -274,7 +273,7 @@ int tp_pager_offload(struct tp_pager *pg, struct tp_tensor *t)
 		} else {
 			pg->c.cache_offloads++;
 		}
-		tp_tracer_copy(pg->ctx->tracer, TP_STREAM_D2H, false, t->id,
+		tp_tracer_copy(pg->tracer, TP_STREAM_D2H, false, t->id,
 			       bytes, t0, (uint64_t)pg->swap.used * pg->chunk);
 		pg->c.offloads++;
 		note_leave(pg, t);
@@ -347,7 +346,7 @@ int tp_pager_writeback(struct tp_pager *pg, struct tp_tensor *t)
 	pg->c.bytes_d2h += bytes;
 	tp_pager_copy_issued(pg, start, ev, t0, bytes, true);
 	start = NULL;
-	tp_tracer_copy(pg->ctx->tracer, TP_STREAM_D2H, true, t->id, bytes, t0,
+	tp_tracer_copy(pg->tracer, TP_STREAM_D2H, true, t->id, bytes, t0,
 		       (uint64_t)pg->swap.used * pg->chunk);
 	pg->c.writebacks++;
 	goto out_free;
@@ -399,7 +398,7 @@ static int evict_pages(struct tp_pager *pg, struct tp_tensor *t, size_t first,
 		pg->c.evictions++;
 		if (t->resident_pages)
 			pg->c.partial_evictions++;
-		tp_tracer_evict(pg->ctx->tracer, t->id,
+		tp_tracer_evict(pg->tracer, t->id,
 				(uint64_t)(before - t->resident_pages) * pg->chunk,
 				(uint64_t)pg->swap.used * pg->chunk);
 		note_leave(pg, t);

@@ -6,11 +6,12 @@
  * tensor.c, identity.c, stats.c, acquire.c, offload.c, reclaim.c, ...
  */
 #include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "config.h"
-#include "ctx/ctx.h"
 #include "base/log.h"
 #include "pager/pager_int.h"
 
@@ -41,12 +42,37 @@ static const struct tp_regen_ops no_regen_ops = {
 
 /* --- creation ---------------------------------------------------------- */
 
-struct tp_pager *tp_pager_create(struct tp_ctx *ctx)
+void tp_pager_error(struct tp_pager *pg, int err, const char *fmt, ...)
 {
-	const struct tp_conf *conf = &ctx->conf;
-	struct tp_vmm *vmm = ctx->vmm;
+	char msg[512];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	if (pg->errors.report)
+		pg->errors.report(pg->errors.priv, err, msg);
+	else
+		tp_log(TP_LOG_ERROR, "%s", msg);
+}
+
+void tp_pager_set_conf(struct tp_pager *pg, const struct tp_pager_conf *pc)
+{
+	/* The options read while running; the rest were used at creation. */
+	pg->conf.range_cache = pc->range_cache;
+	pg->conf.range_cache_freed = pc->range_cache_freed;
+	pg->conf.range_cache_max = pc->range_cache_max;
+	pg->conf.rescue = pc->rescue;
+	pg->conf.work_limit = pc->work_limit;
+	pg->conf.high_watermark = pc->high_watermark;
+	pg->conf.low_watermark = pc->low_watermark;
+}
+
+struct tp_pager *tp_pager_create(struct tp_vmm *vmm, struct tp_tracer *tracer,
+				 const struct tp_pager_conf *pc,
+				 const struct tp_pager_errors *errors)
+{
 	struct tp_pager *pg;
-	uint64_t budget;
 	int ret;
 
 	pg = calloc(1, sizeof(*pg));
@@ -54,8 +80,11 @@ struct tp_pager *tp_pager_create(struct tp_ctx *ctx)
 		errno = ENOMEM;
 		return NULL;
 	}
-	pg->ctx = ctx;
 	pg->vmm = vmm;
+	pg->tracer = tracer;
+	pg->conf = *pc;
+	if (errors)
+		pg->errors = *errors;
 	pg->chunk = vmm->granularity;
 	pg->next_id = 1;
 	CDS_INIT_LIST_HEAD(&pg->tensors);
@@ -72,32 +101,31 @@ struct tp_pager *tp_pager_create(struct tp_ctx *ctx)
 	 */
 	pg->host_waits = tp_vmm_has_data(vmm) &&
 			 !tp_vmm_stream_handle(vmm, TP_STREAM_COMPUTE);
-	pg->swap_cache = conf->pager_swap_cache;
+	pg->swap_cache = pc->swap_cache;
 
-	budget = tp_psize_bytes(&conf->pager_budget, vmm->device_bytes);
-	if (budget < pg->chunk) {
-		tp_ctx_error(ctx, -EINVAL, "pager.budget %llu is less than one chunk (%zu)",
-			     (unsigned long long)budget, pg->chunk);
+	if (pc->budget < pg->chunk) {
+		tp_pager_error(pg, -EINVAL, "pager.budget %llu is less than one chunk (%zu)",
+			       (unsigned long long)pc->budget, pg->chunk);
 		ret = -EINVAL;
 		goto err_free;
 	}
-	ret = tp_vmm_pool_create(vmm, budget);
+	ret = tp_vmm_pool_create(vmm, pc->budget);
 	if (ret) {
-		tp_ctx_error(ctx, ret, "cannot create the chunk pool");
+		tp_pager_error(pg, ret, "cannot create the chunk pool");
 		goto err_free;
 	}
-	if (conf->vmm_mode == TP_VMM_MODE_CONTIGUOUS) {
+	if (pc->contiguous) {
 		ret = tp_vmm_pool_set_contiguous(vmm);
 		if (ret) {
-			tp_ctx_error(ctx, ret, "vmm.mode = contiguous: not on the %s backend",
-				     vmm->ops->name);
+			tp_pager_error(pg, ret, "vmm.mode = contiguous: not on the %s backend",
+				       vmm->ops->name);
 			goto err_free;
 		}
 	}
-	ret = tp_swap_init(pg, conf->pager_host_budget);
+	ret = tp_swap_init(pg, pc->host_budget);
 	if (ret)
 		goto err_free;
-	tp_slab_init(pg, conf->pager_slab_fraction);
+	tp_slab_init(pg, pc->slab_fraction);
 	ret = tp_lookup_init(pg);
 	if (ret)
 		goto err_swap;

@@ -14,8 +14,39 @@
 #include "pager/hooks.h"
 #include "pager/tensor.h"
 
-struct tp_ctx;
 struct tp_pager;
+struct tp_tracer;
+struct tp_vmm;
+
+/*
+ * The pager's options, resolved to bytes by its creator (ctx/ from the
+ * pager.* keys). Those after run_time may change while it runs
+ * (tp_pager_set_conf(), from tp_ctl_set).
+ */
+struct tp_pager_conf {
+	uint64_t budget;		/* pager.budget, bytes */
+	uint64_t host_budget;		/* pager.host_budget (0: the host's) */
+	double slab_fraction;		/* pager.slab_fraction */
+	bool swap_cache;		/* pager.swap_cache */
+	bool contiguous;		/* vmm.mode = contiguous */
+	/* run_time: */
+	bool range_cache;		/* pager.range_cache */
+	bool range_cache_freed;		/* pager.range_cache_freed */
+	uint64_t range_cache_max;	/* pager.range_cache_max, bytes */
+	bool rescue;			/* pager.rescue */
+	int64_t work_limit;		/* pager.work_limit */
+	double high_watermark;		/* pager.high_watermark, percent */
+	double low_watermark;		/* pager.low_watermark, percent */
+};
+
+/*
+ * Where the pager's errors go: the creator's last-error record (the
+ * context's, read by tp_last_error()), with the message formatted.
+ */
+struct tp_pager_errors {
+	void (*report)(void *priv, int err, const char *msg);
+	void *priv;
+};
 
 /* Internal acquire modes, beyond TP_READ and TP_WRITE. */
 /* Fail with -ESTALE instead of regenerating EVICTED pages (lineage's work
@@ -24,15 +55,26 @@ struct tp_pager;
 /* Do not make room by evicting or offloading (prefetch). */
 #define TP_ACQ_NO_RECLAIM	(1u << 9)
 
-/* Create the pager of @ctx: pool budget from pager.budget, host swap from
- * pager.host_budget. NULL with errno on failure. */
-struct tp_pager *tp_pager_create(struct tp_ctx *ctx);
+/*
+ * tp_pager_create() - a pager over @vmm with the options @pc (copied),
+ * telling @tracer (may be NULL) what it moves and @errors what fails: the
+ * pool of pc->budget bytes, host swap of pc->host_budget. NULL with errno
+ * on failure.
+ */
+struct tp_pager *tp_pager_create(struct tp_vmm *vmm, struct tp_tracer *tracer,
+				 const struct tp_pager_conf *pc,
+				 const struct tp_pager_errors *errors);
+/* tp_pager_set_conf() - the run-time options of @pc from now on. */
+void tp_pager_set_conf(struct tp_pager *pg, const struct tp_pager_conf *pc);
 /* Wait for every copy, free every tensor and cached range. */
 void tp_pager_destroy(struct tp_pager *pg);
 
 /* Install the callbacks (NULL restores the default). */
 void tp_pager_set_victim_ops(struct tp_pager *pg, const struct tp_victim_ops *ops);
 void tp_pager_set_regen_ops(struct tp_pager *pg, const struct tp_regen_ops *ops);
+
+/* The live tensor containing @addr, or NULL. Any thread. */
+struct tp_tensor *tp_lookup(struct tp_pager *pg, uintptr_t addr);
 
 /* A new tensor with one reference (the caller's). NULL with errno. */
 struct tp_tensor *tp_pager_tensor_new(struct tp_pager *pg, size_t bytes,
@@ -50,6 +92,12 @@ int tp_pager_acquire(struct tp_pager *pg, struct tp_tensor *t, size_t off,
 		     size_t len, unsigned mode, void **addr);
 int tp_pager_release(struct tp_pager *pg, struct tp_tensor *t, size_t off,
 		     size_t len);
+/*
+ * tp_pager_user_acquire() - tp_pager_acquire() for the user: for a write,
+ * lineage lets go of @t's contents first (tp_regen_ops.on_write).
+ */
+int tp_pager_user_acquire(struct tp_pager *pg, struct tp_tensor *t,
+			  size_t off, size_t len, unsigned mode, void **addr);
 
 /*
  * tp_pager_note_use() - with ordered reuse, remember that the work issued

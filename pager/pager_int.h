@@ -162,8 +162,10 @@ struct tp_pager_counters {
 };
 
 struct tp_pager {
-	struct tp_ctx *ctx;
 	struct tp_vmm *vmm;
+	struct tp_tracer *tracer;	/* NULL: none */
+	struct tp_pager_conf conf;
+	struct tp_pager_errors errors;
 	size_t chunk;			/* bytes per chunk */
 	size_t held;			/* chunks held: tensors, cache, slabs */
 	bool host_waits;		/* acquire blocks the host on copies */
@@ -271,6 +273,10 @@ int tp_pager_rereserve(struct tp_pager *pg, struct tp_tensor *t);
 
 /* Chunks held by the pager changed by @delta. */
 void tp_pager_held_add(struct tp_pager *pg, long delta);
+
+/* Report a failure @err with a printf-style message (tp_pager_errors). */
+__attribute__((format(printf, 3, 4)))
+void tp_pager_error(struct tp_pager *pg, int err, const char *fmt, ...);
 
 bool tp_pager_can_offload(const struct tp_tensor *t);
 /*
@@ -626,7 +632,5 @@ void tp_lookup_add_tensor(struct tp_pager *pg, struct tp_tensor *t);
 void tp_lookup_del_tensor(struct tp_pager *pg, struct tp_tensor *t);
 void tp_lookup_add_slab(struct tp_pager *pg, struct tp_slab *s);
 void tp_lookup_del_slab(struct tp_pager *pg, struct tp_slab *s);
-/* The live tensor containing @addr, or NULL. Any thread. */
-struct tp_tensor *tp_lookup(struct tp_pager *pg, uintptr_t addr);
 
 #endif /* TP_PAGER_PAGER_INT_H */

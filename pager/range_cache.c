@@ -14,7 +14,6 @@
 #include <stdlib.h>
 
 #include "config.h"
-#include "ctx/ctx.h"
 #include "pager/pager_int.h"
 
 /* Move @t's fully resident range, chunks and all, into the cache. */
@@ -25,9 +24,8 @@ static bool cache_range(struct tp_pager *pg, struct tp_tensor *t)
 	size_t max = 0;
 
 	/* pager.range_cache_max may change at run time (tp_ctl_set). */
-	if (pg->ctx->conf.pager_range_cache)
-		max = tp_psize_bytes(&pg->ctx->conf.pager_range_cache_max,
-				     pg->vmm->device_bytes) / pg->chunk;
+	if (pg->conf.range_cache)
+		max = pg->conf.range_cache_max / pg->chunk;
 	if (t->slab || t->unreserved || t->nr_pages > max ||
 	    t->resident_pages != t->nr_pages || t->inflight_pages)
 		return false;
@@ -67,7 +65,7 @@ bool tp_range_cache_put(struct tp_pager *pg, struct tp_tensor *t)
 
 bool tp_range_cache_put_dead(struct tp_pager *pg, struct tp_tensor *t)
 {
-	if (!pg->ctx->conf.pager_range_cache_freed || !t->dead ||
+	if (!pg->conf.range_cache_freed || !t->dead ||
 	    !cache_range(pg, t))
 		return false;
 	for (size_t i = 0; i < t->nr_pages; i++)

@@ -10,7 +10,6 @@
 
 #include "config.h"
 #include "base/array.h"
-#include "ctx/ctx.h"
 #include "pager/pager_int.h"
 
 int tp_pager_leave(struct tp_pager *pg, struct tp_tensor *t, enum tp_leave how,
@@ -401,7 +400,7 @@ int tp_pager_make_room(struct tp_pager *pg, size_t n)
 
 void tp_pager_watermark(struct tp_pager *pg)
 {
-	const struct tp_conf *conf = &pg->ctx->conf;
+	const struct tp_pager_conf *conf = &pg->conf;
 	size_t budget = pg->vmm->nr_chunks, target;
 	struct skipped s = { 0 };
 
@@ -415,10 +414,10 @@ void tp_pager_watermark(struct tp_pager *pg)
 			return;
 		target = n < pg->held ? pg->held - n : 0;
 	} else {
-		if (conf->pager_high_watermark >= 100 ||
-		    pg->held * 100.0 <= conf->pager_high_watermark * budget)
+		if (conf->high_watermark >= 100 ||
+		    pg->held * 100.0 <= conf->high_watermark * budget)
 			return;
-		target = (size_t)(conf->pager_low_watermark * budget / 100.0);
+		target = (size_t)(conf->low_watermark * budget / 100.0);
 	}
 	/* The range cache is free already: only tensors and slabs count. */
 	while (pg->held > target) {

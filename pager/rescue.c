@@ -10,7 +10,6 @@
 #include <stdlib.h>
 
 #include "config.h"
-#include "ctx/ctx.h"
 #include "base/log.h"
 #include "pager/pager_int.h"
 
@@ -120,7 +119,7 @@ size_t tp_pager_rescue(struct tp_pager *pg, struct tp_tensor *t,
 	size_t n = 0;
 
 	if (t->slab || t->resident_pages == t->nr_pages ||
-	    !pg->ctx->conf.pager_rescue)
+	    !pg->conf.rescue)
 		return 0;
 	got = calloc(last - first + 1, sizeof(*got));
 	if (!got)

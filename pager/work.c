@@ -26,7 +26,6 @@
 #include <inttypes.h>
 
 #include "config.h"
-#include "ctx/ctx.h"
 #include "pager/pager_int.h"
 
 /* Tensors a request is granted work for, however few are alive. */
@@ -72,7 +71,7 @@ uint64_t tp_pager_iter_recompute_ns(const struct tp_pager *pg)
 
 int tp_pager_work(struct tp_pager *pg, unsigned units, bool demand)
 {
-	uint64_t limit = (uint64_t)pg->ctx->conf.pager_work_limit;
+	uint64_t limit = (uint64_t)pg->conf.work_limit;
 	uint64_t reqs = pg->work.reqs ? pg->work.reqs : 1;
 	bool req_over, iter_over;
 
@@ -92,11 +91,11 @@ int tp_pager_work(struct tp_pager *pg, unsigned units, bool demand)
 	/* What the request does on its way out fails too. */
 	pg->work.over = pg->work.depth > 0;
 	if (req_over)
-		tp_ctx_error(pg->ctx, -TP_EWORK,
+		tp_pager_error(pg, -TP_EWORK,
 			     "pager: one request did %" PRIu64 " units of paging work (replays, victims, candidates scored, copies), over pager.work_limit = %" PRIu64 " per tensor alive (%" PRIu64 ")",
 			     pg->work.req, limit, tensors(pg));
 	else
-		tp_ctx_error(pg->ctx, -TP_EWORK,
+		tp_pager_error(pg, -TP_EWORK,
 			     "pager: this iteration did %" PRIu64 " units of paging work in %" PRIu64 " requests, over pager.work_limit = %" PRIu64 " per tensor alive (%" PRIu64 ") and request",
 			     pg->work.iter, reqs, limit, tensors(pg));
 	return -TP_EWORK;

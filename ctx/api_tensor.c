@@ -6,7 +6,8 @@
 
 #include "config.h"
 #include "ctx/ctx.h"
-#include "pager/pager_int.h"
+#include "pager/pager.h"
+#include "vmm/vmm.h"
 
 static struct tp_pager *pager_of(struct tp_ctx *ctx)
 {
@@ -36,25 +37,6 @@ static int public_mode(unsigned mode, unsigned *out)
 	return 0;
 }
 
-/*
- * Pin [off, off + len) of @t for the user; for a write, lineage lets go
- * of @t's contents first (tp_regen_ops.on_write): neither what was made
- * from them nor @t itself may be regenerated from what the user is
- * about to overwrite.
- */
-static int user_acquire(struct tp_pager *pg, struct tp_tensor *t, size_t off,
-			size_t len, unsigned mode, void **addr)
-{
-	int ret = tp_pager_acquire(pg, t, off, len, mode, addr);
-
-	if (ret || !(mode & TP_WRITE) || !pg->regen.on_write)
-		return ret;
-	ret = pg->regen.on_write(pg->regen.priv, t);
-	if (ret)
-		tp_pager_release(pg, t, off, len);
-	return ret;
-}
-
 TP_API void *tp_tensor_acquire_range(struct tp_ctx *ctx, struct tp_tensor *t,
 				     size_t off, size_t len, unsigned mode)
 {
@@ -67,7 +49,7 @@ TP_API void *tp_tensor_acquire_range(struct tp_ctx *ctx, struct tp_tensor *t,
 	else
 		ret = public_mode(mode, &m);
 	if (!ret)
-		ret = user_acquire(ctx->pager, t, off, len, m, &addr);
+		ret = tp_pager_user_acquire(ctx->pager, t, off, len, m, &addr);
 	if (ret) {
 		errno = ret < 0 ? -ret : ret;
 		return NULL;
@@ -101,26 +83,27 @@ static int tensor_copy(struct tp_ctx *ctx, struct tp_tensor *t, size_t off,
 		       void *host, size_t len, bool write)
 {
 	struct tp_pager *pg = pager_of(ctx);
+	struct tp_vmm *vmm = ctx ? ctx->vmm : NULL;
 	void *addr;
 	int ret, ret2;
 
 	if (!pg || !t || !host)
 		return -EINVAL;
-	if (!tp_vmm_has_data(pg->vmm))
+	if (!tp_vmm_has_data(vmm))
 		return -ENOTSUP;
 	if (!len)
 		return off <= t->bytes ? 0 : -EINVAL;
-	ret = user_acquire(pg, t, off, len, write ? TP_RW : TP_READ, &addr);
+	ret = tp_pager_user_acquire(pg, t, off, len, write ? TP_RW : TP_READ, &addr);
 	if (ret)
 		return ret;
 	if (write)
-		ret = tp_vmm_copy_h2d(pg->vmm, (uintptr_t)addr, host, len,
+		ret = tp_vmm_copy_h2d(vmm, (uintptr_t)addr, host, len,
 				      TP_STREAM_COMPUTE);
 	else
-		ret = tp_vmm_copy_d2h(pg->vmm, host, (uintptr_t)addr, len,
+		ret = tp_vmm_copy_d2h(vmm, host, (uintptr_t)addr, len,
 				      TP_STREAM_COMPUTE);
 	/* The caller's buffer is in use until the copy lands. */
-	ret2 = tp_vmm_stream_sync(pg->vmm, TP_STREAM_COMPUTE);
+	ret2 = tp_vmm_stream_sync(vmm, TP_STREAM_COMPUTE);
 	if (!ret)
 		ret = ret2;
 	tp_pager_release(pg, t, off, len);

@@ -131,7 +131,7 @@ static void row(const char *filter, const char *search, size_t n,
 	 * the default, which picks between them. */
 	tp_conf_set(&ctx.conf, "policy.search",
 		    strcmp(search, "sample") ? "exact" : "sample", "bench", 0);
-	pol = tp_policy_create(&ctx);
+	pol = tp_policy_create(&ctx.conf, ctx.pager, ctx.vmm);
 	if (!pol) {
 		perror("tp_policy_create");
 		exit(1);

@@ -98,7 +98,7 @@ static int glue_iteration(void *priv, bool end)
 /* Create the policy and install it: victim ops, costs, clock, iterations. */
 static int policy_create(struct tp_ctx *ctx)
 {
-	ctx->policy = tp_policy_create(ctx);
+	ctx->policy = tp_policy_create(&ctx->conf, ctx->pager, ctx->vmm);
 	ctx->vops = calloc(1, sizeof(*ctx->vops));
 	ctx->cost_ops = calloc(1, sizeof(*ctx->cost_ops));
 	if (!ctx->policy || !ctx->vops || !ctx->cost_ops)

@@ -3,10 +3,11 @@
  * The context: configuration and one instance of each layer. Each layer
  * keeps its own state behind its own pointer; this struct only ties them.
  *
- * Layer exception: lineage, policy: they reach their options, their
- * neighbours, the tracer and the last error through the context. (The
- * pager gets its own: struct tp_pager_conf, the tracer and an error
- * sink, from tp_pager_create().)
+ * Layer exception: lineage: it reaches its options, its neighbours, the
+ * tracer and the last error through the context. (The pager gets its
+ * own from tp_pager_create(): struct tp_pager_conf, the tracer and an
+ * error sink; the policy from tp_policy_create(): the configuration, the
+ * pager and the vmm.)
  * Layer exception: kernels: a model keeps its context's backend (for
  * workspaces and where the data is), and a CUDA op that fails sets the
  * context's last error (kernels/cuda_util.c).

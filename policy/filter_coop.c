@@ -124,7 +124,7 @@ static double coop_h(struct tp_policy *pol, const struct tp_tensor *t,
 int tp_coop_choose(struct tp_policy *pol, size_t need_bytes, bool no_offload,
 		   struct tp_tensor **victim, enum tp_leave *how)
 {
-	const struct tp_vmm *vmm = pol->ctx->vmm;
+	const struct tp_vmm *vmm = pol->vmm;
 	size_t n = (need_bytes + vmm->granularity - 1) / vmm->granularity;
 	size_t slots = tp_pol_index_slots(pol->idx), lo, hi;
 	struct seg_list l = { 0 };
@@ -174,8 +174,8 @@ void tp_coop_place(struct tp_policy *pol, struct tp_tensor *t)
 	double c, m, d;
 
 	t->pol.right = false;
-	if (pol->conf->policy_filter != TP_FILTER_COOP || !pol->ctx->vmm ||
-	    !tp_vmm_pool_contiguous(pol->ctx->vmm) ||
+	if (pol->conf->policy_filter != TP_FILTER_COOP || !pol->vmm ||
+	    !tp_vmm_pool_contiguous(pol->vmm) ||
 	    t->resident_pages == t->nr_pages)
 		return;
 	c = tp_policy_cost(pol, t);

@@ -92,17 +92,17 @@ bool tp_planned_on(const struct tp_policy *pol)
 
 static uint64_t chunk_bytes(const struct tp_policy *pol)
 {
-	if (pol->ctx->vmm && pol->ctx->vmm->granularity)
-		return pol->ctx->vmm->granularity;
+	if (pol->vmm && pol->vmm->granularity)
+		return pol->vmm->granularity;
 	return pol->conf->vmm_chunk_size;
 }
 
 /* What the plan may fill: the pool less what someone pins now. */
 static uint64_t room_bytes(struct tp_policy *pol)
 {
-	if (!pol->ctx->pager)
+	if (!pol->pager)
 		return 0;
-	return (uint64_t)tp_pager_room_pages(pol->ctx->pager) *
+	return (uint64_t)tp_pager_room_pages(pol->pager) *
 	       chunk_bytes(pol);
 }
 

@@ -13,19 +13,21 @@
 /* The op cost prior when lineage has not said (tpager.h: 1 µs). */
 #define TP_POLICY_PRIOR_COST_NS 1000.0
 
-struct tp_policy *tp_policy_create(struct tp_ctx *ctx)
+struct tp_policy *tp_policy_create(const struct tp_conf *conf,
+				   struct tp_pager *pg, struct tp_vmm *vmm)
 {
 	struct tp_policy *pol;
 
-	if (!ctx) {
+	if (!conf) {
 		errno = EINVAL;
 		return NULL;
 	}
 	pol = calloc(1, sizeof(*pol));
 	if (!pol)
 		goto err;
-	pol->ctx = ctx;
-	pol->conf = &ctx->conf;
+	pol->pager = pg;
+	pol->vmm = vmm;
+	pol->conf = conf;
 	pol->idx = tp_pol_index_create();
 	if (!pol->idx)
 		goto err_free;
@@ -171,7 +173,7 @@ double tp_policy_evict_cost(struct tp_policy *pol, const struct tp_tensor *t)
 double tp_policy_remap_ns(struct tp_policy *pol, size_t pages)
 {
 	const struct tp_conf *c = pol->conf;
-	struct tp_vmm *vmm = pol->ctx->vmm;
+	struct tp_vmm *vmm = pol->vmm;
 	double ns;
 
 	if (c->policy_remap_ns >= 0)
@@ -200,8 +202,8 @@ static double remap_one(void *priv, size_t pages)
 
 static uint64_t chunk_bytes(struct tp_policy *pol)
 {
-	if (pol->ctx->vmm && pol->ctx->vmm->granularity)
-		return pol->ctx->vmm->granularity;
+	if (pol->vmm && pol->vmm->granularity)
+		return pol->vmm->granularity;
 	return pol->conf->vmm_chunk_size;
 }
 
@@ -233,8 +235,8 @@ static double leave_hidden_ns(struct tp_policy *pol, uint64_t gap)
 
 double tp_policy_out_backlog(struct tp_policy *pol)
 {
-	return pol->ctx->pager ?
-	       (double)tp_pager_copy_backlog(pol->ctx->pager, true) : 0;
+	return pol->pager ?
+	       (double)tp_pager_copy_backlog(pol->pager, true) : 0;
 }
 
 /* The director's input without the overlap estimate (hide_ns = 0). */
@@ -425,8 +427,8 @@ static uint64_t work_now(struct tp_policy *pol)
 {
 	uint64_t now = tp_policy_now(pol), lost = 0;
 
-	if (pol->ctx->pager)
-		lost = tp_pager_lost_ns(pol->ctx->pager);
+	if (pol->pager)
+		lost = tp_pager_lost_ns(pol->pager);
 	now = now > lost ? now - lost : 0;
 	if (now < pol->work_clock)
 		now = pol->work_clock;	/* a cost noted before it ran */
@@ -441,8 +443,8 @@ static uint64_t work_now(struct tp_policy *pol)
  */
 static uint64_t settled_now(struct tp_policy *pol)
 {
-	if (pol->ctx->vmm)
-		(void)tp_vmm_stream_sync(pol->ctx->vmm, TP_STREAM_COMPUTE);
+	if (pol->vmm)
+		(void)tp_vmm_stream_sync(pol->vmm, TP_STREAM_COMPUTE);
 	return tp_policy_now(pol);
 }
 
@@ -451,8 +453,8 @@ void tp_policy_iteration_begin(struct tp_policy *pol)
 	tp_bw_iteration_begin(&pol->bw, tp_policy_now(pol));
 	tp_prefetch_iteration_begin(pol->pf, work_now(pol));
 	tp_planned_iteration_begin(pol);
-	if (pol->ctx->pager)
-		tp_pager_reload_counts(pol->ctx->pager, &pol->iter_reloads,
+	if (pol->pager)
+		tp_pager_reload_counts(pol->pager, &pol->iter_reloads,
 				       &pol->iter_in_time);
 	if (pol->conf->policy_writeback == TP_WRITEBACK_AUTO &&
 	    tp_wb_auto_begin(&pol->wb_auto, tp_prefetch_predicting(pol->pf),
@@ -477,9 +479,9 @@ void tp_policy_iteration_end(struct tp_policy *pol)
 	 * with no record (the first) could not prefetch: its reloads say
 	 * nothing of how well a prefetch hides them.
 	 */
-	if (!pol->ctx->pager || !predicted)
+	if (!pol->pager || !predicted)
 		return;
-	tp_pager_reload_counts(pol->ctx->pager, &reloads, &in_time);
+	tp_pager_reload_counts(pol->pager, &reloads, &in_time);
 	if (reloads > pol->iter_reloads)
 		pol->reload_hidden = (double)(in_time - pol->iter_in_time) /
 				     (double)(reloads - pol->iter_reloads);
@@ -493,10 +495,10 @@ void tp_policy_on_acquire(struct tp_policy *pol, struct tp_tensor *t)
 		pol->access_clock = t->last_access_ns;
 	/* -ENOMEM only loses a prediction. */
 	(void)tp_prefetch_on_acquire(pol->pf, t, work_now(pol),
-				     pol->ctx->pager ?
-				     tp_pager_compute_ns(pol->ctx->pager) : 0,
-				     pol->ctx->pager &&
-				     tp_pager_replaying(pol->ctx->pager));
+				     pol->pager ?
+				     tp_pager_compute_ns(pol->pager) : 0,
+				     pol->pager &&
+				     tp_pager_replaying(pol->pager));
 	tp_coop_place(pol, t);
 }
 
@@ -567,7 +569,7 @@ size_t tp_policy_writeback_pick(struct tp_policy *pol, struct tp_tensor **out,
 				size_t max)
 {
 	const struct tp_conf *c = pol->conf;
-	struct tp_pager *pg = pol->ctx->pager;
+	struct tp_pager *pg = pol->pager;
 	size_t slots = tp_pol_index_slots(pol->idx);
 	uint64_t now = tp_policy_now(pol);
 	struct tp_tensor *best = NULL;

@@ -5,7 +5,7 @@
  * through the struct tp_victim_ops it is given and the notifications
  * below, all made by the context's wiring (ctx/).
  *
- * Configuration is read from ctx->conf at each use, so tp_ctl_set() of
+ * Configuration is read from the caller's conf at each use, so tp_ctl_set() of
  * policy.* and pager.*_watermark takes effect at the next decision.
  *
  * Threads: everything is called from the thread that holds the pager
@@ -22,7 +22,9 @@
 #include "pager/hooks.h"
 #include "pager/tensor.h"
 
-struct tp_ctx;
+struct tp_conf;
+struct tp_pager;
+struct tp_vmm;
 struct tp_policy;
 struct tp_stats;
 
@@ -62,11 +64,14 @@ struct tp_cost_ops {
 };
 
 /**
- * tp_policy_create() - the policy of @ctx, reading ctx->conf (and ctx->vmm
- * for measured remap costs and the chunk size, when there is one).
- * Return: the policy, or NULL with errno (ENOMEM).
+ * tp_policy_create() - a policy reading its options from @conf at each
+ * use (the caller's, kept alive and current), asking @pg what paging
+ * does and @vmm the chunk size and measured remap costs. Either may be
+ * NULL (a policy tested alone). Return: the policy, or NULL with errno
+ * (EINVAL, ENOMEM).
  */
-struct tp_policy *tp_policy_create(struct tp_ctx *ctx);
+struct tp_policy *tp_policy_create(const struct tp_conf *conf,
+				   struct tp_pager *pg, struct tp_vmm *vmm);
 void tp_policy_destroy(struct tp_policy *pol);
 
 /**

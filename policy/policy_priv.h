@@ -6,7 +6,9 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "ctx/ctx.h"
+#include "ctl/conf.h"
+#include "pager/pager.h"
+#include "vmm/vmm.h"
 #include "policy/bandwidth.h"
 #include "policy/director.h"
 #include "policy/filter.h"
@@ -26,8 +28,10 @@ struct tp_pol_skip {
 };
 
 struct tp_policy {
-	struct tp_ctx *ctx;
-	const struct tp_conf *conf;
+	/* Its collaborators: either may be NULL (a policy tested alone). */
+	struct tp_pager *pager;
+	struct tp_vmm *vmm;
+	const struct tp_conf *conf;	/* read at each use (tp_ctl_set) */
 	struct tp_victim_ops vops;
 	struct tp_cost_ops cost;
 	bool has_cost;

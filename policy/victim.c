@@ -320,8 +320,8 @@ static int choose(struct tp_policy *pol, bool ahead,
 		}
 	}
 	/* Coop's window needs the pool's layout: only a contiguous pool. */
-	if (pol->filter == TP_FILTER_COOP && pol->ctx->vmm &&
-	    tp_vmm_pool_contiguous(pol->ctx->vmm)) {
+	if (pol->filter == TP_FILTER_COOP && pol->vmm &&
+	    tp_vmm_pool_contiguous(pol->vmm)) {
 		rc = tp_coop_choose(pol, need_bytes, no_offload, &t, how);
 		if (!rc && (ahead || max_cost < INFINITY)) {
 			struct tp_director_in in;
@@ -377,8 +377,8 @@ out:
 	 * request that chooses without end is stopped as soon, in time, as
 	 * one whose choices sample or read an index.
 	 */
-	if (pol->ctx->pager &&
-	    tp_pager_work(pol->ctx->pager, (unsigned)(pol->scored - scored),
+	if (pol->pager &&
+	    tp_pager_work(pol->pager, (unsigned)(pol->scored - scored),
 			  !ahead))
 		rc = -TP_EWORK;
 	if (!rc) {

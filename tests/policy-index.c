@@ -126,7 +126,7 @@ static unsigned run(struct tp_ctx *ctx, const char *f, int mode,
 	memset(live, 0, sizeof(live));
 	tp_conf_set(&ctx->conf, "policy.filter", f, "test", 0);
 	tp_conf_set(&ctx->conf, "policy.search", "exact", "test", 0);
-	pol = tp_policy_create(ctx);
+	pol = tp_policy_create(&ctx->conf, ctx->pager, ctx->vmm);
 	if (!pol)
 		bail_out("tp_policy_create");
 	tp_policy_set_clock(pol, test_clock, NULL);
@@ -228,7 +228,7 @@ static void switching(struct tp_ctx *ctx)
 	memset(live, 0, sizeof(live));
 	tp_conf_set(&ctx->conf, "policy.filter", "delta", "test", 0);
 	tp_conf_set(&ctx->conf, "policy.search", "exact", "test", 0);
-	pol = tp_policy_create(ctx);
+	pol = tp_policy_create(&ctx->conf, ctx->pager, ctx->vmm);
 	if (!pol)
 		bail_out("tp_policy_create");
 	tp_policy_set_clock(pol, test_clock, NULL);
@@ -275,7 +275,7 @@ static void sampling(struct tp_ctx *ctx)
 
 	tp_conf_set(&ctx->conf, "policy.filter", "delta", "test", 0);
 	tp_conf_set(&ctx->conf, "policy.search", "sample", "test", 0);
-	pol = tp_policy_create(ctx);
+	pol = tp_policy_create(&ctx->conf, ctx->pager, ctx->vmm);
 	if (!pol)
 		bail_out("tp_policy_create");
 	tp_policy_seed(pol, rng);

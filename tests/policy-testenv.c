@@ -35,7 +35,7 @@ static const struct tp_cost_ops cost_ops = {
 
 struct tp_policy *pt_policy(struct tp_ctx *ctx, bool costs)
 {
-	struct tp_policy *pol = tp_policy_create(ctx);
+	struct tp_policy *pol = tp_policy_create(&ctx->conf, ctx->pager, ctx->vmm);
 
 	if (!pol)
 		bail_out("tp_policy_create");

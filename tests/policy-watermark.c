@@ -28,7 +28,7 @@ static void watermarks(void)
 	tp_conf_defaults(&ctx.conf);	/* high 75%, low 65% */
 	/* The overlap filter (the default) releases at demand only. */
 	tp_conf_set(&ctx.conf, "policy.filter", "delta", "test", 0);
-	pol = tp_policy_create(&ctx);
+	pol = tp_policy_create(&ctx.conf, ctx.pager, ctx.vmm);
 	if (!pol)
 		bail_out("tp_policy_create");
 	ok(tp_policy_release_bytes(pol, 750, B) == 0,

@@ -37,6 +37,9 @@
  * replay's (the fastest of three), how many replays took more than ten
  * times it, and the largest multiple for each policy. The six traces
  * take a few minutes of one core.
+ *
+ * A bench program, past the usual length: its sweeps share the option
+ * parsing, the replay loop and the printers.
  */
 #include "config.h"
 

@@ -44,6 +44,9 @@
  * overhead counts recompute only, so each cell also gives the time
  * overhead (virtual time against the unconstrained replay), which counts
  * waiting on copies too.
+ *
+ * A bench program, past the usual length: its tables share the option
+ * parsing, the run loop and the printers.
  */
 #include "config.h"
 

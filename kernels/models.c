@@ -7,6 +7,9 @@
  * 2019: post-LN layers, GELU feed-forward of 4x hidden), each one forward
  * pass written as a straight sequence of ops on the tape (model_tape.c),
  * plus their synthetic data.
+ *
+ * One file, past the usual length: the architectures share the layer
+ * builders at the top, and each is some sixty lines.
  */
 #include "config.h"
 

@@ -3,6 +3,10 @@
  * The op registry: one descriptor per op (its shapes, FLOPs and
  * implementations) and the launch function every op type shares, which
  * checks the launch against the shapes and runs the CPU or the CUDA code.
+ *
+ * One file, past the usual length: the table at the end points at each
+ * op's shape, FLOP, row and split functions above it, so that an op is
+ * read, and checked (tests/kernels-model-shapes), in one place.
  */
 #include "config.h"
 

@@ -15,6 +15,9 @@
  *    version is severed first (inplace.c). The launch writes the only
  *    copy, so a launch function on such a tensor must fail, if at all,
  *    before it writes.
+ *
+ * One file, past the usual length: tp_op_run() in named steps over one
+ * struct op_run, whose in-place and split paths share the steps.
  */
 #include <errno.h>
 #include <stdlib.h>

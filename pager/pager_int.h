@@ -1,6 +1,10 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * The pager's private state, shared by the files of pager/ only.
+ *
+ * The pager's private header, past the usual length: one section per
+ * file of pager/, so that what a file shares with the others is declared
+ * in one place.
  */
 #ifndef TP_PAGER_PAGER_INT_H
 #define TP_PAGER_PAGER_INT_H

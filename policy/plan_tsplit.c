@@ -45,6 +45,10 @@
  * swap starts sooner and frees memory longer). Greedy choices made at an
  * early bottleneck can be covered by later ones; a last pass undoes each
  * choice, costliest first, that the plan fits without.
+ *
+ * One file, past the usual length: Alg. 2 and the cost model of eq. 2-6
+ * that it evaluates at each step belong together, and tests/policy-plan
+ * checks both against a brute-force optimum as one.
  */
 #include "config.h"
 

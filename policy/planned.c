@@ -2,6 +2,10 @@
 /*
  * The planned mode (planned.h): the record made a model (plan.h), the
  * plan carried out, and the checks that it still holds.
+ *
+ * One file, past the usual length: the model, the plan, the ops and the
+ * victims are the steps of one state machine over struct tp_planned,
+ * private to this file.
  */
 #include "config.h"
 

@@ -1,5 +1,12 @@
 /* SPDX-License-Identifier: MIT */
-/* The policy object: configuration, costs, and the pager's notifications. */
+/*
+ * The policy object: configuration, costs, and the pager's notifications.
+ *
+ * One file, past the usual length: each of the pager's notifications
+ * (an access, a free, an iteration's end) updates the same per-tensor
+ * keys, clocks and measured bandwidth, private to the policy; the
+ * filters, directors and victim choice live in files of their own.
+ */
 #include "config.h"
 
 #include <errno.h>

@@ -1,5 +1,12 @@
 /* SPDX-License-Identifier: MIT */
-/* Recording one iteration's acquisitions and replaying them as prefetches. */
+/*
+ * Recording one iteration's acquisitions and replaying them as prefetches.
+ *
+ * One file, past the usual length: the recorder, the replayer and the
+ * planner's view of the program's ops (the last section) all read the
+ * one recorded iteration (struct tp_prefetch), which completion threads
+ * update under its lock and no other file may see.
+ */
 #include "config.h"
 
 #include <errno.h>

@@ -6,6 +6,9 @@
  * statistics), counter samples whose times never go back, and every
  * reload after the offload it reads. An unwritable file fails
  * tp_ctx_create.
+ *
+ * One file, past the usual length: one Perfetto trace read back and
+ * checked track by track, over the same parse helpers.
  */
 #include "config.h"
 

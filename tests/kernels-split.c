@@ -18,6 +18,10 @@
  * do not fit the op's cut. On a device the same runs are repeated with
  * the CUDA ops; without one they are skipped. The seed is printed;
  * TPAGER_TEST_SEED=N reproduces a run.
+ *
+ * One file, past the usual length: every splittable op's case runs
+ * through the same harness (parts, masks, write protection, the device),
+ * which is most of the file.
  */
 #include "config.h"
 

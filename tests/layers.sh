@@ -7,7 +7,9 @@
 #
 # The checker then runs on copies of the tree with one rule broken each
 # (a forbidden include, a private header, a cycle in the table, a stale
-# exception) and must fail naming what was broken.
+# exception) and must fail naming what was broken. Every source file over
+# 600 lines says at its top why it is one file; a copy with a file grown
+# past that must fail too.
 top_srcdir=${top_srcdir:-.}
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/tp-layers.XXXXXX") || exit 1
 trap 'rm -rf "$tmp"' EXIT INT TERM
@@ -193,8 +195,27 @@ expect()
 	fi
 }
 
+# lengths ROOT: "ok - ..." when every source file of ROOT over 600 lines
+# says at its top why it is one file ("past the usual length"), else
+# "not ok - ..." naming those that do not.
+lengths()
+{
+	bad=$(cd "$1" && while read -r f; do
+		n=$(wc -l < "$f" | tr -d ' ')
+		[ "$n" -gt 600 ] || continue
+		sed -n '1,80p' "$f" | grep -q 'past the usual length' ||
+			printf ' %s (%s lines)' "$f" "$n"
+	done < "$tmp/real/files")
+	if [ -z "$bad" ]; then
+		echo "ok - every source file over 600 lines says why at its top"
+	else
+		echo "not ok - every source file over 600 lines says why at its top; not:$bad"
+	fi
+}
+
 check "$top_srcdir" "$tmp/real"
 cp "$tmp/real/out" "$tmp/results"
+lengths "$top_srcdir" >> "$tmp/results"
 
 # A forbidden include: the vmm, at the bottom, includes the policy.
 copy_tree "$tmp/t1"
@@ -230,6 +251,17 @@ check "$tmp/t4" "$tmp/r4"
 expect r4 "^not ok - every layer exception is used; stale:.* vmm/vmm.h\(pager\)" \
 	"the checker fails on a stale exception in vmm/vmm.h, and names it" \
 	>> "$tmp/results"
+
+# A file grown past 600 lines without a word on why.
+copy_tree "$tmp/t5"
+yes '/* filler */' | head -n 700 >> "$tmp/t5/vmm/va_arena.c"
+lengths "$tmp/t5" > "$tmp/r5"
+if grep -q '^not ok.* vmm/va_arena.c ([0-9]* lines)' "$tmp/r5"; then
+	echo "ok - the length rule fails on vmm/va_arena.c grown past 600 lines, and names it"
+else
+	echo "not ok - the length rule fails on vmm/va_arena.c grown past 600 lines, and names it"
+	sed 's/^/# /' "$tmp/r5"
+fi >> "$tmp/results"
 
 awk '/^(not )?ok/ { sub(/ok -/, "ok " ++t " -") } { print }
      END { print "1.." t }' "$tmp/results"

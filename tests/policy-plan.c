@@ -11,6 +11,9 @@
  * than the optimum (which would mean the search or the evaluation is
  * wrong), and stay close to it: Alg. 2 is greedy, and the figures of the
  * gap are printed.
+ *
+ * One file, past the usual length: the planner's cases and the
+ * brute-force optimum of the same cost model they are checked against.
  */
 #include "config.h"
 

@@ -6,6 +6,9 @@
  * output pointer alone; the builder refuses bad records and stays
  * unchanged. The same for split marks (version 2). From version 3 a
  * trace closes with its end record, and a cut anywhere is an error.
+ *
+ * One file, past the usual length: one point per rule of the format,
+ * each a few lines over the same parse helpers.
  */
 #include "config.h"
 

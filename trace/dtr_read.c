@@ -10,6 +10,9 @@
  * handle moves to the new version: every name of the tensor sees it. When
  * the last reference to a handle is released, its version is freed; the
  * storage goes when no live tensor (view or base) is left on it.
+ *
+ * One file, past the usual length: one parser of DTR's instructions and
+ * the name-to-tensor map they update.
  */
 #include "config.h"
 

@@ -9,6 +9,9 @@
  * cost an op recorded travels in its parameters and comes back from the
  * op type's cost_ns, so the sim charges exactly that time, on first runs
  * and recomputes alike.
+ *
+ * One file, past the usual length: every function walks the one replay
+ * state (storages, versions, the op types made from the trace).
  */
 #include "config.h"
 

@@ -9,6 +9,9 @@
  * kernel and its tail. Achieved efficiency is taken as 1: the traces are
  * for comparing policies against the same costs, not for predicting
  * absolute step times.
+ *
+ * One file, past the usual length: the generators share the cost model
+ * and the emitter at the top.
  */
 #include "config.h"
 

@@ -3,6 +3,9 @@
  * The tpager-trace(5) parser. Strict: anything it does not understand is
  * an error naming the line and the reason, never a guess; it never reads
  * past @len, so it can take any bytes (fuzzed by tests/fuzz/trace-fuzz).
+ *
+ * One file, past the usual length: one strict parser whose line-by-line
+ * state is one struct.
  */
 #include "config.h"
 

@@ -14,6 +14,10 @@
  * vector of per-stream sequence numbers: it has completed when every
  * stream has completed that much of its work. Stream completion is
  * monotonic, so a set of waits collapses to one maximum per stream.
+ *
+ * One file, past the usual length: one backend's ops table, whose copy
+ * engines, events and mappings share the backend's lock and stream state
+ * (struct host_backend), private to this file.
  */
 #include "config.h"
 

@@ -11,6 +11,10 @@
  * mapped). On sim that thread is played by the backend on a clock of its
  * own (worker_begin), the entries run where the caller polls, and what
  * they do counts from when the played thread would have done it.
+ *
+ * One file, past the usual length: the list, the driver thread that
+ * empties it and the played thread of the sim share the entries and the
+ * lock; each mode is a branch of the same few operations.
  */
 #include "config.h"
 

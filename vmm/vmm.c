@@ -3,6 +3,10 @@
  * The generic vmm layer: backend selection, the counted and timed wrapper
  * around every backend call, fault injection, and the glue between the
  * chunk pool, mapping and deferred unmaps.
+ *
+ * One file, past the usual length: each wrapper of a backend call is a
+ * few lines, and they share the statics that count, time, lock and
+ * fault-inject every call, which a split would have to export.
  */
 #include "config.h"
 

@@ -15,6 +15,9 @@
  * Layer exception: kernels: the registry asks the sim's profile of a GPU
  * what workspace an op takes (tp_vmm_op_workspace()), and a model asks
  * its context's backend where the data is (tp_vmm_device()).
+ *
+ * One header, past the usual length: the backend ops table, the generic
+ * layer's calls and the structs both see are the vmm's one interface.
  */
 #ifndef TP_VMM_VMM_H
 #define TP_VMM_VMM_H

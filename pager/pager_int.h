@@ -18,6 +18,7 @@
 #include <urcu/rculfhash.h>
 
 #include "pager/pager.h"
+#include "pager/watermark.h"
 #include "vmm/vmm.h"
 
 enum tp_page_state {
@@ -170,6 +171,7 @@ struct tp_pager {
 	struct tp_tracer *tracer;	/* NULL: none */
 	struct tp_pager_conf conf;
 	struct tp_pager_errors errors;
+	struct tp_watermark wm;		/* its release without a policy's */
 	size_t chunk;			/* bytes per chunk */
 	size_t held;			/* chunks held: tensors, cache, slabs */
 	bool host_waits;		/* acquire blocks the host on copies */

@@ -414,10 +414,17 @@ void tp_pager_watermark(struct tp_pager *pg)
 			return;
 		target = n < pg->held ? pg->held - n : 0;
 	} else {
-		if (conf->high_watermark >= 100 ||
-		    pg->held * 100.0 <= conf->high_watermark * budget)
+		/* The same rule as the policy's hook (watermark.h). */
+		uint64_t bytes = tp_watermark_release(&pg->wm,
+						      conf->high_watermark,
+						      conf->low_watermark,
+						      pg->held * pg->chunk,
+						      budget * pg->chunk);
+		size_t n = (bytes + pg->chunk - 1) / pg->chunk;
+
+		if (!n)
 			return;
-		target = (size_t)(conf->low_watermark * budget / 100.0);
+		target = n < pg->held ? pg->held - n : 0;
 	}
 	/* The range cache is free already: only tensors and slabs count. */
 	while (pg->held > target) {

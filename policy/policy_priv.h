@@ -18,7 +18,7 @@
 #include "policy/planned.h"
 #include "policy/policy.h"
 #include "policy/prefetch.h"
-#include "policy/watermark.h"
+#include "pager/watermark.h"
 #include "policy/writeback_auto.h"
 
 /* A candidate set aside during one choose() (it cannot leave now). */

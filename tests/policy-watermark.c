@@ -14,7 +14,7 @@
 #include "ctx/ctx.h"
 #include "policy/bandwidth.h"
 #include "policy/policy.h"
-#include "policy/watermark.h"
+#include "pager/watermark.h"
 #include "tap.h"
 #include "tests/policy-testenv.h"
 

@@ -2,7 +2,7 @@
 /* High/low watermark hysteresis for proactive release (DELTA §4.3). */
 #include "config.h"
 
-#include "policy/watermark.h"
+#include "pager/watermark.h"
 
 uint64_t tp_watermark_release(struct tp_watermark *wm, double high_pct,
 			      double low_pct, uint64_t used, uint64_t budget)

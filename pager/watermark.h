@@ -5,9 +5,13 @@
  * before an allocation blocks) and goes on until use falls under
  * pager.low_watermark (hysteresis, so it does not start and stop on every
  * allocation).
+ *
+ * The rule is the pager's, which owns the budget: its own release when no
+ * policy says how much (tp_pager_watermark()), and the policy's release
+ * hook, use it alike.
  */
-#ifndef TP_POLICY_WATERMARK_H
-#define TP_POLICY_WATERMARK_H
+#ifndef TP_PAGER_WATERMARK_H
+#define TP_PAGER_WATERMARK_H
 
 #include <stdbool.h>
 #include <stdint.h>
@@ -25,4 +29,4 @@ struct tp_watermark {
 uint64_t tp_watermark_release(struct tp_watermark *wm, double high_pct,
 			      double low_pct, uint64_t used, uint64_t budget);
 
-#endif /* TP_POLICY_WATERMARK_H */
+#endif /* TP_PAGER_WATERMARK_H */

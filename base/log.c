@@ -35,3 +35,17 @@ void tp_log(enum tp_log_level level, const char *fmt, ...)
 	else
 		fprintf(stderr, "tpager: %s: %s\n", names[level], msg);
 }
+
+void tp_error(const struct tp_errors *e, int err, const char *fmt, ...)
+{
+	char msg[512];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	if (e && e->report)
+		e->report(e->priv, err, msg);
+	else
+		tp_log(TP_LOG_ERROR, "%s", msg);
+}

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "ctx/ctx.h"
+#include "lineage/lineage.h"
 #include "pager/pager.h"
 #include "vmm/vmm.h"
 #include "base/log.h"
@@ -122,6 +123,13 @@ TP_API int tp_ctl_set(struct tp_ctx *ctx, const char *key, const char *value)
 
 		tp_ctx_pager_conf(&ctx->conf, ctx->vmm->device_bytes, &pc);
 		tp_pager_set_conf(ctx->pager, &pc);
+	}
+	if ((!strncmp(key, "lineage.", 8) || !strncmp(key, "policy.", 7)) &&
+	    ctx->lineage) {
+		struct tp_lineage_conf lc;
+
+		tp_ctx_lineage_conf(&ctx->conf, &lc);
+		tp_lineage_set_conf(ctx->lineage, &lc);
 	}
 	if (!strcmp(key, "log.level"))
 		tp_log_set_level((enum tp_log_level)next.log_level);

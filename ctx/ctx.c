@@ -169,8 +169,19 @@ void tp_ctx_pager_conf(const struct tp_conf *c, uint64_t device_bytes,
 	};
 }
 
-/* The pager's errors are the context's last error. */
-static void pager_error(void *priv, int err, const char *msg)
+void tp_ctx_lineage_conf(const struct tp_conf *c, struct tp_lineage_conf *lc)
+{
+	*lc = (struct tp_lineage_conf){
+		.cost_alpha = c->lineage_cost_alpha,
+		.costs_model = c->policy_costs == TP_COSTS_MODEL,
+		.split_max_parts = (unsigned)c->policy_split_max_parts,
+		.recompute_limit = c->lineage_recompute_limit,
+		.max_recompute_depth = c->lineage_max_recompute_depth,
+	};
+}
+
+/* A layer's errors are the context's last error (struct tp_errors). */
+static void layer_error(void *priv, int err, const char *msg)
 {
 	tp_ctx_error(priv, err, "%s", msg);
 }
@@ -202,6 +213,8 @@ TP_API struct tp_ctx *tp_ctx_create(const char *opts)
 {
 	struct tp_vmm_conf vc;
 	struct tp_pager_conf pc;
+	struct tp_lineage_conf lc;
+	struct tp_errors errors;
 	struct tp_ctx *ctx;
 	int ret;
 
@@ -219,6 +232,7 @@ TP_API struct tp_ctx *tp_ctx_create(const char *opts)
 	tp_log_set_level((enum tp_log_level)ctx->conf.log_level);
 
 	tp_ctx_vmm_conf(&ctx->conf, &vc);
+	errors = (struct tp_errors){ .report = layer_error, .priv = ctx };
 	ctx->vmm = tp_vmm_open(&vc);
 	if (!ctx->vmm) {
 		ret = -errno;
@@ -235,17 +249,15 @@ TP_API struct tp_ctx *tp_ctx_create(const char *opts)
 		}
 	}
 	tp_ctx_pager_conf(&ctx->conf, ctx->vmm->device_bytes, &pc);
-	ctx->pager = tp_pager_create(ctx->vmm, ctx->tracer, &pc,
-				     &(struct tp_pager_errors){
-					     .report = pager_error,
-					     .priv = ctx,
-				     });
+	ctx->pager = tp_pager_create(ctx->vmm, ctx->tracer, &pc, &errors);
 	if (!ctx->pager) {
 		ret = -errno;
 		goto err_vmm;
 	}
 	/* Lineage installs its regeneration callbacks into ctx->pager. */
-	ctx->lineage = tp_lineage_create(ctx);
+	tp_ctx_lineage_conf(&ctx->conf, &lc);
+	ctx->lineage = tp_lineage_create(ctx->pager, ctx->vmm, ctx->tracer, &lc,
+					 &errors, ctx);
 	if (!ctx->lineage) {
 		ret = -errno;
 		goto err_pager;

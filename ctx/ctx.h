@@ -3,11 +3,9 @@
  * The context: configuration and one instance of each layer. Each layer
  * keeps its own state behind its own pointer; this struct only ties them.
  *
- * Layer exception: lineage: it reaches its options, its neighbours, the
- * tracer and the last error through the context. (The pager gets its
- * own from tp_pager_create(): struct tp_pager_conf, the tracer and an
- * error sink; the policy from tp_policy_create(): the configuration, the
- * pager and the vmm.)
+ * The layers below get their collaborators and options at creation
+ * (tp_pager_create(), tp_lineage_create(), tp_policy_create()), never
+ * the context.
  * Layer exception: kernels: a model keeps its context's backend (for
  * workspaces and where the data is), and a CUDA op that fails sets the
  * context's last error (kernels/cuda_util.c).
@@ -57,6 +55,9 @@ void tp_ctx_vmm_conf(const struct tp_conf *c, struct tp_vmm_conf *vc);
 struct tp_pager_conf;
 void tp_ctx_pager_conf(const struct tp_conf *c, uint64_t device_bytes,
 		       struct tp_pager_conf *pc);
+/* tp_ctx_lineage_conf() - lineage's options (@lc) from the keys of @c. */
+struct tp_lineage_conf;
+void tp_ctx_lineage_conf(const struct tp_conf *c, struct tp_lineage_conf *lc);
 
 /* Keep @msg as the context's last error (tp_last_error) and log it. */
 __attribute__((format(printf, 3, 4)))

@@ -20,7 +20,6 @@
 #include <math.h>
 #include <stdlib.h>
 
-#include "ctx/ctx.h"
 #include "lineage/lineage_int.h"
 #include "vmm/vmm.h"
 
@@ -133,19 +132,19 @@ static uint64_t rec_model_ns(struct tp_lineage *lin,
 
 	for (unsigned k = 0; k < n; k++)
 		in_bytes[k] = rec->in[k].t->bytes;
-	return tp_lin_type_prior_ns(lin->ctx->vmm, rec->type, rec->params,
+	return tp_lin_type_prior_ns(lin->vmm, rec->type, rec->params,
 				    rec->params_len, in_bytes, n);
 }
 
 void tp_lin_note_cost(struct tp_lineage *lin, struct tp_lin_rec *rec,
 		      uint64_t ns)
 {
-	double alpha = lin->ctx->conf.lineage_cost_alpha;
+	double alpha = lin->conf.cost_alpha;
 
 	if (!rec)
 		return;
 	/* Decisions that do not depend on the host's speed. */
-	if (lin->ctx->conf.policy_costs == TP_COSTS_MODEL)
+	if (lin->conf.costs_model)
 		ns = rec_model_ns(lin, rec);
 	rec->cost_ns = ema(rec->cost_ns, (double)ns, alpha);
 	rec->ts->avg_ns = ema(rec->ts->avg_ns, (double)ns, alpha);
@@ -155,7 +154,7 @@ void tp_lin_note_cost(struct tp_lineage *lin, struct tp_lin_rec *rec,
 void tp_lin_note_type_cost(struct tp_lineage *lin, struct tp_lin_type *ts,
 			   uint64_t ns)
 {
-	ts->avg_ns = ema(ts->avg_ns, (double)ns, lin->ctx->conf.lineage_cost_alpha);
+	ts->avg_ns = ema(ts->avg_ns, (double)ns, lin->conf.cost_alpha);
 	ts->runs++;
 }
 

@@ -21,7 +21,6 @@
 #include <stdlib.h>
 
 #include "base/array.h"
-#include "ctx/ctx.h"
 #include "base/log.h"
 #include "lineage/lineage_int.h"
 
@@ -144,8 +143,8 @@ int tp_lin_sever(struct tp_lineage *lin, struct tp_tensor *t)
 	lin->st.severed += live.n;
 out:
 	if (ret == -ENOMEM)
-		tp_ctx_error(lin->ctx, ret, "lineage: cannot make room to keep what tensor %llu's old contents made",
-			     (unsigned long long)t->id);
+		tp_error(&lin->errors, ret, "lineage: cannot make room to keep what tensor %llu's old contents made",
+			 (unsigned long long)t->id);
 	free(recs.v);
 	free(live.v);
 	return ret;

@@ -9,7 +9,6 @@
  */
 #include <errno.h>
 
-#include "ctx/ctx.h"
 #include "tracer/tracer.h"
 #include "lineage/lineage_int.h"
 #include "vmm/vmm.h"
@@ -37,14 +36,14 @@ int tp_lin_launch(struct tp_lineage *lin, const struct tp_op_type *type,
 		  void *const *out, const size_t *out_bytes, unsigned n_out,
 		  bool recompute, const struct tp_lin_part *part, uint64_t *ns)
 {
-	struct tp_vmm *vmm = lin->ctx->vmm;
+	struct tp_vmm *vmm = lin->vmm;
 	const size_t *whole_in = part ? part->whole_in_bytes : in_bytes;
 	uint64_t prior = tp_lin_type_prior_ns(vmm, type, params, params_len,
 					      whole_in, n_in);
 	struct tp_op_work w, *work = NULL;
 	struct launch_arg a = {
 		.l = {
-			.ctx = lin->ctx,
+			.ctx = lin->owner,
 			.type = type,
 			.params = params,
 			.params_len = params_len,
@@ -60,7 +59,7 @@ int tp_lin_launch(struct tp_lineage *lin, const struct tp_op_type *type,
 		},
 		.vmm = vmm,
 	};
-	struct tp_tracer *tr = lin->ctx->tracer;
+	struct tp_tracer *tr = lin->tracer;
 	bool timed;
 	int span, ret;
 

@@ -7,7 +7,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "ctx/ctx.h"
 #include "lineage/lineage_int.h"
 
 bool tp_lineage_can_regenerate(struct tp_lineage *lin,
@@ -25,11 +24,15 @@ static bool can_regenerate_cb(void *priv, const struct tp_tensor *t)
 	return tp_lineage_can_regenerate(priv, t);
 }
 
-struct tp_lineage *tp_lineage_create(struct tp_ctx *ctx)
+struct tp_lineage *tp_lineage_create(struct tp_pager *pg, struct tp_vmm *vmm,
+				     struct tp_tracer *tracer,
+				     const struct tp_lineage_conf *lc,
+				     const struct tp_errors *errors,
+				     struct tp_ctx *owner)
 {
 	struct tp_lineage *lin;
 
-	if (!ctx || !ctx->pager) {
+	if (!pg || !vmm || !lc) {
 		errno = EINVAL;
 		return NULL;
 	}
@@ -38,8 +41,13 @@ struct tp_lineage *tp_lineage_create(struct tp_ctx *ctx)
 		errno = ENOMEM;
 		return NULL;
 	}
-	lin->ctx = ctx;
-	lin->pg = ctx->pager;
+	lin->pg = pg;
+	lin->vmm = vmm;
+	lin->tracer = tracer;
+	lin->conf = *lc;
+	if (errors)
+		lin->errors = *errors;
+	lin->owner = owner;
 	lin->uf_epoch = 1;
 	CDS_INIT_LIST_HEAD(&lin->nodes);
 	CDS_INIT_LIST_HEAD(&lin->recs);
@@ -51,6 +59,12 @@ struct tp_lineage *tp_lineage_create(struct tp_ctx *ctx)
 	lin->ops.priv = lin;
 	tp_pager_set_regen_ops(lin->pg, &lin->ops);
 	return lin;
+}
+
+void tp_lineage_set_conf(struct tp_lineage *lin,
+			 const struct tp_lineage_conf *lc)
+{
+	lin->conf = *lc;
 }
 
 void tp_lineage_destroy(struct tp_lineage *lin)

@@ -22,16 +22,53 @@
 #include "tpager.h"
 
 struct tp_ctx;
+struct tp_errors;
+struct tp_pager;
 struct tp_tensor;
+struct tp_tracer;
+struct tp_vmm;
 struct tp_lineage;
 
-/**
- * tp_lineage_create() - the lineage of @ctx; installs its regeneration
- * callbacks into ctx->pager (tp_pager_set_regen_ops), which must exist.
- *
- * Return: the lineage, or NULL with errno (ENOMEM).
+/*
+ * Lineage's options, from the lineage.* keys and the policy.* keys it
+ * serves (ctx/ resolves them). All of them may change while it runs
+ * (tp_lineage_set_conf(), from tp_ctl_set).
  */
-struct tp_lineage *tp_lineage_create(struct tp_ctx *ctx);
+struct tp_lineage_conf {
+	double cost_alpha;		/* lineage.cost_alpha */
+	bool costs_model;		/* policy.costs = model */
+	unsigned split_max_parts;	/* policy.split_max_parts */
+	int64_t recompute_limit;	/* lineage.recompute_limit */
+	int64_t max_recompute_depth;	/* lineage.max_recompute_depth */
+};
+
+/**
+ * tp_lineage_create() - lineage over @pg (whose regeneration callbacks it
+ * installs), launching on @vmm's compute stream, telling @tracer (may be
+ * NULL) what it replays and @errors what fails, with the options @lc
+ * (copied). @owner is handed to every launch (struct tp_op_launch) as
+ * its context, opaque here.
+ * Return: lineage, or NULL with errno (EINVAL, ENOMEM).
+ */
+struct tp_lineage *tp_lineage_create(struct tp_pager *pg, struct tp_vmm *vmm,
+				     struct tp_tracer *tracer,
+				     const struct tp_lineage_conf *lc,
+				     const struct tp_errors *errors,
+				     struct tp_ctx *owner);
+/* tp_lineage_set_conf() - the options of @lc from now on. */
+void tp_lineage_set_conf(struct tp_lineage *lin,
+			 const struct tp_lineage_conf *lc);
+
+/*
+ * tp_lineage_op_run() - tp_op_run() on @lin: the public call's work, one
+ * request of the pager's work bound.
+ */
+int tp_lineage_op_run(struct tp_lineage *lin, const struct tp_op_type *type,
+		      const void *params, size_t params_len,
+		      struct tp_tensor *const *inputs, unsigned n_in,
+		      struct tp_tensor **outputs, const size_t *out_bytes,
+		      unsigned n_out);
+
 
 /**
  * tp_lineage_destroy() - drop every record and the references they hold,

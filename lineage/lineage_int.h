@@ -98,8 +98,12 @@ struct tp_lin_uf_node {
 };
 
 struct tp_lineage {
-	struct tp_ctx *ctx;
 	struct tp_pager *pg;
+	struct tp_vmm *vmm;
+	struct tp_tracer *tracer;	/* NULL: none */
+	struct tp_lineage_conf conf;
+	struct tp_errors errors;
+	struct tp_ctx *owner;		/* opaque: each launch's context */
 	struct tp_regen_ops ops;
 
 	/* op types: open addressing on the type pointer */

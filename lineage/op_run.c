@@ -23,14 +23,12 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "ctx/ctx.h"
 #include "base/log.h"
 #include "lineage/lineage_int.h"
 #include "vmm/vmm.h"
 
 /* One tp_op_run(): what it was asked, and what it holds so far. */
 struct op_run {
-	struct tp_ctx *ctx;
 	struct tp_lineage *lin;
 	const struct tp_op_type *type;
 	const void *params;
@@ -54,7 +52,7 @@ struct op_run {
 	uint64_t ns;			/* what it cost */
 };
 
-static int check_args(struct tp_ctx *ctx, const struct tp_op_type *type,
+static int check_args(struct tp_lineage *lin, const struct tp_op_type *type,
 		      const void *params, size_t params_len,
 		      struct tp_tensor *const *inputs, unsigned n_in,
 		      struct tp_tensor **outputs, const size_t *out_bytes,
@@ -62,56 +60,56 @@ static int check_args(struct tp_ctx *ctx, const struct tp_op_type *type,
 {
 	unsigned k;
 
-	if (!ctx || !ctx->lineage || !type || !type->launch)
+	if (!type || !type->launch)
 		return -EINVAL;
 	if ((n_in && !inputs) || !n_out || !outputs || !out_bytes ||
 	    (params_len && !params)) {
-		tp_ctx_error(ctx, -EINVAL, "tp_op_run(%s): missing argument",
-			     type->name ? type->name : "?");
+		tp_error(&lin->errors, -EINVAL, "tp_op_run(%s): missing argument",
+			 type->name ? type->name : "?");
 		return -EINVAL;
 	}
 	for (k = 0; k < n_in; k++) {
 		const struct tp_lin_node *n;
 
 		if (!inputs[k]) {
-			tp_ctx_error(ctx, -EINVAL, "tp_op_run(%s): input %u is NULL",
-				     type->name ? type->name : "?", k);
+			tp_error(&lin->errors, -EINVAL, "tp_op_run(%s): input %u is NULL",
+				 type->name ? type->name : "?", k);
 			return -EINVAL;
 		}
 		n = inputs[k]->lin.p;
 		if (tp_pager_is_freed(inputs[k]) || (n && n->user_freed)) {
-			tp_ctx_error(ctx, -EINVAL, "tp_op_run(%s): input %u (tensor %llu) was freed",
-				     type->name ? type->name : "?", k,
-				     (unsigned long long)inputs[k]->id);
+			tp_error(&lin->errors, -EINVAL, "tp_op_run(%s): input %u (tensor %llu) was freed",
+				 type->name ? type->name : "?", k,
+				 (unsigned long long)inputs[k]->id);
 			return -EINVAL;
 		}
 	}
 	for (k = 0; k < n_out; k++) {
 		if (!out_bytes[k]) {
-			tp_ctx_error(ctx, -EINVAL, "tp_op_run(%s): output %u has size 0",
-				     type->name ? type->name : "?", k);
+			tp_error(&lin->errors, -EINVAL, "tp_op_run(%s): output %u has size 0",
+				 type->name ? type->name : "?", k);
 			return -EINVAL;
 		}
 	}
 	if (type->flags & TP_OP_INPLACE) {
 		if (type->inplace_in < 0 || (unsigned)type->inplace_in >= n_in ||
 		    type->inplace_out < 0 || (unsigned)type->inplace_out >= n_out) {
-			tp_ctx_error(ctx, -EINVAL, "tp_op_run(%s): in-place output %d / input %d out of range",
-				     type->name ? type->name : "?",
-				     type->inplace_out, type->inplace_in);
+			tp_error(&lin->errors, -EINVAL, "tp_op_run(%s): in-place output %d / input %d out of range",
+				 type->name ? type->name : "?",
+				 type->inplace_out, type->inplace_in);
 			return -EINVAL;
 		}
 		if (out_bytes[type->inplace_out] !=
 		    inputs[type->inplace_in]->bytes) {
-			tp_ctx_error(ctx, -EINVAL, "tp_op_run(%s): in-place output of %zu bytes over an input of %zu",
-				     type->name ? type->name : "?",
-				     out_bytes[type->inplace_out],
-				     inputs[type->inplace_in]->bytes);
+			tp_error(&lin->errors, -EINVAL, "tp_op_run(%s): in-place output of %zu bytes over an input of %zu",
+				 type->name ? type->name : "?",
+				 out_bytes[type->inplace_out],
+				 inputs[type->inplace_in]->bytes);
 			return -EINVAL;
 		}
 		if (inputs[type->inplace_in]->pins) {
-			tp_ctx_error(ctx, -EBUSY, "tp_op_run(%s): in-place input is acquired",
-				     type->name ? type->name : "?");
+			tp_error(&lin->errors, -EBUSY, "tp_op_run(%s): in-place input is acquired",
+				 type->name ? type->name : "?");
 			return -EBUSY;
 		}
 	}
@@ -120,7 +118,7 @@ static int check_args(struct tp_ctx *ctx, const struct tp_op_type *type,
 
 static void release_all(struct op_run *o)
 {
-	struct tp_pager *pg = o->ctx->pager;
+	struct tp_pager *pg = o->lin->pg;
 
 	while (o->n_out_held) {
 		struct tp_tensor *t = o->out[--o->n_out_held];
@@ -141,7 +139,7 @@ static int make_output(struct op_run *o, unsigned k, const size_t *out_bytes)
 
 	if (o->out[k])
 		return 0;
-	t = tp_pager_tensor_new(o->ctx->pager, out_bytes[k], TP_KIND_ACT);
+	t = tp_pager_tensor_new(o->lin->pg, out_bytes[k], TP_KIND_ACT);
 	if (!t)
 		return -errno;
 	o->out[k] = t;
@@ -156,7 +154,7 @@ static int make_output(struct op_run *o, unsigned k, const size_t *out_bytes)
 static int acquire_all(struct op_run *o, const size_t *out_bytes,
 		       unsigned n_in, unsigned n_out, int rw_in)
 {
-	struct tp_pager *pg = o->ctx->pager;
+	struct tp_pager *pg = o->lin->pg;
 	unsigned k;
 	int ret;
 
@@ -166,9 +164,9 @@ static int acquire_all(struct op_run *o, const size_t *out_bytes,
 
 		ret = tp_pager_acquire(pg, t, 0, t->bytes, mode, &o->in_addr[k]);
 		if (ret) {
-			tp_ctx_error(o->ctx, ret, "tp_op_run(%s): input %u (tensor %llu)",
-				     o->type->name ? o->type->name : "?", k,
-				     (unsigned long long)t->id);
+			tp_error(&o->lin->errors, ret, "tp_op_run(%s): input %u (tensor %llu)",
+				 o->type->name ? o->type->name : "?", k,
+				 (unsigned long long)t->id);
 			return ret;
 		}
 		o->in_bytes[k] = t->bytes;
@@ -215,7 +213,7 @@ static int acquire_all(struct op_run *o, const size_t *out_bytes,
 static bool beyond_room(struct op_run *o, const size_t *out_bytes,
 			unsigned n_in, unsigned n_out)
 {
-	struct tp_pager *pg = o->ctx->pager;
+	struct tp_pager *pg = o->lin->pg;
 	size_t need = 0, own = 0;
 	unsigned k, j;
 
@@ -262,7 +260,7 @@ static int run_split(struct op_run *o, const void *params, size_t params_len,
 		 * back, so that the parts take them only as their rows come.
 		 */
 		if (!tp_pager_in_slab(o->out[k]))
-			tp_pager_drop_contents(o->ctx->pager, o->out[k]);
+			tp_pager_drop_contents(o->lin->pg, o->out[k]);
 	}
 	ret = tp_lin_run_split(o->lin, o->type, params, params_len, o->in,
 			       n_in, o->out, n_out, cut, false, parts, ns);
@@ -271,16 +269,16 @@ static int run_split(struct op_run *o, const void *params, size_t params_len,
 	/* A type whose launch cannot run parts here (cuDNN's convolutions
 	 * on another batch): the op did not fit, which is what is said. */
 	if (ret == -ENOTSUP) {
-		tp_ctx_error(o->ctx, -ENOMEM, "tp_op_run(%s): did not fit whole, and cannot run in parts on this backend",
-			     name);
+		tp_error(&o->lin->errors, -ENOMEM, "tp_op_run(%s): did not fit whole, and cannot run in parts on this backend",
+			 name);
 		return -ENOMEM;
 	}
 	if (ret == -ENOMEM)
-		tp_ctx_error(o->ctx, ret, "tp_op_run(%s): did not fit whole, nor in parts of its %zu rows",
-			     name, cut->rows);
+		tp_error(&o->lin->errors, ret, "tp_op_run(%s): did not fit whole, nor in parts of its %zu rows",
+			 name, cut->rows);
 	else if (ret)
-		tp_ctx_error(o->ctx, ret, "tp_op_run(%s): a part of a split run failed",
-			     name);
+		tp_error(&o->lin->errors, ret, "tp_op_run(%s): a part of a split run failed",
+			 name);
 	return ret;
 }
 
@@ -292,7 +290,7 @@ static void free_outputs(struct op_run *o, int keep)
 	for (k = 0; k < o->n_out_made; k++) {
 		if ((int)k == keep || !o->out[k])
 			continue;
-		tp_pager_tensor_free(o->ctx->pager, o->out[k]);
+		tp_pager_tensor_free(o->lin->pg, o->out[k]);
 		o->out[k] = NULL;
 	}
 }
@@ -304,7 +302,7 @@ static void free_outputs(struct op_run *o, int keep)
 static int take_identity(struct op_run *o, struct tp_tensor *x,
 			 struct tp_tensor *nt)
 {
-	struct tp_pager *pg = o->ctx->pager;
+	struct tp_pager *pg = o->lin->pg;
 	void *addr;
 	int ret;
 
@@ -334,7 +332,7 @@ static int take_identity(struct op_run *o, struct tp_tensor *x,
 static void give_identity_back(struct op_run *o, struct tp_tensor *x,
 			       struct tp_tensor *nt)
 {
-	struct tp_pager *pg = o->ctx->pager;
+	struct tp_pager *pg = o->lin->pg;
 
 	if (tp_pager_swap_identity(pg, x, nt) ||
 	    tp_pager_drop_contents(pg, x))
@@ -431,16 +429,16 @@ static int op_inplace_prepare(struct op_run *o)
 		o->rw_in = o->ii;
 		return 0;
 	}
-	o->nt = tp_pager_tensor_new(o->ctx->pager, x->bytes, x->flags);
+	o->nt = tp_pager_tensor_new(o->lin->pg, x->bytes, x->flags);
 	if (!o->nt)
 		return -errno;
 	if (!tp_lin_node_get(o->lin, o->nt))
 		return -ENOMEM;
 	ret = take_identity(o, x, o->nt);
 	if (ret) {
-		tp_ctx_error(o->ctx, ret, "tp_op_run(%s): in-place on tensor %llu",
-			     o->type->name ? o->type->name : "?",
-			     (unsigned long long)x->id);
+		tp_error(&o->lin->errors, ret, "tp_op_run(%s): in-place on tensor %llu",
+			 o->type->name ? o->type->name : "?",
+			 (unsigned long long)x->id);
 		return ret;
 	}
 	for (k = 0; k < o->n_in; k++)
@@ -501,16 +499,16 @@ static int op_execute(struct op_run *o)
 	if (ret) {
 		/* An output's failure is said here, once a split is out. */
 		if (o->failed_out >= 0)
-			tp_ctx_error(o->ctx, ret, "tp_op_run(%s): output %d of %zu bytes",
-				     name, o->failed_out,
-				     o->out_bytes[o->failed_out]);
+			tp_error(&o->lin->errors, ret, "tp_op_run(%s): output %d of %zu bytes",
+				 name, o->failed_out,
+				 o->out_bytes[o->failed_out]);
 		return ret;
 	}
 	ret = tp_lin_launch(o->lin, o->type, o->params, o->params_len,
 			    o->in_addr, o->in_bytes, o->n_in, o->out_addr,
 			    o->out_bytes, o->n_out, false, NULL, &o->ns);
 	if (ret)
-		tp_ctx_error(o->ctx, ret, "tp_op_run(%s): launch failed", name);
+		tp_error(&o->lin->errors, ret, "tp_op_run(%s): launch failed", name);
 	return ret;
 }
 
@@ -555,23 +553,23 @@ static void op_finish(struct op_run *o)
 			xn->version++;
 	}
 	if (!timed)
-		tp_pager_note_compute(o->ctx->pager, o->ns);
+		tp_pager_note_compute(o->lin->pg, o->ns);
 	/* Written until the op ends: that is their last access. */
 	for (k = 0; k < o->n_out; k++)
-		tp_pager_touch(o->ctx->pager, o->out[k]);
+		tp_pager_touch(o->lin->pg, o->out[k]);
 	if (lin->op_hooks.end)
 		lin->op_hooks.end(lin->op_hooks.priv, o->in, o->n_in, o->out,
 				  o->n_out, o->ns);
 }
 
-static int op_run(struct tp_ctx *ctx, const struct tp_op_type *type,
+static int op_run(struct tp_lineage *lin, const struct tp_op_type *type,
 		  const void *params, size_t params_len,
 		  struct tp_tensor *const *inputs, unsigned n_in,
 		  struct tp_tensor **outputs, const size_t *out_bytes,
 		  unsigned n_out)
 {
 	struct op_run o = {
-		.ctx = ctx, .lin = ctx->lineage, .type = type,
+		.lin = lin, .type = type,
 		.params = params, .params_len = params_len,
 		.out_bytes = out_bytes, .n_in = n_in, .n_out = n_out,
 		.failed_out = -1, .io = -1, .ii = -1, .rw_in = -1,
@@ -579,7 +577,7 @@ static int op_run(struct tp_ctx *ctx, const struct tp_op_type *type,
 	unsigned k;
 	int ret;
 
-	ret = check_args(ctx, type, params, params_len, inputs, n_in,
+	ret = check_args(lin, type, params, params_len, inputs, n_in,
 			 outputs, out_bytes, n_out);
 	if (ret)
 		return ret;
@@ -615,7 +613,7 @@ out_release:
 		give_identity_back(&o, o.x, o.nt);
 out_nt:
 	if (o.nt)
-		tp_pager_tensor_free(ctx->pager, o.nt);
+		tp_pager_tensor_free(lin->pg, o.nt);
 out_rec:
 	if (o.rec)
 		tp_lin_rec_discard(o.lin, o.rec);
@@ -624,20 +622,20 @@ out_free:
 	return ret;
 }
 
-TP_API int tp_op_run(struct tp_ctx *ctx, const struct tp_op_type *type,
-		     const void *params, size_t params_len,
-		     struct tp_tensor *const *inputs, unsigned n_in,
-		     struct tp_tensor **outputs, const size_t *out_bytes,
-		     unsigned n_out)
+int tp_lineage_op_run(struct tp_lineage *lin, const struct tp_op_type *type,
+		      const void *params, size_t params_len,
+		      struct tp_tensor *const *inputs, unsigned n_in,
+		      struct tp_tensor **outputs, const size_t *out_bytes,
+		      unsigned n_out)
 {
 	int ret;
 
-	if (!ctx || !ctx->lineage)
+	if (!lin)
 		return -EINVAL;
 	/* One request: its inputs, outputs and parts share one bound. */
-	tp_pager_work_begin(ctx->pager);
-	ret = op_run(ctx, type, params, params_len, inputs, n_in, outputs,
+	tp_pager_work_begin(lin->pg);
+	ret = op_run(lin, type, params, params_len, inputs, n_in, outputs,
 		     out_bytes, n_out);
-	tp_pager_work_end(ctx->pager);
+	tp_pager_work_end(lin->pg);
 	return ret;
 }

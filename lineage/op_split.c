@@ -25,7 +25,6 @@
 #include <errno.h>
 #include <stdlib.h>
 
-#include "ctx/ctx.h"
 #include "base/log.h"
 #include "lineage/lineage_int.h"
 
@@ -460,7 +459,7 @@ int tp_lin_run_split(struct tp_lineage *lin, const struct tp_op_type *type,
 	for (k = 0; k < n_in; k++)
 		r.in[k].stream = streams(&r, k);
 	parts = choose_parts(&r, room(&r), want,
-			     (unsigned)lin->ctx->conf.policy_split_max_parts);
+			     lin->conf.split_max_parts);
 	if (!parts) {
 		ret = -ENOMEM;
 		goto out;

@@ -15,7 +15,6 @@
 #include <errno.h>
 #include <stdlib.h>
 
-#include "ctx/ctx.h"
 #include "lineage/lineage_int.h"
 #include "vmm/vmm.h"
 
@@ -38,7 +37,7 @@ struct tp_lin_timing {
 
 static struct tp_lin_timing *timing(struct tp_lineage *lin)
 {
-	struct tp_vmm *vmm = lin->ctx->vmm;
+	struct tp_vmm *vmm = lin->vmm;
 
 	if (!lin->timing) {
 		lin->timing = calloc(1, sizeof(*lin->timing));
@@ -69,7 +68,7 @@ static void fold(struct tp_lineage *lin, struct tp_lin_pair *p, uint64_t ns)
 static int harvest_one(struct tp_lineage *lin, struct tp_lin_timing *tm,
 		       bool wait)
 {
-	struct tp_vmm *vmm = lin->ctx->vmm;
+	struct tp_vmm *vmm = lin->vmm;
 	struct tp_lin_pair *p = &tm->slot[tm->head];
 	uint64_t ns = 0;
 	int ret;
@@ -119,7 +118,7 @@ void tp_lineage_harvest_costs(struct tp_lineage *lin)
 int tp_lin_timing_begin(struct tp_lineage *lin)
 {
 	struct tp_lin_timing *tm = timing(lin);
-	struct tp_vmm *vmm = lin->ctx->vmm;
+	struct tp_vmm *vmm = lin->vmm;
 	struct tp_lin_pair *p;
 	int ret;
 
@@ -163,7 +162,7 @@ int tp_lin_timing_end(struct tp_lineage *lin, bool recompute)
 	if (!tm || tm->off || !tm->count)
 		return -EINVAL;
 	p = &tm->slot[(tm->head + tm->count - 1) % TIMING_SLOTS];
-	ret = tp_vmm_event_record(lin->ctx->vmm, p->end, TP_STREAM_COMPUTE);
+	ret = tp_vmm_event_record(lin->vmm, p->end, TP_STREAM_COMPUTE);
 	if (ret) {
 		tm->count--;
 		return ret;
@@ -206,7 +205,7 @@ void tp_lin_timing_forget(struct tp_lineage *lin, struct tp_lin_rec *rec)
 void tp_lin_timing_fini(struct tp_lineage *lin)
 {
 	struct tp_lin_timing *tm = lin->timing;
-	struct tp_vmm *vmm = lin->ctx->vmm;
+	struct tp_vmm *vmm = lin->vmm;
 	unsigned i;
 
 	if (!tm)

@@ -10,7 +10,6 @@
 #include <string.h>
 
 #include "base/array.h"
-#include "ctx/ctx.h"
 #include "base/log.h"
 #include "lineage/lineage_int.h"
 

@@ -24,7 +24,6 @@
 #include <stdlib.h>
 
 #include "base/array.h"
-#include "ctx/ctx.h"
 #include "base/log.h"
 #include "lineage/lineage_int.h"
 
@@ -153,12 +152,12 @@ static void frame_reads(struct regen *r, size_t i, int d)
 static int push_frame(struct regen *r, struct tp_tensor *t)
 {
 	struct tp_lineage *lin = r->lin;
-	int64_t max = lin->ctx->conf.lineage_max_recompute_depth;
+	int64_t max = lin->conf.max_recompute_depth;
 
 	if ((int64_t)r->nf >= max) {
-		tp_ctx_error(lin->ctx, -TP_EDEPTH,
-			     "lineage: regenerating tensor %llu needs more than %lld nested replays (lineage.max_recompute_depth)",
-			     (unsigned long long)r->f[0].t->id, (long long)max);
+		tp_error(&lin->errors, -TP_EDEPTH,
+			 "lineage: regenerating tensor %llu needs more than %lld nested replays (lineage.max_recompute_depth)",
+			 (unsigned long long)r->f[0].t->id, (long long)max);
 		return -TP_EDEPTH;
 	}
 	if (grow((void **)&r->f, &r->cap_f, r->nf + 1, sizeof(*r->f)))
@@ -175,9 +174,9 @@ static int push_frame(struct regen *r, struct tp_tensor *t)
 
 static int cannot(struct tp_lineage *lin, struct tp_tensor *t, const char *why)
 {
-	tp_ctx_error(lin->ctx, -TP_ENOREGEN,
-		     "lineage: tensor %llu cannot be regenerated: %s",
-		     (unsigned long long)t->id, why);
+	tp_error(&lin->errors, -TP_ENOREGEN,
+		 "lineage: tensor %llu cannot be regenerated: %s",
+		 (unsigned long long)t->id, why);
 	return -TP_ENOREGEN;
 }
 
@@ -404,8 +403,8 @@ static int replay(struct regen *r, struct tp_lin_rec *rec,
 		}
 		lin->st.replays++;
 	} else {
-		tp_ctx_error(lin->ctx, ret, "lineage: replaying %s failed",
-			     rec->type->name ? rec->type->name : "an op");
+		tp_error(&lin->errors, ret, "lineage: replaying %s failed",
+			 rec->type->name ? rec->type->name : "an op");
 	}
 out_release:
 	while (held) {
@@ -418,8 +417,8 @@ out_release:
 			/* Written with garbage or half-written: evicted again
 			 * (not possible while its caller pins it). */
 			if (tp_pager_drop_contents(lin->pg, t))
-				tp_ctx_error(lin->ctx, ret, "lineage: tensor %llu holds a failed replay's output",
-					     (unsigned long long)t->id);
+				tp_error(&lin->errors, ret, "lineage: tensor %llu holds a failed replay's output",
+					 (unsigned long long)t->id);
 		} else if (held >= rec->n_in) {
 			struct tp_lin_node *on = t->lin.p;
 
@@ -463,14 +462,14 @@ static void pop_frame(struct regen *r, struct tp_lin_rec *rec)
  */
 static int recompute_bound(struct tp_lineage *lin)
 {
-	int64_t limit = lin->ctx->conf.lineage_recompute_limit;
+	int64_t limit = lin->conf.recompute_limit;
 	uint64_t spent = tp_pager_iter_recompute_ns(lin->pg);
 
 	if (limit <= 0 || spent <= (uint64_t)limit)
 		return 0;
-	tp_ctx_error(lin->ctx, -TP_EWORK,
-		     "lineage: this iteration spent %llu ns recomputing, over lineage.recompute_limit = %lld",
-		     (unsigned long long)spent, (long long)limit);
+	tp_error(&lin->errors, -TP_EWORK,
+		 "lineage: this iteration spent %llu ns recomputing, over lineage.recompute_limit = %lld",
+		 (unsigned long long)spent, (long long)limit);
 	return -TP_EWORK;
 }
 

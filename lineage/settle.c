@@ -22,7 +22,6 @@
 #include <stdlib.h>
 
 #include "base/array.h"
-#include "ctx/ctx.h"
 #include "lineage/lineage_int.h"
 
 /* Evicted tensors the program holds that @t's free would reprice. */

@@ -50,10 +50,7 @@ void tp_pager_error(struct tp_pager *pg, int err, const char *fmt, ...)
 	va_start(ap, fmt);
 	vsnprintf(msg, sizeof(msg), fmt, ap);
 	va_end(ap);
-	if (pg->errors.report)
-		pg->errors.report(pg->errors.priv, err, msg);
-	else
-		tp_log(TP_LOG_ERROR, "%s", msg);
+	tp_error(&pg->errors, err, "%s", msg);
 }
 
 void tp_pager_set_conf(struct tp_pager *pg, const struct tp_pager_conf *pc)
@@ -70,7 +67,7 @@ void tp_pager_set_conf(struct tp_pager *pg, const struct tp_pager_conf *pc)
 
 struct tp_pager *tp_pager_create(struct tp_vmm *vmm, struct tp_tracer *tracer,
 				 const struct tp_pager_conf *pc,
-				 const struct tp_pager_errors *errors)
+				 const struct tp_errors *errors)
 {
 	struct tp_pager *pg;
 	int ret;

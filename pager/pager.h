@@ -11,6 +11,7 @@
 #include <stdint.h>
 
 #include "tpager.h"
+#include "base/log.h"
 #include "pager/hooks.h"
 #include "pager/tensor.h"
 
@@ -39,14 +40,6 @@ struct tp_pager_conf {
 	double low_watermark;		/* pager.low_watermark, percent */
 };
 
-/*
- * Where the pager's errors go: the creator's last-error record (the
- * context's, read by tp_last_error()), with the message formatted.
- */
-struct tp_pager_errors {
-	void (*report)(void *priv, int err, const char *msg);
-	void *priv;
-};
 
 /* Internal acquire modes, beyond TP_READ and TP_WRITE. */
 /* Fail with -ESTALE instead of regenerating EVICTED pages (lineage's work
@@ -63,7 +56,7 @@ struct tp_pager_errors {
  */
 struct tp_pager *tp_pager_create(struct tp_vmm *vmm, struct tp_tracer *tracer,
 				 const struct tp_pager_conf *pc,
-				 const struct tp_pager_errors *errors);
+				 const struct tp_errors *errors);
 /* tp_pager_set_conf() - the run-time options of @pc from now on. */
 void tp_pager_set_conf(struct tp_pager *pg, const struct tp_pager_conf *pc);
 /* Wait for every copy, free every tensor and cached range. */

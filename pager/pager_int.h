@@ -170,7 +170,7 @@ struct tp_pager {
 	struct tp_vmm *vmm;
 	struct tp_tracer *tracer;	/* NULL: none */
 	struct tp_pager_conf conf;
-	struct tp_pager_errors errors;
+	struct tp_errors errors;
 	struct tp_watermark wm;		/* its release without a policy's */
 	size_t chunk;			/* bytes per chunk */
 	size_t held;			/* chunks held: tensors, cache, slabs */
@@ -280,7 +280,7 @@ int tp_pager_rereserve(struct tp_pager *pg, struct tp_tensor *t);
 /* Chunks held by the pager changed by @delta. */
 void tp_pager_held_add(struct tp_pager *pg, long delta);
 
-/* Report a failure @err with a printf-style message (tp_pager_errors). */
+/* Report a failure @err with a printf-style message (pg->errors). */
 __attribute__((format(printf, 3, 4)))
 void tp_pager_error(struct tp_pager *pg, int err, const char *fmt, ...);
 

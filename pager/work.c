@@ -92,11 +92,11 @@ int tp_pager_work(struct tp_pager *pg, unsigned units, bool demand)
 	pg->work.over = pg->work.depth > 0;
 	if (req_over)
 		tp_pager_error(pg, -TP_EWORK,
-			     "pager: one request did %" PRIu64 " units of paging work (replays, victims, candidates scored, copies), over pager.work_limit = %" PRIu64 " per tensor alive (%" PRIu64 ")",
-			     pg->work.req, limit, tensors(pg));
+			       "pager: one request did %" PRIu64 " units of paging work (replays, victims, candidates scored, copies), over pager.work_limit = %" PRIu64 " per tensor alive (%" PRIu64 ")",
+			       pg->work.req, limit, tensors(pg));
 	else
 		tp_pager_error(pg, -TP_EWORK,
-			     "pager: this iteration did %" PRIu64 " units of paging work in %" PRIu64 " requests, over pager.work_limit = %" PRIu64 " per tensor alive (%" PRIu64 ") and request",
-			     pg->work.iter, reqs, limit, tensors(pg));
+			       "pager: this iteration did %" PRIu64 " units of paging work in %" PRIu64 " requests, over pager.work_limit = %" PRIu64 " per tensor alive (%" PRIu64 ") and request",
+			       pg->work.iter, reqs, limit, tensors(pg));
 	return -TP_EWORK;
 }

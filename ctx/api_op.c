@@ -1,0 +1,20 @@
+// SPDX-License-Identifier: MIT
+/* The public tp_op_run(): the context's lineage runs it. */
+#include "config.h"
+
+#include <errno.h>
+
+#include "ctx/ctx.h"
+#include "lineage/lineage.h"
+
+TP_API int tp_op_run(struct tp_ctx *ctx, const struct tp_op_type *type,
+		     const void *params, size_t params_len,
+		     struct tp_tensor *const *inputs, unsigned n_in,
+		     struct tp_tensor **outputs, const size_t *out_bytes,
+		     unsigned n_out)
+{
+	if (!ctx || !ctx->lineage)
+		return -EINVAL;
+	return tp_lineage_op_run(ctx->lineage, type, params, params_len,
+				 inputs, n_in, outputs, out_bytes, n_out);
+}

@@ -106,19 +106,23 @@ static int run_checked(const void *key, size_t len, uint32_t rows,
 }
 
 int tp_batching_run(const void *key, size_t len, uint32_t rows,
-		    uint32_t whole, const struct tp_batching_ops *ops,
-		    void *priv)
+		    uint32_t whole, unsigned flags,
+		    const struct tp_batching_ops *ops, void *priv)
 {
-	bool same;
+	bool alone = flags & TP_BATCHING_ALONE, same;
 	int ret;
 
 	if (rows == whole) {
 		if (rows < 2)
 			return ops->all(priv, rows);
-		return run_checked(key, len, rows, ops, priv, &same);
+		if (alone &&
+		    tp_batching_of(key, len, rows) == TP_BATCHING_DIFFERS)
+			return ops->single(priv, rows);
+		ret = run_checked(key, len, rows, ops, priv, &same);
+		return ret || same || !alone ? ret : ops->single(priv, rows);
 	}
 	/* A part: the whole run's bits are the reference. */
-	if (tp_batching_of(key, len, whole) == TP_BATCHING_DIFFERS)
+	if (!alone && tp_batching_of(key, len, whole) == TP_BATCHING_DIFFERS)
 		return -ENOTSUP;
 	if (rows < 2 || tp_batching_of(key, len, rows) == TP_BATCHING_DIFFERS)
 		return ops->single(priv, rows);

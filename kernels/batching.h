@@ -10,11 +10,13 @@
  * first time a shape runs on a given number of rows, a few rows are
  * checked against it, and what was found is noted here.
  *
- * A whole run is always one problem, at the library's speed; a part can
- * give the whole run's bits only where the whole run agreed with rows
- * alone, so a part of a shape whose whole run differed is refused
- * (-ENOTSUP: the op then does not run in parts), and a part whose own row
- * count differed runs one row at a time.
+ * Where the whole run differed, a caller chooses (TP_BATCHING_ALONE):
+ * redo it, and every later whole run of that shape, one row at a time,
+ * so that parts can always give its bits (the CPU, where that costs
+ * little); or keep whole runs one problem, at the library's speed, and
+ * refuse parts of that shape (-ENOTSUP: the op then does not run in
+ * parts; a GPU, where rows one at a time cost a step many times over).
+ * A part whose own row count differed runs one row at a time.
  */
 #ifndef TP_KERNELS_BATCHING_H
 #define TP_KERNELS_BATCHING_H
@@ -54,19 +56,25 @@ struct tp_batching_ops {
 		       bool *same);
 };
 
+/* tp_batching_run() flags. */
+#define TP_BATCHING_ALONE	(1u << 0)	/* whole runs that differ
+						 * go one row at a time */
+
 /*
  * tp_batching_run() - @rows of the op's @whole rows, of the shape keyed
  * by @key (as for tp_batching_of()). A whole run (@rows == @whole) is one
  * problem, the first of its shape and row count checked on rows 0, 1 and
- * the last. A part is refused where the whole run differed; else it is one
- * problem where its row count agreed (checked the first time, and redone
- * one row at a time, before anything reads it, where a row differs), one
- * row at a time where it differed.
+ * the last; with TP_BATCHING_ALONE in @flags, one that differed is redone
+ * one row at a time before anything reads it, and so is every later one.
+ * Without it, a part is refused where the whole run differed. Else a part
+ * is one problem where its row count agreed (checked the first time, and
+ * redone one row at a time where a row differs), one row at a time where
+ * it differed.
  * Return: 0, -ENOTSUP for a part that cannot give the whole run's bits,
  * or what an op returned.
  */
 int tp_batching_run(const void *key, size_t len, uint32_t rows,
-		    uint32_t whole, const struct tp_batching_ops *ops,
-		    void *priv);
+		    uint32_t whole, unsigned flags,
+		    const struct tp_batching_ops *ops, void *priv);
 
 #endif /* TP_KERNELS_BATCHING_H */

@@ -100,8 +100,10 @@ static int rows_sgemm(int tb, int rows, int whole, int n, int k,
 	key.trans_b = tb;
 	key.n = n;
 	key.k = k;
+	/* On the CPU a row alone costs little: every run can split. */
 	return tp_batching_run(&key, sizeof(key), (uint32_t)rows,
-			       (uint32_t)whole, &rows_ops, &r);
+			       (uint32_t)whole, TP_BATCHING_ALONE, &rows_ops,
+			       &r);
 }
 
 int tp_cpu_linear(const struct tp_op_launch *l)

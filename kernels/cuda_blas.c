@@ -186,8 +186,9 @@ static int products(const struct tp_op_launch *l, const struct gemm_run *r,
 	memcpy(key.device, "cublas", 7);
 	key.g = r->g;
 	key.rows = r->rows;
+	/* Rows one at a time would cost a GPU's step many times over. */
 	return tp_batching_run(&key, sizeof(key), (uint32_t)count,
-			       (uint32_t)whole, &gemm_ops, &j);
+			       (uint32_t)whole, 0, &gemm_ops, &j);
 }
 
 /* C[rows x n] = A[rows x k] op(B) for a linear op's rows. */

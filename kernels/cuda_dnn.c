@@ -491,7 +491,8 @@ static int conv_images(const struct tp_op_launch *l,
 	memcpy(key.device, "cudnn", 6);
 	key.dir = dir;
 	key.shape = *p;
-	return tp_batching_run(&key, sizeof(key), n, p->n, &conv_ops, &j);
+	/* Images one at a time would cost a GPU's step many times over. */
+	return tp_batching_run(&key, sizeof(key), n, p->n, 0, &conv_ops, &j);
 }
 
 int tp_cuda_conv2d(const struct tp_op_launch *l)

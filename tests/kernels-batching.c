@@ -1,7 +1,10 @@
 // SPDX-License-Identifier: MIT
 /*
- * tp_batching_run(): a whole run is one problem at the library's speed,
- * and a part gives the whole run's bits or is refused.
+ * tp_batching_run(): a part gives the whole run's bits, or is refused.
+ * Without TP_BATCHING_ALONE (a GPU) a whole run is one problem at the
+ * library's speed and parts of a shape whose whole run differed are
+ * refused; with it (the CPU) such a whole run goes one row at a time and
+ * parts never are.
  *
  * The "library" here sums each row's 64 floats: one row alone, or in a
  * problem whose row count is in a shape's set of odd sizes, in another
@@ -104,6 +107,8 @@ struct key {
 	uint64_t shape;
 };
 
+static unsigned mode;	/* the flags of every run() */
+
 static int run(uint64_t shape, struct lib *b, const float *in, float *out,
 	       uint32_t rows, uint32_t whole)
 {
@@ -114,7 +119,7 @@ static int run(uint64_t shape, struct lib *b, const float *in, float *out,
 	k.shape = shape;
 	b->in = in;
 	b->out = out;
-	return tp_batching_run(&k, sizeof(k), rows, whole, &ops, b);
+	return tp_batching_run(&k, sizeof(k), rows, whole, mode, &ops, b);
 }
 
 /*
@@ -241,6 +246,33 @@ static void test_errors(void)
 	ok(b.compares == 1, "the next whole run is checked");
 }
 
+/* TP_BATCHING_ALONE: the whole run that differs goes one row at a time. */
+static void test_alone(void)
+{
+	struct lib b = { .odd = 1ull << 8 };
+	float first[8], alone[8];
+
+	for (int r = 0; r < 8; r++)
+		alone[r] = seq_sum(in + r * K);
+	mode = TP_BATCHING_ALONE;
+	run(5, &b, in, whole_out, 8, 8);
+	memcpy(first, whole_out, sizeof(first));
+	ok(b.alls == 1 && b.compares == 1 && b.singles == 1 &&
+	   !memcmp(whole_out, alone, sizeof(alone)),
+	   "alone: a whole run that differs is redone one row at a time, each row's bits alone (all %u, compare %u, single %u)",
+	   b.alls, b.compares, b.singles);
+	run(5, &b, in, whole_out, 8, 8);
+	ok(b.alls == 1 && b.singles == 2 && !memcmp(first, whole_out, sizeof(first)),
+	   "alone: the next whole run goes one row at a time at once, the same bytes");
+	memset(part_out, 0xff, sizeof(part_out));
+	ok_rc(run(5, &b, in, part_out, 3, 8) ||
+	      run(5, &b, in + 3 * K, part_out + 3, 5, 8),
+	      "alone: parts of 3 and 5 rows of that shape run");
+	ok(!memcmp(part_out, whole_out, 8 * sizeof(float)),
+	   "alone: and give the whole run's bytes");
+	mode = 0;
+}
+
 /* Random shapes, batches and cuts: a part gives the whole's bytes or is
  * refused with its output untouched. */
 static void test_random(uint64_t *seed)
@@ -250,7 +282,7 @@ static void test_random(uint64_t *seed)
 	for (unsigned t = 0; t < 400; t++) {
 		struct lib b = { .odd = tt_rand(seed) & tt_rand(seed) };
 		uint32_t whole = 2 + tt_rand(seed) % (MAXROWS - 2);
-		uint64_t shape = 100 + t;
+		uint64_t shape = (mode ? 1000 : 100) + t;
 
 		b.odd &= ~(1ull << 1);	/* a row alone is a row alone */
 		run(shape, &b, in, whole_out, whole, whole);
@@ -275,10 +307,14 @@ static void test_random(uint64_t *seed)
 			r0 += n;
 		}
 	}
-	ok(!bad, "%u random parts: each gives the whole run's bytes or is refused untouched (%u refused, %u wrong)",
-	   parts, refused, bad);
-	ok(refused && refused < parts,
-	   "some were refused and some ran (%u of %u refused)", refused, parts);
+	ok(!bad, "%s: %u random parts: each gives the whole run's bytes or is refused untouched (%u refused, %u wrong)",
+	   mode ? "alone" : "gpu", parts, refused, bad);
+	if (mode)
+		ok(!refused, "alone: none was refused (%u)", refused);
+	else
+		ok(refused && refused < parts,
+		   "gpu: some were refused and some ran (%u of %u refused)",
+		   refused, parts);
 }
 
 int main(void)
@@ -286,13 +322,16 @@ int main(void)
 	const char *s = getenv("TPAGER_TEST_SEED");
 	uint64_t seed = s ? strtoull(s, NULL, 0) : 0x5eed0b47c4ull;
 
-	plan_tests(21);
+	plan_tests(27);
 	diag("seed %" PRIu64, seed);
 	fill(in, MAXROWS, &seed);
 	test_invariant();
 	test_whole_differs();
 	test_part_differs();
 	test_errors();
+	test_random(&seed);
+	test_alone();
+	mode = TP_BATCHING_ALONE;
 	test_random(&seed);
 	return exit_status();
 }

@@ -87,6 +87,7 @@ struct director {
 	enum tp_leave way;
 	bool swaps;		/* may offload (unless told to by a pin) */
 	bool recomputes;	/* may recompute what it swapped out */
+	struct tp_director_traits traits;
 };
 
 static const struct director director_delta = {
@@ -94,11 +95,12 @@ static const struct director director_delta = {
 };
 static const struct director director_delta_overlap = {
 	.f = overlap_f, .swaps = true, .recomputes = true,
+	.traits = { .overlap = true },
 };
 /* The evict-only baseline (DTR) never uses host swap. */
 static const struct director director_evict = {
 	.f = delta_f, .fixed = true, .way = TP_LEAVE_EVICT,
-	.recomputes = true,
+	.recomputes = true, .traits = { .demand_only = true },
 };
 /* The swap-only baseline does not recompute what it swapped out. */
 static const struct director director_offload = {
@@ -121,6 +123,11 @@ static const struct director *director_of(int kind)
 	    !directors[kind])
 		return &director_delta;
 	return directors[kind];
+}
+
+const struct tp_director_traits *tp_director_traits(int kind)
+{
+	return &director_of(kind)->traits;
 }
 
 double tp_director_f(int kind, const struct tp_director_in *in)

@@ -67,6 +67,26 @@ bool tp_director_decide(int kind, const struct tp_director_in *in,
  */
 double tp_director_f(int kind, const struct tp_director_in *in);
 
+/*
+ * What the policy must know of a director beyond F, filled in by the
+ * director's own table entry, so that nothing outside director.c asks
+ * which director it is.
+ */
+struct tp_director_traits {
+	/*
+	 * Overlap-aware (delta-overlap): its costs count the ancestors'
+	 * remaps and read the recorded next use; it wants partial eviction
+	 * and split runs where they are left to the policy (auto), and the
+	 * freed tensors that lineage keeps settled at once.
+	 */
+	bool overlap;
+	/* Releases at demand only, as the evict-only baselines' papers do. */
+	bool demand_only;
+};
+
+/* tp_director_traits() - director @kind's (DELTA's for an unknown kind). */
+const struct tp_director_traits *tp_director_traits(int kind);
+
 /**
  * tp_director_exposed_ns() - what leaving by @how costs the steps that
  * wait, ns, in delta-overlap's cost model: an eviction its recompute

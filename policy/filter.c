@@ -13,7 +13,7 @@
  * filter's kind is looked at.
  */
 struct filter {
-	bool uses_cost;		/* reads c_r: its keys go stale with it */
+	struct tp_filter_traits traits;
 	/* The key's slope k and value g at its origin (g is 0 on entry). */
 	void (*line)(double m, double c, struct tp_pol_key *key);
 	/* num (1 on entry) and den of the score. */
@@ -121,15 +121,27 @@ static const struct filter filter_greedy = {
 	.line = greedy_line, .score = greedy_score,
 };
 static const struct filter filter_dtr = {
-	.uses_cost = true, .line = dtr_line, .score = dtr_score,
+	/* DTR's h ranks by its whole evicted neighbourhood (eq. 1). */
+	.traits = { .cost = TP_FILTER_COST_EVICTED },
+	.line = dtr_line, .score = dtr_score,
 };
 static const struct filter filter_msps = {
-	.uses_cost = true, .line = msps_line, .score = msps_score,
+	.traits = { .cost = TP_FILTER_COST_RECOMPUTE },
+	.line = msps_line, .score = msps_score,
 };
 static const struct filter filter_coop = {
-	.uses_cost = true, .line = coop_line, .score = coop_score,
+	.traits = {
+		.cost = TP_FILTER_COST_RECOMPUTE,
+		.choice = TP_FILTER_CHOOSE_WINDOW,
+	},
+	.line = coop_line, .score = coop_score,
 };
 static const struct filter filter_overlap = {
+	.traits = {
+		.choice = TP_FILTER_CHOOSE_AFRESH,
+		.next_use = true,
+		.demand_only = true,
+	},
 	.line = overlap_line, .score = dtr_score,
 };
 
@@ -161,9 +173,14 @@ double tp_filter_mem(const struct tp_tensor *t)
 	       (double)t->nr_pages;
 }
 
+const struct tp_filter_traits *tp_filter_traits(int kind)
+{
+	return &filter_of(kind)->traits;
+}
+
 bool tp_filter_uses_cost(int kind)
 {
-	return filter_of(kind)->uses_cost;
+	return filter_of(kind)->traits.cost != TP_FILTER_COST_NONE;
 }
 
 static double cost_floor(double c_r)

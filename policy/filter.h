@@ -41,10 +41,45 @@ struct tp_pol_key {
  */
 double tp_filter_mem(const struct tp_tensor *t);
 
+/* What a filter's key reads as its cost (struct tp_filter_traits). */
+enum tp_filter_cost {
+	TP_FILTER_COST_NONE,
+	TP_FILTER_COST_RECOMPUTE,	/* c_r: the tensor's own recompute */
+	TP_FILTER_COST_EVICTED,		/* DTR's h: over its evicted
+					 * neighbourhood and views */
+};
+
+/* How a filter's victim is found. */
+enum tp_filter_choice {
+	TP_FILTER_CHOOSE_INDEX,		/* the largest value in the index */
+	TP_FILTER_CHOOSE_AFRESH,	/* every candidate scored at each
+					 * choice (filter_overlap.c) */
+	TP_FILTER_CHOOSE_WINDOW,	/* Coop's window over the contiguous
+					 * pool (filter_coop.c); the index
+					 * elsewhere */
+};
+
+/*
+ * What the policy must know of a filter beyond its key, filled in by the
+ * filter's own table entry, so that nothing outside filter.c asks which
+ * filter it is.
+ */
+struct tp_filter_traits {
+	enum tp_filter_cost cost;
+	enum tp_filter_choice choice;
+	/* reads the recorded iteration's next use of a tensor */
+	bool next_use;
+	/* releases nothing ahead of need (the watermark hook gives 0) */
+	bool demand_only;
+};
+
+/* tp_filter_traits() - filter @kind's (DELTA's for an unknown kind). */
+const struct tp_filter_traits *tp_filter_traits(int kind);
+
 /**
- * tp_filter_uses_cost() - whether filter @kind reads c_r (dtr, msps, coop).
- * Keys of those filters go stale when c_r changes; the policy checks the
- * winner's cost before trusting it.
+ * tp_filter_uses_cost() - whether filter @kind reads a recompute cost
+ * (dtr, msps, coop). Keys of those filters go stale when it changes; the
+ * policy checks the winner's cost before trusting it.
  */
 bool tp_filter_uses_cost(int kind);
 

@@ -174,7 +174,8 @@ void tp_coop_place(struct tp_policy *pol, struct tp_tensor *t)
 	double c, m, d;
 
 	t->pol.right = false;
-	if (pol->conf->policy_filter != TP_FILTER_COOP || !pol->vmm ||
+	if (tp_filter_traits(pol->conf->policy_filter)->choice !=
+	    TP_FILTER_CHOOSE_WINDOW || !pol->vmm ||
 	    !tp_vmm_pool_contiguous(pol->vmm) ||
 	    t->resident_pages == t->nr_pages)
 		return;

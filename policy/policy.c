@@ -261,9 +261,8 @@ static void director_in_base(struct tp_policy *pol, const struct tp_tensor *t,
 	in->b = tp_bw_get(&pol->bw, pol->conf);
 	in->remap_ns = tp_policy_remap_ns(pol, t->resident_pages);
 	/* Only delta-overlap's cost model counts it (the papers' do not). */
-	in->anc_remap_ns = pol->conf->policy_director ==
-			   TP_DIRECTOR_DELTA_OVERLAP ?
-			   tp_policy_remap_ns(pol, anc_pages) : 0;
+	in->anc_remap_ns = tp_director_traits(pol->conf->policy_director)->
+			   overlap ? tp_policy_remap_ns(pol, anc_pages) : 0;
 	in->no_offload = no_offload;
 	in->hide_ns = 0;
 	in->queued = 0;
@@ -321,7 +320,7 @@ static void project_cost(struct tp_policy *pol, const struct tp_tensor *t,
 	if (c <= in->c_r)
 		return;
 	in->c_r = c;
-	if (pol->conf->policy_director == TP_DIRECTOR_DELTA_OVERLAP)
+	if (tp_director_traits(pol->conf->policy_director)->overlap)
 		in->anc_remap_ns = tp_policy_remap_ns(pol, anc_pages);
 }
 
@@ -352,8 +351,8 @@ void tp_policy_director_in(struct tp_policy *pol, const struct tp_tensor *t,
 	director_in_base(pol, t, no_offload, in);
 	/* The ahead-of-need check and the wait comparison read it too. */
 	in->queued = tp_policy_out_backlog(pol);
-	if (pol->conf->policy_director == TP_DIRECTOR_DELTA_OVERLAP ||
-	    pol->conf->policy_filter == TP_FILTER_OVERLAP) {
+	if (tp_director_traits(pol->conf->policy_director)->overlap ||
+	    tp_filter_traits(pol->conf->policy_filter)->next_use) {
 		uint64_t next, reuse;
 
 		tp_prefetch_uses(pol->pf, t, &next, &reuse);
@@ -407,7 +406,7 @@ uint64_t tp_policy_release_bytes(struct tp_policy *pol, uint64_t used,
 	 * every offload ahead of need measured on tpager-sim cost more in
 	 * remaps, link time and late reloads than it hid.
 	 */
-	if (pol->conf->policy_filter == TP_FILTER_OVERLAP)
+	if (tp_filter_traits(pol->conf->policy_filter)->demand_only)
 		return 0;
 	/*
 	 * An evict-only director (the DTR, LRU, GREEDY and Coop baselines)
@@ -417,7 +416,7 @@ uint64_t tp_policy_release_bytes(struct tp_policy *pol, uint64_t used,
 	 * watermark scored every candidate for nothing (coop/evict on DTR's
 	 * Inception-v4 log at 45%: 1283 of 1500 choices).
 	 */
-	if (pol->conf->policy_director == TP_DIRECTOR_EVICT)
+	if (tp_director_traits(pol->conf->policy_director)->demand_only)
 		return 0;
 	return tp_watermark_release(&pol->wm, pol->conf->pager_high_watermark,
 				    pol->conf->pager_low_watermark, used,
@@ -635,8 +634,8 @@ bool tp_policy_partial_evict(const struct tp_policy *pol)
 	case TP_PARTIAL_AUTO:
 		/* A filter blind to cost would spread evictions over many
 		 * tensors, each then owing a regeneration. */
-		return pol->conf->policy_director == TP_DIRECTOR_DELTA_OVERLAP &&
-		       (pol->conf->policy_filter == TP_FILTER_OVERLAP ||
+		return tp_director_traits(pol->conf->policy_director)->overlap &&
+		       (tp_filter_traits(pol->conf->policy_filter)->next_use ||
 			tp_filter_uses_cost(pol->conf->policy_filter));
 	default:
 		return false;
@@ -649,7 +648,7 @@ bool tp_policy_split(const struct tp_policy *pol)
 	case TP_PARTIAL_ON:
 		return true;
 	case TP_PARTIAL_AUTO:
-		return pol->conf->policy_director == TP_DIRECTOR_DELTA_OVERLAP ||
+		return tp_director_traits(pol->conf->policy_director)->overlap ||
 		       pol->conf->policy_plan == TP_PLAN_KIND_TSPLIT;
 	default:
 		return false;
@@ -658,7 +657,7 @@ bool tp_policy_split(const struct tp_policy *pol)
 
 bool tp_policy_settle_on_free(const struct tp_policy *pol)
 {
-	return pol->conf->policy_director == TP_DIRECTOR_DELTA_OVERLAP;
+	return tp_director_traits(pol->conf->policy_director)->overlap;
 }
 
 bool tp_policy_recompute_back(struct tp_policy *pol,

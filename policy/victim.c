@@ -36,11 +36,16 @@ static void make_key(struct tp_policy *pol, const struct tp_tensor *t,
 {
 	double c = 0;
 
-	/* DTR's h ranks by its whole evicted neighbourhood (filter.c). */
-	if (pol->filter == TP_FILTER_DTR)
+	switch (tp_filter_traits(pol->filter)->cost) {
+	case TP_FILTER_COST_EVICTED:
 		c = tp_policy_evict_cost(pol, t);
-	else if (tp_filter_uses_cost(pol->filter))
+		break;
+	case TP_FILTER_COST_RECOMPUTE:
 		c = tp_policy_cost(pol, t);
+		break;
+	case TP_FILTER_COST_NONE:
+		break;
+	}
 
 	tp_filter_key(pol->filter, t, c, key);
 }
@@ -119,9 +124,10 @@ void tp_policy_sync_conf(struct tp_policy *pol)
 	}
 	if (search != pol->search) {
 		pol->search = search;
-		/* The overlap filter scores afresh: no tournament to keep. */
+		/* A filter that scores afresh keeps no tournament. */
 		tp_pol_index_set_tree(pol->idx, search == TP_SEARCH_EXACT &&
-					       filter != TP_FILTER_OVERLAP);
+				      tp_filter_traits(filter)->choice !=
+				      TP_FILTER_CHOOSE_AFRESH);
 	}
 }
 
@@ -300,11 +306,13 @@ static int choose(struct tp_policy *pol, bool ahead,
 	 * TP_POLICY_TIME_EVERY and count it for all of them. */
 	bool timed = !(pol->decisions % TP_POLICY_TIME_EVERY);
 	uint64_t t0 = timed ? mono_ns() : 0, now, scored = pol->scored;
+	enum tp_filter_choice choice;
 	struct tp_tensor *t;
 	size_t nskip = 0;
 	int rc = -ENOENT;
 
 	tp_policy_sync_conf(pol);
+	choice = tp_filter_traits(pol->filter)->choice;
 	now = tp_policy_now(pol);
 	if (tp_planned_on(pol)) {
 		struct tp_planned_ask pa = {
@@ -320,7 +328,7 @@ static int choose(struct tp_policy *pol, bool ahead,
 		}
 	}
 	/* Coop's window needs the pool's layout: only a contiguous pool. */
-	if (pol->filter == TP_FILTER_COOP && pol->vmm &&
+	if (choice == TP_FILTER_CHOOSE_WINDOW && pol->vmm &&
 	    tp_vmm_pool_contiguous(pol->vmm)) {
 		rc = tp_coop_choose(pol, need_bytes, no_offload, &t, how);
 		if (!rc && (ahead || max_cost < INFINITY)) {
@@ -333,7 +341,7 @@ static int choose(struct tp_policy *pol, bool ahead,
 		}
 		goto out;
 	}
-	if (pol->filter == TP_FILTER_OVERLAP) {
+	if (choice == TP_FILTER_CHOOSE_AFRESH) {
 		struct tp_overlap_ask ask = {
 			.ahead = ahead, .ahead_of = ahead_of,
 			.no_offload = no_offload, .max_cost = max_cost,

@@ -20,6 +20,7 @@
 #include <math.h>
 #include <stdlib.h>
 
+#include "base/array.h"
 #include "lineage/lineage_int.h"
 #include "vmm/vmm.h"
 
@@ -229,20 +230,30 @@ static uint32_t uf_union(struct tp_lineage *lin, uint32_t a, uint32_t b)
 	return a;
 }
 
+/* Push @n at @sp of the stack *@stk of *@cap; -ENOMEM leaves it as it was. */
+static int stk_push(struct tp_lin_node ***stk, size_t *cap, size_t sp,
+		    struct tp_lin_node *n)
+{
+	struct tp_lin_node **s = tp_array_grow(*stk, cap, sp + 1, sizeof(*s),
+					       64);
+
+	if (!s)
+		return -ENOMEM;
+	*stk = s;
+	s[sp] = n;
+	return 0;
+}
+
 static int uf_add(struct tp_lineage *lin, struct tp_lin_node *n)
 {
 	struct tp_lin_rec *rec = n->t->lin.rec;
 	struct tp_lin_uf_node *u;
 
-	if (lin->uf_len == lin->uf_cap) {
-		uint32_t cap = lin->uf_cap ? lin->uf_cap * 2 : 1024;
-
-		u = realloc(lin->uf, (size_t)cap * sizeof(*u));
-		if (!u)
-			return -ENOMEM;
-		lin->uf = u;
-		lin->uf_cap = cap;
-	}
+	u = tp_array_grow(lin->uf, &lin->uf_cap, (size_t)lin->uf_len + 1,
+			  sizeof(*u), 1024);
+	if (!u)
+		return -ENOMEM;
+	lin->uf = u;
 	u = &lin->uf[lin->uf_len];
 	u->parent = lin->uf_len;
 	u->rank = 0;
@@ -325,17 +336,9 @@ static uint32_t uf_class(struct tp_lineage *lin, struct tp_lin_node *n,
 			if (!uf_valid(lin, y)) {
 				if (uf_add(lin, y))
 					return uf_find(lin, n->uf);
-				if (sp == *cap) {
-					size_t nc = *cap * 2;
-					struct tp_lin_node **ns =
-						realloc(*stk, nc * sizeof(*ns));
-
-					if (!ns)
-						return uf_find(lin, n->uf);
-					*stk = ns;
-					*cap = nc;
-				}
-				(*stk)[sp++] = y;
+				if (stk_push(stk, cap, sp, y))
+					return uf_find(lin, n->uf);
+				sp++;
 			}
 			uf_union(lin, m->uf, y->uf);
 		}
@@ -386,18 +389,10 @@ static bool evicted_ancestry_ns(struct tp_lineage *lin,
 				return false;
 			c += rec_cost(y->t->lin.rec);
 			np += tp_pager_evicted_pages(y->t);
-			if (sp == lin->uf_stk_cap) {
-				size_t nc = lin->uf_stk_cap ?
-					    2 * lin->uf_stk_cap : 64;
-				struct tp_lin_node **ns =
-					realloc(stk, nc * sizeof(*ns));
-
-				if (!ns)
-					return false;
-				lin->uf_stk = stk = ns;
-				lin->uf_stk_cap = nc;
-			}
-			stk[sp++] = y;
+			if (stk_push(&lin->uf_stk, &lin->uf_stk_cap, sp, y))
+				return false;
+			stk = lin->uf_stk;
+			sp++;
 		}
 		if (!sp) {
 			*cost = c;
@@ -494,19 +489,10 @@ static double evicted_descendants_ns(struct tp_lineage *lin,
 				if (++seen > CR_WALK_MAX)
 					return c;
 				c += rec_cost(rec);
-				if (sp == lin->uf_stk_cap) {
-					size_t nc = lin->uf_stk_cap ?
-						    2 * lin->uf_stk_cap : 64;
-					struct tp_lin_node **ns =
-						realloc(lin->uf_stk,
-							nc * sizeof(*ns));
-
-					if (!ns)
-						return c;
-					lin->uf_stk = ns;
-					lin->uf_stk_cap = nc;
-				}
-				lin->uf_stk[sp++] = on;
+				if (stk_push(&lin->uf_stk, &lin->uf_stk_cap, sp,
+					     on))
+					return c;
+				sp++;
 			}
 		}
 		n = sp ? lin->uf_stk[--sp] : NULL;
@@ -547,18 +533,9 @@ double tp_lineage_projected_cost(struct tp_lineage *lin,
 				return c;
 			c += rec_cost(y->t->lin.rec);
 			*anc_pages += ev ? tp_pager_evicted_pages(y->t) : y->t->nr_pages;
-			if (sp == lin->uf_stk_cap) {
-				size_t nc = lin->uf_stk_cap ?
-					    2 * lin->uf_stk_cap : 64;
-				struct tp_lin_node **ns =
-					realloc(lin->uf_stk, nc * sizeof(*ns));
-
-				if (!ns)
-					return c;
-				lin->uf_stk = ns;
-				lin->uf_stk_cap = nc;
-			}
-			lin->uf_stk[sp++] = y;
+			if (stk_push(&lin->uf_stk, &lin->uf_stk_cap, sp, y))
+				return c;
+			sp++;
 		}
 		if (!sp)
 			return c;

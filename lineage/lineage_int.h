@@ -112,7 +112,8 @@ struct tp_lineage {
 
 	/* union-find arena, rebuilt lazily when too many members died */
 	struct tp_lin_uf_node *uf;
-	uint32_t uf_len, uf_cap, uf_epoch, uf_dead;
+	uint32_t uf_len, uf_epoch, uf_dead;
+	size_t uf_cap;
 	uint64_t uf_queries;
 	uint64_t cr_epoch;		/* c_r's walks so far */
 	struct tp_lin_node **uf_stk;	/* the class walk's stack */

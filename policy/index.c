@@ -333,6 +333,10 @@ static struct tp_tensor *scan(const struct tp_pol_index *idx)
 	return best ? best->t : NULL;
 }
 
+/*
+ * Double the index: leaves, holes and the tree, which share one capacity
+ * and are rebuilt together (so not tp_array_grow()).
+ */
 static int grow(struct tp_pol_index *idx)
 {
 	size_t cap = idx->cap * 2;

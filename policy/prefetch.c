@@ -221,16 +221,16 @@ void tp_prefetch_iteration_begin(struct tp_prefetch *pf, uint64_t now)
 	if (pf->active)
 		tp_prefetch_iteration_end(pf, now);
 	pthread_mutex_lock(&pf->lock);
-	if (pf->prev_n > pf->by_pname_cap) {
-		struct tp_tensor **m = realloc(pf->by_pname,
-					       pf->prev_n * sizeof(*m));
+	if (pf->prev_n) {
+		struct tp_tensor **m = tp_array_grow(pf->by_pname,
+						     &pf->by_pname_cap,
+						     pf->prev_n, sizeof(*m),
+						     pf->prev_n);
 
-		if (m) {
+		if (m)
 			pf->by_pname = m;
-			pf->by_pname_cap = pf->prev_n;
-		} else {
+		else
 			pf->prev_n = 0;	/* predict nothing this time */
-		}
 	}
 	if (pf->prev_n)
 		memset(pf->by_pname, 0, pf->prev_n * sizeof(*pf->by_pname));
@@ -273,13 +273,13 @@ void tp_prefetch_iteration_end(struct tp_prefetch *pf, uint64_t now)
 	if (!pf->active)
 		goto out;
 	pf->active = false;
-	if (n > pf->next_cap) {
-		int32_t *next = realloc(pf->prev_next, n * sizeof(*next));
+	if (n) {
+		int32_t *next = tp_array_grow(pf->prev_next, &pf->next_cap, n,
+					      sizeof(*next), n);
 
 		if (!next)
 			goto out;	/* keep the old prediction */
 		pf->prev_next = next;
-		pf->next_cap = n;
 	}
 	seen = malloc((n ? n : 1) * sizeof(*seen));
 	if (!seen)
@@ -373,17 +373,14 @@ static int64_t next_step(const struct tp_prefetch *pf, const struct pf_ent *e)
 /* Room for step @k in the current recording. */
 static int reserve_step(struct tp_prefetch *pf, size_t k)
 {
+	struct step *cur;
+
 	if (k >= INT32_MAX)
 		return -ENOMEM;
-	if (k >= pf->cur_cap) {
-		size_t cap = pf->cur_cap ? pf->cur_cap * 2 : 1024;
-		struct step *cur = realloc(pf->cur, cap * sizeof(*cur));
-
-		if (!cur)
-			return -ENOMEM;
-		pf->cur = cur;
-		pf->cur_cap = cap;
-	}
+	cur = tp_array_grow(pf->cur, &pf->cur_cap, k + 1, sizeof(*cur), 1024);
+	if (!cur)
+		return -ENOMEM;
+	pf->cur = cur;
 	return 0;
 }
 

@@ -310,6 +310,22 @@ double images_per_s(unsigned batch, const struct run *r)
 	return r->step_s > 0 ? batch / r->step_s : 0;
 }
 
+/* One row of the report: the unconstrained run's count, the budgeted one's. */
+static void row_u64(const char *name, uint64_t u, uint64_t c)
+{
+	printf("%-22s %16" PRIu64 " %16" PRIu64 "\n", name, u, c);
+}
+
+/* One row of the report, in bytes. */
+static void row_bytes(const char *name, uint64_t u, uint64_t c)
+{
+	char b1[32], b2[32];
+
+	fmt_bytes(b1, sizeof(b1), u);
+	fmt_bytes(b2, sizeof(b2), c);
+	printf("%-22s %16s %16s\n", name, b1, b2);
+}
+
 /* @s as a JSON string, or null. */
 void json_str(const char *s)
 {
@@ -377,7 +393,7 @@ void report(const struct train_args *a, uint64_t budget,
 	double over = u->step_s > 0 ? 100.0 * (c->step_s / u->step_s - 1) : 0;
 	const char *w = same < 0 ? "n/a (no data)" : same ? "yes" : "NO";
 	bool gpu = strcmp(a->backend, "host") != 0;
-	char b1[32], b2[32], b3[32];
+	char b1[32], b3[32];
 
 	if (a->json) {
 		printf("{\"model\":\"%s\",\"depth\":%u,\"backend\":\"%s\","
@@ -398,9 +414,7 @@ void report(const struct train_args *a, uint64_t budget,
 	if (a->budget_percent)
 		printf(" (%g%% of the unconstrained peak)", a->budget_pct);
 	printf("\n\n%-22s %16s %16s\n", "", "unconstrained", "budget");
-	fmt_bytes(b1, sizeof(b1), u->st.phys_peak);
-	fmt_bytes(b2, sizeof(b2), c->st.phys_peak);
-	printf("%-22s %16s %16s\n", "physical peak", b1, b2);
+	row_bytes("physical peak", u->st.phys_peak, c->st.phys_peak);
 	fmt_bytes(b3, sizeof(b3), u->st.phys_peak > c->st.phys_peak ?
 		  u->st.phys_peak - c->st.phys_peak : 0);
 	printf("%-22s %16s %16s (%.1f%%)\n", "memory saved", "", b3, saved);
@@ -410,29 +424,16 @@ void report(const struct train_args *a, uint64_t budget,
 	       images_per_s(a->mo.batch, u), images_per_s(a->mo.batch, c));
 	printf("%-22s %16s %15.1f%%\n", "overhead", "", over);
 	/* Counted in tensors, whatever their pages (tp_stats_get(3)). */
-	printf("%-22s %16" PRIu64 " %16" PRIu64 "\n", "tensors evicted",
-	       u->st.evictions, c->st.evictions);
-	printf("%-22s %16" PRIu64 " %16" PRIu64 "\n", "tensors offloaded",
-	       u->st.offloads, c->st.offloads);
-	printf("%-22s %16" PRIu64 " %16" PRIu64 "\n", "tensors reloaded",
-	       u->st.reloads, c->st.reloads);
-	fmt_bytes(b1, sizeof(b1), u->st.bytes_d2h);
-	fmt_bytes(b2, sizeof(b2), c->st.bytes_d2h);
-	printf("%-22s %16s %16s\n", "copied to host", b1, b2);
-	fmt_bytes(b1, sizeof(b1), u->st.bytes_h2d);
-	fmt_bytes(b2, sizeof(b2), c->st.bytes_h2d);
-	printf("%-22s %16s %16s\n", "copied back", b1, b2);
-	printf("%-22s %16" PRIu64 " %16" PRIu64 "\n", "ops recomputed",
-	       u->st.recomputes, c->st.recomputes);
-	printf("%-22s %16" PRIu64 " %16" PRIu64 "\n", "pages rescued",
-	       u->st.rescued_pages, c->st.rescued_pages);
-	printf("%-22s %16" PRIu64 " %16" PRIu64 "\n", "prefetch hits",
-	       u->st.prefetch_hits, c->st.prefetch_hits);
-	printf("%-22s %16" PRIu64 " %16" PRIu64 "\n", "split runs",
-	       u->st.split_runs, c->st.split_runs);
-	fmt_bytes(b1, sizeof(b1), u->st.host_peak);
-	fmt_bytes(b2, sizeof(b2), c->st.host_peak);
-	printf("%-22s %16s %16s\n", "host swap peak", b1, b2);
+	row_u64("tensors evicted", u->st.evictions, c->st.evictions);
+	row_u64("tensors offloaded", u->st.offloads, c->st.offloads);
+	row_u64("tensors reloaded", u->st.reloads, c->st.reloads);
+	row_bytes("copied to host", u->st.bytes_d2h, c->st.bytes_d2h);
+	row_bytes("copied back", u->st.bytes_h2d, c->st.bytes_h2d);
+	row_u64("ops recomputed", u->st.recomputes, c->st.recomputes);
+	row_u64("pages rescued", u->st.rescued_pages, c->st.rescued_pages);
+	row_u64("prefetch hits", u->st.prefetch_hits, c->st.prefetch_hits);
+	row_u64("split runs", u->st.split_runs, c->st.split_runs);
+	row_bytes("host swap peak", u->st.host_peak, c->st.host_peak);
 	printf("%-22s %16.1f %16.1f\n", "driver calls per step",
 	       u->driver_calls, c->driver_calls);
 	printf("%-22s %13.3f ms %13.3f ms\n", "driver time per step",

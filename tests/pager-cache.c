@@ -1,8 +1,10 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * The range cache: a repeated allocation pattern makes no driver call per
- * iteration once warm; cached ranges give their chunks back before any
- * tensor is made to leave; with pager.range_cache=0 every iteration maps.
+ * iteration once warm, also where it frees more than a quarter of device
+ * memory (the default's cap is the pool itself); cached ranges give their
+ * chunks back before any tensor is made to leave; with
+ * pager.range_cache=0 every iteration maps.
  */
 #include "tests/pager-util.h"
 
@@ -31,11 +33,12 @@ int main(void)
 	struct tp_stats a, b;
 	struct tp_ctx *ctx;
 	struct tp_tensor *keep, *big;
+	char opts[160];
 	size_t chunk;
 	int rc = 0;
 
 	pt_probe();
-	plan_tests(11);
+	plan_tests(12);
 	ctx = pt_ctx("pager.budget=32C,pager.high_watermark=100");
 	chunk = pt_chunk(ctx);
 	for (int i = 0; i < 3; i++)
@@ -67,6 +70,28 @@ int main(void)
 	tp_tensor_release(ctx, big);
 	tp_tensor_free(ctx, big);
 	tp_tensor_free(ctx, keep);
+	tp_ctx_destroy(ctx);
+
+	/*
+	 * The pattern's 12 chunks are over a quarter of a 32-chunk device:
+	 * a cap below the pool would unmap and map again every iteration.
+	 */
+	snprintf(opts, sizeof(opts),
+		 "vmm.device_memory=%zu,pager.budget=100%%,pager.high_watermark=100",
+		 32 * chunk);
+	ctx = pt_ctx(opts);
+	rc = 0;
+	for (int i = 0; i < 3; i++)
+		rc |= iteration(ctx, chunk);
+	tp_stats_get(ctx, &a);
+	for (int i = 0; i < 10; i++)
+		rc |= iteration(ctx, chunk);
+	tp_sync(ctx);
+	tp_stats_get(ctx, &b);
+	ok(rc == 0 && b.driver_calls == a.driver_calls &&
+	   b.range_cache_misses == a.range_cache_misses,
+	   "a pattern freeing %zu of 32 chunks of device memory: zero driver calls warm (%" PRIu64 ")",
+	   (size_t)12, b.driver_calls - a.driver_calls);
 	tp_ctx_destroy(ctx);
 
 	/* Without the cache, every iteration maps and unmaps. */

@@ -368,6 +368,14 @@ static int make_room(struct tp_pager *pg, size_t n)
 	tp_vmm_reap(vmm);
 	if (tp_vmm_chunks_fit(vmm, n))
 		return 0;
+	/*
+	 * Cached ranges are free memory kept mapped, and the first to go
+	 * (free_chunks()): they go before the pool's shape is judged, so
+	 * that a contiguous pool's fragmentation counts them as free.
+	 */
+	while (tp_range_cache_shrink(pg))
+		if (tp_vmm_chunks_fit(vmm, n))
+			return 0;
 	tp_vmm_frag_sample(vmm, n);
 	if (n > vmm->nr_chunks)
 		return -ENOMEM;

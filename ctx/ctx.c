@@ -17,124 +17,36 @@
 #include "vmm/vmm.h"
 
 /*
- * The glue between the layers: the pager reaches the policy only through
- * its victim ops (filled whole by the policy, policy/victim.c), the
- * policy reaches lineage only through cost ops, and lineage the policy
- * only through its op hooks. The functions below forward to the layer
- * that decides.
+ * The layers meet here: the pager reaches the policy only through its
+ * victim ops, the policy lineage only through cost ops, and lineage the
+ * policy only through op hooks, each table filled whole by the layer
+ * that answers (pager/hooks.h).
  */
-static double glue_recompute_ns(void *priv, const struct tp_tensor *t,
-				size_t *anc_pages)
-{
-	return tp_lineage_regen_cost(priv, t, anc_pages);
-}
-
-static double glue_evict_ns(void *priv, const struct tp_tensor *t)
-{
-	return tp_lineage_evict_cost(priv, t);
-}
-
-static double glue_projected_ns(void *priv, const struct tp_tensor *t,
-				bool (*gone)(void *gpriv,
-					     const struct tp_tensor *y),
-				void *gpriv, size_t *anc_pages)
-{
-	return tp_lineage_projected_cost(priv, t, gone, gpriv, anc_pages);
-}
-
-static bool glue_computable(void *priv, const struct tp_tensor *t)
-{
-	return tp_lineage_can_regenerate(priv, t);
-}
-
-static bool glue_regen_needs(void *priv, const struct tp_tensor *t)
-{
-	return tp_lineage_regen_needs(priv, t);
-}
-
-static bool glue_regen_reads(void *priv, const struct tp_tensor *t)
-{
-	return tp_lineage_regen_reads(priv, t);
-}
-
-static bool glue_op_wants_cut(void *priv)
-{
-	return tp_policy_wants_cuts(priv);
-}
-
-static unsigned glue_op_begin(void *priv, struct tp_tensor *const *in,
-			      unsigned n_in, const struct tp_op_split *cut)
-{
-	return tp_policy_op_begin(priv, in, n_in, cut);
-}
-
-static void glue_op_end(void *priv, struct tp_tensor *const *in,
-			unsigned n_in, struct tp_tensor *const *out,
-			unsigned n_out, uint64_t ns)
-{
-	tp_policy_op_end(priv, in, n_in, out, n_out, ns);
-}
-
-/* Lineage brought an evicted input back: c_r of what it feeds went down. */
-static void glue_cost_changed(void *priv, struct tp_tensor *t)
-{
-	tp_policy_cost_changed(priv, t);
-}
-
-static uint64_t glue_now(void *priv)
-{
-	return tp_vmm_now_ns(priv);
-}
-
-static int glue_iteration(void *priv, bool end)
-{
-	if (end)
-		tp_policy_iteration_end(priv);
-	else
-		tp_policy_iteration_begin(priv);
-	return 0;
-}
-
 /* Create the policy and install it: victim ops, costs, clock, iterations. */
 static int policy_create(struct tp_ctx *ctx)
 {
+	struct tp_op_hooks hooks;
+
 	ctx->policy = tp_policy_create(&ctx->conf, ctx->pager, ctx->vmm);
 	ctx->vops = calloc(1, sizeof(*ctx->vops));
 	ctx->cost_ops = calloc(1, sizeof(*ctx->cost_ops));
 	if (!ctx->policy || !ctx->vops || !ctx->cost_ops)
 		return -ENOMEM;
 
-	*ctx->cost_ops = (struct tp_cost_ops){
-		.recompute_ns = glue_recompute_ns,
-		.evict_ns = glue_evict_ns,
-		.projected_ns = glue_projected_ns,
-		.computable = glue_computable,
-		.regen_needs = glue_regen_needs,
-		.regen_reads = glue_regen_reads,
-		.priv = ctx->lineage,
-	};
+	tp_lineage_cost_ops(ctx->lineage, ctx->cost_ops);
 	tp_policy_set_cost_ops(ctx->policy, ctx->cost_ops);
-	tp_lineage_set_cost_changed(ctx->lineage, glue_cost_changed, ctx->policy);
-	tp_lineage_set_op_hooks(ctx->lineage, &(struct tp_lineage_op_hooks){
-		.wants_cut = glue_op_wants_cut,
-		.begin = glue_op_begin, .end = glue_op_end,
-		.priv = ctx->policy,
-	});
-	tp_policy_set_clock(ctx->policy, glue_now, ctx->vmm);
+	tp_policy_op_hooks(ctx->policy, &hooks);
+	tp_lineage_set_op_hooks(ctx->lineage, &hooks);
 
 	*ctx->vops = *tp_policy_victim_ops(ctx->policy);
 	tp_pager_set_victim_ops(ctx->pager, ctx->vops);
-	ctx->iter_hook = glue_iteration;
-	ctx->iter_priv = ctx->policy;
 	return 0;
 }
 
 /* Undo policy_create(), whatever part of it was done. */
 static void policy_destroy(struct tp_ctx *ctx)
 {
-	ctx->iter_hook = NULL;
 	if (ctx->lineage) {
-		tp_lineage_set_cost_changed(ctx->lineage, NULL, NULL);
 		tp_lineage_set_op_hooks(ctx->lineage, NULL);
 	}
 	if (ctx->policy) {
@@ -330,7 +242,9 @@ TP_API int tp_iteration_begin(struct tp_ctx *ctx)
 		return -EBUSY;
 	ctx->in_iteration = true;
 	tp_pager_work_iteration(ctx->pager, true);
-	return ctx->iter_hook ? ctx->iter_hook(ctx->iter_priv, false) : 0;
+	if (ctx->policy)
+		tp_policy_iteration_begin(ctx->policy);
+	return 0;
 }
 
 TP_API int tp_iteration_end(struct tp_ctx *ctx)
@@ -342,5 +256,7 @@ TP_API int tp_iteration_end(struct tp_ctx *ctx)
 	ctx->in_iteration = false;
 	ctx->iterations++;
 	tp_pager_work_iteration(ctx->pager, false);
-	return ctx->iter_hook ? ctx->iter_hook(ctx->iter_priv, true) : 0;
+	if (ctx->policy)
+		tp_policy_iteration_end(ctx->policy);
+	return 0;
 }

@@ -31,13 +31,10 @@ struct tp_ctx {
 	struct tp_lineage *lineage;
 	struct tp_policy *policy;
 	char last_error[256];
-	/* tp_iteration_begin/end: counted here, forwarded to @iter_hook
-	 * (installed by the policy) with @end false/true. */
-	int (*iter_hook)(void *priv, bool end);
-	void *iter_priv;
+	/* tp_iteration_begin/end: counted here, told to the policy. */
 	uint64_t iterations;		/* completed */
 	bool in_iteration;
-	/* The policy's victim ops with the context's glue (ctx.c). */
+	/* The tables handed between the layers (ctx.c, policy_create()). */
 	struct tp_victim_ops *vops;
 	struct tp_cost_ops *cost_ops;
 	/* stats.trace, or NULL when the key is empty (ctx/tracer.h). */

@@ -83,20 +83,61 @@ void tp_lineage_get_stats(struct tp_lineage *lin, struct tp_lineage_stats *st)
 	*st = lin->st;
 }
 
-void tp_lineage_set_cost_changed(struct tp_lineage *lin,
-				 void (*fn)(void *priv, struct tp_tensor *t),
-				 void *priv)
+/* --- lineage's cost table for the policy (pager/hooks.h) ----------- */
+
+static double ops_recompute_ns(void *priv, const struct tp_tensor *t,
+			       size_t *anc_pages)
 {
-	lin->cost_changed = fn;
-	lin->cost_changed_priv = priv;
+	return tp_lineage_regen_cost(priv, t, anc_pages);
+}
+
+static double ops_evict_ns(void *priv, const struct tp_tensor *t)
+{
+	return tp_lineage_evict_cost(priv, t);
+}
+
+static double ops_projected_ns(void *priv, const struct tp_tensor *t,
+			       bool (*gone)(void *gpriv,
+					    const struct tp_tensor *y),
+			       void *gpriv, size_t *anc_pages)
+{
+	return tp_lineage_projected_cost(priv, t, gone, gpriv, anc_pages);
+}
+
+static bool ops_computable(void *priv, const struct tp_tensor *t)
+{
+	return tp_lineage_can_regenerate(priv, t);
+}
+
+static bool ops_regen_needs(void *priv, const struct tp_tensor *t)
+{
+	return tp_lineage_regen_needs(priv, t);
+}
+
+static bool ops_regen_reads(void *priv, const struct tp_tensor *t)
+{
+	return tp_lineage_regen_reads(priv, t);
+}
+
+void tp_lineage_cost_ops(struct tp_lineage *lin, struct tp_cost_ops *ops)
+{
+	*ops = (struct tp_cost_ops){
+		.recompute_ns = ops_recompute_ns,
+		.evict_ns = ops_evict_ns,
+		.projected_ns = ops_projected_ns,
+		.computable = ops_computable,
+		.regen_needs = ops_regen_needs,
+		.regen_reads = ops_regen_reads,
+		.priv = lin,
+	};
 }
 
 void tp_lineage_set_op_hooks(struct tp_lineage *lin,
-			     const struct tp_lineage_op_hooks *hooks)
+			     const struct tp_op_hooks *hooks)
 {
 	if (hooks)
 		lin->op_hooks = *hooks;
 	else
-		lin->op_hooks = (struct tp_lineage_op_hooks){ 0 };
+		lin->op_hooks = (struct tp_op_hooks){ 0 };
 }
 

@@ -21,8 +21,10 @@
 
 #include "tpager.h"
 
+struct tp_cost_ops;
 struct tp_ctx;
 struct tp_errors;
+struct tp_op_hooks;
 struct tp_pager;
 struct tp_tensor;
 struct tp_tracer;
@@ -186,41 +188,18 @@ void tp_lineage_harvest_costs(struct tp_lineage *lin);
 int tp_lineage_regenerate(struct tp_lineage *lin, struct tp_tensor *t);
 
 /**
- * tp_lineage_set_cost_changed() - have @fn(@priv, t) called for every
- * resident tensor whose c_r just went down because an evicted input of
- * its producer came back (tp_policy_cost_changed). NULL: nobody.
+ * tp_lineage_cost_ops() - lineage's answers to the policy's cost
+ * questions (pager/hooks.h), every member filled, priv @lin.
  */
-void tp_lineage_set_cost_changed(struct tp_lineage *lin,
-				 void (*fn)(void *priv, struct tp_tensor *t),
-				 void *priv);
+void tp_lineage_cost_ops(struct tp_lineage *lin, struct tp_cost_ops *ops);
+
 
 /*
- * What the program's ops tell the layer above (the policy's planner),
- * installed by the context. Called for the ops of tp_op_run(), never for
- * a regeneration's replays.
- *
- * wants_cut: whether begin needs to know how the op may be cut (asking
- * costs a call of the op type's split callback, which whole runs
- * otherwise never pay); NULL: never.
- * begin: op about to acquire @in (@n_in of them); @cut: how it may run in
- * parts (NULL: whole only, or not asked). Return the parts to run it in (the fewest of
- * at least that many that fit), or 0 to run it whole (and in parts only
- * when it does not fit).
- * end: the op ran; @out its outputs, @ns its cost (measured on host, the
- * prior lineage charges on sim and until measured on a device).
+ * Install @hooks (copied; NULL: none): the program's ops, and the
+ * tensors whose regeneration cost went down (hooks->cost_changed).
  */
-struct tp_lineage_op_hooks {
-	bool (*wants_cut)(void *priv);
-	unsigned (*begin)(void *priv, struct tp_tensor *const *in,
-			  unsigned n_in, const struct tp_op_split *cut);
-	void (*end)(void *priv, struct tp_tensor *const *in, unsigned n_in,
-		    struct tp_tensor *const *out, unsigned n_out, uint64_t ns);
-	void *priv;
-};
-
-/* Install @hooks (copied; NULL: none). */
 void tp_lineage_set_op_hooks(struct tp_lineage *lin,
-			     const struct tp_lineage_op_hooks *hooks);
+			     const struct tp_op_hooks *hooks);
 
 /* Counters for tests and reports. */
 struct tp_lineage_stats {

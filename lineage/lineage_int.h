@@ -129,9 +129,7 @@ struct tp_lineage {
 	void **work;
 	size_t nr_work, cap_work;
 
-	void (*cost_changed)(void *priv, struct tp_tensor *t);
-	void *cost_changed_priv;
-	struct tp_lineage_op_hooks op_hooks;
+	struct tp_op_hooks op_hooks;
 
 	struct tp_lin_timing *timing;	/* device timing of launches */
 	const struct tp_tensor *settling; /* being freed (settle.c) */

@@ -341,7 +341,7 @@ static void give_identity_back(struct op_run *o, struct tp_tensor *x,
 }
 
 /*
- * The parts a plan runs the op in (lineage.h, tp_lineage_op_hooks), 0:
+ * The parts a plan runs the op in (lineage.h, tp_op_hooks), 0:
  * whole. *@cut is how it may be cut, when *@can_cut.
  */
 static unsigned planned_parts(struct op_run *o, const void *params,
@@ -349,7 +349,7 @@ static unsigned planned_parts(struct op_run *o, const void *params,
 			      unsigned n_in, unsigned n_out,
 			      struct tp_op_split *cut, bool *can_cut)
 {
-	const struct tp_lineage_op_hooks *h = &o->lin->op_hooks;
+	const struct tp_op_hooks *h = &o->lin->op_hooks;
 
 	*can_cut = false;
 	if (!h->begin)

@@ -210,20 +210,20 @@ static void cost_fell(struct tp_lineage *lin, struct tp_lin_node *n)
 	struct tp_lin_use *u;
 	unsigned k;
 
-	if (!lin->cost_changed)
+	if (!lin->op_hooks.cost_changed)
 		return;
 	for (k = 0; rec && k < rec->n_in; k++) {
 		struct tp_tensor *i = rec->in[k].t;
 
 		if (!tp_pager_has_evicted(i))
-			lin->cost_changed(lin->cost_changed_priv, i);
+			lin->op_hooks.cost_changed(lin->op_hooks.priv, i);
 	}
 	for (u = n->users; u; u = u->next)
 		for (k = 0; k < u->rec->n_out; k++) {
 			struct tp_tensor *o = u->rec->out[k];
 
 			if (o && !tp_pager_has_evicted(o))
-				lin->cost_changed(lin->cost_changed_priv, o);
+				lin->op_hooks.cost_changed(lin->op_hooks.priv, o);
 		}
 }
 

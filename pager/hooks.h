@@ -13,6 +13,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+struct tp_op_split;
 struct tp_tensor;
 
 /* How a victim leaves. */
@@ -158,6 +159,74 @@ struct tp_regen_ops {
 	 * not regenerated stays evicted.
 	 */
 	void (*settle)(void *priv, struct tp_tensor *t);
+	void *priv;
+};
+
+/*
+ * Lineage and the policy do not see each other (tpager(7), LAYERS): each
+ * fills the other's table below with its own functions, and the context
+ * hands them over.
+ */
+
+/*
+ * What lineage tells the policy about recompute. Without it every tensor
+ * that t->computable marks (and not TP_UNCOMPUTABLE) costs the op prior of
+ * 1 µs, and every other one cannot be regenerated (c_r = INFINITY).
+ */
+struct tp_cost_ops {
+	/* c_r(t), ns: regenerating @t now, including the evicted ancestors
+	 * that must be regenerated first (DTR's e*(t)); INFINITY when it
+	 * cannot be regenerated. *@anc_pages (never NULL): the evicted pages
+	 * of those ancestors, mapped again by the regeneration. */
+	double (*recompute_ns)(void *priv, const struct tp_tensor *t,
+			       size_t *anc_pages);
+	/* What evicting @t costs the regenerations it feeds as well: c_r
+	 * plus the evicted tensors made from it (DTR's whole evicted
+	 * neighbourhood). NULL: recompute_ns. */
+	double (*evict_ns)(void *priv, const struct tp_tensor *t);
+	/* c_r(t) when @t is next used: also the resident ancestors @gone
+	 * says will have been freed by then (tp_lineage_projected_cost).
+	 * NULL: recompute_ns. */
+	double (*projected_ns)(void *priv, const struct tp_tensor *t,
+			       bool (*gone)(void *gpriv,
+					    const struct tp_tensor *y),
+			       void *gpriv, size_t *anc_pages);
+	/* Whether lineage can regenerate @t at all. */
+	bool (*computable)(void *priv, const struct tp_tensor *t);
+	/* Whether a regeneration in progress will read @t (or rewrite it):
+	 * a use the record of the program's accesses does not know.
+	 * NULL: never. */
+	bool (*regen_needs)(void *priv, const struct tp_tensor *t);
+	/* Whether a replay the regeneration in progress has yet to run
+	 * reads @t: it is read now. NULL: never. */
+	bool (*regen_reads)(void *priv, const struct tp_tensor *t);
+	void *priv;
+};
+
+/*
+ * What the program's ops tell the layer above (the policy's planner),
+ * installed by the context. Called for the ops of tp_op_run(), never for
+ * a regeneration's replays.
+ *
+ * wants_cut: whether begin needs to know how the op may be cut (asking
+ * costs a call of the op type's split callback, which whole runs
+ * otherwise never pay); NULL: never.
+ * begin: op about to acquire @in (@n_in of them); @cut: how it may run in
+ * parts (NULL: whole only, or not asked). Return the parts to run it in (the fewest of
+ * at least that many that fit), or 0 to run it whole (and in parts only
+ * when it does not fit).
+ * end: the op ran; @out its outputs, @ns its cost (measured on host, the
+ * prior lineage charges on sim and until measured on a device).
+ */
+struct tp_op_hooks {
+	bool (*wants_cut)(void *priv);
+	unsigned (*begin)(void *priv, struct tp_tensor *const *in,
+			  unsigned n_in, const struct tp_op_split *cut);
+	void (*end)(void *priv, struct tp_tensor *const *in, unsigned n_in,
+		    struct tp_tensor *const *out, unsigned n_out, uint64_t ns);
+	/* @t's c_r went down (an evicted ancestor came back), or what
+	 * evicting it costs did (an evicted descendant came back). */
+	void (*cost_changed)(void *priv, struct tp_tensor *t);
 	void *priv;
 };
 

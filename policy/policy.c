@@ -20,6 +20,12 @@
 /* The op cost prior when lineage has not said (tpager.h: 1 µs). */
 #define TP_POLICY_PRIOR_COST_NS 1000.0
 
+/* The vmm's clock (tp_policy_set_clock()). */
+static uint64_t vmm_now(void *priv)
+{
+	return tp_vmm_now_ns(priv);
+}
+
 struct tp_policy *tp_policy_create(const struct tp_conf *conf,
 				   struct tp_pager *pg, struct tp_vmm *vmm)
 {
@@ -35,6 +41,8 @@ struct tp_policy *tp_policy_create(const struct tp_conf *conf,
 	pol->pager = pg;
 	pol->vmm = vmm;
 	pol->conf = conf;
+	if (vmm)
+		tp_policy_set_clock(pol, vmm_now, vmm);
 	pol->idx = tp_pol_index_create();
 	if (!pol->idx)
 		goto err_free;
@@ -698,4 +706,40 @@ void tp_policy_seed(struct tp_policy *pol, uint64_t seed)
 void tp_policy_set_index_mode(struct tp_policy *pol, int mode)
 {
 	tp_pol_index_set_mode(pol->idx, (enum tp_pol_index_mode)mode);
+}
+
+/* --- the policy's op hooks for lineage (pager/hooks.h) ---------------- */
+
+static bool hooks_wants_cut(void *priv)
+{
+	return tp_policy_wants_cuts(priv);
+}
+
+static unsigned hooks_begin(void *priv, struct tp_tensor *const *in,
+			    unsigned n_in, const struct tp_op_split *cut)
+{
+	return tp_policy_op_begin(priv, in, n_in, cut);
+}
+
+static void hooks_end(void *priv, struct tp_tensor *const *in, unsigned n_in,
+		      struct tp_tensor *const *out, unsigned n_out,
+		      uint64_t ns)
+{
+	tp_policy_op_end(priv, in, n_in, out, n_out, ns);
+}
+
+static void hooks_cost_changed(void *priv, struct tp_tensor *t)
+{
+	tp_policy_cost_changed(priv, t);
+}
+
+void tp_policy_op_hooks(struct tp_policy *pol, struct tp_op_hooks *hooks)
+{
+	*hooks = (struct tp_op_hooks){
+		.wants_cut = hooks_wants_cut,
+		.begin = hooks_begin,
+		.end = hooks_end,
+		.cost_changed = hooks_cost_changed,
+		.priv = pol,
+	};
 }

@@ -28,40 +28,6 @@ struct tp_vmm;
 struct tp_policy;
 struct tp_stats;
 
-/*
- * What lineage tells the policy about recompute. Without it every tensor
- * that t->computable marks (and not TP_UNCOMPUTABLE) costs the op prior of
- * 1 µs, and every other one cannot be regenerated (c_r = INFINITY).
- */
-struct tp_cost_ops {
-	/* c_r(t), ns: regenerating @t now, including the evicted ancestors
-	 * that must be regenerated first (DTR's e*(t)); INFINITY when it
-	 * cannot be regenerated. *@anc_pages (never NULL): the evicted pages
-	 * of those ancestors, mapped again by the regeneration. */
-	double (*recompute_ns)(void *priv, const struct tp_tensor *t,
-			       size_t *anc_pages);
-	/* What evicting @t costs the regenerations it feeds as well: c_r
-	 * plus the evicted tensors made from it (DTR's whole evicted
-	 * neighbourhood). NULL: recompute_ns. */
-	double (*evict_ns)(void *priv, const struct tp_tensor *t);
-	/* c_r(t) when @t is next used: also the resident ancestors @gone
-	 * says will have been freed by then (tp_lineage_projected_cost).
-	 * NULL: recompute_ns. */
-	double (*projected_ns)(void *priv, const struct tp_tensor *t,
-			       bool (*gone)(void *gpriv,
-					    const struct tp_tensor *y),
-			       void *gpriv, size_t *anc_pages);
-	/* Whether lineage can regenerate @t at all. */
-	bool (*computable)(void *priv, const struct tp_tensor *t);
-	/* Whether a regeneration in progress will read @t (or rewrite it):
-	 * a use the record of the program's accesses does not know.
-	 * NULL: never. */
-	bool (*regen_needs)(void *priv, const struct tp_tensor *t);
-	/* Whether a replay the regeneration in progress has yet to run
-	 * reads @t: it is read now. NULL: never. */
-	bool (*regen_reads)(void *priv, const struct tp_tensor *t);
-	void *priv;
-};
 
 /**
  * tp_policy_create() - a policy reading its options from @conf at each
@@ -85,9 +51,17 @@ void tp_policy_set_cost_ops(struct tp_policy *pol,
 			    const struct tp_cost_ops *ops);
 
 /**
- * tp_policy_set_clock() - the clock staleness is measured on: host time on
- * host and cuda, virtual time on sim (tp_vmm_now_ns). Without one, "now"
- * is the latest t->last_access_ns the policy has seen.
+ * tp_policy_op_hooks() - the policy's answers to lineage's notices of the
+ * program's ops and of costs that fell (pager/hooks.h), every member
+ * filled, priv @pol.
+ */
+void tp_policy_op_hooks(struct tp_policy *pol, struct tp_op_hooks *hooks);
+
+/**
+ * tp_policy_set_clock() - the clock staleness is measured on. A
+ * policy created with a vmm reads the vmm's (host time on host and cuda,
+ * virtual time on sim: tp_vmm_now_ns); without either, "now" is the
+ * latest t->last_access_ns the policy has seen.
  */
 void tp_policy_set_clock(struct tp_policy *pol,
 			 uint64_t (*now_ns)(void *priv), void *priv);

@@ -22,6 +22,7 @@
 #include <unistd.h>
 
 #include "pager/pager.h"
+#include "tests/lineage-testops.h"
 #include "tests/tap.h"
 #include "tpager.h"
 #include "trace/replay.h"
@@ -29,25 +30,9 @@
 #define CHUNK	(64u << 10)
 #define K	32
 
-static int nop(const struct tp_op_launch *l)
-{
-	(void)l;
-	return 0;
-}
-
-static const struct tp_op_type op = {
-	.name = "limit-op",
-	.launch = nop,
-};
-
 static struct tp_tensor *run(struct tp_ctx *ctx, struct tp_tensor *a)
 {
-	struct tp_tensor *out = NULL;
-	size_t bytes = CHUNK;
-
-	if (tp_op_run(ctx, &op, NULL, 0, &a, 1, &out, &bytes, 1))
-		bail_out("tp_op_run: %s", tp_last_error(ctx));
-	return out;
+	return tops_nop_run(ctx, a, NULL, CHUNK);
 }
 
 static void chain(void)

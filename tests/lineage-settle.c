@@ -21,34 +21,16 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "tests/lineage-testops.h"
 #include "tests/tap.h"
 #include "tpager.h"
 
 #define CHUNK	(64u << 10)
 #define K	16
 
-static int nop(const struct tp_op_launch *l)
-{
-	(void)l;
-	return 0;
-}
-
-/* Sim charges its cost (1 µs) and runs nothing. */
-static const struct tp_op_type op = {
-	.name = "settle-op",
-	.launch = nop,
-};
-
 static struct tp_tensor *run(struct tp_ctx *ctx, struct tp_tensor *a)
 {
-	struct tp_tensor *out = NULL;
-	size_t bytes = CHUNK;
-	int ret = tp_op_run(ctx, &op, NULL, 0, &a, 1, &out, &bytes, 1);
-
-	if (ret)
-		bail_out("tp_op_run: %s (%s)", tp_strerror(ret),
-			 tp_last_error(ctx));
-	return out;
+	return tops_nop_run(ctx, a, NULL, CHUNK);
 }
 
 static void put(struct tp_ctx *ctx, struct tp_tensor *t)

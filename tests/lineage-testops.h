@@ -36,6 +36,19 @@ struct tops_scale_params {
 	float s, c;
 };
 
+/*
+ * Does nothing: on sim an op costs its prior (1 µs) and runs nothing. For
+ * tests of what lineage and the policy decide, not of the data.
+ */
+extern const struct tp_op_type tops_nop;
+
+/*
+ * tops_nop on @a, and @b where it is not NULL, into a new output of
+ * @bytes; a failure bails out of the test, naming the library's error.
+ */
+struct tp_tensor *tops_nop_run(struct tp_ctx *ctx, struct tp_tensor *a,
+			       struct tp_tensor *b, size_t bytes);
+
 /* Launches so far (first runs and replays), and replays alone. */
 extern unsigned long tops_launches, tops_replays;
 /* Launches the pager took for a replay when they were not, or not when

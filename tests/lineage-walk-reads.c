@@ -20,6 +20,7 @@
 #include <string.h>
 
 #include "pager/pager.h"
+#include "tests/lineage-testops.h"
 #include "tests/tap.h"
 #include "tpager.h"
 
@@ -27,27 +28,6 @@
 #define K	4
 #define JUNK	8
 #define A	4	/* a's chunks: the largest, and stalest */
-
-static int nop(const struct tp_op_launch *l)
-{
-	(void)l;
-	return 0;
-}
-
-static const struct tp_op_type op = {
-	.name = "reads-op",
-	.launch = nop,
-};
-
-static struct tp_tensor *run(struct tp_ctx *ctx, struct tp_tensor *a,
-			     struct tp_tensor *b, size_t bytes)
-{
-	struct tp_tensor *in[2] = { a, b }, *out = NULL;
-
-	if (tp_op_run(ctx, &op, NULL, 0, in, b ? 2 : 1, &out, &bytes, 1))
-		bail_out("tp_op_run: %s", tp_last_error(ctx));
-	return out;
-}
 
 int main(void)
 {
@@ -70,23 +50,23 @@ int main(void)
 	if (!x0 || !tp_tensor_acquire(ctx, x0, TP_WRITE))
 		bail_out("x0");
 	tp_tensor_release(ctx, x0);
-	a = run(ctx, x0, NULL, A * CHUNK);
+	a = tops_nop_run(ctx, x0, NULL, A * CHUNK);
 	/* made after a, never read again */
 	for (unsigned i = 0; i < JUNK; i++)
-		run(ctx, x0, NULL, CHUNK);
-	b = run(ctx, x0, NULL, CHUNK);
+		tops_nop_run(ctx, x0, NULL, CHUNK);
+	b = tops_nop_run(ctx, x0, NULL, CHUNK);
 	for (unsigned i = 1; i < K; i++) {
-		struct tp_tensor *n = run(ctx, b, NULL, CHUNK);
+		struct tp_tensor *n = tops_nop_run(ctx, b, NULL, CHUNK);
 
 		tp_tensor_free(ctx, b);
 		b = n;
 	}
-	c = run(ctx, a, b, CHUNK);
+	c = tops_nop_run(ctx, a, b, CHUNK);
 	if (tp_tensor_evict(ctx, b) || tp_tensor_evict(ctx, c))
 		bail_out("tp_tensor_evict");
 	/* the room the evictions freed is taken again */
 	for (unsigned i = 0; i < 2; i++)
-		if (!run(ctx, x0, NULL, CHUNK))
+		if (!tops_nop_run(ctx, x0, NULL, CHUNK))
 			bail_out("filler");
 	tp_stats_get(ctx, &s0);
 	ok(tp_tensor_acquire(ctx, c, TP_READ) != NULL, "c read: %s",

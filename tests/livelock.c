@@ -30,6 +30,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "tests/lineage-testops.h"
 #include "tests/tap.h"
 #include "tpager.h"
 #include "trace/replay.h"
@@ -37,31 +38,6 @@
 #define CHUNK	(64u << 10)
 #define BLOCKS	12
 #define JUNK	100		/* one-chunk tensors made and never read */
-
-static int nop(const struct tp_op_launch *l)
-{
-	(void)l;
-	return 0;
-}
-
-/* Sim charges its cost (1 µs) and runs nothing. */
-static const struct tp_op_type op = {
-	.name = "livelock-op",
-	.launch = nop,
-};
-
-static struct tp_tensor *run(struct tp_ctx *ctx, struct tp_tensor *a,
-			     struct tp_tensor *b, size_t bytes)
-{
-	struct tp_tensor *in[2] = { a, b }, *out = NULL;
-	int ret = tp_op_run(ctx, &op, NULL, 0, in, b ? 2 : 1, &out, &bytes,
-			    1);
-
-	if (ret)
-		bail_out("tp_op_run: %s (%s)", tp_strerror(ret),
-			 tp_last_error(ctx));
-	return out;
-}
 
 static void put(struct tp_ctx *ctx, struct tp_tensor *t)
 {
@@ -81,13 +57,13 @@ static uint64_t iteration(struct tp_ctx *ctx, struct tp_tensor *x0, int *rc)
 	if (tp_iteration_begin(ctx))
 		bail_out("tp_iteration_begin");
 	for (unsigned i = 0; i < JUNK; i++)
-		junk[i] = run(ctx, x0, NULL, CHUNK);
+		junk[i] = tops_nop_run(ctx, x0, NULL, CHUNK);
 	for (unsigned k = 0; k < BLOCKS; k++) {
-		struct tp_tensor *a1 = run(ctx, p, NULL, 2 * CHUNK);
-		struct tp_tensor *a2 = run(ctx, a1, NULL, 2 * CHUNK);
-		struct tp_tensor *b = run(ctx, p, NULL, 2 * CHUNK);
+		struct tp_tensor *a1 = tops_nop_run(ctx, p, NULL, 2 * CHUNK);
+		struct tp_tensor *a2 = tops_nop_run(ctx, a1, NULL, 2 * CHUNK);
+		struct tp_tensor *b = tops_nop_run(ctx, p, NULL, 2 * CHUNK);
 		/* the largest: the first a blind tie-break sends away */
-		struct tp_tensor *n = run(ctx, a2, b, 3 * CHUNK);
+		struct tp_tensor *n = tops_nop_run(ctx, a2, b, 3 * CHUNK);
 
 		put(ctx, a1);
 		put(ctx, a2);
@@ -96,7 +72,7 @@ static uint64_t iteration(struct tp_ctx *ctx, struct tp_tensor *x0, int *rc)
 			put(ctx, p);
 		p = n;
 	}
-	y = run(ctx, p, NULL, 2 * CHUNK);
+	y = tops_nop_run(ctx, p, NULL, 2 * CHUNK);
 	put(ctx, p);
 	if (tp_tensor_evict(ctx, y))
 		bail_out("tp_tensor_evict");

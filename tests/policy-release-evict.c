@@ -16,22 +16,12 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "tests/lineage-testops.h"
 #include "tests/tap.h"
 #include "tpager.h"
 
 #define CHUNK	(64u << 10)
 #define OPS	64
-
-static int nop(const struct tp_op_launch *l)
-{
-	(void)l;
-	return 0;
-}
-
-static const struct tp_op_type op = {
-	.name = "release-op",
-	.launch = nop,
-};
 
 static void chain(const char *policy, const char *extra, struct tp_stats *s)
 {
@@ -53,14 +43,8 @@ static void chain(const char *policy, const char *extra, struct tp_stats *s)
 	if (!x || !tp_tensor_acquire(ctx, x, TP_WRITE))
 		bail_out("x");
 	tp_tensor_release(ctx, x);
-	for (unsigned i = 0; i < OPS; i++) {
-		size_t bytes = CHUNK;
-		struct tp_tensor *in = i ? keep[i - 1] : x;
-
-		keep[i] = NULL;
-		if (tp_op_run(ctx, &op, NULL, 0, &in, 1, &keep[i], &bytes, 1))
-			bail_out("tp_op_run: %s", tp_last_error(ctx));
-	}
+	for (unsigned i = 0; i < OPS; i++)
+		keep[i] = tops_nop_run(ctx, i ? keep[i - 1] : x, NULL, CHUNK);
 	if (tp_stats_get(ctx, s))
 		bail_out("tp_stats_get");
 	for (unsigned i = 0; i < OPS; i++)

@@ -20,33 +20,12 @@
 #include <errno.h>
 #include <stdlib.h>
 
-#include "base/array.h"
 #include "base/log.h"
 #include "lineage/lineage_int.h"
 
-struct ptrvec {
-	void **v;
-	size_t n, cap;
-};
-
-static int vec_push(struct ptrvec *p, void *x)
-{
-	if (p->n == p->cap) {
-		void **v;
-
-		v = tp_array_grow(p->v, &p->cap,
-				  p->cap + 1, sizeof(*v), 32);
-		if (!v)
-			return -ENOMEM;
-		p->v = v;
-	}
-	p->v[p->n++] = x;
-	return 0;
-}
-
 /* The records reading @n, and those reading their outputs, and so on. */
 static int closure(struct tp_lineage *lin, struct tp_lin_node *n,
-		   struct ptrvec *recs)
+		   struct tp_lin_ptrs *recs)
 {
 	uint64_t mark = ++lin->mark_seq;
 	struct tp_lin_use *u;
@@ -56,7 +35,7 @@ static int closure(struct tp_lineage *lin, struct tp_lin_node *n,
 		if (u->rec->mark == mark)
 			continue;
 		u->rec->mark = mark;
-		if (vec_push(recs, u->rec))
+		if (tp_lin_ptrs_push(recs, u->rec))
 			return -ENOMEM;
 	}
 	for (i = 0; i < recs->n; i++) {
@@ -72,7 +51,7 @@ static int closure(struct tp_lineage *lin, struct tp_lin_node *n,
 				if (u->rec->mark == mark)
 					continue;
 				u->rec->mark = mark;
-				if (vec_push(recs, u->rec))
+				if (tp_lin_ptrs_push(recs, u->rec))
 					return -ENOMEM;
 			}
 		}
@@ -83,7 +62,7 @@ static int closure(struct tp_lineage *lin, struct tp_lin_node *n,
 int tp_lin_sever(struct tp_lineage *lin, struct tp_tensor *t)
 {
 	struct tp_lin_node *n = t->lin.p;
-	struct ptrvec recs = { 0 }, live = { 0 };
+	struct tp_lin_ptrs recs = { 0 }, live = { 0 };
 	size_t i;
 	int ret = 0;
 
@@ -99,7 +78,7 @@ int tp_lin_sever(struct tp_lineage *lin, struct tp_tensor *t)
 			struct tp_lin_node *on = o ? o->lin.p : NULL;
 
 			if (on && !on->user_freed)
-				ret = vec_push(&live, o);
+				ret = tp_lin_ptrs_push(&live, o);
 		}
 	}
 	if (ret)

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/array.h"
 #include "lineage/lineage_int.h"
 
 bool tp_lineage_can_regenerate(struct tp_lineage *lin,
@@ -76,6 +77,17 @@ void tp_lineage_destroy(struct tp_lineage *lin)
 	tp_lin_records_fini(lin);
 	tp_lin_cost_fini(lin);
 	free(lin);
+}
+
+int tp_lin_ptrs_push(struct tp_lin_ptrs *p, void *x)
+{
+	void **v = tp_array_grow(p->v, &p->cap, p->n + 1, sizeof(*v), 16);
+
+	if (!v)
+		return -ENOMEM;
+	p->v = v;
+	p->v[p->n++] = x;
+	return 0;
 }
 
 void tp_lineage_get_stats(struct tp_lineage *lin, struct tp_lineage_stats *st)

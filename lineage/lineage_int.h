@@ -97,6 +97,15 @@ struct tp_lin_uf_node {
 	size_t own_pages;		/* this member's evicted pages */
 };
 
+/* A growable vector of pointers, for lineage's walks (tp_lin_ptrs_push()). */
+struct tp_lin_ptrs {
+	void **v;
+	size_t n, cap;
+};
+
+/* Append @x to @p. Return: 0, or -ENOMEM with @p unchanged. */
+int tp_lin_ptrs_push(struct tp_lin_ptrs *p, void *x);
+
 struct tp_lineage {
 	struct tp_pager *pg;
 	struct tp_vmm *vmm;

@@ -21,26 +21,7 @@
 #include <math.h>
 #include <stdlib.h>
 
-#include "base/array.h"
 #include "lineage/lineage_int.h"
-
-/* Evicted tensors the program holds that @t's free would reprice. */
-struct settle_set {
-	struct tp_tensor **v;
-	size_t n, cap;
-};
-
-static int set_push(struct settle_set *s, struct tp_tensor *t)
-{
-	struct tp_tensor **v = tp_array_grow(s->v, &s->cap, s->n + 1,
-					     sizeof(*v), 16);
-
-	if (!v)
-		return -ENOMEM;
-	s->v = v;
-	s->v[s->n++] = t;
-	return 0;
-}
 
 /*
  * The live tensors whose regeneration reads @n: outputs of the records
@@ -48,9 +29,9 @@ static int set_push(struct settle_set *s, struct tp_tensor *t)
  * only as part of such a regeneration). A resident output ends the path.
  */
 static int dependents(struct tp_lineage *lin, struct tp_lin_node *n,
-		      struct settle_set *out)
+		      struct tp_lin_ptrs *out)
 {
-	struct settle_set stk = { 0 };
+	struct tp_lin_ptrs stk = { 0 };
 	uint64_t mark = ++lin->cr_epoch;
 	int ret = 0;
 
@@ -66,12 +47,12 @@ static int dependents(struct tp_lineage *lin, struct tp_lin_node *n,
 				    !tp_pager_has_evicted(o))
 					continue;
 				on->cr_mark = mark;
-				ret = set_push(on->user_freed ? &stk : out, o);
+				ret = tp_lin_ptrs_push(on->user_freed ? &stk : out, o);
 			}
 		}
 		if (ret || !stk.n)
 			break;
-		n = stk.v[--stk.n]->lin.p;
+		n = ((struct tp_tensor *)stk.v[--stk.n])->lin.p;
 	}
 	free(stk.v);
 	return ret;
@@ -88,7 +69,7 @@ void tp_lin_settle(void *priv, struct tp_tensor *t)
 {
 	struct tp_lineage *lin = priv;
 	struct tp_lin_node *n = t->lin.p;
-	struct settle_set dep = { 0 };
+	struct tp_lin_ptrs dep = { 0 };
 
 	if (!n || !n->nr_users || !tp_lineage_can_regenerate(lin, t) ||
 	    dependents(lin, n, &dep))

@@ -98,7 +98,6 @@ struct tp_pager *tp_pager_create(struct tp_vmm *vmm, struct tp_tracer *tracer,
 	 */
 	pg->host_waits = tp_vmm_has_data(vmm) &&
 			 !tp_vmm_stream_handle(vmm, TP_STREAM_COMPUTE);
-	pg->swap_cache = pc->swap_cache;
 
 	if (pc->budget < pg->chunk) {
 		tp_pager_error(pg, -EINVAL, "pager.budget %llu is less than one chunk (%zu)",

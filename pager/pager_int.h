@@ -175,7 +175,6 @@ struct tp_pager {
 	size_t chunk;			/* bytes per chunk */
 	size_t held;			/* chunks held: tensors, cache, slabs */
 	bool host_waits;		/* acquire blocks the host on copies */
-	bool swap_cache;		/* pager.swap_cache */
 	unsigned replaying;		/* replays in progress */
 	uint64_t next_id;
 	uint64_t access_seq;

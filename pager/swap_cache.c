@@ -24,7 +24,7 @@ void tp_pager_reloaded_buffer(struct tp_pager *pg, struct tp_tensor *t,
 			      struct tp_page *p, void *buf,
 			      struct tp_event *ev)
 {
-	if (pg->swap_cache)
+	if (pg->conf.swap_cache)
 		tp_pager_cache_page(pg, t, p, buf, ev);
 	else if (ev)
 		tp_swap_put_after(pg, buf, ev);

@@ -137,7 +137,7 @@ static void test_vmm(const char *backend)
 	      tp_vmm_reserve(vmm, 4 * g, &va[1]) ?:
 	      tp_vmm_reserve(vmm, 2 * g, &va[2]);
 	ok(!ret && calls(vmm, TP_CALL_RESERVE) == 1 &&
-	   vmm->stats.arena_ranges == 3 && vmm->stats.ranges_reserved == 3,
+	   vmm->arena.ranges == 3 && vmm->stats.ranges_reserved == 3,
 	   "%s: three ranges, one driver call (the arena's)", backend);
 	if (!ret && tp_vmm_has_data(vmm)) {
 		struct tp_chunk *c[4];
@@ -178,7 +178,7 @@ static void test_vmm(const char *backend)
 	ret = vmm ? tp_vmm_reserve(vmm, 2u << 20, &va[0]) ?:
 		    tp_vmm_reserve(vmm, 2u << 20, &va[1]) : -1;
 	ok(!ret && calls(vmm, TP_CALL_RESERVE) == 2 &&
-	   vmm->stats.arena_ranges == 0,
+	   !vmm->arena_on,
 	   "%s: vmm.va_reserve = 0: a driver call per range", backend);
 	if (!ret) {
 		tp_vmm_release(vmm, va[0], 2u << 20);

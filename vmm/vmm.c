@@ -503,7 +503,6 @@ int tp_vmm_reserve(struct tp_vmm *vmm, size_t len, uintptr_t *va)
 	if (vmm->arena_on &&
 	    tp_va_arena_alloc(&vmm->arena, reserved_len(vmm, len), va)) {
 		vmm->stats.ranges_reserved++;
-		vmm->stats.arena_ranges++;
 		return 0;
 	}
 	ret = tp_vmm_call_begin(vmm, TP_CALL_RESERVE, true, &t0);
@@ -524,12 +523,9 @@ int tp_vmm_do_release(struct tp_vmm *vmm, uintptr_t va, size_t len,
 
 	if (vmm->arena_on && tp_va_arena_owns(&vmm->arena, va)) {
 		ret = tp_va_arena_free(&vmm->arena, va, len);
-		if (!ret) {
+		if (!ret)
 			__atomic_fetch_sub(&vmm->stats.ranges_reserved, 1,
 					   __ATOMIC_RELAXED);
-			__atomic_fetch_sub(&vmm->stats.arena_ranges, 1,
-					   __ATOMIC_RELAXED);
-		}
 		return ret;
 	}
 	ret = tp_vmm_call_begin(vmm, TP_CALL_RELEASE, inject, &t0);

@@ -335,7 +335,6 @@ struct tp_vmm_stats {
 	uint64_t handles_released;	/* to re-carve the budget */
 	uint64_t recarves;		/* takes that re-carved */
 	uint64_t ranges_reserved;	/* now */
-	uint64_t arena_ranges;		/* of them, carved from the arena */
 	uint64_t deferred_unmaps;	/* pending now */
 	uint64_t deferred_releases;	/* ranges waiting on their unmaps */
 };

@@ -414,6 +414,9 @@ struct tp_stats {
 	uint64_t plan_fallbacks;	/* victims the filter and director
 					 * chose instead, the plan on */
 	uint64_t plan_breaks;		/* iterations it stopped holding in */
+	/* most device memory physical handles held at once, bytes: those
+	 * in use, free and released behind (vmm.release_behind) */
+	uint64_t device_peak;
 };
 
 /** tp_stats_get() - a snapshot of the context's counters. */

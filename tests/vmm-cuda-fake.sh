@@ -20,7 +20,7 @@ export TPAGER_SYSCONF="$tmp/no-system-file"
 unset TPAGER_CONF TPAGER_OPTS
 
 # The pager tests that run on the backend of TPAGER_TEST_BACKEND.
-progs="vmm-remap vmm-pool vmm-extents vmm-copy vmm-inject vmm-elapsed
+progs="vmm-remap vmm-pool vmm-extents vmm-release-behind vmm-copy vmm-inject vmm-elapsed
        pager-basic pager-cache pager-faults pager-hooks pager-limits
        pager-slab pager-states pager-stress pager-swap-cache pager-threads"
 echo "1..$(echo $progs | wc -w)"

@@ -6,7 +6,9 @@
  * and orders its streams after the fence: nothing it writes lands before
  * the old work read what it needed, and the host never waits. Memory
  * fenced by a copy in flight is "pending": taken last. A handle is
- * released (re-carved) only once its old mapping is gone.
+ * released (re-carved) only once its old mapping is gone; with
+ * vmm.release_behind = 0, before the take that re-carves returns (behind
+ * it: tests/vmm-release-behind).
  *
  * Host holds the copy with a gate and checks the bytes; sim holds it in
  * virtual time and checks the clocks.
@@ -168,9 +170,10 @@ static void body(struct tp_vmm *vmm, const char *name)
 int main(void)
 {
 	static const struct vt_case cases[] = {
-		{ "host", NULL },
-		{ "sim", NULL },
-		{ "sim", "vmm.sim.profile=h200" },
+		/* re-carved handles released before the take returns */
+		{ "host", "vmm.release_behind=0" },
+		{ "sim", "vmm.release_behind=0" },
+		{ "sim", "vmm.sim.profile=h200,vmm.release_behind=0" },
 		{ NULL, NULL },
 	};
 

@@ -14,7 +14,7 @@
 #include "vmm/extent_pool.h"
 
 struct tp_chunk_pool *tp_chunk_pool_new(size_t nr, bool extents,
-					size_t max_pages)
+					size_t max_pages, size_t headroom)
 {
 	struct tp_chunk_pool *pool;
 	size_t i;
@@ -28,7 +28,7 @@ struct tp_chunk_pool *tp_chunk_pool_new(size_t nr, bool extents,
 		return NULL;
 	pool->nr = nr;
 	if (extents) {
-		pool->ext = tp_extent_pool_new(nr, max_pages);
+		pool->ext = tp_extent_pool_new(nr, max_pages, headroom);
 		if (!pool->ext) {
 			free(pool);
 			return NULL;

@@ -35,11 +35,12 @@ struct tp_chunk_pool {
 /**
  * tp_chunk_pool_new() - a pool of @nr chunks, no handle created yet: one
  * handle per chunk, or with @extents handles of up to @max_pages chunks
- * sized to the runs they back (extent_pool.h).
+ * sized to the runs they back, re-carved with @headroom chunks to
+ * release behind (extent_pool.h).
  * Return: the pool, or NULL with errno set (ENOMEM).
  */
 struct tp_chunk_pool *tp_chunk_pool_new(size_t nr, bool extents,
-					size_t max_pages);
+					size_t max_pages, size_t headroom);
 
 /**
  * tp_chunk_pool_free() - destroy every created handle and the pool.

@@ -241,6 +241,57 @@ int tp_deferred_add_release(struct tp_vmm *vmm, struct tp_deferred *d,
 static void release_ranges_in(struct tp_vmm *vmm, struct tp_deferred *d,
 			      bool all, uintptr_t va, uintptr_t end);
 
+/* --- handles released behind ------------------------------------------ */
+
+bool tp_deferred_behind(const struct tp_deferred *d)
+{
+	return d->mode == TP_DEFERRED_THREAD || d->mode == TP_DEFERRED_PLAYED;
+}
+
+/* Release @x's handle: the driver call, on whichever thread does it. */
+static void destroy_call(struct tp_vmm *vmm, struct tp_deferred_destroy *x)
+{
+	tp_vmm_do_chunk_destroy(vmm, x->c);
+}
+
+/* The pool has what @x's handle kept back; @x unlinked from *@link. */
+static void destroy_finish(struct tp_vmm *vmm, struct tp_deferred *d,
+			   struct tp_deferred_destroy **link)
+{
+	struct tp_deferred_destroy *x = *link;
+
+	*link = x->next;
+	d->nr_destroys--;
+	x->done(vmm, x->c);
+	free(x);
+}
+
+static void play_destroy(struct tp_vmm *vmm, struct tp_deferred *d,
+			 struct tp_deferred_destroy *x);
+static void play_reap_destroys(struct tp_vmm *vmm, struct tp_deferred *d);
+
+int tp_deferred_add_destroy(struct tp_vmm *vmm, struct tp_deferred *d,
+			    struct tp_chunk *c,
+			    void (*done)(struct tp_vmm *vmm, struct tp_chunk *c))
+{
+	struct tp_deferred_destroy *x = calloc(1, sizeof(*x)), **tail;
+
+	if (!x)
+		return -ENOMEM;
+	x->c = c;
+	x->done = done;
+	for (tail = &d->destroys; *tail; tail = &(*tail)->next)
+		;
+	*tail = x;
+	d->nr_destroys++;
+	if (d->mode == TP_DEFERRED_PLAYED)
+		play_destroy(vmm, d, x);
+	else
+		pthread_cond_broadcast(&d->cond);
+	return 0;
+}
+
+
 /*
  * Release the queued ranges that no pending unmap overlaps any more (all
  * of them when @all: at close, after every unmap). A failed release is
@@ -331,9 +382,61 @@ static size_t play_reap(struct tp_vmm *vmm, struct tp_deferred *d)
 		finish(vmm, d, link);
 		done++;
 	}
+	if (d->destroys)
+		play_reap_destroys(vmm, d);
 	if (d->releases)
 		release_ranges(vmm, d, false);
 	return done;
+}
+
+/* Whether the unmap @u is of an old mapping of @c. */
+static bool maps_handle(const struct tp_deferred_unmap *u,
+			const struct tp_chunk *c)
+{
+	if (u->returns)
+		return false;
+	for (size_t i = 0; i < u->n; i += u->chunks[i]->pages)
+		if (u->chunks[i] == c)
+			return true;
+	return false;
+}
+
+/*
+ * Play @x's release on the driver thread's clock now: after the unmaps of
+ * its handle's old mappings and its fence, when the thread is free.
+ */
+static void play_destroy(struct tp_vmm *vmm, struct tp_deferred *d,
+			 struct tp_deferred_destroy *x)
+{
+	uint64_t after = tp_vmm_now_ns(vmm), t;
+	struct tp_deferred_unmap *u;
+
+	for (u = d->head; u; u = u->next) {
+		if (!maps_handle(u, x->c))
+			continue;
+		t = play(vmm, u);
+		if (t > after)
+			after = t;
+	}
+	tp_vmm_background(true);
+	vmm->ops->worker_begin(vmm, x->c->fence, after);
+	destroy_call(vmm, x);
+	x->done_at = vmm->ops->worker_end(vmm);
+	tp_vmm_background(false);
+}
+
+/* The releases the played thread has done by now (their unmaps first). */
+static void play_reap_destroys(struct tp_vmm *vmm, struct tp_deferred *d)
+{
+	uint64_t now = tp_vmm_now_ns(vmm);
+	struct tp_deferred_destroy **link = &d->destroys;
+
+	while (*link) {
+		if ((*link)->done_at <= now && !(*link)->c->old_maps)
+			destroy_finish(vmm, d, link);
+		else
+			link = &(*link)->next;
+	}
 }
 
 /* Wait until the played thread has done one more entry: the first. */
@@ -396,6 +499,49 @@ static struct tp_deferred_unmap *first_ready(struct tp_vmm *vmm,
 }
 
 /*
+ * The first handle released behind that may go now: no old mapping of it
+ * left and its fence complete; NULL if none (or a query failed: d->error).
+ */
+static struct tp_deferred_destroy *first_destroy(struct tp_vmm *vmm,
+						 struct tp_deferred *d)
+{
+	struct tp_deferred_destroy *x;
+	int ret;
+
+	for (x = d->destroys; x; x = x->next) {
+		if (x->c->old_maps)
+			continue;
+		if (!x->c->fence)
+			return x;
+		ret = vmm->ops->event_query(vmm, x->c->fence);
+		if (!ret)
+			return x;
+		if (ret != -EAGAIN) {
+			d->error = ret;
+			tp_log(TP_LOG_ERROR, "vmm: an event query failed (%s): the releases of handles stop",
+			       strerror(-ret));
+			return NULL;
+		}
+	}
+	return NULL;
+}
+
+/* Release @x's handle unlocked, then finish it under the lock. */
+static void destroy_run(struct tp_vmm *vmm, struct tp_deferred *d,
+			struct tp_deferred_destroy *x)
+{
+	struct tp_deferred_destroy **link;
+
+	x->busy = true;
+	pthread_mutex_unlock(&d->lock);
+	destroy_call(vmm, x);
+	pthread_mutex_lock(&d->lock);
+	for (link = &d->destroys; *link != x; link = &(*link)->next)
+		;
+	destroy_finish(vmm, d, link);
+}
+
+/*
  * The thread takes the entries as their events complete, one at a time.
  * With none complete it looks again after DRIVER_POLL_NS, or when one is
  * queued: a driver has no wait for the first of several events.
@@ -407,19 +553,27 @@ static void *driver_thread(void *arg)
 	struct tp_vmm *vmm = arg;
 	struct tp_deferred *d = vmm->deferred;
 	struct tp_deferred_unmap *u, **link;
+	struct tp_deferred_destroy *x;
 	struct timespec ts;
 	uintptr_t va, end;
 
 	tp_vmm_background(true);
 	pthread_mutex_lock(&d->lock);
 	for (;;) {
-		if (!d->head || d->error) {
+		if ((!d->head && !d->destroys) || d->error) {
 			if (d->stop)
 				break;
 			pthread_cond_wait(&d->cond, &d->lock);
 			continue;
 		}
-		u = first_ready(vmm, d);
+		/* A release first: the caller may be waiting for the room. */
+		x = first_destroy(vmm, d);
+		if (x) {
+			destroy_run(vmm, d, x);
+			pthread_cond_broadcast(&d->cond);
+			continue;
+		}
+		u = d->error ? NULL : first_ready(vmm, d);
 		if (!u && d->error) {
 			/* Waiters return the error. */
 			pthread_cond_broadcast(&d->cond);
@@ -476,6 +630,10 @@ static bool any_busy(const struct tp_deferred *d)
 {
 	for (const struct tp_deferred_unmap *u = d->head; u; u = u->next)
 		if (u->busy)
+			return true;
+	for (const struct tp_deferred_destroy *x = d->destroys; x;
+	     x = x->next)
+		if (x->busy)
 			return true;
 	return false;
 }
@@ -552,6 +710,31 @@ int tp_deferred_wait_oldest(struct tp_vmm *vmm, struct tp_deferred *d)
 	return ret;
 }
 
+int tp_deferred_wait_destroy(struct tp_vmm *vmm, struct tp_deferred *d)
+{
+	struct tp_deferred_destroy *x;
+	uint64_t first = UINT64_MAX;
+	size_t nr = d->nr_destroys;
+
+	if (!nr)
+		return -ENOENT;
+	switch (d->mode) {
+	case TP_DEFERRED_THREAD:
+		while (d->nr_destroys == nr && !d->error)
+			pthread_cond_wait(&d->cond, &d->lock);
+		return d->error;
+	case TP_DEFERRED_PLAYED:
+		for (x = d->destroys; x; x = x->next)
+			if (x->done_at < first)
+				first = x->done_at;
+		vmm->ops->wait_until(vmm, first);
+		play_reap(vmm, d);
+		return d->nr_destroys < nr ? 0 : -EAGAIN;
+	default:
+		return -ENOENT;
+	}
+}
+
 int tp_deferred_flush_range(struct tp_vmm *vmm, struct tp_deferred *d,
 			    uintptr_t va, size_t len)
 {
@@ -606,6 +789,17 @@ void tp_deferred_free(struct tp_vmm *vmm, struct tp_deferred *d)
 			tp_vmm_event_put(vmm, u->ev);
 			free(u);
 		}
+	}
+	/* The handles released behind, now that no old mapping is left. */
+	while (d->destroys) {
+		struct tp_deferred_destroy *x = d->destroys;
+
+		if (!x->done_at) {
+			if (x->c->fence)
+				tp_vmm_event_sync(vmm, x->c->fence);
+			destroy_call(vmm, x);
+		}
+		destroy_finish(vmm, d, &d->destroys);
 	}
 	release_ranges(vmm, d, true);
 	pthread_cond_destroy(&d->cond);

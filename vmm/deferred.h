@@ -48,6 +48,19 @@ struct tp_deferred_release {
 	size_t len;
 };
 
+/*
+ * A handle released behind (re-carving): by the driver thread once no
+ * old mapping of it is left and its last use is done; @done then gives
+ * the pool what it kept (under the lock).
+ */
+struct tp_deferred_destroy {
+	struct tp_deferred_destroy *next;
+	struct tp_chunk *c;
+	void (*done)(struct tp_vmm *vmm, struct tp_chunk *c);
+	bool busy;			/* the driver thread has it */
+	uint64_t done_at;		/* played: when its release is done */
+};
+
 enum tp_deferred_mode {
 	TP_DEFERRED_POLL,	/* reaped where the caller polls */
 	TP_DEFERRED_THREAD,	/* done by the driver thread */
@@ -65,6 +78,8 @@ struct tp_deferred {
 	size_t chunks;			/* chunks they will return */
 	struct tp_deferred_release *releases;	/* any order */
 	size_t nr_releases;
+	struct tp_deferred_destroy *destroys;	/* oldest first */
+	size_t nr_destroys;
 	/*
 	 * The error an event query of the driver thread's met (the device
 	 * failed): sticky, since no entry can complete after it; every
@@ -138,6 +153,29 @@ bool tp_deferred_overlaps(const struct tp_vmm *vmm,
  */
 int tp_deferred_add_release(struct tp_vmm *vmm, struct tp_deferred *d,
 			    uintptr_t va, size_t len);
+
+/**
+ * tp_deferred_behind() - whether a handle can be released off the
+ * caller's thread: a driver thread does it, or the backend plays one.
+ */
+bool tp_deferred_behind(const struct tp_deferred *d);
+
+/**
+ * tp_deferred_add_destroy() - release the free handle @c behind, once its
+ * old mappings are unmapped and its fence completed, then call @done
+ * (lock held). Only where tp_deferred_behind(). Return: 0, -ENOMEM
+ * (nothing queued).
+ */
+int tp_deferred_add_destroy(struct tp_vmm *vmm, struct tp_deferred *d,
+			    struct tp_chunk *c,
+			    void (*done)(struct tp_vmm *vmm, struct tp_chunk *c));
+
+/**
+ * tp_deferred_wait_destroy() - block until one more handle released
+ * behind is gone. Return: 0, -ENOENT when none is pending, or the
+ * device's error.
+ */
+int tp_deferred_wait_destroy(struct tp_vmm *vmm, struct tp_deferred *d);
 
 /**
  * tp_deferred_reap() - complete every entry whose event has completed,

@@ -16,7 +16,8 @@
 #include "vmm/event.h"
 #include "vmm/extent_pool.h"
 
-struct tp_extent_pool *tp_extent_pool_new(size_t budget, size_t max_pages)
+struct tp_extent_pool *tp_extent_pool_new(size_t budget, size_t max_pages,
+					  size_t headroom)
 {
 	struct tp_extent_pool *ep;
 
@@ -29,6 +30,7 @@ struct tp_extent_pool *tp_extent_pool_new(size_t budget, size_t max_pages)
 		return NULL;
 	ep->budget = budget;
 	ep->max_pages = max_pages && max_pages < budget ? max_pages : budget;
+	ep->headroom = headroom;
 
 	CDS_INIT_LIST_HEAD(&ep->lru);
 	CDS_INIT_LIST_HEAD(&ep->taken);
@@ -221,6 +223,8 @@ static int handle_create(struct tp_vmm *vmm, struct tp_extent_pool *ep,
 	vmm->stats.chunks_created = ep->created;
 	vmm->stats.handles = ep->handles;
 	vmm->stats.handles_created++;
+	if (ep->created + ep->dying > vmm->stats.chunks_device_peak)
+		vmm->stats.chunks_device_peak = ep->created + ep->dying;
 	*out = c;
 	return 0;
 }
@@ -235,6 +239,85 @@ static size_t releasable(const struct tp_extent_pool *ep)
 		if (!c->old_maps)
 			n += c->pages;
 	return n;
+}
+
+/* The driver thread released @c: its memory and offsets are free. */
+static void handle_gone(struct tp_vmm *vmm, struct tp_chunk *c)
+{
+	struct tp_extent_pool *ep = vmm->pool->ext;
+
+	if (c->fence)
+		tp_vmm_event_put(vmm, c->fence);
+	space_free(ep, c->index, c->pages);
+	ep->dying -= c->pages;
+	vmm->stats.chunks_dying = ep->dying;
+	free(c);
+}
+
+/*
+ * Release the free handle @c behind: out of the budget now, out of device
+ * memory once the driver thread has unmapped its old mappings and
+ * released it. Return: 0, or -ENOMEM (@c stays free).
+ */
+static int release_behind(struct tp_vmm *vmm, struct tp_extent_pool *ep,
+			  struct tp_chunk *c)
+{
+	free_unlink(ep, c);
+	cds_list_del(&c->lru);
+	if (tp_deferred_add_destroy(vmm, vmm->deferred, c, handle_gone)) {
+		cds_list_add_tail(&c->lru, &ep->taken);
+		free_push(ep, c);
+		return -ENOMEM;
+	}
+	ep->created -= c->pages;
+	ep->dying += c->pages;
+	ep->handles--;
+	vmm->stats.chunks_created = ep->created;
+	vmm->stats.handles = ep->handles;
+	vmm->stats.handles_released++;
+	vmm->stats.chunks_dying = ep->dying;
+	if (ep->created + ep->dying > vmm->stats.chunks_device_peak)
+		vmm->stats.chunks_device_peak = ep->created + ep->dying;
+	return 0;
+}
+
+/*
+ * Re-carve behind (a driver thread releases): the free handles chosen as
+ * below go at once, whatever old mappings they still have, and the caller
+ * waits only while what they hold would take device memory past the
+ * budget and its headroom.
+ */
+static int recarve_behind(struct tp_vmm *vmm, struct tp_extent_pool *ep,
+			  size_t pages, size_t lack)
+{
+	struct tp_chunk *c, *tmp, *best = NULL;
+	int ret;
+
+	cds_list_for_each_entry(c, &ep->lru, lru)
+		if (c->pages >= lack && (!best || c->pages < best->pages))
+			best = c;
+	if (best) {
+		ret = release_behind(vmm, ep, best);
+		if (ret)
+			return ret;
+	}
+	cds_list_for_each_entry_safe(c, tmp, &ep->lru, lru) {
+		if (ep->budget - ep->created >= pages)
+			break;
+		ret = release_behind(vmm, ep, c);
+		if (ret)
+			return ret;
+	}
+	if (ep->budget - ep->created < pages)
+		return -ENOMEM;
+	while (ep->created + ep->dying + pages > ep->budget + ep->headroom) {
+		ret = tp_deferred_wait_destroy(vmm, vmm->deferred);
+		if (ret == -ENOENT || ret == -EAGAIN)
+			break;		/* none left to wait for */
+		if (ret)
+			return ret;
+	}
+	return 0;
 }
 
 /*
@@ -258,6 +341,8 @@ static int recarve(struct tp_vmm *vmm, struct tp_extent_pool *ep,
 	if (ep->nfree < lack)
 		return -ENOMEM;
 	vmm->stats.recarves++;
+	if (tp_deferred_behind(vmm->deferred))
+		return recarve_behind(vmm, ep, pages, lack);
 	/* Rarely: wait for the old mappings that keep enough from going. */
 	tp_deferred_reap(vmm, vmm->deferred);
 	while (releasable(ep) < lack &&

@@ -43,6 +43,12 @@ struct tp_extent_pool {
 	size_t npend;
 	struct cds_list_head pend;
 	size_t handles;			/* live handles */
+	/*
+	 * Chunks of handles released behind (re-carving on the driver
+	 * thread), out of the budget but not yet of device memory, and
+	 * how many may be so beyond the budget (vmm.release_behind).
+	 */
+	size_t dying, headroom;
 	/* Free handles: oldest first for re-carving, and by size; taken
 	 * handles on a list of their own, so that close finds them. */
 	struct cds_list_head lru;
@@ -52,7 +58,7 @@ struct tp_extent_pool {
 	 * Where each handle lies in the backend's offset space (the host
 	 * backend's memfd): first fit over the holes, else past the top.
 	 * Released handles leave holes; the space never holds more than
-	 * the budget at once.
+	 * the budget and the headroom at once.
 	 */
 	struct tp_extent_hole *holes;	/* offset order, never adjacent */
 	size_t nholes, cap_holes;
@@ -61,10 +67,13 @@ struct tp_extent_pool {
 
 /**
  * tp_extent_pool_new() - a pool of @budget chunks whose handles hold at
- * most @max_pages chunks (0: no limit). No handle is created yet.
+ * most @max_pages chunks (0: no limit), and whose re-carving may leave
+ * @headroom chunks beyond the budget to a driver thread to release. No
+ * handle is created yet.
  * Return: the pool, or NULL with errno set.
  */
-struct tp_extent_pool *tp_extent_pool_new(size_t budget, size_t max_pages);
+struct tp_extent_pool *tp_extent_pool_new(size_t budget, size_t max_pages,
+					  size_t headroom);
 
 /**
  * tp_extent_pool_free() - release every handle and the pool. Handles
@@ -78,7 +87,8 @@ void tp_extent_pool_free(struct tp_vmm *vmm, struct tp_extent_pool *ep);
  * at most max_pages chunks whose sizes add up to @n, each repeated in
  * @out once per page it backs (@out has @n entries, in page order).
  * A free handle of the size wanted is reused; else one is created, after
- * releasing free handles, oldest first, when the budget has no room;
+ * releasing free handles, oldest first, when the budget has no room
+ * (behind, on the driver thread, while the headroom holds them);
  * a pending handle (fenced by a copy) is taken only when nothing else
  * will do. Return: 0; -ENOMEM when fewer than @n chunks are free, pending
  * ones included (nothing taken); the backend's error when a handle cannot

@@ -176,6 +176,7 @@ struct tp_vmm *tp_vmm_open(const struct tp_vmm_conf *conf)
 	vmm->mapping = conf->mode == TP_VMM_MODE_CONTIGUOUS ?
 		       TP_VMM_MAPPING_CHUNKS : conf->mapping;
 	vmm->ordered_reuse = vmm->mapping == TP_VMM_MAPPING_EXTENTS;
+	vmm->release_behind = conf->release_behind;
 	vmm->extent_max = conf->extent_max / vmm->granularity;
 	if (conf->extent_max && !vmm->extent_max)
 		vmm->extent_max = 1;
@@ -279,6 +280,21 @@ static void unlock(const struct tp_vmm *vmm)
 	tp_deferred_unlock(vmm->deferred);
 }
 
+/*
+ * Chunks that handles released behind may hold beyond a budget of @nr:
+ * vmm.release_behind percent of it, within the device memory the budget
+ * leaves.
+ */
+static size_t release_headroom(const struct tp_vmm *vmm, uint64_t nr)
+{
+	uint64_t device = vmm->device_bytes / vmm->granularity;
+	uint64_t room = nr * vmm->release_behind / 100;
+
+	if (device <= nr)
+		return 0;
+	return (size_t)(room < device - nr ? room : device - nr);
+}
+
 int tp_vmm_pool_create(struct tp_vmm *vmm, uint64_t budget_bytes)
 {
 	uint64_t nr = budget_bytes / vmm->granularity;
@@ -300,7 +316,7 @@ int tp_vmm_pool_create(struct tp_vmm *vmm, uint64_t budget_bytes)
 		vmm->extent_max = 1;
 	vmm->pool = tp_chunk_pool_new((size_t)nr,
 				      vmm->mapping == TP_VMM_MAPPING_EXTENTS,
-				      vmm->extent_max);
+				      vmm->extent_max, release_headroom(vmm, nr));
 	if (!vmm->pool)
 		return -errno;
 	vmm->nr_chunks = (size_t)nr;
@@ -369,7 +385,7 @@ int tp_vmm_pool_set_contiguous(struct tp_vmm *vmm)
 		if (vmm->pool->ext->handles)
 			return -EBUSY;
 		tp_deferred_stop(vmm->deferred);
-		pool = tp_chunk_pool_new(vmm->nr_chunks, false, 0);
+		pool = tp_chunk_pool_new(vmm->nr_chunks, false, 0, 0);
 		if (!pool)
 			return -errno;
 		tp_chunk_pool_free(vmm, vmm->pool);
@@ -982,9 +998,15 @@ int tp_vmm_sync_all(struct tp_vmm *vmm)
 	}
 	while ((ret = tp_vmm_reap_wait(vmm)) == 0)
 		;
+	/* And the handles released behind those unmaps. */
+	lock(vmm);
+	while (ret == -ENOENT &&
+	       (ret = tp_deferred_wait_destroy(vmm, vmm->deferred)) == 0)
+		;
+	unlock(vmm);
 	/* Fences of free memory are all complete now. */
 	tp_vmm_reap(vmm);
-	return ret == -ENOENT ? 0 : ret;
+	return ret == -ENOENT || ret == -EAGAIN ? 0 : ret;
 }
 
 /* --- host buffers, launches, time ------------------------------------ */

@@ -65,6 +65,7 @@ struct tp_vmm_conf {
 	double sim_bandwidth;			/* vmm.sim.bandwidth */
 	bool sim_sync;				/* vmm.sim.sync */
 	uint32_t va_reserve;			/* vmm.va_reserve */
+	uint32_t release_behind;		/* vmm.release_behind */
 };
 
 /*
@@ -334,6 +335,10 @@ struct tp_vmm_stats {
 	uint64_t handles_created;	/* ever */
 	uint64_t handles_released;	/* to re-carve the budget */
 	uint64_t recarves;		/* takes that re-carved */
+	/* in handles released behind, not yet gone (vmm.release_behind) */
+	uint64_t chunks_dying;
+	/* most chunks in device memory at once: live handles and dying */
+	uint64_t chunks_device_peak;
 	uint64_t ranges_reserved;	/* now */
 	uint64_t deferred_unmaps;	/* pending now */
 	uint64_t deferred_releases;	/* ranges waiting on their unmaps */
@@ -375,6 +380,7 @@ struct tp_vmm {
 	bool ordered_reuse;
 	size_t extent_max;		/* largest handle, chunks: 1 with
 					 * vmm.mapping = chunks */
+	uint32_t release_behind;	/* percent of the budget */
 	struct tp_vmm_stats stats;
 	struct tp_chunk_pool *pool;
 	struct tp_deferred *deferred;	/* unmaps waiting on events */
@@ -597,7 +603,7 @@ struct tp_event *tp_vmm_event_create_timed(struct tp_vmm *vmm);
  */
 int tp_vmm_event_elapsed_ns(struct tp_vmm *vmm, struct tp_event *a,
 			    struct tp_event *b, uint64_t *ns);
-/* Wait for all streams and reap every deferred unmap. */
+/* Wait for all streams, every deferred unmap and every release behind. */
 int tp_vmm_sync_all(struct tp_vmm *vmm);
 
 void *tp_vmm_host_alloc(struct tp_vmm *vmm, size_t len);

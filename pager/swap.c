@@ -2,7 +2,9 @@
 /*
  * Host swap: chunk-sized buffers (pinned on cuda) obtained from the
  * backend once and recycled, within pager.host_budget. A buffer that a
- * copy in flight still reads waits on that copy's event before reuse.
+ * copy in flight still reads waits on that copy's event before reuse; a
+ * take that such buffers would cover waits for them rather than obtain
+ * more, where host memory costs more than the copies (pinned on cuda).
  *
  * Buffers a take lacks are obtained as one block, and a take hands its
  * buffers out in address order: a tensor's pages then often land in
@@ -130,6 +132,41 @@ static int cmp_ptr(const void *a, const void *b)
 	return x < y ? -1 : x > y;
 }
 
+/*
+ * Wait for the copies that still read deferred buffers, oldest first,
+ * until @n buffers are free (or a wait fails).
+ */
+static void reap_until(struct tp_pager *pg, size_t n)
+{
+	struct tp_swap *sw = &pg->swap;
+
+	while (sw->nr_free < n && sw->nr_defer) {
+		size_t before = sw->nr_defer;
+
+		if (tp_vmm_event_sync(pg->vmm, sw->defer[0].ev))
+			return;
+		tp_swap_reap(pg, false);
+		if (sw->nr_defer == before)
+			return;		/* not seen complete: do not spin */
+	}
+}
+
+/*
+ * Whether waiting for copies out pays rather than obtaining host memory:
+ * what host memory cost a byte so far (pinned on cuda: a fraction of the
+ * copy engines' speed) against what a byte of those copies took.
+ */
+static bool waiting_pays(const struct tp_pager *pg)
+{
+	const struct tp_vmm_call_stats *a =
+		&pg->vmm->stats.call[TP_CALL_HOST_ALLOC];
+
+	if (!a->units || !pg->c.bytes_d2h)
+		return false;
+	return (double)a->ns / (double)a->units >
+	       (double)pg->c.copy_d2h_ns / (double)pg->c.bytes_d2h;
+}
+
 int tp_swap_take(struct tp_pager *pg, void **out, size_t n)
 {
 	struct tp_swap *sw = &pg->swap;
@@ -141,6 +178,14 @@ int tp_swap_take(struct tp_pager *pg, void **out, size_t n)
 			return -ENOSPC;
 		tp_swap_reap(pg, true);
 	}
+	/*
+	 * Buffers that copies in flight will free cover the take: wait for
+	 * those copies where that costs less than new host memory (which
+	 * would then stay allocated).
+	 */
+	if (sw->nr_free < n && sw->nr_free + sw->nr_defer >= n &&
+	    waiting_pays(pg))
+		reap_until(pg, n);
 	/* Room in the free stack for every buffer that may come back. */
 	if (sw->cap_free < sw->allocated + n) {
 		void **p = tp_array_grow(sw->free, &sw->cap_free,

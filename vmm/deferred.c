@@ -439,6 +439,19 @@ static void play_reap_destroys(struct tp_vmm *vmm, struct tp_deferred *d)
 	}
 }
 
+/*
+ * The caller waits for the played driver thread until @t: a wait on the
+ * device for the trace's waits track, as an event sync would be.
+ */
+static void play_wait_until(struct tp_vmm *vmm, uint64_t t)
+{
+	uint64_t t0 = tp_vmm_now_ns(vmm);
+
+	vmm->ops->wait_until(vmm, t);
+	if (t > t0 && vmm->obs && vmm->obs->wait)
+		vmm->obs->wait(vmm->obs->priv, t0, t);
+}
+
 /* Wait until the played thread has done one more entry: the first. */
 static void play_wait_next(struct tp_vmm *vmm, struct tp_deferred *d)
 {
@@ -453,7 +466,7 @@ static void play_wait_next(struct tp_vmm *vmm, struct tp_deferred *d)
 			first = u;
 		}
 	}
-	vmm->ops->wait_until(vmm, play(vmm, first));
+	play_wait_until(vmm, play(vmm, first));
 	play_reap(vmm, d);
 }
 
@@ -727,7 +740,7 @@ int tp_deferred_wait_destroy(struct tp_vmm *vmm, struct tp_deferred *d)
 		for (x = d->destroys; x; x = x->next)
 			if (x->done_at < first)
 				first = x->done_at;
-		vmm->ops->wait_until(vmm, first);
+		play_wait_until(vmm, first);
 		play_reap(vmm, d);
 		return d->nr_destroys < nr ? 0 : -EAGAIN;
 	default:

@@ -108,8 +108,11 @@ void run_training(const struct train_args *a, unsigned batch,
 	mo.batch = batch;
 	snprintf(opts, sizeof(opts), "vmm.backend=%s%s%s%s%s", a->backend,
 		 a->chunk[0] ? ",vmm.chunk_size=" : "", a->chunk,
-		 /* shapes only: device memory is what the budget says */
-		 !strcmp(a->backend, "sim") ? ",vmm.device_memory=4T" : "",
+		 /* shapes only: device memory is what the budget says,
+		  * unless a profile says what the device had */
+		 !strcmp(a->backend, "sim") && !strstr(a->extra, "vmm.sim.profile=") &&
+		 !strstr(a->extra, "vmm.device_memory=") ?
+		 ",vmm.device_memory=4T" : "",
 		 /* an op that does not fit whole runs in parts */
 		 a->split_unset ? ",policy.split=on" : "");
 	if (a->extra[0])

@@ -102,7 +102,7 @@ int main(void)
 		/* the re-carve waits for the old mapping */
 		{ "host", "vmm.mapping=extents,vmm.release_behind=0" },
 		/* it is left to the driver thread */
-		{ "host", "vmm.mapping=extents" },
+		{ "host", "vmm.mapping=extents,vmm.release_behind=10" },
 		{ NULL, NULL },
 	};
 

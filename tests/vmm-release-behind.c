@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Re-carving behind (vmm.release_behind): where a driver thread does the
+ * Re-carving behind (vmm.release_behind > 0): where a driver thread does the
  * driver's slow work (host and cuda), or the sim's h200 profile plays
  * one, a take that must release free handles to make room in the budget
  * releases them on that thread. The caller neither waits for the old
@@ -153,9 +153,9 @@ static void body(struct tp_vmm *vmm, const char *name)
 int main(void)
 {
 	static const struct vt_case cases[] = {
-		{ "host", NULL },
-		{ "sim", "vmm.sim.profile=h200" },
-		{ "cuda", NULL },
+		{ "host", "vmm.release_behind=10" },
+		{ "sim", "vmm.sim.profile=h200,vmm.release_behind=10" },
+		{ "cuda", "vmm.release_behind=10" },
 		/* 1% of 384 chunks: 3, less than the handle of 4 */
 		{ "sim", "vmm.sim.profile=h200,vmm.release_behind=1" },
 		{ NULL, NULL },

@@ -283,9 +283,9 @@ static int release_behind(struct tp_vmm *vmm, struct tp_extent_pool *ep,
 
 /*
  * Re-carve behind (a driver thread releases): the free handles chosen as
- * below go at once, whatever old mappings they still have, and the caller
+ * below go at once, whatever old mappings they still have; the caller
  * waits only while what they hold would take device memory past the
- * budget and its headroom.
+ * budget and its headroom (device_room()).
  */
 static int recarve_behind(struct tp_vmm *vmm, struct tp_extent_pool *ep,
 			  size_t pages, size_t lack)
@@ -308,9 +308,21 @@ static int recarve_behind(struct tp_vmm *vmm, struct tp_extent_pool *ep,
 		if (ret)
 			return ret;
 	}
-	if (ep->budget - ep->created < pages)
-		return -ENOMEM;
-	while (ep->created + ep->dying + pages > ep->budget + ep->headroom) {
+	return ep->budget - ep->created >= pages ? 0 : -ENOMEM;
+}
+
+/*
+ * Before a handle of @pages chunks is made: wait for handles released
+ * behind while they and it would take device memory past the budget and
+ * its headroom.
+ */
+static int device_room(struct tp_vmm *vmm, struct tp_extent_pool *ep,
+		       size_t pages)
+{
+	int ret;
+
+	while (ep->dying &&
+	       ep->created + ep->dying + pages > ep->budget + ep->headroom) {
 		ret = tp_deferred_wait_destroy(vmm, vmm->deferred);
 		if (ret == -ENOENT || ret == -EAGAIN)
 			break;		/* none left to wait for */
@@ -341,7 +353,7 @@ static int recarve(struct tp_vmm *vmm, struct tp_extent_pool *ep,
 	if (ep->nfree < lack)
 		return -ENOMEM;
 	vmm->stats.recarves++;
-	if (tp_deferred_behind(vmm->deferred))
+	if (ep->headroom && tp_deferred_behind(vmm->deferred))
 		return recarve_behind(vmm, ep, pages, lack);
 	/* Rarely: wait for the old mappings that keep enough from going. */
 	tp_deferred_reap(vmm, vmm->deferred);
@@ -396,6 +408,8 @@ static int take_one(struct tp_vmm *vmm, struct tp_extent_pool *ep,
 		c = free_find(ep, pages, true);
 	if (!c) {
 		ret = recarve(vmm, ep, pages);
+		if (!ret)
+			ret = device_room(vmm, ep, pages);
 		if (!ret)
 			ret = handle_create(vmm, ep, pages, &c);
 		if (ret)

@@ -49,15 +49,16 @@ static void rescue_page(struct tp_pager *pg, struct tp_tensor *t,
 	tp_page_set(t, p, TP_PAGE_RESIDENT);
 	if (!buf)
 		return;
-	/* A whole host copy stays as the swap cache's (an offload of the
-	 * unchanged page then copies nothing); one still being made goes
-	 * once it is done. */
-	if (ev) {
-		tp_swap_put_after(pg, buf, ev);
+	/*
+	 * The host copy stays as the swap cache's (an offload of the
+	 * unchanged page then copies nothing), one still being made too:
+	 * the buffer is the cache's once @ev is done, and what reads or
+	 * frees it is ordered after @ev (a later copy on the same stream,
+	 * or a wait). A write drops it, as any cached copy.
+	 */
+	tp_pager_reloaded_buffer(pg, t, p, buf, ev);
+	if (ev)
 		tp_vmm_event_put(pg->vmm, ev);
-	} else {
-		tp_pager_reloaded_buffer(pg, t, p, buf, NULL);
-	}
 }
 
 /*

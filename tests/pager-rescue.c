@@ -13,7 +13,9 @@
  * host (bytes): an offload held by the copy engine's gate, then a read
  * from another thread: the pages come back rescued, with no reload, the
  * bytes are the ones written, and the read returns only once the copy
- * is done (a later unmap must not pull the memory from under it). A
+ * is done (a later unmap must not pull the memory from under it); with
+ * pager.swap_cache the copy it met in flight is the cache's, so the next
+ * offload copies nothing and a read still gets the bytes. A
  * tensor lineage keeps after its free (fake deletion) whose offload is
  * in flight is dropped without waiting for the copy, and what depends on
  * it still regenerates right.
@@ -140,9 +142,11 @@ static void on_alarm(int sig)
 	_exit(1);
 }
 
-static void host_offload_case(void)
+static void host_offload_case(bool cache)
 {
-	struct tp_ctx *ctx = pt_ctx("pager.budget=16C,pager.range_cache=0,pager.rescue=1");
+	struct tp_ctx *ctx = pt_ctx(cache ?
+		"pager.budget=16C,pager.range_cache=0,pager.rescue=1,pager.swap_cache=1" :
+		"pager.budget=16C,pager.range_cache=0,pager.rescue=1");
 	size_t bytes = 4 * pt_chunk(ctx);
 	unsigned char *buf = malloc(bytes), *got = calloc(1, bytes);
 	struct reader r = { .ctx = ctx, .buf = got, .bytes = bytes };
@@ -175,8 +179,18 @@ static void host_offload_case(void)
 	   st.rescued_pages - st0.rescued_pages, st.reloads - st0.reloads);
 	ok(!memcmp(buf, got, bytes), "host: the bytes are the ones written");
 	/* Back with its bytes: offloaded and read again the usual way. */
+	st0 = st;
 	ok_rc(tp_tensor_offload(ctx, r.t), "host: offloaded again");
 	tp_sync(ctx);
+	tp_stats_get(ctx, &st);
+	if (cache)
+		ok(st.bytes_d2h == st0.bytes_d2h &&
+		   st.cache_offloads == st0.cache_offloads + 1,
+		   "host, swap cache: the copy the rescue met in flight is the cache's: the offload copied nothing");
+	else
+		ok(st.bytes_d2h == st0.bytes_d2h + bytes,
+		   "host: the offload copied the tensor again (%" PRIu64 " bytes)",
+		   st.bytes_d2h - st0.bytes_d2h);
 	memset(got, 0, bytes);
 	ok(!tp_tensor_read(ctx, r.t, 0, got, bytes) &&
 	   !memcmp(buf, got, bytes), "host: and read back right");
@@ -233,12 +247,13 @@ int main(void)
 {
 	bool host = !strcmp(pt_backend(), "host");
 
-	plan_tests(2 * 8 + (host ? 7 + 6 : 0));
+	plan_tests(2 * 8 + (host ? 2 * 8 + 6 : 0));
 	sim_case("custom");
 	sim_case("h200");
 	if (host) {
 		pt_probe();
-		host_offload_case();
+		host_offload_case(false);
+		host_offload_case(true);
 		host_fake_delete_case();
 	} else {
 		diag("the host cases need the host backend's copy gate");

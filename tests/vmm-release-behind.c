@@ -76,7 +76,9 @@ static void body(struct tp_vmm *vmm, const char *name)
 		ret = ret ?: vmm->ops->event_when(vmm, copied, &t_copy);
 	}
 	ret = ret ?: tp_vmm_unmap_after(vmm, a, c, NR, copied);
-	ok(!ret && vmm->stats.deferred_unmaps == 1 &&
+	/* (cuda's driver thread may have unmapped it already) */
+	ok(!ret && (held ? vmm->stats.deferred_unmaps == 1 :
+			   vmm->stats.deferred_unmaps <= 1) &&
 	   tp_vmm_chunks_takeable(vmm, BUDGET),
 	   "%s: a handle of %d unmapped behind a held copy: back in the pool",
 	   name, NR);

@@ -41,6 +41,7 @@ static const char *const call_name[] = {
 	[TP_CALL_MAP] = "map",
 	[TP_CALL_SET_ACCESS] = "set access",
 	[TP_CALL_UNMAP] = "unmap",
+	[TP_CALL_HOST_ALLOC] = "pin host memory",
 };
 
 struct trace_span {

@@ -290,6 +290,9 @@ static void cuda_chunk_destroy(struct tp_vmm *vmm, struct tp_chunk *c)
 {
 	struct cuda_backend *cu = cb(vmm);
 
+	/* The library's driver thread releases handles too (re-carving
+	 * behind, vmm.release_behind). */
+	cu_bind(cu);
 	CU(cu, cuMemRelease((CUmemGenericAllocationHandle)c->handle));
 }
 

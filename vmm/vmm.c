@@ -91,8 +91,11 @@ void tp_vmm_call_end(struct tp_vmm *vmm, enum tp_vmm_call k, uint64_t t0,
 		stat_add(&vmm->stats.bg_ns, t1 - t0);
 	}
 	obs = __atomic_load_n(&vmm->obs, __ATOMIC_ACQUIRE);
-	if (obs && obs->driver && k <= TP_CALL_UNMAP)
-		obs->driver(obs->priv, k, t0, t1, units, background);
+	/* Host memory too: pinned, it costs as much as a copy of it. */
+	if (obs && obs->driver &&
+	    (k <= TP_CALL_UNMAP || k == TP_CALL_HOST_ALLOC))
+		obs->driver(obs->priv, k, t0, t1,
+			    k == TP_CALL_HOST_ALLOC ? 0 : units, background);
 }
 
 /* A blocking wait on the device, for the observer. */

@@ -347,7 +347,8 @@ struct tp_vmm_stats {
 /*
  * Who watches the calls made to the backend (the trace, stats.trace):
  * @driver hears of every reserve, release, handle creation and release,
- * map, set access and unmap once it returned, @wait of every time the
+ * map, set access, unmap and host allocation (pinned memory, whose
+ * units it is not told) once it returned, @wait of every time the
  * caller blocked on the device (an event or a stream sync), with the
  * backend's host clock at either end. Called on the thread that made the
  * call.
@@ -608,6 +609,7 @@ int tp_vmm_sync_all(struct tp_vmm *vmm);
 
 void *tp_vmm_host_alloc(struct tp_vmm *vmm, size_t len);
 void tp_vmm_host_free(struct tp_vmm *vmm, void *p, size_t len);
+
 
 int tp_vmm_launch(struct tp_vmm *vmm, enum tp_stream s, uint64_t cost_ns,
 		  int (*fn)(void *arg), void *arg);

@@ -384,8 +384,9 @@ int tp_vmm_pool_set_contiguous(struct tp_vmm *vmm)
 	if (vmm->ops == &tp_vmm_cuda_ops)
 		return -EOPNOTSUPP;
 	if (vmm->pool->ext) {
-		/* Runs of chunk indices need one handle per chunk. */
-		if (vmm->pool->ext->handles)
+		/* Runs of chunk indices need one handle per chunk; and
+		 * handles still being released behind are the pool's. */
+		if (vmm->pool->ext->handles || vmm->pool->ext->dying)
 			return -EBUSY;
 		tp_deferred_stop(vmm->deferred);
 		pool = tp_chunk_pool_new(vmm->nr_chunks, false, 0, 0);

@@ -417,6 +417,9 @@ struct tp_stats {
 	/* most device memory physical handles held at once, bytes: those
 	 * in use, free and released behind (vmm.release_behind) */
 	uint64_t device_peak;
+	/* iterations in which prefetching stopped: more prefetched tensors
+	 * left unused than were used (a record that no longer holds) */
+	uint64_t prefetch_halted;
 };
 
 /** tp_stats_get() - a snapshot of the context's counters. */

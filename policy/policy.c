@@ -687,8 +687,12 @@ void tp_policy_forget(struct tp_policy *pol, struct tp_tensor *t)
 
 void tp_policy_stats(struct tp_policy *pol, struct tp_stats *st)
 {
+	struct tp_prefetch_stats ps;
+
 	st->policy_decisions = pol->decisions;
 	st->policy_ns = pol->decision_ns;
+	tp_prefetch_get_stats(pol->pf, &ps);
+	st->prefetch_halted = ps.halted;
 	tp_planned_stats(pol, st);
 }
 

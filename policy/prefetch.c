@@ -93,7 +93,26 @@ struct tp_prefetch {
 	bool op_open;		/* between tp_prefetch_op_begin and _end */
 	struct tp_op_split op_cut;	/* of the open op */
 	bool prev_followed;	/* the recorded iteration followed one */
+	/*
+	 * This iteration's prefetches used and wasted; past
+	 * TP_PREFETCH_WASTE_MIN wasted and more wasted than used, it
+	 * prefetches no more (halted) until the next.
+	 */
+	uint64_t it_used, it_wasted;
+	bool halted;
 };
+
+/* A prefetch left unused: the iteration may stop prefetching. */
+static void wasted(struct tp_prefetch *pf)
+{
+	pf->st.wasted++;
+	pf->it_wasted++;
+	if (pf->it_wasted >= TP_PREFETCH_WASTE_MIN &&
+	    pf->it_wasted > pf->it_used && !pf->halted) {
+		pf->halted = true;
+		pf->st.halted++;
+	}
+}
 
 static size_t hash_id(uint64_t id, size_t cap)
 {
@@ -259,6 +278,8 @@ void tp_prefetch_iteration_begin(struct tp_prefetch *pf, uint64_t now)
 	pf->cand = NULL;
 	pf->t0 = now;
 	pf->active = true;
+	pf->it_used = pf->it_wasted = 0;
+	pf->halted = false;
 	pthread_mutex_unlock(&pf->lock);
 }
 
@@ -501,6 +522,7 @@ int tp_prefetch_on_acquire(struct tp_prefetch *pf, struct tp_tensor *t,
 			pf->st.late++;
 		else
 			pf->st.hits++;
+		pf->it_used++;
 		e->flags &= ~PF_UNUSED;
 	}
 	/*
@@ -613,7 +635,7 @@ size_t tp_prefetch_pick(struct tp_prefetch *pf, struct tp_tensor **out,
 
 	pthread_mutex_lock(&pf->lock);
 	queued = pf->in_flight_bytes;
-	if (!pf->active || pf->in_flight >= depth)
+	if (!pf->active || pf->halted || pf->in_flight >= depth)
 		goto out;
 	if (max > depth - pf->in_flight)
 		max = depth - pf->in_flight;
@@ -700,7 +722,7 @@ void tp_prefetch_left(struct tp_prefetch *pf, struct tp_tensor *t)
 		e->flags &= ~PF_REFUSED;	/* it may be in host swap now */
 	if (e && (e->flags & PF_UNUSED)) {
 		e->flags &= ~PF_UNUSED;
-		pf->st.wasted++;
+		wasted(pf);
 	}
 	pthread_mutex_unlock(&pf->lock);
 }
@@ -722,7 +744,7 @@ void tp_prefetch_forget(struct tp_prefetch *pf, struct tp_tensor *t)
 		if (e->flags & PF_INFLIGHT)
 			landed(pf, e);
 		if (e->flags & PF_UNUSED)
-			pf->st.wasted++;
+			wasted(pf);
 		erase(pf, e);
 	}
 	pthread_mutex_unlock(&pf->lock);

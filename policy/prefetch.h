@@ -33,9 +33,20 @@ struct tp_prefetch_stats {
 	uint64_t hits;		/* resident when acquired */
 	uint64_t late;		/* still in flight when acquired */
 	uint64_t wasted;	/* left again before being acquired */
+	uint64_t halted;	/* iterations it stopped prefetching in:
+				 * more wasted than used */
 	uint64_t predicted;	/* acquisitions the last iteration predicted */
 	uint64_t recorded;	/* acquisitions recorded in iterations */
 };
+
+/*
+ * Prefetches an iteration may waste before the rest of it goes without,
+ * once more are wasted than used: a record that no longer holds (the
+ * iteration before ran otherwise, as a cold first one does) brings back
+ * what then leaves unused, and each such copy takes the room of what is
+ * needed sooner (tp_prefetch_stats.halted).
+ */
+#define TP_PREFETCH_WASTE_MIN	8
 
 struct tp_prefetch *tp_prefetch_create(void);
 void tp_prefetch_destroy(struct tp_prefetch *pf);

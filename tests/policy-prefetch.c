@@ -7,7 +7,11 @@
  * ahead of a sooner use that is not; tensors cheaper to recompute are
  * left alone (DELTA §5.5); tensors that live across iterations are
  * predicted at their first use; a regeneration's acquisitions do not move
- * the cursor; and issued / hits / late / wasted are counted.
+ * the cursor; an iteration that wastes more prefetches than it uses stops
+ * prefetching; and issued / hits / late / wasted are counted.
+ *
+ * One file, past the usual length: every case drives the one recorder
+ * and replayer through the same few helpers, one iteration after another.
  */
 #include "config.h"
 
@@ -220,6 +224,78 @@ static void replays_unrecorded(void)
 }
 
 /*
+ * A record that no longer holds: every tensor prefetched leaves again
+ * unused. After TP_PREFETCH_WASTE_MIN such, more than were used, the
+ * iteration prefetches no more (the rest of it would thrash: each copy
+ * takes room what is needed sooner had), and the next one tries again.
+ */
+static void halts_when_wasted(void)
+{
+	const struct tp_prefetch_room room = { .chunk = CHUNK,
+					       .bytes_per_ns = 1e-6 };
+	struct tp_prefetch *pf = tp_prefetch_create();
+	struct tp_tensor a[2 * NT], b[2 * NT], c[2 * NT], *out[4];
+	struct tp_prefetch_stats st;
+	unsigned issued = 0, rounds = 0;
+	size_t n;
+
+	for (int i = 0; i < 2 * NT; i++) {
+		init_tensor(&a[i], i);
+		init_tensor(&b[i], 2 * NT + i);
+		init_tensor(&c[i], 4 * NT + i);
+	}
+	/* the record: forward, then backward */
+	tp_prefetch_iteration_begin(pf, now);
+	for (int i = 0; i < 2 * NT; i++)
+		pf_acquire(pf, &a[i], false);
+	for (int i = 2 * NT - 1; i >= 0; i--)
+		pf_acquire(pf, &a[i], false);
+	tp_prefetch_iteration_end(pf, now);
+
+	/* forward, each offloaded after its use; what is prefetched for
+	 * the backward leaves before it comes */
+	tp_prefetch_iteration_begin(pf, now);
+	for (int i = 0; i < 2 * NT; i++) {
+		pf_acquire(pf, &b[i], false);
+		b[i].resident_pages = 0;
+	}
+	while ((n = tp_prefetch_pick(pf, out, 4, 4, &room, NULL, NULL)) &&
+	       rounds++ < 4 * NT) {
+		for (size_t k = 0; k < n; k++) {
+			out[k]->resident_pages = out[k]->nr_pages;
+			tp_prefetch_done(pf, out[k], true);
+			/* left again, unused */
+			out[k]->resident_pages = 0;
+			tp_prefetch_left(pf, out[k]);
+		}
+		issued += (unsigned)n;
+	}
+	tp_prefetch_get_stats(pf, &st);
+	ok(st.halted == 1 && st.wasted == issued &&
+	   issued >= TP_PREFETCH_WASTE_MIN &&
+	   issued < TP_PREFETCH_WASTE_MIN + 4,
+	   "wasted prefetches halt the iteration's: %u issued, %llu wasted, halted %llu",
+	   issued, (unsigned long long)st.wasted,
+	   (unsigned long long)st.halted);
+	for (int i = 2 * NT - 1; i >= 0; i--)
+		pf_acquire(pf, &b[i], false);
+	tp_prefetch_iteration_end(pf, now);
+
+	/* the next iteration follows its record again: prefetches resume */
+	tp_prefetch_iteration_begin(pf, now);
+	for (int i = 0; i < 2 * NT; i++) {
+		pf_acquire(pf, &c[i], false);
+		c[i].resident_pages = 0;
+	}
+	n = tp_prefetch_pick(pf, out, 4, 4, &room, NULL, NULL);
+	ok(n > 0, "the next iteration prefetches again (%zu)", n);
+	for (size_t k = 0; k < n; k++)
+		tp_prefetch_done(pf, out[k], false);
+	tp_prefetch_iteration_end(pf, now);
+	tp_prefetch_destroy(pf);
+}
+
+/*
  * A tensor that lives across iterations (a parameter) is predicted at its
  * first use of the next iteration; the predictions order victims for
  * room made ahead of need (choose_ahead).
@@ -370,7 +446,7 @@ int main(void)
 	uint64_t start;
 	size_t n;
 
-	plan_tests(43);
+	plan_tests(45);
 	memset(&ctx, 0, sizeof(ctx));
 	tp_conf_defaults(&ctx.conf);
 	tp_conf_set(&ctx.conf, "vmm.chunk_size", "4096", "test", 0);
@@ -571,5 +647,6 @@ int main(void)
 	across_iterations();
 	overlap_filter();
 	replays_unrecorded();
+	halts_when_wasted();
 	return exit_status();
 }

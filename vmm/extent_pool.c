@@ -274,41 +274,26 @@ static int release_behind(struct tp_vmm *vmm, struct tp_extent_pool *ep,
 	ep->handles--;
 	vmm->stats.chunks_created = ep->created;
 	vmm->stats.handles = ep->handles;
-	vmm->stats.handles_released++;
 	vmm->stats.chunks_dying = ep->dying;
-	if (ep->created + ep->dying > vmm->stats.chunks_device_peak)
-		vmm->stats.chunks_device_peak = ep->created + ep->dying;
 	return 0;
 }
 
 /*
- * Re-carve behind (a driver thread releases): the free handles chosen as
- * below go at once, whatever old mappings they still have; the caller
- * waits only while what they hold would take device memory past the
- * budget and its headroom (device_room()).
+ * Release the free handle @c to re-carve: now, or with @behind by the
+ * driver thread (release_behind()). Return: 0, or -ENOMEM (@c stays).
  */
-static int recarve_behind(struct tp_vmm *vmm, struct tp_extent_pool *ep,
-			  size_t pages, size_t lack)
+static int release_free(struct tp_vmm *vmm, struct tp_extent_pool *ep,
+			struct tp_chunk *c, bool behind)
 {
-	struct tp_chunk *c, *tmp, *best = NULL;
-	int ret;
-
-	cds_list_for_each_entry(c, &ep->lru, lru)
-		if (c->pages >= lack && (!best || c->pages < best->pages))
-			best = c;
-	if (best) {
-		ret = release_behind(vmm, ep, best);
-		if (ret)
-			return ret;
+	if (behind) {
+		if (release_behind(vmm, ep, c))
+			return -ENOMEM;
+	} else {
+		free_unlink(ep, c);
+		handle_destroy(vmm, ep, c);
 	}
-	cds_list_for_each_entry_safe(c, tmp, &ep->lru, lru) {
-		if (ep->budget - ep->created >= pages)
-			break;
-		ret = release_behind(vmm, ep, c);
-		if (ret)
-			return ret;
-	}
-	return ep->budget - ep->created >= pages ? 0 : -ENOMEM;
+	vmm->stats.handles_released++;
+	return 0;
 }
 
 /*
@@ -337,14 +322,18 @@ static int device_room(struct tp_vmm *vmm, struct tp_extent_pool *ep,
  * free ones: the smallest that alone suffices, else the oldest until
  * enough. A free handle whose old owner's mapping still waits on work in
  * flight (ordered reuse) is released only once that unmap is done: the
- * work still reads it. Return: 0, or -ENOMEM when the free handles
- * cannot make it.
+ * work still reads it. Where the driver thread releases behind
+ * (vmm.release_behind), every free handle goes at once and that thread
+ * waits instead; the caller waits only while device memory would pass
+ * the budget and its headroom (device_room()). Return: 0, or -ENOMEM
+ * when the free handles cannot make it.
  */
 static int recarve(struct tp_vmm *vmm, struct tp_extent_pool *ep,
 		   size_t pages)
 {
 	struct tp_chunk *c, *tmp, *best = NULL;
 	size_t lack;
+	bool behind;
 	int ret = 0;
 
 	if (ep->budget - ep->created >= pages)
@@ -353,34 +342,32 @@ static int recarve(struct tp_vmm *vmm, struct tp_extent_pool *ep,
 	if (ep->nfree < lack)
 		return -ENOMEM;
 	vmm->stats.recarves++;
-	if (ep->headroom && tp_deferred_behind(vmm->deferred))
-		return recarve_behind(vmm, ep, pages, lack);
-	/* Rarely: wait for the old mappings that keep enough from going. */
-	tp_deferred_reap(vmm, vmm->deferred);
-	while (releasable(ep) < lack &&
-	       !(ret = tp_deferred_wait_oldest(vmm, vmm->deferred)))
-		;
-	/* -ENOENT: none left to wait for; anything else, the device's. */
-	if (ret && ret != -ENOENT)
-		return ret;
+	behind = ep->headroom && tp_deferred_behind(vmm->deferred);
+	if (!behind) {
+		/* Rarely: wait for the old mappings that keep enough from
+		 * going. */
+		tp_deferred_reap(vmm, vmm->deferred);
+		while (releasable(ep) < lack &&
+		       !(ret = tp_deferred_wait_oldest(vmm, vmm->deferred)))
+			;
+		/* -ENOENT: none left to wait for; else the device's. */
+		if (ret && ret != -ENOENT)
+			return ret;
+	}
 	cds_list_for_each_entry(c, &ep->lru, lru)
-		if (!c->old_maps && c->pages >= lack &&
+		if ((behind || !c->old_maps) && c->pages >= lack &&
 		    (!best || c->pages < best->pages))
 			best = c;
-	if (best) {
-		free_unlink(ep, best);
-		handle_destroy(vmm, ep, best);
-		vmm->stats.handles_released++;
-		return 0;
-	}
+	if (best)
+		return release_free(vmm, ep, best, behind);
 	cds_list_for_each_entry_safe(c, tmp, &ep->lru, lru) {
 		if (ep->budget - ep->created >= pages)
 			break;
-		if (c->old_maps)
+		if (!behind && c->old_maps)
 			continue;
-		free_unlink(ep, c);
-		handle_destroy(vmm, ep, c);
-		vmm->stats.handles_released++;
+		ret = release_free(vmm, ep, c, behind);
+		if (ret)
+			return ret;
 	}
 	return ep->budget - ep->created >= pages ? 0 : -ENOMEM;
 }

@@ -486,6 +486,27 @@ static bool not_begun(struct tp_vmm *vmm, const struct tp_deferred *d,
 /* --- the driver thread --------------------------------------------------- */
 
 /*
+ * Whether @ev (NULL: none) has completed, for the driver thread. A query
+ * that fails is the device's error: kept in d->error, since nothing
+ * completes after it, and said once.
+ */
+static bool event_done(struct tp_vmm *vmm, struct tp_deferred *d,
+		       struct tp_event *ev)
+{
+	int ret;
+
+	if (!ev)
+		return true;
+	ret = vmm->ops->event_query(vmm, ev);
+	if (ret && ret != -EAGAIN) {
+		d->error = ret;
+		tp_log(TP_LOG_ERROR, "vmm: an event query failed (%s): the driver thread's unmaps and releases stop",
+		       strerror(-ret));
+	}
+	return !ret;
+}
+
+/*
  * The first entry whose event has completed, or NULL: none has, or a
  * query failed (d->error set; nothing completes after that).
  */
@@ -493,21 +514,10 @@ static struct tp_deferred_unmap *first_ready(struct tp_vmm *vmm,
 					     struct tp_deferred *d)
 {
 	struct tp_deferred_unmap *u;
-	int ret;
 
-	for (u = d->head; u; u = u->next) {
-		if (!u->ev)
+	for (u = d->head; u && !d->error; u = u->next)
+		if (event_done(vmm, d, u->ev))
 			return u;
-		ret = vmm->ops->event_query(vmm, u->ev);
-		if (!ret)
-			return u;
-		if (ret != -EAGAIN) {
-			d->error = ret;
-			tp_log(TP_LOG_ERROR, "vmm: an event query failed (%s): the unmaps of old mappings stop",
-			       strerror(-ret));
-			return NULL;
-		}
-	}
 	return NULL;
 }
 
@@ -519,23 +529,10 @@ static struct tp_deferred_destroy *first_destroy(struct tp_vmm *vmm,
 						 struct tp_deferred *d)
 {
 	struct tp_deferred_destroy *x;
-	int ret;
 
-	for (x = d->destroys; x; x = x->next) {
-		if (x->c->old_maps)
-			continue;
-		if (!x->c->fence)
+	for (x = d->destroys; x && !d->error; x = x->next)
+		if (!x->c->old_maps && event_done(vmm, d, x->c->fence))
 			return x;
-		ret = vmm->ops->event_query(vmm, x->c->fence);
-		if (!ret)
-			return x;
-		if (ret != -EAGAIN) {
-			d->error = ret;
-			tp_log(TP_LOG_ERROR, "vmm: an event query failed (%s): the releases of handles stop",
-			       strerror(-ret));
-			return NULL;
-		}
-	}
 	return NULL;
 }
 

@@ -223,6 +223,15 @@ static void replays_unrecorded(void)
 	tp_prefetch_destroy(pf);
 }
 
+/* The forward over @t[0..2 NT), each tensor offloaded after its use. */
+static void forward_offloaded(struct tp_prefetch *pf, struct tp_tensor *t)
+{
+	for (int i = 0; i < 2 * NT; i++) {
+		pf_acquire(pf, &t[i], false);
+		t[i].resident_pages = 0;
+	}
+}
+
 /*
  * A record that no longer holds: every tensor prefetched leaves again
  * unused. After TP_PREFETCH_WASTE_MIN such, more than were used, the
@@ -255,10 +264,7 @@ static void halts_when_wasted(void)
 	/* forward, each offloaded after its use; what is prefetched for
 	 * the backward leaves before it comes */
 	tp_prefetch_iteration_begin(pf, now);
-	for (int i = 0; i < 2 * NT; i++) {
-		pf_acquire(pf, &b[i], false);
-		b[i].resident_pages = 0;
-	}
+	forward_offloaded(pf, b);
 	while ((n = tp_prefetch_pick(pf, out, 4, 4, &room, NULL, NULL)) &&
 	       rounds++ < 4 * NT) {
 		for (size_t k = 0; k < n; k++) {
@@ -283,10 +289,7 @@ static void halts_when_wasted(void)
 
 	/* the next iteration follows its record again: prefetches resume */
 	tp_prefetch_iteration_begin(pf, now);
-	for (int i = 0; i < 2 * NT; i++) {
-		pf_acquire(pf, &c[i], false);
-		c[i].resident_pages = 0;
-	}
+	forward_offloaded(pf, c);
 	n = tp_prefetch_pick(pf, out, 4, 4, &room, NULL, NULL);
 	ok(n > 0, "the next iteration prefetches again (%zu)", n);
 	for (size_t k = 0; k < n; k++)

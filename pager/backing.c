@@ -160,7 +160,7 @@ static int copy_back(struct backing *b)
 		len = tp_page_len(pg, t, i);
 		for (m = 1; i + m <= b->last &&
 		     p[m].state == TP_PAGE_OFFLOADED &&
-		     (char *)p[m].swap == (char *)p->swap + m * pg->chunk; m++)
+		     tp_swap_follows(pg, p[m - 1].swap, p[m].swap); m++)
 			len += tp_page_len(pg, t, i + m);
 		if (!b->copies)
 			b->cstart = tp_pager_copy_start(pg, TP_STREAM_H2D);

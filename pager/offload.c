@@ -173,7 +173,7 @@ static int copy_out(struct tp_pager *pg, struct tp_tensor *t, void **bufs,
 		for (m = 1; i + m < t->nr_pages &&
 		     t->pages[i + m].state == TP_PAGE_RESIDENT &&
 		     !t->pages[i + m].swap &&
-		     (char *)bufs[k + m] == (char *)bufs[k] + m * pg->chunk; m++)
+		     tp_swap_follows(pg, bufs[k + m - 1], bufs[k + m]); m++)
 			len += tp_page_len(pg, t, i + m);
 		ret = tp_vmm_copy_d2h(pg->vmm, bufs[k], t->va + i * pg->chunk,
 				      len, TP_STREAM_D2H);

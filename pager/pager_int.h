@@ -573,6 +573,13 @@ void tp_swap_fini(struct tp_pager *pg);
  * Return: 0, -ENOSPC (swap budget), -ENOMEM (host allocation).
  */
 int tp_swap_take(struct tp_pager *pg, void **out, size_t n);
+/*
+ * Whether buffer @b directly follows @a within one block, so that one copy
+ * may cover both. Blocks are separate host allocations, which may touch:
+ * the driver refuses a copy whose host range spans two pinned ones
+ * (CUDA_ERROR_INVALID_VALUE), so a run stops at a block's start.
+ */
+bool tp_swap_follows(const struct tp_pager *pg, const void *a, const void *b);
 /* Buffers nothing reads or writes any more. */
 void tp_swap_put(struct tp_pager *pg, void *const *bufs, size_t n);
 /* A buffer free once @ev completes (takes its own reference). */

@@ -8,7 +8,8 @@
  *
  * Buffers a take lacks are obtained as one block, and a take hands its
  * buffers out in address order: a tensor's pages then often land in
- * adjacent buffers, which the offload and reload copy as one run.
+ * adjacent buffers of one block, which the offload and reload copy as one
+ * run (tp_swap_follows(): never across two blocks, even where they touch).
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -42,6 +43,18 @@ void tp_swap_fini(struct tp_pager *pg)
 	sw->free = NULL;
 	sw->defer = NULL;
 	sw->nr_free = 0;
+}
+
+bool tp_swap_follows(const struct tp_pager *pg, const void *a, const void *b)
+{
+	const struct tp_swap *sw = &pg->swap;
+
+	if ((const char *)b != (const char *)a + pg->chunk)
+		return false;
+	for (size_t i = 0; i < sw->nr_blocks; i++)
+		if (sw->blocks[i].base == b)
+			return false;
+	return true;
 }
 
 static void push_free(struct tp_pager *pg, void *buf)

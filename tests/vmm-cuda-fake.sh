@@ -22,7 +22,8 @@ unset TPAGER_CONF TPAGER_OPTS
 # The pager tests that run on the backend of TPAGER_TEST_BACKEND.
 progs="vmm-remap vmm-pool vmm-extents vmm-release-behind vmm-copy vmm-inject vmm-elapsed
        pager-basic pager-cache pager-faults pager-hooks pager-limits
-       pager-slab pager-states pager-stress pager-swap-cache pager-threads"
+       pager-slab pager-states pager-stress pager-swap-blocks pager-swap-cache
+       pager-threads"
 echo "1..$(echo $progs | wc -w)"
 n=0
 for t in $progs; do

@@ -8,7 +8,8 @@
  * handle is a whole number of granules and maps whole (offset 0, its own
  * size: anything else is CUDA_ERROR_NOT_SUPPORTED or INVALID_VALUE) onto
  * unmapped pages of a reservation; cuMemUnmap covers whole mappings (one
- * or several) and never splits one; access is set only on mapped pages.
+ * or several) and never splits one; access is set only on mapped pages;
+ * a copy's host range lies within one pinned allocation or none.
  * It counts what the real driver charges for: per handle a call touches,
  * not per call nor per byte (fake_cuda_counts()).
  *
@@ -340,16 +341,106 @@ API CUresult cuMemUnmap(CUdeviceptr ptr, size_t size)
 	return r;
 }
 
+/*
+ * Pinned host memory: each allocation its own mmap, so that two may touch
+ * as they do on a GPU machine. A copy's host range may lie in pageable
+ * memory or inside one pinned allocation, not across two: the driver
+ * refuses that with CUDA_ERROR_INVALID_VALUE.
+ */
+#define MAX_HOSTS	4096
+static struct {
+	char *p;
+	size_t len;
+	int registered;		/* by cuMemHostRegister, not allocated */
+} hosts[MAX_HOSTS];
+static int nr_hosts;
+
 API CUresult cuMemHostAlloc(void **pp, size_t size, unsigned int flags)
 {
-	*pp = malloc(size);
-	return *pp ? CUDA_SUCCESS : CUDA_ERROR_OUT_OF_MEMORY;
+	void *p;
+
+	if (!size)
+		return CUDA_ERROR_INVALID_VALUE;
+	p = mmap(NULL, size, PROT_READ | PROT_WRITE,
+		 MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (p == MAP_FAILED)
+		return CUDA_ERROR_OUT_OF_MEMORY;
+	pthread_mutex_lock(&fake_lock);
+	if (nr_hosts == MAX_HOSTS) {
+		pthread_mutex_unlock(&fake_lock);
+		munmap(p, size);
+		return CUDA_ERROR_OUT_OF_MEMORY;
+	}
+	hosts[nr_hosts].p = p;
+	hosts[nr_hosts].len = size;
+	hosts[nr_hosts++].registered = 0;
+	pthread_mutex_unlock(&fake_lock);
+	*pp = p;
+	return CUDA_SUCCESS;
 }
 
 API CUresult cuMemFreeHost(void *p)
 {
-	free(p);
-	return CUDA_SUCCESS;
+	pthread_mutex_lock(&fake_lock);
+	for (int i = 0; i < nr_hosts; i++)
+		if (hosts[i].p == p && !hosts[i].registered) {
+			munmap(p, hosts[i].len);
+			hosts[i] = hosts[--nr_hosts];
+			pthread_mutex_unlock(&fake_lock);
+			return CUDA_SUCCESS;
+		}
+	pthread_mutex_unlock(&fake_lock);
+	return CUDA_ERROR_INVALID_VALUE;
+}
+
+/* Host memory the caller mapped, pinned as it is (page-aligned). */
+API CUresult cuMemHostRegister(void *p, size_t size, unsigned int flags)
+{
+	CUresult r = CUDA_SUCCESS;
+
+	if (!p || !size || (uintptr_t)p % 4096)
+		return CUDA_ERROR_INVALID_VALUE;
+	pthread_mutex_lock(&fake_lock);
+	for (int i = 0; i < nr_hosts && !r; i++)
+		if ((char *)p < hosts[i].p + hosts[i].len &&
+		    (char *)p + size > hosts[i].p)
+			r = CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED;
+	if (!r && nr_hosts == MAX_HOSTS)
+		r = CUDA_ERROR_OUT_OF_MEMORY;
+	if (!r) {
+		hosts[nr_hosts].p = p;
+		hosts[nr_hosts].len = size;
+		hosts[nr_hosts++].registered = 1;
+	}
+	pthread_mutex_unlock(&fake_lock);
+	return r;
+}
+
+API CUresult cuMemHostUnregister(void *p)
+{
+	pthread_mutex_lock(&fake_lock);
+	for (int i = 0; i < nr_hosts; i++)
+		if (hosts[i].p == p && hosts[i].registered) {
+			hosts[i] = hosts[--nr_hosts];
+			pthread_mutex_unlock(&fake_lock);
+			return CUDA_SUCCESS;
+		}
+	pthread_mutex_unlock(&fake_lock);
+	return CUDA_ERROR_HOST_MEMORY_NOT_REGISTERED;
+}
+
+/* Whether [@h, @h + @len) is pageable or inside one pinned allocation. */
+static int host_range_ok(const char *h, size_t len)
+{
+	for (int i = 0; i < nr_hosts; i++) {
+		const char *lo = hosts[i].p, *hi = lo + hosts[i].len;
+
+		if (h >= lo && h < hi)
+			return len <= (size_t)(hi - h);
+		if (h < lo && h + len > lo)
+			return 0;	/* pageable running into pinned */
+	}
+	return 1;
 }
 
 /*
@@ -361,6 +452,8 @@ static CUresult copy_dev(CUdeviceptr d, void *host, size_t len, int to_dev)
 	uintptr_t va;
 	char *h = host;
 
+	if (!host_range_ok(h, len))
+		return CUDA_ERROR_INVALID_VALUE;
 	for (va = d & ~(uintptr_t)(FAKE_GRAN - 1); va < d + len; va += FAKE_GRAN) {
 		int i = find_map(va);
 

@@ -9,7 +9,7 @@
  * the run; unmapping is one cuMemUnmap per handle (the driver charges
  * per handle however the calls are grouped, and never splits a mapping).
  * Streams are three non-blocking CUstreams; events are CUevents without
- * timing. Host swap buffers are pinned with cuMemHostAlloc.
+ * timing. Host swap buffers are pinned host memory (see cuda_host_alloc).
  *
  * The driver is never linked: libcuda.so.1 is opened at run time and every
  * entry point looked up by the versioned name cuda.h maps it to (e.g.
@@ -22,6 +22,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 
 #include <cuda.h>
 
@@ -54,6 +55,8 @@
 	X(cuMemUnmap)				\
 	X(cuMemHostAlloc)			\
 	X(cuMemFreeHost)			\
+	X(cuMemHostRegister)			\
+	X(cuMemHostUnregister)			\
 	X(cuMemcpyDtoHAsync)			\
 	X(cuMemcpyHtoDAsync)			\
 	X(cuStreamCreate)			\
@@ -84,6 +87,8 @@ struct cuda_backend {
 	 * _v2 entry point that older drivers lack. NULL: no event timing.
 	 */
 	CUresult (*p_elapsed)(float *ms, CUevent start, CUevent end);
+	/* How host memory is pinned, settled by the first allocation. */
+	enum { HOST_UNSET, HOST_REGISTER, HOST_ALLOC } host_pin;
 };
 
 struct cuda_event {
@@ -479,12 +484,58 @@ static int cuda_stream_sync(struct tp_vmm *vmm, enum tp_stream s)
 	return CU(c, cuStreamSynchronize(c->streams[s]));
 }
 
+/* Fault in every page of [@p, @p + @len) for writing. */
+static void host_populate(char *p, size_t len)
+{
+#ifdef MADV_POPULATE_WRITE
+	if (!madvise(p, len, MADV_POPULATE_WRITE))
+		return;
+#endif
+	for (size_t off = 0; off < len; off += 4096)
+		p[off] = 0;
+}
+
+/*
+ * Pinned host memory for swap, obtained while a step runs: what it costs
+ * is time on the thread that issues ops, and the driver holds up other
+ * threads' calls while it pins. On an H100, cuMemHostAlloc pinned 512
+ * MiB in 208 ms, and queued work on another thread waited all of it;
+ * memory already faulted in registers in 30 ms. So the memory is mapped
+ * here, on transparent huge pages where the kernel gives them, faulted
+ * in with no driver call, and only then registered (cuMemHostRegister).
+ * A driver that refuses the first registration (some restrict it) gets
+ * cuMemHostAlloc for all.
+ */
 static void *cuda_host_alloc(struct tp_vmm *vmm, size_t len)
 {
 	struct cuda_backend *c = cb(vmm);
 	void *p = NULL;
+	CUresult r;
 	int ret;
 
+	cu_bind(c);
+	if (c->host_pin != HOST_ALLOC) {
+		p = mmap(NULL, len, PROT_READ | PROT_WRITE,
+			 MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+		if (p == MAP_FAILED)
+			return NULL;		/* errno says why */
+		madvise(p, len, MADV_HUGEPAGE);	/* a hint: may be off */
+		host_populate(p, len);
+		r = c->p_cuMemHostRegister(p, len,
+					   CU_MEMHOSTREGISTER_PORTABLE);
+		if (r == CUDA_SUCCESS) {
+			c->host_pin = HOST_REGISTER;
+			return p;
+		}
+		munmap(p, len);
+		if (c->host_pin == HOST_REGISTER ||
+		    r == CUDA_ERROR_OUT_OF_MEMORY) {
+			errno = -cu_err(c, r, "cuMemHostRegister");
+			return NULL;
+		}
+		tp_log(TP_LOG_WARN, "vmm: cuda: host memory cannot be registered: pinning by cuMemHostAlloc");
+		c->host_pin = HOST_ALLOC;
+	}
 	ret = CU(c, cuMemHostAlloc(&p, len, CU_MEMHOSTALLOC_PORTABLE));
 	if (ret) {
 		errno = -ret;
@@ -497,7 +548,13 @@ static void cuda_host_free(struct tp_vmm *vmm, void *p, size_t len)
 {
 	struct cuda_backend *c = cb(vmm);
 
-	CU(c, cuMemFreeHost(p));
+	cu_bind(c);
+	if (c->host_pin == HOST_ALLOC) {
+		CU(c, cuMemFreeHost(p));
+		return;
+	}
+	CU(c, cuMemHostUnregister(p));
+	munmap(p, len);
 }
 
 /* Launch functions enqueue their own kernels on the stream handle. */

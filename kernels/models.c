@@ -633,10 +633,18 @@ int tp_model_step(struct tp_model *m, float *loss)
 	rc = m->forward(m, &l);
 	if (!rc && !l)
 		rc = -EIO;
-	if (!rc && m->no_data)
+	/*
+	 * Without data (sim) there is no loss to read, but the wait a read
+	 * makes on a device is kept: for the compute stream, as a read
+	 * does, so that the host runs ahead of the device as much as it
+	 * would there and no more.
+	 */
+	if (!rc && m->no_data) {
 		value = NAN;
-	else if (!rc)
+		rc = tp_vmm_stream_sync(m->vmm, TP_STREAM_COMPUTE);
+	} else if (!rc) {
 		rc = tp_tensor_read(m->ctx, l->t, 0, &value, sizeof(value));
+	}
 	if (!rc)
 		rc = tp_model_backward(m, l);
 	if (!rc)

@@ -42,7 +42,7 @@ static void usage(FILE *f)
 		"       [--classes N] [--batch N] [--steps N] [--budget B|P%%] [--policy FILTER[/DIRECTOR]]\n"
 		"       [--backend auto|host|cuda|sim] [--seed N] [--optim sgd|adam]\n"
 		"       [--lr X] [--chunk-size B] [--set KEY=VALUE]... [--trace-out FILE]\n"
-		"       [--json] [--quiet] [--max-batch] [--max-batch-steps N]\n"
+		"       [--json] [--quiet] [--verbose] [--max-batch] [--max-batch-steps N]\n"
 		"       [--max-batch-time SECONDS]\n"
 		"FILTER: delta|lru|greedy|dtr|msps|coop|overlap\n"
 		"DIRECTOR: delta|delta-overlap|evict|offload\n", prog);
@@ -150,6 +150,10 @@ static void parse_model(struct train_args *a, const char *s)
 
 /* The first library message of a failed call, for a one-line error. */
 char last_msg[256];
+/* The first error the library logged in a run: the driver's word. */
+char first_error[256];
+/* --verbose: every library message to stderr as it comes. */
+static bool verbose;
 
 /*
  * A key and value of tpager.conf(5), checked now as tp_ctx_create would
@@ -187,9 +191,18 @@ static void quiet_log(enum tp_log_level level, const char *msg, void *priv)
 
 static void keep_log(enum tp_log_level level, const char *msg, void *priv)
 {
+	static const char *const names[] = {
+		"error", "warning", "info", "debug",
+	};
+
 	(void)priv;
 	if (level <= TP_LOG_WARN && !last_msg[0])
 		snprintf(last_msg, sizeof(last_msg), "%s", msg);
+	if (level == TP_LOG_ERROR && !first_error[0])
+		snprintf(first_error, sizeof(first_error), "%s", msg);
+	if (verbose)
+		fprintf(stderr, "tpager: %s: %s\n",
+			(unsigned)level < 4 ? names[level] : "?", msg);
 }
 
 /* auto: cuda when a context opens on it, else host. */
@@ -380,7 +393,7 @@ int main(int argc, char **argv)
 		O_MODEL = 256, O_DEPTH, O_LAYERS, O_HIDDEN, O_HEADS, O_SEQ,
 		O_IMAGE, O_CLASSES, O_BATCH, O_STEPS, O_BUDGET, O_POLICY, O_BACKEND,
 		O_SEED, O_TRACE, O_JSON, O_MAXB, O_CHUNK, O_SET, O_OPTIM, O_LR,
-		O_QUIET, O_HELP, O_MAXB_STEPS, O_MAXB_TIME,
+		O_QUIET, O_HELP, O_MAXB_STEPS, O_MAXB_TIME, O_VERBOSE,
 	};
 	static const struct option lopts[] = {
 		{ "model", required_argument, NULL, O_MODEL },
@@ -404,6 +417,7 @@ int main(int argc, char **argv)
 		{ "trace-out", required_argument, NULL, O_TRACE },
 		{ "json", no_argument, NULL, O_JSON },
 		{ "quiet", no_argument, NULL, O_QUIET },
+		{ "verbose", no_argument, NULL, O_VERBOSE },
 		{ "max-batch", no_argument, NULL, O_MAXB },
 		{ "max-batch-steps", required_argument, NULL, O_MAXB_STEPS },
 		{ "max-batch-time", required_argument, NULL, O_MAXB_TIME },
@@ -490,6 +504,7 @@ int main(int argc, char **argv)
 		case O_TRACE: a.trace_out = optarg; break;
 		case O_JSON: a.json = true; a.quiet = true; break;
 		case O_QUIET: a.quiet = true; break;
+		case O_VERBOSE: verbose = true; break;
 		case O_MAXB: a.max_batch = true; break;
 		case O_MAXB_STEPS:
 			a.try_steps = opt_uint("max-batch-steps", optarg, 2,

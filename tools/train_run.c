@@ -67,6 +67,20 @@ void fmt_bytes(char *buf, size_t len, uint64_t b)
  * of the step the compute stream spent on ops (measured on the device by
  * the ops' events on cuda, charged on sim).
  */
+static int cmp_double(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+/* The median of @n values (sorts them). */
+static double median(double *v, unsigned n)
+{
+	qsort(v, n, sizeof(*v), cmp_double);
+	return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
 static void per_step(struct run *r, const struct tp_stats *st0, unsigned n)
 {
 	const struct tp_stats *st = &r->st;
@@ -99,8 +113,9 @@ void run_training(const struct train_args *a, unsigned batch,
 	struct tp_ctx *ctx;
 	struct tp_stats st0 = { 0 };
 	char opts[1024], peak[32];
-	double t0, last_print = 0, start = now_s();
-	unsigned i;
+	double t0, t_prev = 0, last_print = 0, start = now_s();
+	double *step_times = NULL;
+	unsigned i, n_times = 0;
 	int rc;
 
 	memset(r, 0, sizeof(*r));
@@ -134,6 +149,7 @@ void run_training(const struct train_args *a, unsigned batch,
 		snprintf(opts + strlen(opts), sizeof(opts) - strlen(opts),
 			 ",policy.director=%s", a->director);
 	last_msg[0] = 0;
+	first_error[0] = 0;
 	ctx = tp_ctx_create(opts);
 	if (!ctx) {
 		r->rc = -errno;
@@ -155,6 +171,12 @@ void run_training(const struct train_args *a, unsigned batch,
 	if (!m) {
 		r->rc = -errno;
 		r->what = "tp_model_create";
+		goto out;
+	}
+	step_times = calloc(steps ? steps : 1, sizeof(*step_times));
+	if (!step_times) {
+		r->rc = -ENOMEM;
+		r->what = "calloc";
 		goto out;
 	}
 	t0 = clock_s(ctx);
@@ -182,7 +204,7 @@ void run_training(const struct train_args *a, unsigned batch,
 			 * learnt yet), in whichever run comes first.
 			 */
 			if (steps > 1 && !(rc = tp_sync(ctx))) {
-				t0 = clock_s(ctx);
+				t0 = t_prev = clock_s(ctx);
 				tp_stats_get(ctx, &st0);
 			}
 			if (rc) {
@@ -192,6 +214,15 @@ void run_training(const struct train_args *a, unsigned batch,
 			}
 		}
 		r->loss_last = loss;
+		/*
+		 * Each later step as the host saw it end (no sync between
+		 * steps: that would change what overlaps); the last ends at
+		 * the final sync below.
+		 */
+		if (i && i + 1 < steps) {
+			step_times[n_times++] = clock_s(ctx) - t_prev;
+			t_prev = clock_s(ctx);
+		}
 		/* progress once a second for the runs that take that long */
 		if (!a->quiet && now_s() - last_print >= 1.0 &&
 		    now_s() - start >= 1.0) {
@@ -211,6 +242,9 @@ void run_training(const struct train_args *a, unsigned batch,
 	}
 	r->step_s = steps > 1 ? (clock_s(ctx) - t0) / (steps - 1) :
 		    steps ? clock_s(ctx) - t0 : 0;
+	if (steps > 1)
+		step_times[n_times++] = clock_s(ctx) - t_prev;
+	r->step_median_s = n_times ? median(step_times, n_times) : r->step_s;
 	tp_stats_get(ctx, &r->st);
 	per_step(r, &st0, steps > 1 ? steps - 1 : 1);
 	if (trace) {
@@ -238,6 +272,7 @@ void run_training(const struct train_args *a, unsigned batch,
 		r->have_params = true;
 	}
 out:
+	free(step_times);
 	tp_rec_deadline(0);
 	if (r->rc) {
 		/* The context's last error is the verdict (an op that could
@@ -247,6 +282,12 @@ out:
 			 r->rc == -ETIMEDOUT ? "stopped at the time limit" :
 			 tp_last_error(ctx)[0] ? tp_last_error(ctx) :
 			 last_msg);
+		/* Where a device call failed first, its word too: the
+		 * verdict names only the op it broke. */
+		if (first_error[0] && !strstr(r->why, first_error))
+			snprintf(r->why + strlen(r->why),
+				 sizeof(r->why) - strlen(r->why),
+				 " (first error: %s)", first_error);
 	}
 	if (trace && !*trace) {
 		struct tp_trace *t = NULL;
@@ -352,9 +393,10 @@ static void print_json_run(const char *name, unsigned batch,
 			   const struct run *r, bool gpu_timed, bool last)
 {
 	printf("\"%s\":{\"phys_peak\":%" PRIu64 ",\"device_peak\":%" PRIu64
-	       ",\"step_s\":%.6f,\"images_per_s\":%.3f,\"loss_first\":",
+	       ",\"step_s\":%.6f,\"step_median_s\":%.6f,\"images_per_s\":%.3f"
+	       ",\"loss_first\":",
 	       name, r->st.phys_peak, r->st.device_peak, r->step_s,
-	       images_per_s(batch, r));
+	       r->step_median_s, images_per_s(batch, r));
 	if (isfinite(r->loss_first))
 		printf("%.9g,\"loss_last\":%.9g", r->loss_first, r->loss_last);
 	else

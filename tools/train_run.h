@@ -52,6 +52,9 @@ struct run {
 	struct tp_stats st;
 	double step_s;			/* mean wall time of a step
 					 * after the first */
+	double step_median_s;		/* their median: the steady step,
+					 * without one-time costs (host
+					 * swap pinned as it grows) */
 	/* per step after the first: driver calls and their time on the
 	 * thread that issues the ops and on the library's driver thread,
 	 * and the fraction of the step the compute stream was busy */
@@ -61,12 +64,14 @@ struct run {
 	size_t param_bytes;
 	bool have_params;
 	uint64_t host_limit;		/* host swap it was allowed; 0: none */
-	char why[256];			/* the library's word on a failure */
+	char why[512];			/* the library's word on a failure */
 };
 
 extern const char *prog;
 /* The first warning or error the library logged since it was cleared. */
 extern char last_msg[256];
+/* The first error the library logged since it was cleared. */
+extern char first_error[256];
 
 /* Monotonic seconds. */
 double now_s(void);

@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/log.h"
 #include "kernels/model_int.h"
 
 /* What each forward op's backward op takes and gives (see ops.h). */
@@ -469,6 +470,8 @@ void tp_model_end_step(struct tp_model *m)
 				TP_KIND_WORKSPACE);
 
 		if (t) {
+			tp_log(TP_LOG_INFO, "model: one convolution workspace of %zu bytes for every convolution",
+			       m->ws_need);
 			/* Backed now, between steps, not by the next one's
 			 * first convolution. */
 			if (tp_tensor_acquire(m->ctx, t, TP_WRITE))

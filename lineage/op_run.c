@@ -273,9 +273,14 @@ static int run_split(struct op_run *o, const void *params, size_t params_len,
 			 name);
 		return -ENOMEM;
 	}
-	if (ret == -ENOMEM)
-		tp_error(&o->lin->errors, ret, "tp_op_run(%s): did not fit whole, nor in parts of its %zu rows",
-			 name, cut->rows);
+	if (ret == -ENOMEM) {
+		struct tp_pager *pg = o->lin->pg;
+
+		/* What others hold is what a user can act on. */
+		tp_error(&o->lin->errors, ret, "tp_op_run(%s): did not fit whole, nor in parts of its %zu rows (%zu of the budget's %zu pages not held by others)",
+			 name, cut->rows, tp_pager_room_pages(pg),
+			 tp_pager_span_pages(pg, 0, tp_pager_budget_bytes(pg)));
+	}
 	else if (ret)
 		tp_error(&o->lin->errors, ret, "tp_op_run(%s): a part of a split run failed",
 			 name);

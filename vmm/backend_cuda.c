@@ -22,10 +22,10 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
 
 #include <cuda.h>
 
+#include "base/hostmem.h"
 #include "base/log.h"
 #include "vmm/backend_cuda.h"
 #include "vmm/calls.h"
@@ -484,25 +484,14 @@ static int cuda_stream_sync(struct tp_vmm *vmm, enum tp_stream s)
 	return CU(c, cuStreamSynchronize(c->streams[s]));
 }
 
-/* Fault in every page of [@p, @p + @len) for writing. */
-static void host_populate(char *p, size_t len)
-{
-#ifdef MADV_POPULATE_WRITE
-	if (!madvise(p, len, MADV_POPULATE_WRITE))
-		return;
-#endif
-	for (size_t off = 0; off < len; off += 4096)
-		p[off] = 0;
-}
-
 /*
  * Pinned host memory for swap, obtained while a step runs: what it costs
  * is time on the thread that issues ops, and the driver holds up other
  * threads' calls while it pins. On an H100, cuMemHostAlloc pinned 512
  * MiB in 208 ms, and queued work on another thread waited all of it;
  * memory already faulted in registers in 30 ms. So the memory is mapped
- * here, on transparent huge pages where the kernel gives them, faulted
- * in with no driver call, and only then registered (cuMemHostRegister).
+ * and faulted in first, with no driver call (base/hostmem.h), and only
+ * then registered (cuMemHostRegister).
  * A driver that refuses the first registration (some restrict it) gets
  * cuMemHostAlloc for all.
  */
@@ -515,19 +504,16 @@ static void *cuda_host_alloc(struct tp_vmm *vmm, size_t len)
 
 	cu_bind(c);
 	if (c->host_pin != HOST_ALLOC) {
-		p = mmap(NULL, len, PROT_READ | PROT_WRITE,
-			 MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-		if (p == MAP_FAILED)
+		p = tp_hostmem_map(len);
+		if (!p)
 			return NULL;		/* errno says why */
-		madvise(p, len, MADV_HUGEPAGE);	/* a hint: may be off */
-		host_populate(p, len);
 		r = c->p_cuMemHostRegister(p, len,
 					   CU_MEMHOSTREGISTER_PORTABLE);
 		if (r == CUDA_SUCCESS) {
 			c->host_pin = HOST_REGISTER;
 			return p;
 		}
-		munmap(p, len);
+		tp_hostmem_unmap(p, len);
 		if (c->host_pin == HOST_REGISTER ||
 		    r == CUDA_ERROR_OUT_OF_MEMORY) {
 			errno = -cu_err(c, r, "cuMemHostRegister");
@@ -554,7 +540,7 @@ static void cuda_host_free(struct tp_vmm *vmm, void *p, size_t len)
 		return;
 	}
 	CU(c, cuMemHostUnregister(p));
-	munmap(p, len);
+	tp_hostmem_unmap(p, len);
 }
 
 /* Launch functions enqueue their own kernels on the stream handle. */

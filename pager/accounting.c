@@ -177,6 +177,9 @@ static void drop_range(struct tp_pager *pg, struct tp_tensor *t)
 	if (tp_vmm_release(pg->vmm, t->va, t->nr_pages * pg->chunk))
 		return;		/* kept; tried again at the next change */
 	t->unreserved = true;
+	/* What is left mapped there goes with the range. */
+	for (size_t i = 0; i < t->nr_pages; i++)
+		t->pages[i].left_mapped = false;
 }
 
 int tp_pager_rereserve(struct tp_pager *pg, struct tp_tensor *t)

@@ -119,7 +119,15 @@ size_t tp_pager_rescue(struct tp_pager *pg, struct tp_tensor *t,
 	struct tp_chunk **got;
 	size_t n = 0;
 
-	if (t->slab || t->resident_pages == t->nr_pages ||
+	/*
+	 * A tensor whose range went (fake-deleted, all evicted) has nothing
+	 * at its old address that is its own: what is still mapped there
+	 * leaves with the range, which is released once it is unmapped. A
+	 * rescue would keep pages mapped where the next acquire no longer
+	 * looks (it reserves a new range), and the range's release would
+	 * take their addresses away under them.
+	 */
+	if (t->slab || t->unreserved || t->resident_pages == t->nr_pages ||
 	    !pg->conf.rescue)
 		return 0;
 	got = calloc(last - first + 1, sizeof(*got));

@@ -18,7 +18,8 @@
  * offload copies nothing and a read still gets the bytes. A
  * tensor lineage keeps after its free (fake deletion) whose offload is
  * in flight is dropped without waiting for the copy, and what depends on
- * it still regenerates right.
+ * it still regenerates right; asked back then, nothing left at the range
+ * it gave up is rescued.
  */
 #include "config.h"
 
@@ -28,6 +29,7 @@
 #include <unistd.h>
 
 #include "ctx/ctx.h"
+#include "pager/pager.h"
 #include "tests/lineage-testops.h"
 #include "tests/pager-util.h"
 #include "vmm/backend_host.h"
@@ -200,9 +202,17 @@ static void host_offload_case(bool cache)
 	free(got);
 }
 
-static void host_fake_delete_case(void)
+/*
+ * y, freed while its offload is in flight, is dropped and its range goes;
+ * with @prefetch the library then asks y back (as a prefetcher whose
+ * record names it would) before the unmap left at the old range is done:
+ * nothing at that address is y's any more, so nothing is rescued, and a
+ * regeneration through y reads y at its new range.
+ */
+static void host_fake_delete_case(bool prefetch)
 {
 	static const struct tops_scale_params sp = { 1.5f, 0.25f };
+	const char *how = prefetch ? "host, y asked back" : "host";
 	struct tp_ctx *ctx = pt_ctx("pager.budget=32C,pager.range_cache=0,pager.rescue=1");
 	size_t n = 4 * pt_chunk(ctx) / sizeof(float);
 	float *x0 = malloc(n * sizeof(float)), *got = malloc(n * sizeof(float));
@@ -217,25 +227,35 @@ static void host_fake_delete_case(void)
 	z = y ? tops_run1(ctx, &tops_scale, &sp, sizeof(sp), y,
 			  n * sizeof(float)) : NULL;
 	ok(z && !tp_tensor_read(ctx, x, 0, x0, n * sizeof(float)),
-	   "host: x -> y -> z computed");
+	   "%s: x -> y -> z computed", how);
 	tp_vmm_host_gate(ctx->vmm, TP_STREAM_D2H, true);
-	ok_rc(tp_tensor_offload(ctx, y), "host: y's offload held by the gate");
+	ok_rc(tp_tensor_offload(ctx, y), "%s: y's offload held by the gate", how);
 	signal(SIGALRM, on_alarm);
 	alarm(10);
 	ok_rc(tp_tensor_free(ctx, y),
-	      "host: y freed (lineage keeps it for z) without waiting");
+	      "%s: y freed (lineage keeps it for z) without waiting", how);
 	alarm(0);
 	tp_vmm_host_gate(ctx->vmm, TP_STREAM_D2H, false);
-	ok_rc(tp_tensor_evict(ctx, z), "host: z evicted");
+	if (prefetch) {
+		struct tp_stats st0, st;
+
+		tp_stats_get(ctx, &st0);
+		tp_pager_prefetch(ctx->pager, y);
+		tp_stats_get(ctx, &st);
+		ok(st.rescued_pages == st0.rescued_pages,
+		   "%s: nothing rescued at the range y no longer has (%" PRIu64 ")",
+		   how, st.rescued_pages - st0.rescued_pages);
+	}
+	ok_rc(tp_tensor_evict(ctx, z), "%s: z evicted", how);
 	ok(!tp_tensor_read(ctx, z, 0, got, n * sizeof(float)),
-	   "host: z read: regenerated through y");
+	   "%s: z read: regenerated through y", how);
 	for (size_t i = 0; i < n; i++) {
 		float v = tops_ref_scale(tops_ref_scale(x0[i], sp.s, sp.c),
 					 sp.s, sp.c);
 
 		right &= memcmp(&v, &got[i], sizeof(v)) == 0;
 	}
-	ok(right, "host: z's bits are the ones computed the first time");
+	ok(right, "%s: z's bits are the ones computed the first time", how);
 	tp_tensor_free(ctx, z);
 	tp_tensor_free(ctx, x);
 	tp_ctx_destroy(ctx);
@@ -247,14 +267,15 @@ int main(void)
 {
 	bool host = !strcmp(pt_backend(), "host");
 
-	plan_tests(2 * 8 + (host ? 2 * 8 + 6 : 0));
+	plan_tests(2 * 8 + (host ? 2 * 8 + 6 + 7 : 0));
 	sim_case("custom");
 	sim_case("h200");
 	if (host) {
 		pt_probe();
 		host_offload_case(false);
 		host_offload_case(true);
-		host_fake_delete_case();
+		host_fake_delete_case(false);
+		host_fake_delete_case(true);
 	} else {
 		diag("the host cases need the host backend's copy gate");
 	}

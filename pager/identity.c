@@ -28,12 +28,15 @@ int tp_pager_swap_identity(struct tp_pager *pg, struct tp_tensor *a,
 	tp_pager_cand_drop(pg, a);
 	tp_pager_cand_drop(pg, b);
 #define SWAP(x, y) do { __typeof__(x) _s = (x); (x) = (y); (y) = _s; } while (0)
+	/* Whether a range is reserved goes with the range. */
 	SWAP(a->va, b->va);
+	SWAP(a->unreserved, b->unreserved);
 	SWAP(a->pages, b->pages);
 	SWAP(a->resident_pages, b->resident_pages);
 	SWAP(a->cached_pages, b->cached_pages);
 	SWAP(a->evicted_pages, b->evicted_pages);
 	SWAP(a->inflight_pages, b->inflight_pages);
+	SWAP(a->prefetched, b->prefetched);
 	SWAP(a->last_use, b->last_use);
 	SWAP(a->lk, b->lk);
 #undef SWAP

@@ -5,6 +5,7 @@
  * lineage, backing never-written pages through backing.c) and pin it.
  */
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 
 #include "config.h"
@@ -263,6 +264,32 @@ static void note_access(struct tp_pager *pg, struct tp_tensor *t,
 	if (!(mode & TP_ACQ_NO_RECLAIM))
 		tp_pager_writeback_run(pg);
 }
+#ifdef TP_DEBUG
+/*
+ * Every page an acquire hands out is backed by a handle mapped where the
+ * tensor's address says: an op that reads it would fault on a GPU.
+ */
+static void check_mapped(struct tp_pager *pg, struct tp_tensor *t,
+			 size_t first, size_t last)
+{
+	for (size_t i = first; i <= last; i++) {
+		const struct tp_page *p = &t->pages[i];
+		size_t s;
+
+		if (p->state != TP_PAGE_RESIDENT && p->state != TP_PAGE_RELOADING)
+			continue;
+		s = tp_pager_handle_start(pg, t, i);
+		if (p->chunk && p->chunk->va == t->va + s * pg->chunk)
+			continue;
+		fprintf(stderr, "tpager: tensor %llu page %zu (%s): handle mapped at %#lx, the tensor's page at %#lx\n",
+			(unsigned long long)t->id, i, tp_page_state_name(p->state),
+			p->chunk ? (unsigned long)p->chunk->va : 0UL,
+			(unsigned long)(t->va + s * pg->chunk));
+		abort();
+	}
+}
+#endif
+
 
 static int acquire(struct tp_pager *pg, struct tp_tensor *t, size_t off,
 		   size_t len, unsigned mode, void **addr)
@@ -334,6 +361,9 @@ static int acquire(struct tp_pager *pg, struct tp_tensor *t, size_t off,
 out:
 	note_access(pg, t, first, last, mode);
 	*addr = (void *)(t->va + off);
+#ifdef TP_DEBUG
+	check_mapped(pg, t, first, last);
+#endif
 	return 0;
 
 err_unpin:

@@ -89,6 +89,14 @@ void tp_page_set(struct tp_tensor *t, struct tp_page *p, enum tp_page_state to)
 			tp_page_state_name(from), tp_page_state_name(to));
 		abort();
 	}
+	/* Memory comes back only where the tensor's range is. */
+	if (t->unreserved &&
+	    (to == TP_PAGE_RESIDENT || to == TP_PAGE_RELOADING)) {
+		fprintf(stderr, "tpager: tensor %llu page %zu: %s without a range\n",
+			(unsigned long long)t->id, (size_t)(p - t->pages),
+			tp_page_state_name(to));
+		abort();
+	}
 	/* A cached copy leaves the page only with its offload. */
 	if (from == TP_PAGE_RESIDENT && to != TP_PAGE_OFFLOADING && p->swap) {
 		fprintf(stderr, "tpager: tensor %llu page %zu: %s -> %s with a cached host copy\n",

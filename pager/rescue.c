@@ -84,6 +84,16 @@ static int order_after_copies(struct tp_pager *pg, struct tp_tensor *t,
 			return ret;
 		done = p->ev;
 	}
+	/*
+	 * The copies read @t's pages at their addresses: what leaves @t
+	 * next unmaps them after @t's last use, which must come after the
+	 * copies too. A prefetch rescues with no op to use @t after it; its
+	 * last use was recorded before the wait, and an eviction then (to
+	 * make room, say) unmapped the pages under a copy still reading
+	 * them: a device fault on an H100 at 4 GiB.
+	 */
+	if (done)
+		tp_pager_note_use(pg, t);
 	return 0;
 }
 

@@ -7,8 +7,10 @@
  *
  * sim (no data: counts): an op's output evicted while the op still runs
  * comes back rescued, without a recompute; once another tensor took the
- * memory, it is recomputed instead. With the custom profile (the caller
- * reaps the unmaps) and with h200's (the played driver thread).
+ * memory, it is recomputed instead; one rescued by a prefetch while its
+ * offload is copied out, then evicted, is unmapped only after the copy.
+ * With the custom profile (the caller reaps the unmaps) and with h200's
+ * (the played driver thread).
  *
  * host (bytes): an offload held by the copy engine's gate, then a read
  * from another thread: the pages come back rescued, with no reload, the
@@ -112,6 +114,54 @@ static void sim_case(const char *profile)
 	   st.rescued_pages - st0.rescued_pages,
 	   st.recomputes - st0.recomputes);
 	tp_tensor_release(ctx, y);
+	tp_tensor_free(ctx, y);
+	tp_tensor_free(ctx, x);
+	tp_ctx_destroy(ctx);
+}
+
+/*
+ * A prefetch that rescues a tensor whose offload is still being copied
+ * out, then an eviction before any op uses it: the pages are unmapped
+ * only after the copy, which reads them (the sim faults, as a GPU does,
+ * on memory unmapped under a copy in flight).
+ */
+static void sim_prefetch_case(const char *profile)
+{
+	char opts[160];
+	size_t bytes = 8u << 20;
+	struct tp_tensor *x, *y;
+	struct tp_stats st0, st;
+	struct tp_ctx *ctx;
+
+	snprintf(opts, sizeof(opts),
+		 "vmm.backend=sim,vmm.chunk_size=2M,pager.budget=64M,"
+		 "vmm.sim.profile=%s,pager.range_cache=0", profile);
+	ctx = tp_ctx_create(opts);
+	if (!ctx)
+		bail_out("%s: tp_ctx_create: %s", profile, strerror(errno));
+	x = tp_tensor_create(ctx, bytes, TP_UNCOMPUTABLE);
+	if (!x || !tp_tensor_acquire(ctx, x, TP_WRITE) ||
+	    tp_tensor_release(ctx, x))
+		bail_out("%s: input", profile);
+	if (tp_op_run(ctx, &slow_op, NULL, 0, &x, 1, &y, &bytes, 1))
+		bail_out("%s: op", profile);
+	tp_stats_get(ctx, &st0);
+	ok(!tp_tensor_offload(ctx, y) && !tp_tensor_prefetch(ctx, y) &&
+	   !tp_tensor_evict(ctx, y),
+	   "%s: offloaded, asked back while copied out, evicted", profile);
+	tp_stats_get(ctx, &st);
+	ok(st.rescued_pages - st0.rescued_pages == 4,
+	   "%s: the prefetch rescued its 4 pages (%" PRIu64 ")", profile,
+	   st.rescued_pages - st0.rescued_pages);
+	/*
+	 * The host gets to the op's end, and reaps there what is due, while
+	 * the copy still runs (the custom profile's unmaps are the caller's
+	 * to reap); a fault fails every sync after it.
+	 */
+	tp_vmm_stream_sync(ctx->vmm, TP_STREAM_COMPUTE);
+	tp_vmm_reap(ctx->vmm);
+	ok(!tp_sync(ctx) && !tp_sync(ctx),
+	   "%s: no page unmapped under the copy", profile);
 	tp_tensor_free(ctx, y);
 	tp_tensor_free(ctx, x);
 	tp_ctx_destroy(ctx);
@@ -267,9 +317,11 @@ int main(void)
 {
 	bool host = !strcmp(pt_backend(), "host");
 
-	plan_tests(2 * 8 + (host ? 2 * 8 + 6 + 7 : 0));
+	plan_tests(2 * 8 + 2 * 3 + (host ? 2 * 8 + 6 + 7 : 0));
 	sim_case("custom");
 	sim_case("h200");
+	sim_prefetch_case("custom");
+	sim_prefetch_case("h200");
 	if (host) {
 		pt_probe();
 		host_offload_case(false);

@@ -13,7 +13,14 @@
  * exactly reproducible.
  *
  * Addresses are numbers from a counter (aligned to the chunk size, never
- * dereferenced) and host buffers are unique tokens.
+ * dereferenced) and host buffers are unique tokens. One rule of the
+ * device is kept all the same: memory unmapped while a copy over it is
+ * still in flight is a fault, and from then on every event query and
+ * sync fails with -EIO, as on a GPU (the copies: sim_copies.h).
+ *
+ * One file, past the usual length: every call reads and advances the same
+ * clocks (the host's, the streams', the played driver thread's) under one
+ * lock, and the events are points on them.
  */
 #include "config.h"
 
@@ -23,8 +30,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/log.h"
 #include "vmm/backend_sim.h"
 #include "vmm/event.h"
+#include "vmm/sim_copies.h"
 #include "vmm/sim_profile.h"
 #include "vmm/vmm.h"
 
@@ -45,6 +54,8 @@ struct sim_event {
 struct sim_backend {
 	/* Queries and syncs may come from other threads. */
 	pthread_mutex_t lock;
+	struct tp_sim_copies copies;	/* in flight over device addresses */
+	bool fault;			/* one unmapped under: sticky */
 	uint64_t host;			/* the caller's clock */
 	/*
 	 * The library's driver thread, played: its clock, and whether the
@@ -213,9 +224,39 @@ static int sim_set_access(struct tp_vmm *vmm, uintptr_t va,
 	return 0;
 }
 
+/* Note a copy over [@va, @va + @len) on @st, issued just now. */
+static void copy_note(struct sim_backend *s, uintptr_t va, size_t len,
+		      enum tp_stream st)
+{
+	pthread_mutex_lock(&s->lock);
+	tp_sim_copies_note(&s->copies, va, len, s->stream[st]);
+	pthread_mutex_unlock(&s->lock);
+}
+
+/*
+ * An unmap of [@va, @end) now, on the thread making it, before a copy over
+ * those addresses is done: the device's fault, sticky.
+ */
+static void unmap_check(struct tp_vmm *vmm, uintptr_t va, uintptr_t end)
+{
+	struct sim_backend *s = sb(vmm);
+	bool first;
+
+	pthread_mutex_lock(&s->lock);
+	first = !s->fault &&
+		tp_sim_copies_in_flight(&s->copies, va, end,
+					s->on_worker ? s->worker : s->host);
+	s->fault |= first;
+	pthread_mutex_unlock(&s->lock);
+	if (first)
+		tp_log(TP_LOG_ERROR, "vmm: sim: %#lx unmapped under a copy in flight: the device faults",
+		       (unsigned long)va);
+}
+
 static int sim_unmap(struct tp_vmm *vmm, uintptr_t va,
 		     struct tp_chunk *const *chunks, size_t n)
 {
+	unmap_check(vmm, va, va + n * vmm->granularity);
 	if (sb(vmm)->profile)
 		charge_handles(vmm, TP_SIM_UNMAP, chunks, n);
 	else
@@ -235,6 +276,7 @@ static int sim_copy_d2h(struct tp_vmm *vmm, void *host, uintptr_t va,
 			size_t len, enum tp_stream st)
 {
 	run_on(sb(vmm), st, tp_vmm_sim_copy_ns(vmm, len));
+	copy_note(sb(vmm), va, len, st);
 	return 0;
 }
 
@@ -242,6 +284,7 @@ static int sim_copy_h2d(struct tp_vmm *vmm, uintptr_t va, const void *host,
 			size_t len, enum tp_stream st)
 {
 	run_on(sb(vmm), st, tp_vmm_sim_copy_ns(vmm, len));
+	copy_note(sb(vmm), va, len, st);
 	return 0;
 }
 
@@ -290,11 +333,14 @@ static int sim_event_query(struct tp_vmm *vmm, struct tp_event *ev)
 {
 	struct sim_event *se = container_of(ev, struct sim_event, base);
 	struct sim_backend *s = sb(vmm);
-	bool done;
+	bool done, fault;
 
 	pthread_mutex_lock(&s->lock);
 	done = se->time <= s->host;
+	fault = s->fault;
 	pthread_mutex_unlock(&s->lock);
+	if (fault)
+		return -EIO;
 	return done ? 0 : -EAGAIN;
 }
 
@@ -303,10 +349,13 @@ static int sim_event_sync(struct tp_vmm *vmm, struct tp_event *ev)
 	struct sim_event *se = container_of(ev, struct sim_event, base);
 	struct sim_backend *s = sb(vmm);
 
+	bool fault;
+
 	pthread_mutex_lock(&s->lock);
 	s->host = max_u64(s->host, se->time);
+	fault = s->fault;
 	pthread_mutex_unlock(&s->lock);
-	return 0;
+	return fault ? -EIO : 0;
 }
 
 static int sim_event_elapsed_ns(struct tp_vmm *vmm, struct tp_event *a,
@@ -332,10 +381,13 @@ static int sim_stream_sync(struct tp_vmm *vmm, enum tp_stream st)
 {
 	struct sim_backend *s = sb(vmm);
 
+	bool fault;
+
 	pthread_mutex_lock(&s->lock);
 	s->host = max_u64(s->host, s->stream[st]);
+	fault = s->fault;
 	pthread_mutex_unlock(&s->lock);
-	return 0;
+	return fault ? -EIO : 0;
 }
 
 static void *sim_host_alloc(struct tp_vmm *vmm, size_t len)

@@ -7,7 +7,8 @@
 # the shapes-only sim run; --max-batch, with a model and budget and with
 # the CPU defaults, its tries told as JSON lines, split runs, its time
 # limit and steps per try; host swap bounded and reported; the range
-# cache of freed tensors; one-line errors for bad arguments.
+# cache of freed tensors; the steady (median) step; --verbose; one-line
+# errors for bad arguments.
 top_builddir=${top_builddir:-.}
 train="$top_builddir/tools/tpager-train"
 sim="$top_builddir/tools/tpager-sim"
@@ -72,7 +73,7 @@ trains() {
 		"$name: the unconstrained run never pages"
 }
 
-echo "1..73"
+echo "1..75"
 echo "# seed $seed"
 
 # The director chooses between evicting and offloading from op and copy
@@ -122,6 +123,23 @@ ok $? "tpager-sim replays the trace ($(head -c 200 "$tmp/err"))"
 ok $([ $rc = 0 ] &&
      [ "$(field "" weights_identical < "$tmp/sim.json")" = null ]; echo $?) \
 	"sim backend runs shapes only ($(head -c 200 "$tmp/err"))"
+
+# The steady step: the median of the steps after the first, which on the
+# sim (every step the same work, nothing pinned once warm) is their mean.
+"$train" --backend sim --model resnet-mini --steps 5 --budget 50% --json \
+	> "$tmp/med.json" 2>"$tmp/err"; rc=$?
+mean=$(field budget step_s < "$tmp/med.json")
+med=$(field budget step_median_s < "$tmp/med.json")
+ok $([ $rc = 0 ] && awk -v a="$mean" -v m="$med" \
+	'BEGIN { exit !(m > 0 && m <= a * 1.2 && m >= a * 0.8) }'; echo $?) \
+	"step_median_s is the steady step ($med s against a mean of $mean s)"
+
+# --verbose: the library's messages on stderr, at the level log.level lets
+# through.
+"$train" --backend sim --model resnet-mini --steps 2 --verbose \
+	--set log.level=info > "$tmp/out" 2>"$tmp/err"; rc=$?
+ok $([ $rc = 0 ] && grep -q '^tpager: info: ' "$tmp/err"; echo $?) \
+	"--verbose passes the library's messages through ($(grep -c '^tpager: ' "$tmp/err") lines)"
 
 # --max-batch: paging trains a larger batch than the same budget without.
 "$train" --backend host --model mlp --budget 1M --max-batch --json \

@@ -61,12 +61,6 @@ void fmt_bytes(char *buf, size_t len, uint64_t b)
 		snprintf(buf, len, "%.1f KiB", b / 1024.0);
 }
 
-/*
- * What the steps after the first cost each, from the stats at the end of
- * the first (@st0) and of the last: driver calls and time, and the share
- * of the step the compute stream spent on ops (measured on the device by
- * the ops' events on cuda, charged on sim).
- */
 static int cmp_double(const void *a, const void *b)
 {
 	double x = *(const double *)a, y = *(const double *)b;
@@ -81,6 +75,12 @@ static double median(double *v, unsigned n)
 	return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
 }
 
+/*
+ * What the steps after the first cost each, from the stats at the end of
+ * the first (@st0) and of the last: driver calls and time, and the share
+ * of the step the compute stream spent on ops (measured on the device by
+ * the ops' events on cuda, charged on sim).
+ */
 static void per_step(struct run *r, const struct tp_stats *st0, unsigned n)
 {
 	const struct tp_stats *st = &r->st;

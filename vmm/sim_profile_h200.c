@@ -46,12 +46,15 @@ const struct tp_sim_profile tp_sim_profile_h200 = {
 	/* not measured: cuMemAddressReserve costs about a map */
 	.reserve_ns = 2000,
 	/*
-	 * Not measured apart: the first timed step of the budgeted run, the
-	 * one that pinned its 1780 MiB of swap, took 690 ms more than the
-	 * next, where the same moves cost the sim 240 ms more: about
-	 * 450 ms for 1780 MiB.
+	 * Host swap as the cuda backend pins it now: mapped on huge pages,
+	 * faulted in, then registered. bench/pin-bench measured 512 MiB in
+	 * 60.4 + 9.7 ms on an H100 machine (a host-side cost: the same
+	 * driver, CUDA 13.0): 7.65 GB/s. The H200's cuMemHostAlloc, which
+	 * the backend used before, came to about 4 GB/s (the first timed
+	 * step of its budgeted run pinned 1780 MiB of swap and took 690 ms
+	 * more than the next, 450 ms of it not in the sim).
 	 */
-	.pin_bytes_per_ns = 4.0,
+	.pin_bytes_per_ns = 7.65,
 	.link_bytes_per_ns = 55.0,
 	.copy_latency_ns = 2400,
 	.d2d_bytes_per_ns = 2100.0,

@@ -58,12 +58,14 @@ static const struct tp_op_type slow_op = {
 	.cost_ns = slow_cost,
 };
 
-static void sim_case(const char *profile)
+/*
+ * A sim context on @profile with @x, written, and @y = slow_op(@x) of
+ * @bytes, the op still running.
+ */
+static struct tp_ctx *slow_output(const char *profile, size_t bytes,
+				  struct tp_tensor **x, struct tp_tensor **y)
 {
 	char opts[160];
-	size_t bytes = 8u << 20;
-	struct tp_tensor *x, *y, *z;
-	struct tp_stats st0, st;
 	struct tp_ctx *ctx;
 
 	snprintf(opts, sizeof(opts),
@@ -72,12 +74,21 @@ static void sim_case(const char *profile)
 	ctx = tp_ctx_create(opts);
 	if (!ctx)
 		bail_out("%s: tp_ctx_create: %s", profile, strerror(errno));
-	x = tp_tensor_create(ctx, bytes, TP_UNCOMPUTABLE);
-	if (!x || !tp_tensor_acquire(ctx, x, TP_WRITE) ||
-	    tp_tensor_release(ctx, x))
+	*x = tp_tensor_create(ctx, bytes, TP_UNCOMPUTABLE);
+	if (!*x || !tp_tensor_acquire(ctx, *x, TP_WRITE) ||
+	    tp_tensor_release(ctx, *x))
 		bail_out("%s: input", profile);
-	if (tp_op_run(ctx, &slow_op, NULL, 0, &x, 1, &y, &bytes, 1))
+	if (tp_op_run(ctx, &slow_op, NULL, 0, x, 1, y, &bytes, 1))
 		bail_out("%s: op", profile);
+	return ctx;
+}
+
+static void sim_case(const char *profile)
+{
+	size_t bytes = 8u << 20;
+	struct tp_tensor *x, *y, *z;
+	struct tp_stats st0, st;
+	struct tp_ctx *ctx = slow_output(profile, bytes, &x, &y);
 
 	/* Evicted while its op runs: the memory waits, untaken. */
 	tp_stats_get(ctx, &st0);
@@ -127,24 +138,10 @@ static void sim_case(const char *profile)
  */
 static void sim_prefetch_case(const char *profile)
 {
-	char opts[160];
 	size_t bytes = 8u << 20;
 	struct tp_tensor *x, *y;
 	struct tp_stats st0, st;
-	struct tp_ctx *ctx;
-
-	snprintf(opts, sizeof(opts),
-		 "vmm.backend=sim,vmm.chunk_size=2M,pager.budget=64M,"
-		 "vmm.sim.profile=%s,pager.range_cache=0", profile);
-	ctx = tp_ctx_create(opts);
-	if (!ctx)
-		bail_out("%s: tp_ctx_create: %s", profile, strerror(errno));
-	x = tp_tensor_create(ctx, bytes, TP_UNCOMPUTABLE);
-	if (!x || !tp_tensor_acquire(ctx, x, TP_WRITE) ||
-	    tp_tensor_release(ctx, x))
-		bail_out("%s: input", profile);
-	if (tp_op_run(ctx, &slow_op, NULL, 0, &x, 1, &y, &bytes, 1))
-		bail_out("%s: op", profile);
+	struct tp_ctx *ctx = slow_output(profile, bytes, &x, &y);
 	tp_stats_get(ctx, &st0);
 	ok(!tp_tensor_offload(ctx, y) && !tp_tensor_prefetch(ctx, y) &&
 	   !tp_tensor_evict(ctx, y),

@@ -379,18 +379,28 @@ API CUresult cuMemHostAlloc(void **pp, size_t size, unsigned int flags)
 	return CUDA_SUCCESS;
 }
 
-API CUresult cuMemFreeHost(void *p)
+/*
+ * Forget the pinned range at @p, allocated (and unmapped here) or
+ * registered as @registered says; @absent when there is none such.
+ */
+static CUresult host_forget(void *p, int registered, CUresult absent)
 {
 	pthread_mutex_lock(&fake_lock);
 	for (int i = 0; i < nr_hosts; i++)
-		if (hosts[i].p == p && !hosts[i].registered) {
-			munmap(p, hosts[i].len);
+		if (hosts[i].p == p && hosts[i].registered == registered) {
+			if (!registered)
+				munmap(p, hosts[i].len);
 			hosts[i] = hosts[--nr_hosts];
 			pthread_mutex_unlock(&fake_lock);
 			return CUDA_SUCCESS;
 		}
 	pthread_mutex_unlock(&fake_lock);
-	return CUDA_ERROR_INVALID_VALUE;
+	return absent;
+}
+
+API CUresult cuMemFreeHost(void *p)
+{
+	return host_forget(p, 0, CUDA_ERROR_INVALID_VALUE);
 }
 
 /* Host memory the caller mapped, pinned as it is (page-aligned). */
@@ -418,15 +428,7 @@ API CUresult cuMemHostRegister(void *p, size_t size, unsigned int flags)
 
 API CUresult cuMemHostUnregister(void *p)
 {
-	pthread_mutex_lock(&fake_lock);
-	for (int i = 0; i < nr_hosts; i++)
-		if (hosts[i].p == p && hosts[i].registered) {
-			hosts[i] = hosts[--nr_hosts];
-			pthread_mutex_unlock(&fake_lock);
-			return CUDA_SUCCESS;
-		}
-	pthread_mutex_unlock(&fake_lock);
-	return CUDA_ERROR_HOST_MEMORY_NOT_REGISTERED;
+	return host_forget(p, 1, CUDA_ERROR_HOST_MEMORY_NOT_REGISTERED);
 }
 
 /* Whether [@h, @h + @len) is pageable or inside one pinned allocation. */

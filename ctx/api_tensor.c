@@ -103,6 +103,7 @@ static int tensor_copy(struct tp_ctx *ctx, struct tp_tensor *t, size_t off,
 		ret = tp_vmm_copy_d2h(vmm, host, (uintptr_t)addr, len,
 				      TP_STREAM_COMPUTE);
 	/* The caller's buffer is in use until the copy lands. */
+	tp_vmm_wait_why(write ? "tp_tensor_write" : "tp_tensor_read");
 	ret2 = tp_vmm_stream_sync(vmm, TP_STREAM_COMPUTE);
 	if (!ret)
 		ret = ret2;

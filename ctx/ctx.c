@@ -216,6 +216,7 @@ TP_API int tp_sync(struct tp_ctx *ctx)
 
 	if (!ctx)
 		return -EINVAL;
+	tp_vmm_wait_why("tp_sync");
 	ret = tp_vmm_sync_all(ctx->vmm);
 	tp_pager_sync(ctx->pager);
 	/* Device op costs are read once their events completed: now. */

@@ -641,6 +641,7 @@ int tp_model_step(struct tp_model *m, float *loss)
 	 */
 	if (!rc && m->no_data) {
 		value = NAN;
+		tp_vmm_wait_why("tp_tensor_read");
 		rc = tp_vmm_stream_sync(m->vmm, TP_STREAM_COMPUTE);
 	} else if (!rc) {
 		rc = tp_tensor_read(m->ctx, l->t, 0, &value, sizeof(value));

@@ -73,6 +73,7 @@ static int harvest_one(struct tp_lineage *lin, struct tp_lin_timing *tm,
 	uint64_t ns = 0;
 	int ret;
 
+	tp_vmm_wait_why("an op's timing");
 	ret = wait ? tp_vmm_event_sync(vmm, p->end) :
 		     tp_vmm_event_query(vmm, p->end);
 	if (ret == -EAGAIN)

@@ -48,6 +48,7 @@ static int use_reloading(struct tp_pager *pg, struct tp_tensor *t,
 			if (pg->host_waits) {
 				uint64_t t0 = tp_vmm_now_ns(pg->vmm);
 
+				tp_vmm_wait_why("a reload");
 				ret = tp_vmm_event_sync(pg->vmm, p->ev);
 				pg->c.stall_ns += tp_vmm_now_ns(pg->vmm) - t0;
 			} else {

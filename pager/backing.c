@@ -181,6 +181,7 @@ static int copy_back(struct backing *b)
 	if (ret || !pg->host_waits)
 		return ret;
 	s0 = tp_vmm_now_ns(pg->vmm);
+	tp_vmm_wait_why("a reload");
 	ret = tp_vmm_event_sync(pg->vmm, b->ev);
 	if (ret)
 		return ret;

@@ -71,6 +71,7 @@ static void poll_tensor(struct tp_pager *pg, struct tp_tensor *t, bool wait)
 			continue;
 		if (p->ev != asked) {
 			asked = p->ev;
+			tp_vmm_wait_why("copies to land");
 			ret = wait ? tp_vmm_event_sync(pg->vmm, p->ev) :
 				     tp_vmm_event_query(pg->vmm, p->ev);
 		}
@@ -203,6 +204,7 @@ int tp_pager_settle(struct tp_pager *pg, struct tp_tensor *t, size_t first,
 		if (p->state != TP_PAGE_OFFLOADING &&
 		    p->state != TP_PAGE_RELOADING)
 			continue;
+		tp_vmm_wait_why("a tensor's copies (settle)");
 		ret = tp_vmm_event_sync(pg->vmm, p->ev);
 		if (ret)
 			return ret;

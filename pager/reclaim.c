@@ -290,6 +290,7 @@ static int free_chunks(struct tp_pager *pg, size_t n,
 				synced = true;
 				owed = 0;
 				t0 = tp_vmm_now_ns(vmm);
+				tp_vmm_wait_why("compute, for room owed");
 				ret = tp_vmm_stream_sync(vmm, TP_STREAM_COMPUTE);
 				pg->c.stall_ns += tp_vmm_now_ns(vmm) - t0;
 				if (ret)

@@ -31,8 +31,10 @@ static bool left_mapped(const struct tp_page *p)
  */
 static int after_copy(struct tp_pager *pg, struct tp_event *ev)
 {
-	if (pg->host_waits)
+	if (pg->host_waits) {
+		tp_vmm_wait_why("a rescued page's copy out");
 		return tp_vmm_event_sync(pg->vmm, ev);
+	}
 	return tp_vmm_stream_wait(pg->vmm, TP_STREAM_COMPUTE, ev);
 }
 

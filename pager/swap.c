@@ -81,6 +81,7 @@ void tp_swap_put_after(struct tp_pager *pg, void *buf, struct tp_event *ev)
 				  sw->cap_defer + 1, sizeof(*d), 64);
 		if (!d) {
 			/* Cannot defer: wait for the copy instead. */
+			tp_vmm_wait_why("a swap buffer's copy");
 			tp_vmm_event_sync(pg->vmm, ev);
 			push_free(pg, buf);
 			return;
@@ -105,6 +106,7 @@ void tp_swap_reap(struct tp_pager *pg, bool wait)
 
 		if (d->ev != asked) {
 			asked = d->ev;
+			tp_vmm_wait_why("swap buffers' copies");
 			ret = wait ? tp_vmm_event_sync(pg->vmm, d->ev) :
 				     tp_vmm_event_query(pg->vmm, d->ev);
 		}
@@ -156,6 +158,7 @@ static void reap_until(struct tp_pager *pg, size_t n)
 	while (sw->nr_free < n && sw->nr_defer) {
 		size_t before = sw->nr_defer;
 
+		tp_vmm_wait_why("swap buffers a copy frees");
 		if (tp_vmm_event_sync(pg->vmm, sw->defer[0].ev))
 			return;
 		tp_swap_reap(pg, false);

@@ -59,6 +59,7 @@ void tp_pager_cache_settle(struct tp_pager *pg, struct tp_tensor *t)
 		if (p->state != TP_PAGE_RESIDENT || !p->swap || !p->ev ||
 		    p->ev == done)
 			continue;
+		tp_vmm_wait_why("a swap cache copy");
 		if (tp_vmm_event_sync(pg->vmm, p->ev)) {
 			tp_vmm_sync_all(pg->vmm);
 			return;

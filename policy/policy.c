@@ -457,8 +457,10 @@ static uint64_t work_now(struct tp_policy *pol)
  */
 static uint64_t settled_now(struct tp_policy *pol)
 {
-	if (pol->vmm)
+	if (pol->vmm) {
+		tp_vmm_wait_why("a writeback trial's timing");
 		(void)tp_vmm_stream_sync(pol->vmm, TP_STREAM_COMPUTE);
+	}
 	return tp_policy_now(pol);
 }
 

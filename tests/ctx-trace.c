@@ -24,7 +24,7 @@
 #include "tests/tap.h"
 #include "vmm/backend_host.h"
 
-#define CHECKS 16
+#define CHECKS 17
 #define HELD 300u	/* offloads held in flight: more than the first ring */
 #define SIZE (256u << 10)
 /* Ops beyond the buffer of records and the spans in flight: written in
@@ -323,7 +323,8 @@ static void run(const char *backend, const char *path)
 	int ret = 0;
 	unsigned first = 0, recomp = 0, off = 0, rel = 0, pre = 0, ev = 0;
 	unsigned tracks = 0, bad_tid = 0, counters = 0, back = 0, unmatched = 0;
-	unsigned driver = 0, known = 0, pins = 0;
+	unsigned driver = 0, known = 0, pins = 0, waits = 0, unnamed = 0;
+	unsigned synced = 0;
 	double last_c = -1, max_dev = 0;
 	bool both = true;
 
@@ -428,6 +429,11 @@ static void run(const char *backend, const char *path)
 					 !strcmp(name, "create handle") ||
 					 !strcmp(name, "release handle");
 			}
+			if (!strcmp(cat, "wait")) {
+				waits++;
+				unnamed += !strcmp(name, "wait");
+				synced += !strcmp(name, "tp_sync");
+			}
 			first += !strcmp(cat, "op") && !strcmp(name, "softsign");
 			recomp += !strcmp(cat, "recompute") &&
 				  !strcmp(name, "softsign (recompute)");
@@ -501,6 +507,9 @@ static void run(const char *backend, const char *path)
 	   backend, unmatched);
 	ok(!overlaps(evs), "%s: spans on one track never overlap (%u do)",
 	   backend, overlaps(evs));
+	ok(!unnamed && (synced || !strcmp(backend, "host")),
+	   "%s: every wait named by what it waits for, tp_sync's among them on sim (%u waits, %u unnamed, %u tp_sync)",
+	   backend, waits, unnamed, synced);
 out:
 	jv_free(root);
 	free(text);

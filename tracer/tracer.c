@@ -393,11 +393,12 @@ static void on_driver(void *priv, enum tp_vmm_call k, uint64_t t0,
 			  "driver", call_name[k], t0, t1, units);
 }
 
-static void on_wait(void *priv, uint64_t t0, uint64_t t1)
+static void on_wait(void *priv, uint64_t t0, uint64_t t1, const char *why)
 {
 	/* A wait that did not wait is no news. */
 	if (t1 > t0)
-		host_span(priv, TID_WAITS, "wait", "wait", t0, t1, 0);
+		host_span(priv, TID_WAITS, "wait", why ? why : "wait", t0, t1,
+			  0);
 }
 
 int tp_tracer_op_begin(struct tp_tracer *tr)

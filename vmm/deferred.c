@@ -449,7 +449,7 @@ static void play_wait_until(struct tp_vmm *vmm, uint64_t t)
 
 	vmm->ops->wait_until(vmm, t);
 	if (t > t0 && vmm->obs && vmm->obs->wait)
-		vmm->obs->wait(vmm->obs->priv, t0, t);
+		vmm->obs->wait(vmm->obs->priv, t0, t, "the driver thread");
 }
 
 /* Wait until the played thread has done one more entry: the first. */

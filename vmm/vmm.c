@@ -98,11 +98,22 @@ void tp_vmm_call_end(struct tp_vmm *vmm, enum tp_vmm_call k, uint64_t t0,
 			    k == TP_CALL_HOST_ALLOC ? 0 : units, background);
 }
 
+/* What the thread's next wait is for (tp_vmm_wait_why()). */
+static __thread const char *wait_why;
+
+void tp_vmm_wait_why(const char *why)
+{
+	wait_why = why;
+}
+
 /* A blocking wait on the device, for the observer. */
 static int waited(struct tp_vmm *vmm, uint64_t t0, int ret)
 {
+	const char *why = wait_why;
+
+	wait_why = NULL;
 	if (vmm->obs && vmm->obs->wait)
-		vmm->obs->wait(vmm->obs->priv, t0, call_clock(vmm));
+		vmm->obs->wait(vmm->obs->priv, t0, call_clock(vmm), why);
 	return ret;
 }
 
@@ -987,15 +998,17 @@ int tp_vmm_stream_sync(struct tp_vmm *vmm, enum tp_stream s)
 	uint64_t t0 = call_clock(vmm);
 
 	if ((unsigned)s >= TP_NR_STREAMS)
-		return -EINVAL;
+		return waited(vmm, t0, -EINVAL);
 	return waited(vmm, t0, EVENT_CALL(vmm, vmm->ops->stream_sync(vmm, s)));
 }
 
 int tp_vmm_sync_all(struct tp_vmm *vmm)
 {
+	const char *why = wait_why;
 	int s, ret;
 
 	for (s = 0; s < TP_NR_STREAMS; s++) {
+		wait_why = why;
 		ret = tp_vmm_stream_sync(vmm, (enum tp_stream)s);
 		if (ret)
 			return ret;

@@ -358,7 +358,7 @@ struct tp_vmm_observer {
 	 * it: the observer locks what it shares with the caller's thread) */
 	void (*driver)(void *priv, enum tp_vmm_call k, uint64_t t0,
 		       uint64_t t1, uint64_t units, bool background);
-	void (*wait)(void *priv, uint64_t t0, uint64_t t1);
+	void (*wait)(void *priv, uint64_t t0, uint64_t t1, const char *why);
 	void *priv;
 };
 
@@ -579,6 +579,13 @@ int tp_vmm_stream_wait(struct tp_vmm *vmm, enum tp_stream s,
 int tp_vmm_event_query(struct tp_vmm *vmm, struct tp_event *ev);
 int tp_vmm_event_sync(struct tp_vmm *vmm, struct tp_event *ev);
 int tp_vmm_stream_sync(struct tp_vmm *vmm, enum tp_stream s);
+/*
+ * What the calling thread's next event or stream sync waits for (a string
+ * that lives as long as the program: a literal), told to the observer
+ * with the wait: the trace names the wait by it. Taken by that sync, so
+ * a wait without one is unnamed.
+ */
+void tp_vmm_wait_why(const char *why);
 
 /**
  * tp_vmm_event_create_timed() - create an event usable by

@@ -380,16 +380,48 @@ static void place(struct tp_chunk **out, struct tp_chunk *h)
 }
 
 /*
- * Back a run of @pages chunks (at most max_pages) with one handle, into
- * @out once per page: a free handle of that size, or a new one, made
- * room for by re-carving when the budget has none.
+ * The largest free handle of fewer than @pages chunks but at least half
+ * of them, not fenced by a copy, or NULL. At least half: the pieces of a
+ * run then halve at worst, a handful of handles however small the free
+ * ones are (each costs a map and a set access).
  */
-static int take_one(struct tp_vmm *vmm, struct tp_extent_pool *ep,
-		    size_t pages, struct tp_chunk **out)
+static struct tp_chunk *free_find_below(struct tp_extent_pool *ep,
+					size_t pages)
+{
+	struct tp_chunk *c, *best = NULL;
+
+	cds_list_for_each_entry(c, &ep->lru, lru)
+		if (c->pages < pages && 2 * c->pages >= pages &&
+		    !(c->flags & TP_CHUNK_PENDING) &&
+		    (!best || c->pages > best->pages))
+			best = c;
+	return best;
+}
+
+/*
+ * Back the first chunks of a run of @pages (at most max_pages) with one
+ * handle, into @out once per page; return how many it backs, or -errno.
+ * A free handle of that size, or a new one where the budget has room.
+ * Without room, the largest smaller free handle of at least half the size
+ * backs the run's first part (the caller takes the rest): a run of two
+ * handles costs a map and a set access more, where re-carving releases
+ * what is free and makes a handle anew, and the next run of the smaller
+ * size re-carves back. With no such handle the pool is re-carved.
+ */
+static long take_one(struct tp_vmm *vmm, struct tp_extent_pool *ep,
+		     size_t pages, struct tp_chunk **out)
 {
 	struct tp_chunk *c = free_find(ep, pages, false);
 	int ret;
 
+	if (!c && ep->budget - ep->created < pages) {
+		c = free_find_below(ep, pages);
+		if (c) {
+			free_unlink(ep, c);
+			place(out, c);
+			return (long)c->pages;
+		}
+	}
 	/* One fenced by a copy, when no other memory can make it. */
 	if (!c && ep->budget - ep->created + ep->nfree - ep->npend < pages)
 		c = free_find(ep, pages, true);
@@ -405,7 +437,7 @@ static int take_one(struct tp_vmm *vmm, struct tp_extent_pool *ep,
 		free_unlink(ep, c);
 	}
 	place(out, c);
-	return 0;
+	return (long)pages;
 }
 
 int tp_extent_pool_take(struct tp_vmm *vmm, struct tp_extent_pool *ep,
@@ -419,11 +451,13 @@ int tp_extent_pool_take(struct tp_vmm *vmm, struct tp_extent_pool *ep,
 	while (done < n) {
 		size_t pages = n - done < ep->max_pages ? n - done :
 							  ep->max_pages;
+		long got = take_one(vmm, ep, pages, out + done);
 
-		ret = take_one(vmm, ep, pages, out + done);
-		if (ret)
+		if (got < 0) {
+			ret = (int)got;
 			goto err_put;
-		done += pages;
+		}
+		done += (size_t)got;
 	}
 	return 0;
 

@@ -290,19 +290,17 @@ static void issuer_init(struct issuer *is)
 }
 
 static void print_lat(const char *what, const struct lat *l,
-		      const struct lat *base, double window_us)
+		      double window_us)
 {
 	printf("%-22s %6lu", what, l->n);
 	for (int k = 0; k < NR_K; k++)
 		printf(" %9.0f/%-6.1f", l->max[k],
 		       l->n ? l->sum[k] / l->n : 0);
 	printf(" %8.1f\n", window_us / 1e3);
-	(void)base;
 }
 
 /* This thread's calls while another pins @len by @way. */
-static void race(struct issuer *is, enum way way, size_t len,
-		 const struct lat *base)
+static void race(struct issuer *is, enum way way, size_t len)
 {
 	struct pinner pn = { .way = way, .len = len };
 	struct lat l = { 0 };
@@ -318,7 +316,7 @@ static void race(struct issuer *is, enum way way, size_t len,
 		issue_once(is, &l);
 	pthread_join(th, NULL);
 	snprintf(what, sizeof(what), "while %s", way_name[way]);
-	print_lat(what, &l, base, now_us() - t0);
+	print_lat(what, &l, now_us() - t0);
 	CK(p_cuStreamSynchronize(is->s));
 	unpin(&pn.pm);
 }
@@ -406,11 +404,11 @@ int main(int argc, char **argv)
 	for (int k = 0; k < NR_K; k++)
 		printf(" %16s", k_name[k]);
 	printf(" %8s\n", "ms");
-	print_lat("nothing pinned", &base, &base, now_us() - t0);
-	race(&is, WAY_ALLOC, len, &base);
-	race(&is, WAY_REGISTER, len, &base);
-	race(&is, WAY_REG_COLD, len, &base);
-	race(&is, WAY_HUGE, len, &base);
+	print_lat("nothing pinned", &base, now_us() - t0);
+	race(&is, WAY_ALLOC, len);
+	race(&is, WAY_REGISTER, len);
+	race(&is, WAY_REG_COLD, len);
+	race(&is, WAY_HUGE, len);
 	straddle();
 	return 0;
 }

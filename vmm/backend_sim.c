@@ -243,9 +243,12 @@ static void unmap_check(struct tp_vmm *vmm, uintptr_t va, uintptr_t end)
 	bool first;
 
 	pthread_mutex_lock(&s->lock);
+	/* No unmap comes before both clocks: the played thread's lags. */
 	first = !s->fault &&
 		tp_sim_copies_in_flight(&s->copies, va, end,
-					s->on_worker ? s->worker : s->host);
+					s->on_worker ? s->worker : s->host,
+					s->profile && s->worker < s->host ?
+					s->worker : s->host);
 	s->fault |= first;
 	pthread_mutex_unlock(&s->lock);
 	if (first)

@@ -3,7 +3,7 @@
  * bench/budget-sweep: whether the default policy can be trusted with the
  * budget knob, on every trace at hand.
  *
- *   budget-sweep [--profile custom|h200] [--warmup N] [--policy F/D]
+ *   budget-sweep [--profile custom|h200|h100] [--warmup N] [--policy F/D]
  *                [--set KEY=VALUE]... [--fine-only | --coarse-only]
  *                [TRACE...]
  *
@@ -531,7 +531,7 @@ static size_t find_all(char **paths, size_t max)
 
 static void usage(FILE *f)
 {
-	fprintf(f, "usage: budget-sweep [--profile custom|h200] [--warmup N] [--policy F/D]\n"
+	fprintf(f, "usage: budget-sweep [--profile custom|h200|h100] [--warmup N] [--policy F/D]\n"
 		   "                    [--set KEY=VALUE]... [--fine-only | --coarse-only] [TRACE...]\n");
 }
 
@@ -582,7 +582,8 @@ int main(int argc, char **argv)
 
 		if (!strcmp(a, "--profile") && i + 1 < argc) {
 			profile = argv[++i];
-			if (strcmp(profile, "custom") && strcmp(profile, "h200")) {
+			if (strcmp(profile, "custom") && strcmp(profile, "h200") &&
+			    strcmp(profile, "h100")) {
 				usage(stderr);
 				return 2;
 			}

@@ -2,16 +2,20 @@
 /*
  * The sim backend's clocks advance by exactly the charged costs: driver
  * calls per chunk on the host clock, copies and launches on their stream
- * from max(stream, host), events carrying their stream's time.
+ * from max(stream, host), events carrying their stream's time. The h100
+ * profile charges what its table says: device memory, a handle's map and
+ * set access, a copy.
  */
 #include "config.h"
 
 #include <errno.h>
+#include <math.h>
 #include <string.h>
 
 #include "tests/tap.h"
 #include "tests/vmm-util.h"
 #include "vmm/backend_sim.h"
+#include "vmm/sim_profile.h"
 
 #define MAP 1000u
 #define ACCESS 300u
@@ -74,6 +78,43 @@ static int scenario(struct tp_vmm *vmm, uint64_t *t, int *q)
 	return ret;
 }
 
+/* The h100 profile: an H100's memory, and its costs as its table says. */
+static void h100(void)
+{
+	const struct tp_sim_profile *p = &tp_sim_profile_h100;
+	const uint64_t g = 2u << 20;
+	struct tp_chunk *c[1];
+	struct tp_vmm *vmm;
+	uint64_t t0, want;
+	uintptr_t va;
+	char why[256];
+	int ret;
+
+	vmm = vt_open("sim", g, "vmm.sim.profile=h100", why, sizeof(why));
+	if (!vmm || tp_vmm_pool_create(vmm, 64 * g))
+		bail_out("h100: %s", why);
+	ok(vmm->device_bytes == 85017493504ull,
+	   "h100: %llu bytes of device memory",
+	   (unsigned long long)vmm->device_bytes);
+	want = tp_sim_handle_ns(p, TP_SIM_MAP, g) +
+	       tp_sim_handle_ns(p, TP_SIM_SET_ACCESS, g);
+	if (tp_vmm_reserve(vmm, g, &va) || tp_vmm_chunks_take(vmm, c, 1))
+		bail_out("h100: a handle");
+	t0 = tp_vmm_now_ns(vmm);
+	ret = tp_vmm_map(vmm, va, c, 1);
+	t0 = tp_vmm_now_ns(vmm) - t0;
+	ok(!ret && t0 == want && want == 41400,
+	   "h100: a 2 MiB handle maps and gets access in %llu ns (2.2 + 39.2 us)",
+	   (unsigned long long)t0);
+	ok(tp_vmm_sim_copy_ns(vmm, 4u << 20) ==
+	   p->copy_latency_ns + (uint64_t)llround((4u << 20) / 56.6),
+	   "h100: a 4 MiB copy at 56.6 GB/s");
+	tp_vmm_unmap(vmm, va, c, 1);
+	tp_vmm_chunks_put(vmm, c, 1);
+	tp_vmm_release(vmm, va, g);
+	tp_vmm_close(vmm);
+}
+
 int main(void)
 {
 	/* Costs computed here from the configured numbers. */
@@ -88,7 +129,7 @@ int main(void)
 	void *a, *b;
 	uintptr_t r1, r2;
 
-	plan_tests(14);
+	plan_tests(17);
 	vmm = vt_open("sim", CHUNK, OPTS, why, sizeof(why));
 	if (!vmm || tp_vmm_pool_create(vmm, 16 * CHUNK))
 		bail_out("%s", why);
@@ -129,5 +170,7 @@ int main(void)
 	tp_vmm_release(vmm, r1, 2 * CHUNK);
 	tp_vmm_release(vmm, r2, CHUNK);
 	tp_vmm_close(vmm);
+
+	h100();
 	return exit_status();
 }

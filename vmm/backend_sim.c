@@ -555,6 +555,8 @@ static int sim_open(struct tp_vmm *vmm, const struct tp_vmm_conf *conf)
 	pthread_mutex_init(&s->lock, NULL);
 	if (conf->sim_profile == TP_SIM_PROFILE_H200)
 		s->profile = &tp_sim_profile_h200;
+	else if (conf->sim_profile == TP_SIM_PROFILE_H100)
+		s->profile = &tp_sim_profile_h100;
 	vmm->granularity = conf->chunk_size;
 	vmm->device_bytes = conf->device_memory ? conf->device_memory :
 			    s->profile ? s->profile->device_bytes :

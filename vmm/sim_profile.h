@@ -2,7 +2,7 @@
 /*
  * What the sim backend charges, by profile (vmm.sim.profile): "custom"
  * takes the vmm.sim.* keys, "h200" what an NVIDIA H200 measured
- * (sim_profile_h200.c). A profile prices the driver per handle as a
+ * (sim_profile_h200.c), "h100" what an H100 did (sim_profile_h100.c). A profile prices the driver per handle as a
  * function of the handle's size, copies by their engines' bandwidth, and
  * ops by the work they do.
  */
@@ -77,6 +77,7 @@ struct tp_sim_profile {
 };
 
 extern const struct tp_sim_profile tp_sim_profile_h200;
+extern const struct tp_sim_profile tp_sim_profile_h100;
 
 /**
  * tp_sim_handle_ns() - what @call costs on one handle of @bytes:

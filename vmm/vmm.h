@@ -40,7 +40,9 @@ struct tp_event;
 enum tp_vmm_backend_kind { TP_VMM_AUTO, TP_VMM_CUDA, TP_VMM_HOST, TP_VMM_SIM };
 enum tp_vmm_mode { TP_VMM_MODE_CHUNKED, TP_VMM_MODE_CONTIGUOUS };
 enum tp_vmm_mapping { TP_VMM_MAPPING_EXTENTS, TP_VMM_MAPPING_CHUNKS };
-enum tp_sim_profile_kind { TP_SIM_PROFILE_CUSTOM, TP_SIM_PROFILE_H200 };
+enum tp_sim_profile_kind {
+	TP_SIM_PROFILE_CUSTOM, TP_SIM_PROFILE_H200, TP_SIM_PROFILE_H100,
+};
 
 /*
  * The vmm's options: one member per vmm.* key of tpager.conf(5), which

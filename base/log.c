@@ -19,9 +19,16 @@ void tp_log_set_level(enum tp_log_level level)
 	log_level = level;
 }
 
-void tp_log(enum tp_log_level level, const char *fmt, ...)
+const char *tp_log_level_name(enum tp_log_level level)
 {
 	static const char *const names[] = { "error", "warning", "info", "debug" };
+
+	return (unsigned)level < sizeof(names) / sizeof(names[0]) ?
+	       names[level] : "?";
+}
+
+void tp_log(enum tp_log_level level, const char *fmt, ...)
+{
 	char msg[1024];
 	va_list ap;
 
@@ -33,7 +40,7 @@ void tp_log(enum tp_log_level level, const char *fmt, ...)
 	if (log_fn)
 		log_fn(level, msg, log_priv);
 	else
-		fprintf(stderr, "tpager: %s: %s\n", names[level], msg);
+		fprintf(stderr, "tpager: %s: %s\n", tp_log_level_name(level), msg);
 }
 
 void tp_error(const struct tp_errors *e, int err, const char *fmt, ...)

@@ -14,6 +14,9 @@ void tp_log(enum tp_log_level level, const char *fmt, ...);
 /* Most verbose level delivered (log.level); errors always are. */
 void tp_log_set_level(enum tp_log_level level);
 
+/* "error", "warning", "info" or "debug": how a message says its level. */
+const char *tp_log_level_name(enum tp_log_level level);
+
 /*
  * Where a layer's errors go: its creator's last-error record (the
  * context's, read by tp_last_error()), handed to it at creation so that

@@ -22,6 +22,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "base/log.h"
 #include "ctx/ctx.h"
 #include "kernels/models.h"
 #include "tools/train.h"
@@ -191,18 +192,14 @@ static void quiet_log(enum tp_log_level level, const char *msg, void *priv)
 
 static void keep_log(enum tp_log_level level, const char *msg, void *priv)
 {
-	static const char *const names[] = {
-		"error", "warning", "info", "debug",
-	};
-
 	(void)priv;
 	if (level <= TP_LOG_WARN && !last_msg[0])
 		snprintf(last_msg, sizeof(last_msg), "%s", msg);
 	if (level == TP_LOG_ERROR && !first_error[0])
 		snprintf(first_error, sizeof(first_error), "%s", msg);
 	if (verbose)
-		fprintf(stderr, "tpager: %s: %s\n",
-			(unsigned)level < 4 ? names[level] : "?", msg);
+		fprintf(stderr, "tpager: %s: %s\n", tp_log_level_name(level),
+			msg);
 }
 
 /* auto: cuda when a context opens on it, else host. */

@@ -347,18 +347,26 @@ static int sim_event_query(struct tp_vmm *vmm, struct tp_event *ev)
 	return done ? 0 : -EAGAIN;
 }
 
-static int sim_event_sync(struct tp_vmm *vmm, struct tp_event *ev)
+/*
+ * The host waits until the clock *@t (read under the lock): 0, or -EIO
+ * once the device has faulted.
+ */
+static int host_waits_for(struct sim_backend *s, const uint64_t *t)
 {
-	struct sim_event *se = container_of(ev, struct sim_event, base);
-	struct sim_backend *s = sb(vmm);
-
 	bool fault;
 
 	pthread_mutex_lock(&s->lock);
-	s->host = max_u64(s->host, se->time);
+	s->host = max_u64(s->host, *t);
 	fault = s->fault;
 	pthread_mutex_unlock(&s->lock);
 	return fault ? -EIO : 0;
+}
+
+static int sim_event_sync(struct tp_vmm *vmm, struct tp_event *ev)
+{
+	struct sim_event *se = container_of(ev, struct sim_event, base);
+
+	return host_waits_for(sb(vmm), &se->time);
 }
 
 static int sim_event_elapsed_ns(struct tp_vmm *vmm, struct tp_event *a,
@@ -384,13 +392,7 @@ static int sim_stream_sync(struct tp_vmm *vmm, enum tp_stream st)
 {
 	struct sim_backend *s = sb(vmm);
 
-	bool fault;
-
-	pthread_mutex_lock(&s->lock);
-	s->host = max_u64(s->host, s->stream[st]);
-	fault = s->fault;
-	pthread_mutex_unlock(&s->lock);
-	return fault ? -EIO : 0;
+	return host_waits_for(s, &s->stream[st]);
 }
 
 static void *sim_host_alloc(struct tp_vmm *vmm, size_t len)

@@ -113,7 +113,7 @@ void run_training(const struct train_args *a, unsigned batch,
 	struct tp_ctx *ctx;
 	struct tp_stats st0 = { 0 };
 	char opts[1024], peak[32];
-	double t0, t_prev = 0, last_print = 0, start = now_s();
+	double t0, t_prev = 0, t_end, last_print = 0, start = now_s();
 	double *step_times = NULL;
 	unsigned i, n_times = 0;
 	int rc;
@@ -220,8 +220,10 @@ void run_training(const struct train_args *a, unsigned batch,
 		 * the final sync below.
 		 */
 		if (i && i + 1 < steps) {
-			step_times[n_times++] = clock_s(ctx) - t_prev;
-			t_prev = clock_s(ctx);
+			double end = clock_s(ctx);
+
+			step_times[n_times++] = end - t_prev;
+			t_prev = end;
 		}
 		/* progress once a second for the runs that take that long */
 		if (!a->quiet && now_s() - last_print >= 1.0 &&
@@ -240,10 +242,11 @@ void run_training(const struct train_args *a, unsigned batch,
 		r->what = "tp_sync";
 		goto out;
 	}
-	r->step_s = steps > 1 ? (clock_s(ctx) - t0) / (steps - 1) :
-		    steps ? clock_s(ctx) - t0 : 0;
+	t_end = clock_s(ctx);
+	r->step_s = steps > 1 ? (t_end - t0) / (steps - 1) :
+		    steps ? t_end - t0 : 0;
 	if (steps > 1)
-		step_times[n_times++] = clock_s(ctx) - t_prev;
+		step_times[n_times++] = t_end - t_prev;
 	r->step_median_s = n_times ? median(step_times, n_times) : r->step_s;
 	tp_stats_get(ctx, &r->st);
 	per_step(r, &st0, steps > 1 ? steps - 1 : 1);

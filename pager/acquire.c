@@ -265,6 +265,7 @@ static void note_access(struct tp_pager *pg, struct tp_tensor *t,
 	if (!(mode & TP_ACQ_NO_RECLAIM))
 		tp_pager_writeback_run(pg);
 }
+
 #ifdef TP_DEBUG
 /*
  * Every page an acquire hands out is backed by a handle mapped where the
@@ -290,7 +291,6 @@ static void check_mapped(struct tp_pager *pg, struct tp_tensor *t,
 	}
 }
 #endif
-
 
 static int acquire(struct tp_pager *pg, struct tp_tensor *t, size_t off,
 		   size_t len, unsigned mode, void **addr)

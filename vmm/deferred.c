@@ -291,7 +291,6 @@ int tp_deferred_add_destroy(struct tp_vmm *vmm, struct tp_deferred *d,
 	return 0;
 }
 
-
 /*
  * Release the queued ranges that no pending unmap overlaps any more (all
  * of them when @all: at close, after every unmap). A failed release is

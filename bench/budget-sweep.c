@@ -141,8 +141,9 @@ static void opts_for(const struct bench_trace *bt, const struct column *c,
 		      (def_director[0] ? def_director : NULL);
 	o->prefetch = -1;
 	o->warmup = warmup;
-	/* As tpager-sim: DTR's simulator knows no remapping. */
-	o->remap_ns = bt->dtr ? 0 : -1;
+	/* As tpager-sim: DTR's simulator knows no remapping; a GPU's
+	 * profile charges its driver's costs, which the policy is told. */
+	o->remap_ns = bt->dtr && !profile ? 0 : -1;
 	o->thrash_limit = !budget ? 0 : bt->dtr ? 2.0 : TRACE_THRASH;
 	snprintf(extra, len, "vmm.sim.driver_granule=2M%s%s%s%s",
 		 c->contiguous ? ",vmm.mode=contiguous" : "",

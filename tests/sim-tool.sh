@@ -52,7 +52,7 @@ LOG
 gzip -c "$tmp/chain.log" > "$tmp/chain.log.gz"
 wm="--set pager.high_watermark=100 --set pager.low_watermark=100"
 
-echo "1..29"
+echo "1..31"
 
 "$sim" "$tmp/chain.log" --chunk-size 4K --budget 40960 --policy dtr/evict $wm \
 	> "$tmp/out" 2>"$tmp/err"; rc=$?
@@ -84,6 +84,18 @@ ok $([ $rc = 1 ] && grep -q '^result  *OOM' "$tmp/out" && echo 0 || echo 1) \
 	"9 chunks do not fit: exit 1, result OOM"
 ok $(grep -q '^overhead\|^evictions\|^recomputes' "$tmp/out" && echo 1 || echo 0) \
 	"a replay that did not fit reports no overhead or counts it did not measure"
+
+# A DTR log: the policy is told remapping costs nothing, as in DTR's
+# simulator, unless a GPU's profile charges the driver's costs.
+"$sim" "$tmp/chain.log" --chunk-size 4K --policy dtr/evict > "$tmp/out" 2>"$tmp/err"; rc=$?
+ok $([ $rc = 0 ] &&
+     grep -q '^remap cost  *0.000 us a driver granule, told to the policy$' "$tmp/out" &&
+     echo 0 || echo 1) "a DTR log: remapping costs the policy nothing"
+"$sim" "$tmp/chain.log" --chunk-size 4K --policy dtr/evict \
+	--set vmm.sim.profile=h200 > "$tmp/out" 2>"$tmp/err"; rc=$?
+ok $([ $rc = 0 ] &&
+     grep -q "^remap cost  *the backend's, told to the policy$" "$tmp/out" &&
+     echo 0 || echo 1) "a DTR log on the h200 profile: the policy is told the profile's driver costs"
 
 # No --budget: one replay without a limit, said so.
 "$sim" "$tmp/chain.log" --chunk-size 4K --policy dtr/evict > "$tmp/out" 2>"$tmp/err"; rc=$?

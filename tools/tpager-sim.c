@@ -32,6 +32,7 @@ struct sim_args {
 	double bvalue;		/* percent or ratio */
 	char filter[32], director[32];
 	bool have_policy, sweep, json;
+	bool profile;		/* a sim profile other than custom is set */
 	double thrash;		/* < 0: the format's default */
 	struct tp_replay_opts o;
 	char extra[512];
@@ -194,6 +195,10 @@ static void parse_args(struct sim_args *a, int argc, char **argv)
 			break;
 		case O_SET:
 			add_extra(a, optarg);
+			/* A profile charges the GPU's driver costs (the last
+			 * setting wins, as in the keys). */
+			if (!strncmp(optarg, "vmm.sim.profile=", 16))
+				a->profile = strcmp(optarg + 16, "custom") != 0;
 			break;
 		case O_SWEEP:
 			a->sweep = true;
@@ -276,6 +281,11 @@ static void report_text(const struct sim_args *a,
 
 	printf("trace            %s\n", a->path);
 	printf("policy           %s\n", r->policy);
+	if (a->o.remap_ns >= 0)
+		printf("remap cost       %.3f us a driver granule, told to the policy\n",
+		       (double)a->o.remap_ns / 1000);
+	else
+		printf("remap cost       the backend's, told to the policy\n");
 	printf("ops              %" PRIu64 " (%" PRIu64 " tp_op_run calls)\n",
 	       o->ops, o->op_runs);
 	printf("peak (trace)     %" PRIu64 " bytes\n", sum->peak_bytes);
@@ -480,10 +490,14 @@ int main(int argc, char **argv)
 	ret = tp_trace_peak(t, &sum);
 	if (ret)
 		die("%s: %s", a.path, strerror(-ret));
-	/* DTR's simulator knows no remapping and stops past 2.0. */
+	/*
+	 * DTR's simulator knows no remapping and stops past 2.0. A GPU's
+	 * profile charges its driver's costs whatever the trace: the policy
+	 * is told them (the profile's per-handle model), not 0.
+	 */
 	dtr = a.fmt == TP_TRACE_FMT_DTR;
 	if (a.o.remap_ns == -2)
-		a.o.remap_ns = dtr ? 0 : -1;
+		a.o.remap_ns = dtr && !a.profile ? 0 : -1;
 	a.o.thrash_limit = a.thrash >= 0 ? a.thrash : (dtr ? 2.0 : 0);
 
 	if (a.sweep) {

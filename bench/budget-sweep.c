@@ -128,6 +128,9 @@ static char max_wall_at[128];
 #define WALL_LIMIT	10.0
 static unsigned over_wall, replays;
 static double col_wall[NR_COLS];
+/* The first of them, named in the summary. */
+#define SLOW_LISTED	16
+static char slow_at[SLOW_LISTED][160];
 
 static void opts_for(const struct bench_trace *bt, const struct column *c,
 		     uint64_t budget, struct tp_replay_opts *o, char *extra,
@@ -181,8 +184,13 @@ static int run(struct bench_trace *bt, const struct column *c, int pct,
 		     1;
 	out->wall = bt->base_wall > 0 ? r.wall_s / bt->base_wall : 0;
 	replays++;
-	if (out->wall > WALL_LIMIT)
+	if (out->wall > WALL_LIMIT) {
+		if (over_wall < SLOW_LISTED)
+			snprintf(slow_at[over_wall], sizeof(slow_at[0]),
+				 "%s, %s at %d%%: %.1fx", base_name(bt->path),
+				 c->name, pct, out->wall);
 		over_wall++;
+	}
 	if (ci < NR_COLS && out->wall > col_wall[ci])
 		col_wall[ci] = out->wall;
 	if (out->wall > max_wall) {
@@ -568,6 +576,10 @@ static void summary(const struct verdict *v, size_t n)
 	for (size_t c = 0; c < NR_COLS; c++)
 		printf(" %s %.1fx", columns[c].name, col_wall[c]);
 	printf("\n");
+	for (unsigned i = 0; i < over_wall && i < SLOW_LISTED; i++)
+		printf("    %s\n", slow_at[i]);
+	if (over_wall > SLOW_LISTED)
+		printf("    (%u more)\n", over_wall - SLOW_LISTED);
 }
 
 int main(int argc, char **argv)

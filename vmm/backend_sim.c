@@ -72,6 +72,15 @@ struct sim_backend {
 					 * each launch on the compute stream */
 	double bytes_per_ns;		/* GB/s == bytes/ns */
 	const struct tp_sim_profile *profile;	/* NULL: the keys' costs */
+	/*
+	 * The profile's costs by handle size, as interpolated: a model has
+	 * a few handle sizes, and the policy prices a remap per candidate
+	 * it scores (a log and an exp a call, a sixth of a replay's time).
+	 */
+	struct sim_cost_memo {
+		uint64_t bytes;		/* 0: empty */
+		uint64_t ns[TP_SIM_NR_CALLS];
+	} memo[64];
 };
 
 static struct sim_backend *sb(struct tp_vmm *vmm)
@@ -119,6 +128,21 @@ static bool copies_queued(struct sim_backend *s)
 	return busy;
 }
 
+/* tp_sim_handle_ns() for the backend's profile, memoised by size. */
+static uint64_t handle_ns(struct sim_backend *s, enum tp_sim_driver_call call,
+			  uint64_t bytes)
+{
+	struct sim_cost_memo *m;
+
+	m = &s->memo[(bytes / 4096 * 0x9e3779b97f4a7c15ull) >> 58];
+	if (m->bytes != bytes) {
+		for (int k = 0; k < TP_SIM_NR_CALLS; k++)
+			m->ns[k] = tp_sim_handle_ns(s->profile, k, bytes);
+		m->bytes = bytes;
+	}
+	return m->ns[call];
+}
+
 /*
  * What @call costs on the handle @c under the profile: more while copies
  * are queued, where the profile measured it so, and as a training run
@@ -128,8 +152,8 @@ static void charge_handle(struct tp_vmm *vmm, enum tp_sim_driver_call call,
 			  const struct tp_chunk *c)
 {
 	const struct tp_sim_profile *p = sb(vmm)->profile;
-	double ns = (double)tp_sim_handle_ns(p, call, (uint64_t)c->pages *
-					     vmm->granularity);
+	double ns = (double)handle_ns(sb(vmm), call, (uint64_t)c->pages *
+				      vmm->granularity);
 
 	if ((call == TP_SIM_SET_ACCESS && p->busy_set_access > 0) ||
 	    (call == TP_SIM_UNMAP && p->busy_unmap > 0)) {
@@ -452,9 +476,9 @@ static double sim_remap_handle_ns(struct tp_vmm *vmm, uint64_t bytes)
 
 	if (!p)
 		return -1;
-	return f * (double)(tp_sim_handle_ns(p, TP_SIM_MAP, bytes) +
-			    tp_sim_handle_ns(p, TP_SIM_SET_ACCESS, bytes) +
-			    tp_sim_handle_ns(p, TP_SIM_UNMAP, bytes));
+	return f * (double)(handle_ns(sb(vmm), TP_SIM_MAP, bytes) +
+			    handle_ns(sb(vmm), TP_SIM_SET_ACCESS, bytes) +
+			    handle_ns(sb(vmm), TP_SIM_UNMAP, bytes));
 }
 
 static int sim_op_ns(struct tp_vmm *vmm, const char *name, double flops,

@@ -129,6 +129,7 @@ static void finish(struct tp_vmm *vmm, struct tp_deferred *d,
 	if (d->tail == &u->next)
 		d->tail = link;
 	d->nr--;
+	d->gone++;
 	vmm->stats.deferred_unmaps = d->nr;
 	tp_vmm_event_put(vmm, u->ev);
 	free(u);
@@ -203,6 +204,7 @@ size_t tp_deferred_rescue(struct tp_vmm *vmm, struct tp_deferred *d,
 		if (d->tail == &u->next)
 			d->tail = link;
 		d->nr--;
+		d->gone++;
 		tp_vmm_event_put(vmm, u->ev);
 		free(u);
 	}
@@ -299,6 +301,10 @@ int tp_deferred_add_destroy(struct tp_vmm *vmm, struct tp_deferred *d,
 static void release_ranges(struct tp_vmm *vmm, struct tp_deferred *d,
 			   bool all)
 {
+	/* Nothing unmapped since the last look: none can go yet. */
+	if (!all && d->gone == d->gone_seen)
+		return;
+	d->gone_seen = d->gone;
 	release_ranges_in(vmm, d, all, 0, UINTPTR_MAX);
 }
 

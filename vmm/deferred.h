@@ -78,6 +78,11 @@ struct tp_deferred {
 	size_t chunks;			/* chunks they will return */
 	struct tp_deferred_release *releases;	/* any order */
 	size_t nr_releases;
+	/*
+	 * Unmap entries gone (done or rescued), and how many were when the
+	 * releases were last looked at: only an entry gone can free one.
+	 */
+	uint64_t gone, gone_seen;
 	struct tp_deferred_destroy *destroys;	/* oldest first */
 	size_t nr_destroys;
 	/*

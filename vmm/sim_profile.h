@@ -24,6 +24,7 @@ enum tp_sim_driver_call {
 	TP_SIM_SET_ACCESS,
 	TP_SIM_UNMAP,
 	TP_SIM_RELEASE,
+	TP_SIM_NR_CALLS,
 };
 
 /*

@@ -552,6 +552,13 @@ double tp_lineage_evict_cost(struct tp_lineage *lin, const struct tp_tensor *t)
 	return c + evicted_descendants_ns(lin, t);
 }
 
+double tp_lineage_own_cost(struct tp_lineage *lin, const struct tp_tensor *t)
+{
+	if (!tp_lineage_can_regenerate(lin, t))
+		return INFINITY;
+	return rec_cost(t->lin.rec);
+}
+
 double tp_lineage_recompute_ns(struct tp_lineage *lin,
 			       const struct tp_tensor *t)
 {

@@ -108,6 +108,11 @@ static double ops_evict_ns(void *priv, const struct tp_tensor *t)
 	return tp_lineage_evict_cost(priv, t);
 }
 
+static double ops_own_ns(void *priv, const struct tp_tensor *t)
+{
+	return tp_lineage_own_cost(priv, t);
+}
+
 static double ops_projected_ns(void *priv, const struct tp_tensor *t,
 			       bool (*gone)(void *gpriv,
 					    const struct tp_tensor *y),
@@ -136,6 +141,7 @@ void tp_lineage_cost_ops(struct tp_lineage *lin, struct tp_cost_ops *ops)
 	*ops = (struct tp_cost_ops){
 		.recompute_ns = ops_recompute_ns,
 		.evict_ns = ops_evict_ns,
+		.own_ns = ops_own_ns,
 		.projected_ns = ops_projected_ns,
 		.computable = ops_computable,
 		.regen_needs = ops_regen_needs,

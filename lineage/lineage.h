@@ -101,6 +101,13 @@ double tp_lineage_recompute_ns(struct tp_lineage *lin,
 			       const struct tp_tensor *t);
 
 /**
+ * tp_lineage_own_cost() - the cost of the op that made @t alone, without
+ * the evicted ancestors it may need first: never above
+ * tp_lineage_recompute_ns(). INFINITY when @t cannot be regenerated.
+ */
+double tp_lineage_own_cost(struct tp_lineage *lin, const struct tp_tensor *t);
+
+/**
  * tp_lineage_regen_cost() - tp_lineage_recompute_ns(), and in *@anc_pages
  * (when not NULL) the evicted pages of the ancestors it counts: the
  * chunks a regeneration of @t maps again besides its own, whose remap the

@@ -187,6 +187,9 @@ struct tp_cost_ops {
 	/* c_r(t) when @t is next used: also the resident ancestors @gone
 	 * says will have been freed by then (tp_lineage_projected_cost).
 	 * NULL: recompute_ns. */
+	/* The op that made @t alone: a floor under recompute_ns's answer
+	 * (INFINITY when @t cannot be regenerated). NULL: none known. */
+	double (*own_ns)(void *priv, const struct tp_tensor *t);
 	double (*projected_ns)(void *priv, const struct tp_tensor *t,
 			       bool (*gone)(void *gpriv,
 					    const struct tp_tensor *y),

@@ -160,6 +160,20 @@ double tp_policy_regen_cost(struct tp_policy *pol, const struct tp_tensor *t,
 	return TP_POLICY_PRIOR_COST_NS;
 }
 
+double tp_policy_regen_floor(struct tp_policy *pol, const struct tp_tensor *t)
+{
+	/* tp_policy_regen_cost()'s cases, the walk left out. */
+	if (!tp_policy_computable(pol, t))
+		return INFINITY;
+	if ((tp_pager_has_evicted(t) && t->resident_pages) ||
+	    (t->flags & TP_SCRATCH))
+		return 0;
+	if (pol->has_cost && pol->cost.recompute_ns)
+		return pol->cost.own_ns ? pol->cost.own_ns(pol->cost.priv, t) :
+					  0;
+	return TP_POLICY_PRIOR_COST_NS;
+}
+
 double tp_policy_cost(struct tp_policy *pol, const struct tp_tensor *t)
 {
 	size_t anc_pages;
@@ -254,29 +268,45 @@ double tp_policy_out_backlog(struct tp_policy *pol)
 	       (double)tp_pager_copy_backlog(pol->pager, true) : 0;
 }
 
-/* The director's input without the overlap estimate (hide_ns = 0). */
-static void director_in_base(struct tp_policy *pol, const struct tp_tensor *t,
-			     bool no_offload, struct tp_director_in *in)
+/* director_in_base() but for c_r and the ancestors' remap (c_r NAN). */
+static void director_in_cheap(struct tp_policy *pol, const struct tp_tensor *t,
+			      bool no_offload, struct tp_director_in *in)
 {
-	size_t anc_pages = 0;
-
 	in->flags = tp_pager_leave_flags(t);
 	in->computable = tp_policy_computable(pol, t);
 	in->m = tp_filter_mem(t);
 	in->cached = (double)t->cached_pages * (double)chunk_bytes(pol);
-	in->c_r = in->computable ? tp_policy_regen_cost(pol, t, &anc_pages) :
-				   INFINITY;
+	in->c_r = NAN;
 	in->b = tp_bw_get(&pol->bw, pol->conf);
 	in->remap_ns = tp_policy_remap_ns(pol, t->resident_pages);
-	/* Only delta-overlap's cost model counts it (the papers' do not). */
-	in->anc_remap_ns = tp_director_traits(pol->conf->policy_director)->
-			   overlap ? tp_policy_remap_ns(pol, anc_pages) : 0;
+	in->anc_remap_ns = 0;
 	in->no_offload = no_offload;
 	in->hide_ns = 0;
 	in->queued = 0;
 	in->ahead = false;
 	in->no_reuse = false;
 	in->reuse_ns = 0;
+}
+
+/* c_r, walking the evicted ancestry, and the remap of what it counts. */
+static void director_in_regen(struct tp_policy *pol, const struct tp_tensor *t,
+			      struct tp_director_in *in)
+{
+	size_t anc_pages = 0;
+
+	in->c_r = in->computable ? tp_policy_regen_cost(pol, t, &anc_pages) :
+				   INFINITY;
+	/* Only delta-overlap's cost model counts it (the papers' do not). */
+	in->anc_remap_ns = tp_director_traits(pol->conf->policy_director)->
+			   overlap ? tp_policy_remap_ns(pol, anc_pages) : 0;
+}
+
+/* The director's input without the overlap estimate (hide_ns = 0). */
+static void director_in_base(struct tp_policy *pol, const struct tp_tensor *t,
+			     bool no_offload, struct tp_director_in *in)
+{
+	director_in_cheap(pol, t, no_offload, in);
+	director_in_regen(pol, t, in);
 }
 
 /* The resident ancestor @y is done with before the step asked about. */
@@ -352,11 +382,13 @@ static void thrash_penalty(struct tp_policy *pol, const struct tp_tensor *t,
 		in->c_r *= 1 + k;
 }
 
-void tp_policy_director_in(struct tp_policy *pol, const struct tp_tensor *t,
-			   bool no_offload, struct tp_director_in *in)
+void tp_policy_director_in_begin(struct tp_policy *pol,
+				 const struct tp_tensor *t, bool no_offload,
+				 struct tp_director_in *in, uint64_t *next_out)
 {
 	pol->scored++;
-	director_in_base(pol, t, no_offload, in);
+	director_in_cheap(pol, t, no_offload, in);
+	*next_out = 0;
 	/* The ahead-of-need check and the wait comparison read it too. */
 	in->queued = tp_policy_out_backlog(pol);
 	if (tp_director_traits(pol->conf->policy_director)->overlap ||
@@ -383,10 +415,30 @@ void tp_policy_director_in(struct tp_policy *pol, const struct tp_tensor *t,
 		in->hide_ns = leave_hidden_ns(pol, next);
 		in->no_reuse = reuse == UINT64_MAX;
 		in->reuse_ns = (double)reuse;
+		*next_out = next;
+	}
+}
+
+void tp_policy_director_in_cost(struct tp_policy *pol,
+				const struct tp_tensor *t,
+				struct tp_director_in *in, uint64_t next)
+{
+	director_in_regen(pol, t, in);
+	if (tp_director_traits(pol->conf->policy_director)->overlap ||
+	    tp_filter_traits(pol->conf->policy_filter)->next_use) {
 		if (!in->no_reuse && next && next != UINT64_MAX)
 			project_cost(pol, t, in);
 		thrash_penalty(pol, t, in);
 	}
+}
+
+void tp_policy_director_in(struct tp_policy *pol, const struct tp_tensor *t,
+			   bool no_offload, struct tp_director_in *in)
+{
+	uint64_t next;
+
+	tp_policy_director_in_begin(pol, t, no_offload, in, &next);
+	tp_policy_director_in_cost(pol, t, in, next);
 }
 
 void tp_policy_cost_changed(struct tp_policy *pol, struct tp_tensor *t)

@@ -47,6 +47,10 @@ struct tp_policy {
 	uint64_t rng;
 	struct tp_pol_skip *skip;
 	size_t skip_cap;
+	/* The overlap filter's candidates of one choice (filter_overlap.c). */
+	struct tp_overlap_cand *ocand;
+	struct tp_overlap_rank *orank;	/* their ranking, as many */
+	size_t ocand_cap;
 
 	struct tp_bandwidth bw;
 	struct tp_watermark wm;
@@ -88,6 +92,23 @@ double tp_policy_out_backlog(struct tp_policy *pol);
 /* Fill the director's input for @t. */
 void tp_policy_director_in(struct tp_policy *pol, const struct tp_tensor *t,
 			   bool no_offload, struct tp_director_in *in);
+/*
+ * The same in two halves, for a filter that ranks on a bound first:
+ * _begin() fills all but c_r and the ancestors' remap (c_r NAN) and says
+ * in *@next the predicted next use; _cost() fills those, walking the
+ * evicted ancestry (the dear part).
+ */
+void tp_policy_director_in_begin(struct tp_policy *pol,
+				 const struct tp_tensor *t, bool no_offload,
+				 struct tp_director_in *in, uint64_t *next);
+void tp_policy_director_in_cost(struct tp_policy *pol,
+				const struct tp_tensor *t,
+				struct tp_director_in *in, uint64_t next);
+/*
+ * A floor under tp_policy_regen_cost(): the op that made @t alone, 0 where
+ * the regeneration is owed already, INFINITY where there is none.
+ */
+double tp_policy_regen_floor(struct tp_policy *pol, const struct tp_tensor *t);
 /* The sampler's generator (xorshift64*, seeded by tp_policy_seed()). */
 uint64_t tp_policy_rand(struct tp_policy *pol);
 /*

@@ -526,4 +526,9 @@ void tp_policy_victim_fini(struct tp_policy *pol)
 	free(pol->skip);
 	pol->skip = NULL;
 	pol->skip_cap = 0;
+	free(pol->ocand);
+	free(pol->orank);
+	pol->ocand = NULL;
+	pol->orank = NULL;
+	pol->ocand_cap = 0;
 }

@@ -52,7 +52,7 @@ LOG
 gzip -c "$tmp/chain.log" > "$tmp/chain.log.gz"
 wm="--set pager.high_watermark=100 --set pager.low_watermark=100"
 
-echo "1..31"
+echo "1..33"
 
 "$sim" "$tmp/chain.log" --chunk-size 4K --budget 40960 --policy dtr/evict $wm \
 	> "$tmp/out" 2>"$tmp/err"; rc=$?
@@ -96,6 +96,36 @@ ok $([ $rc = 0 ] &&
 ok $([ $rc = 0 ] &&
      grep -q "^remap cost  *the backend's, told to the policy$" "$tmp/out" &&
      echo 0 || echo 1) "a DTR log on the h200 profile: the policy is told the profile's driver costs"
+
+# A chain of 60 ops and its backward pass in 5 chunks: greedy/evict
+# recomputes the chain from its start for each gradient. A tpager trace
+# stops as thrashing past 10 times its compute, as the benches do; with
+# --thrash 0 it runs out, at 297 times the unconstrained time.
+{
+	echo "tpager-trace 1"
+	echo "tensor 1 4096 param"
+	for i in $(seq 2 61); do
+		echo "op f 1000 $((i - 1)) => $i:4096:activation,computable"
+	done
+	echo "op loss 1000 61 => 100:4096:activation,computable"
+	g=100
+	for i in $(seq 61 -1 2); do
+		echo "op b 1000 $i $g => $((i + 100)):4096:grad,computable"
+		echo "free $g"; echo "free $i"
+		g=$((i + 100))
+	done
+	echo "free $g"
+} > "$tmp/chain.trace"
+"$sim" "$tmp/chain.trace" --chunk-size 4K --budget 20480 --policy greedy/evict \
+	> "$tmp/out" 2>"$tmp/err"; rc=$?
+ok $([ $rc = 1 ] &&
+     grep -q '^result  *thrash: recompute passed 10.00x the compute time$' "$tmp/out" &&
+     echo 0 || echo 1) "a tpager trace: thrashing past 10 times the compute stops by default"
+"$sim" "$tmp/chain.trace" --chunk-size 4K --budget 20480 --policy greedy/evict \
+	--thrash 0 > "$tmp/out" 2>"$tmp/err"; rc=$?
+ok $([ $rc = 0 ] && grep -q '^result  *fits$' "$tmp/out" &&
+     grep -q '^extra time  *29647.72 %$' "$tmp/out" &&
+     echo 0 || echo 1) "the same with --thrash 0 runs out: 29647.72% extra time"
 
 # No --budget: one replay without a limit, said so.
 "$sim" "$tmp/chain.log" --chunk-size 4K --policy dtr/evict > "$tmp/out" 2>"$tmp/err"; rc=$?

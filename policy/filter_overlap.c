@@ -8,8 +8,11 @@
  * m(t) the bytes it frees. x(t) what its leaving costs the steps that
  * wait, for the way out the director takes (tp_director_exposed_ns()):
  * an eviction its recompute c_r (DTR's e*), an offload the part of its
- * copies compute does not hide (TSPLIT eq. 3); not the remap, which every
- * way out pays per byte freed, so that it orders nothing. d(t) the time to its next use as the last iteration's
+ * copies compute does not hide (TSPLIT eq. 3); and the remap of its
+ * handles where the driver charges per handle (a device, or the sim's
+ * profiles of one): a small tensor then costs as much to send away as a
+ * large one, for little room, where a cost per chunk (the keys') is paid
+ * per byte freed by every way out and left out. d(t) the time to its next use as the last iteration's
  * record predicts it (Belady's distance, which Capuchin reads off its
  * measured access pattern), or its staleness s (DELTA eq. 1, DTR) where
  * the record says nothing. It is DTR's c/(m*s) with the director's cost
@@ -49,11 +52,13 @@ static bool eligible(struct tp_policy *pol, const struct tp_overlap_ask *ask,
 /* 1/h of @t leaving by @how with director input @in at @now: m*d/x. */
 static double value(const struct tp_tensor *t,
 		    const struct tp_director_in *in, enum tp_leave how,
-		    uint64_t now)
+		    bool remap, uint64_t now)
 {
 	double x = tp_director_exposed_ns(in, how);
 	double d = tp_policy_distance(t, in->reuse_ns, now);
 
+	if (remap)
+		x += in->remap_ns;
 	if (x < TP_FILTER_MIN_COST_NS)
 		x = TP_FILTER_MIN_COST_NS;
 	return in->m * d / x;
@@ -82,13 +87,16 @@ struct tp_overlap_rank {
  * it).
  */
 static double value_bound(struct tp_policy *pol, const struct tp_tensor *t,
-			  const struct tp_director_in *in, uint64_t now)
+			  const struct tp_director_in *in, bool remap,
+			  uint64_t now)
 {
 	double d = tp_policy_distance(t, in->reuse_ns, now);
 	double xo = tp_director_exposed_ns(in, TP_LEAVE_OFFLOAD);
 	double xe = in->no_reuse ? 0 : tp_policy_regen_floor(pol, t);
 	double x = xo < xe ? xo : xe;
 
+	if (remap)
+		x += in->remap_ns;
 	if (x < TP_FILTER_MIN_COST_NS)
 		x = TP_FILTER_MIN_COST_NS;
 	return in->m * d / x;
@@ -134,6 +142,7 @@ static int choose_exact(struct tp_policy *pol,
 	double best_v = -INFINITY, best_m = 0;
 	size_t best_slot = 0;
 	struct tp_tensor *best = NULL;
+	bool remap = tp_policy_remap_per_handle(pol);
 
 	if (tp_pol_index_count(pol->idx) > pol->ocand_cap) {
 		size_t cap = pol->ocand_cap;
@@ -163,7 +172,7 @@ static int choose_exact(struct tp_policy *pol,
 		tp_policy_director_in_begin(pol, t, ask->no_offload, &k->in,
 					    &k->next);
 		k->in.ahead = ask->ahead;
-		k->bound = value_bound(pol, t, &k->in, now);
+		k->bound = value_bound(pol, t, &k->in, remap, now);
 		rank[n - 1] = (struct tp_overlap_rank){ k->bound,
 							(uint32_t)(n - 1) };
 	}
@@ -178,7 +187,7 @@ static int choose_exact(struct tp_policy *pol,
 		tp_policy_director_in_cost(pol, k->t, &k->in, k->next);
 		if (!eligible(pol, ask, k->t, &k->in, &h))
 			continue;
-		v = value(k->t, &k->in, h, now);
+		v = value(k->t, &k->in, h, remap, now);
 		if (beats(v, k->in.m, k->slot, best, best_v, best_m,
 			  best_slot)) {
 			best = k->t;
@@ -208,6 +217,7 @@ static int choose_scan(struct tp_policy *pol, const struct tp_overlap_ask *ask,
 	struct tp_tensor *best = NULL;
 	enum tp_leave best_how = TP_LEAVE_EVICT;
 	double best_v = -INFINITY, best_m = 0;
+	bool remap = tp_policy_remap_per_handle(pol);
 
 	for (size_t i = 0, seen = 0; i < (sample ? 64 * looks : slots) &&
 	     seen < looks; i++) {
@@ -224,7 +234,7 @@ static int choose_scan(struct tp_policy *pol, const struct tp_overlap_ask *ask,
 		in.ahead = ask->ahead;
 		if (!eligible(pol, ask, t, &in, &h))
 			continue;
-		v = value(t, &in, h, now);
+		v = value(t, &in, h, remap, now);
 		/* ties: the larger frees more */
 		if (!best || v > best_v || (v == best_v && in.m > best_m)) {
 			best = t;

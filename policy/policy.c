@@ -224,6 +224,17 @@ double tp_policy_remap_ns(struct tp_policy *pol, size_t pages)
 		(double)c->vmm_sim_driver_granule : 1.0);
 }
 
+bool tp_policy_remap_per_handle(struct tp_policy *pol)
+{
+	const struct tp_conf *c = pol->conf;
+
+	/* tp_policy_remap_ns()'s cases: the keys' cost is per chunk. */
+	return c->policy_remap_ns < 0 && pol->vmm &&
+	       tp_vmm_remap_ns(pol->vmm, 1,
+			       c->vmm_backend != TP_VMM_SIM &&
+			       c->policy_costs == TP_COSTS_MEASURED) >= 0;
+}
+
 static double remap_one(void *priv, size_t pages)
 {
 	return tp_policy_remap_ns(priv, pages);

@@ -5,7 +5,8 @@
  * candidate makes. With the evict director and no record, h = c_r/(m*s)
  * (filter_overlap.c), which this test works out by brute force over
  * random candidates; the cost ops give the op's own cost as the floor
- * and count the walks.
+ * and count the walks. And where the driver charges per handle (the
+ * sim's h200 profile), a small tensor's remap counts in its cost.
  */
 #include "config.h"
 
@@ -17,6 +18,7 @@
 #include "policy/policy.h"
 #include "tap.h"
 #include "tests/test-rand.h"
+#include "tests/vmm-util.h"
 
 #define N	100
 #define ROUNDS	40
@@ -69,6 +71,76 @@ static double h(const struct tp_tensor *t)
 				  (double)(now - t->last_access_ns));
 }
 
+/*
+ * A 2 MiB tensor whose op costs 1 us against a 200 MiB one whose op
+ * costs 1 ms, both as old: by c/(m*s) alone the small one goes (4.8e-7
+ * against 4.8e-6 per ns of age); with the h200 profile's remap of a
+ * handle (tens of us each) the small one costs more than it frees, and
+ * the large one goes. With policy.remap_ns set, a cost per chunk that
+ * every way out pays per byte, the remap is left out as before.
+ */
+static void remap_case(void)
+{
+	static struct tp_tensor t[2];
+	const struct tp_victim_ops *ops;
+	struct tp_policy *pol;
+	struct tp_vmm *vmm;
+	struct tp_ctx ctx;
+	char why[256];
+
+	memset(&ctx, 0, sizeof(ctx));
+	tp_conf_defaults(&ctx.conf);
+	tp_conf_set(&ctx.conf, "vmm.backend", "sim", "test", 0);
+	tp_conf_set(&ctx.conf, "policy.filter", "overlap", "test", 0);
+	tp_conf_set(&ctx.conf, "policy.director", "evict", "test", 0);
+	tp_conf_set(&ctx.conf, "policy.prefetch", "0", "test", 0);
+	vmm = vt_open("sim", 2 << 20, "vmm.sim.profile=h200", why,
+		      sizeof(why));
+	if (!vmm)
+		bail_out("vt_open: %s", why);
+	for (int pass = 0; pass < 2; pass++) {
+		struct tp_tensor *v = NULL;
+		enum tp_leave how;
+		int rc;
+
+		if (pass)
+			tp_conf_set(&ctx.conf, "policy.remap_ns", "50000",
+				    "test", 0);
+		pol = tp_policy_create(&ctx.conf, NULL, vmm);
+		if (!pol)
+			bail_out("tp_policy_create");
+		tp_policy_set_clock(pol, test_clock, NULL);
+		tp_policy_set_cost_ops(pol, &cost_ops);
+		ops = tp_policy_victim_ops(pol);
+		now = 2000;
+		for (int i = 0; i < 2; i++) {
+			memset(&t[i], 0, sizeof(t[i]));
+			t[i].id = (uint64_t)i + 1;
+			t[i].nr_pages = t[i].resident_pages = i ? 100 : 1;
+			t[i].bytes = t[i].nr_pages * (2u << 20);
+			t[i].last_access_ns = 1000;
+			t[i].computable = true;
+			t[i].pol.idx = -1;
+			own[t[i].id] = i ? 1000000 : 1000;
+			extra[t[i].id] = 0;
+			ops->add(ops->priv, &t[i]);
+		}
+		rc = ops->choose(ops->priv, 1, false, &v, &how);
+		if (!pass)
+			ok(rc == 0 && v == &t[1],
+			   "per-handle remap (h200 profile): the 200 MiB tensor goes, not the 2 MiB one (%s)",
+			   v == &t[1] ? "200 MiB" : "2 MiB");
+		else
+			ok(rc == 0 && v == &t[0],
+			   "policy.remap_ns set (per chunk): the 2 MiB tensor goes, by c/(m*s) (%s)",
+			   v == &t[0] ? "2 MiB" : "200 MiB");
+		for (int i = 0; i < 2; i++)
+			ops->del(ops->priv, &t[i]);
+		tp_policy_destroy(pol);
+	}
+	tp_vmm_close(vmm);
+}
+
 int main(void)
 {
 	static struct tp_tensor t[N];
@@ -78,7 +150,7 @@ int main(void)
 	uint64_t seed = 20261126;
 	unsigned wrong = 0, pruned = 0, rounds_pruning = 0;
 
-	plan_tests(4);
+	plan_tests(6);
 	memset(&ctx, 0, sizeof(ctx));
 	tp_conf_defaults(&ctx.conf);
 	tp_conf_set(&ctx.conf, "policy.filter", "overlap", "test", 0);
@@ -163,5 +235,6 @@ int main(void)
 	for (int i = 0; i < N; i++)
 		ops->del(ops->priv, &t[i]);
 	tp_policy_destroy(pol);
+	remap_case();
 	return exit_status();
 }

@@ -139,12 +139,17 @@ static bool regen_needs(struct tp_policy *pol, const struct tp_tensor *t)
 	       pol->cost.regen_needs(pol->cost.priv, t);
 }
 
-double tp_policy_regen_cost(struct tp_policy *pol, const struct tp_tensor *t,
-			    size_t *anc_pages)
+/*
+ * The regenerations whose cost is known without lineage's: none (INFINITY)
+ * and none owed more (0). Return whether @t is one, its cost in *@c.
+ */
+static bool regen_settled(struct tp_policy *pol, const struct tp_tensor *t,
+			  double *c)
 {
-	*anc_pages = 0;
-	if (!tp_policy_computable(pol, t))
-		return INFINITY;
+	if (!tp_policy_computable(pol, t)) {
+		*c = INFINITY;
+		return true;
+	}
 	/*
 	 * Part of it evicted, part resident (policy.partial_evict): its
 	 * regeneration is owed already, and leaving more of it adds no
@@ -152,9 +157,19 @@ double tp_policy_regen_cost(struct tp_policy *pol, const struct tp_tensor *t,
 	 * asked of it is where it goes back (Coop's placement) or whether
 	 * it comes back by recompute.
 	 */
-	if ((tp_pager_has_evicted(t) && t->resident_pages) ||
-	    (t->flags & TP_SCRATCH))
-		return 0;
+	*c = 0;
+	return (tp_pager_has_evicted(t) && t->resident_pages) ||
+	       (t->flags & TP_SCRATCH);
+}
+
+double tp_policy_regen_cost(struct tp_policy *pol, const struct tp_tensor *t,
+			    size_t *anc_pages)
+{
+	double c;
+
+	*anc_pages = 0;
+	if (regen_settled(pol, t, &c))
+		return c;
 	if (pol->has_cost && pol->cost.recompute_ns)
 		return pol->cost.recompute_ns(pol->cost.priv, t, anc_pages);
 	return TP_POLICY_PRIOR_COST_NS;
@@ -162,12 +177,11 @@ double tp_policy_regen_cost(struct tp_policy *pol, const struct tp_tensor *t,
 
 double tp_policy_regen_floor(struct tp_policy *pol, const struct tp_tensor *t)
 {
+	double c;
+
 	/* tp_policy_regen_cost()'s cases, the walk left out. */
-	if (!tp_policy_computable(pol, t))
-		return INFINITY;
-	if ((tp_pager_has_evicted(t) && t->resident_pages) ||
-	    (t->flags & TP_SCRATCH))
-		return 0;
+	if (regen_settled(pol, t, &c))
+		return c;
 	if (pol->has_cost && pol->cost.recompute_ns)
 		return pol->cost.own_ns ? pol->cost.own_ns(pol->cost.priv, t) :
 					  0;

@@ -90,7 +90,8 @@ struct tp_swap {
 	size_t nr_free, cap_free;
 	struct tp_swap_defer *defer;	/* buffers waiting on an event */
 	size_t nr_defer, cap_defer;
-	/* What the backend gave: runs of buffers, freed whole at the end. */
+	/* What the backend gave: runs of buffers, freed whole at the end;
+	 * in address order. */
 	struct tp_swap_block *blocks;
 	size_t nr_blocks, cap_blocks;
 };

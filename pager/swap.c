@@ -13,6 +13,7 @@
  */
 #include <errno.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "config.h"
 #include "base/array.h"
@@ -45,16 +46,32 @@ void tp_swap_fini(struct tp_pager *pg)
 	sw->nr_free = 0;
 }
 
+/* The first block whose base is at or above @p (blocks sorted by base). */
+static size_t block_at_or_above(const struct tp_swap *sw, const void *p)
+{
+	size_t lo = 0, hi = sw->nr_blocks;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if ((uintptr_t)sw->blocks[mid].base < (uintptr_t)p)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo;
+}
+
 bool tp_swap_follows(const struct tp_pager *pg, const void *a, const void *b)
 {
 	const struct tp_swap *sw = &pg->swap;
+	size_t i;
 
 	if ((const char *)b != (const char *)a + pg->chunk)
 		return false;
-	for (size_t i = 0; i < sw->nr_blocks; i++)
-		if (sw->blocks[i].base == b)
-			return false;
-	return true;
+	/* @b begins a block: @a ends another, which only touches it. */
+	i = block_at_or_above(sw, b);
+	return i == sw->nr_blocks || sw->blocks[i].base != b;
 }
 
 static void push_free(struct tp_pager *pg, void *buf)
@@ -218,7 +235,7 @@ int tp_swap_take(struct tp_pager *pg, void **out, size_t n)
 	if (got > 1)
 		qsort(out, got, sizeof(*out), cmp_ptr);
 	if (got < n) {
-		size_t more = n - got;
+		size_t more = n - got, at;
 		char *base = NULL;
 
 		if (sw->nr_blocks == sw->cap_blocks) {
@@ -237,9 +254,14 @@ int tp_swap_take(struct tp_pager *pg, void **out, size_t n)
 				sw->free[sw->nr_free++] = out[--got];
 			return -ENOMEM;
 		}
-		sw->blocks[sw->nr_blocks++] = (struct tp_swap_block){
+		/* In address order, for tp_swap_follows()'s search. */
+		at = block_at_or_above(sw, base);
+		memmove(&sw->blocks[at + 1], &sw->blocks[at],
+			(sw->nr_blocks - at) * sizeof(sw->blocks[0]));
+		sw->blocks[at] = (struct tp_swap_block){
 			.base = base, .n = more,
 		};
+		sw->nr_blocks++;
 		sw->allocated += more;
 		for (size_t i = 0; i < more; i++)
 			out[got++] = base + i * pg->chunk;

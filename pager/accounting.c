@@ -5,6 +5,7 @@
  * the events that order reuse after compute.
  */
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -120,13 +121,20 @@ void tp_pager_note_split(struct tp_pager *pg, unsigned parts)
 
 size_t tp_pager_pinned_pages(const struct tp_tensor *t)
 {
+	if (t->slab)
+		return 0;
+#ifdef TP_DEBUG
 	size_t n = 0;
 
-	if (!t->pins || t->slab)
-		return 0;
 	for (size_t i = 0; i < t->nr_pages; i++)
 		n += t->pages[i].pins && t->pages[i].state == TP_PAGE_RESIDENT;
-	return n;
+	if (n != t->pinned_pages) {
+		fprintf(stderr, "tpager: tensor %llu: %zu pages pinned and resident, counted %zu\n",
+			(unsigned long long)t->id, n, t->pinned_pages);
+		abort();
+	}
+#endif
+	return t->pinned_pages;
 }
 
 size_t tp_pager_room_pages(struct tp_pager *pg)

@@ -14,8 +14,15 @@
 
 static void pin_range(struct tp_tensor *t, size_t first, size_t last, int d)
 {
-	for (size_t i = first; i <= last; i++)
-		t->pages[i].pins += d;
+	for (size_t i = first; i <= last; i++) {
+		struct tp_page *p = &t->pages[i];
+		bool was = p->pins;
+
+		p->pins += d;
+		/* tp_page_set() keeps the count as pinned pages move. */
+		if (p->state == TP_PAGE_RESIDENT && was != (p->pins != 0))
+			t->pinned_pages += p->pins ? 1 : -1;
+	}
 	t->pins += d;
 }
 

@@ -35,6 +35,7 @@ int tp_pager_swap_identity(struct tp_pager *pg, struct tp_tensor *a,
 	SWAP(a->resident_pages, b->resident_pages);
 	SWAP(a->cached_pages, b->cached_pages);
 	SWAP(a->evicted_pages, b->evicted_pages);
+	SWAP(a->pinned_pages, b->pinned_pages);
 	SWAP(a->inflight_pages, b->inflight_pages);
 	SWAP(a->prefetched, b->prefetched);
 	SWAP(a->last_use, b->last_use);

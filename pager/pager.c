@@ -148,6 +148,7 @@ void tp_pager_destroy(struct tp_pager *pg)
 	/* Everything left is freed, whoever held it. */
 	cds_list_for_each_entry_safe(t, tmp, &pg->tensors, link) {
 		t->pins = 0;
+		t->pinned_pages = 0;
 		if (t->pages)
 			for (size_t i = 0; i < t->nr_pages; i++)
 				t->pages[i].pins = 0;

@@ -63,6 +63,8 @@ struct tp_tensor {
 	struct tp_event *last_use;
 	unsigned slab_slot;
 	size_t evicted_pages;		/* pages EVICTED now */
+	size_t pinned_pages;		/* pages pinned and RESIDENT now
+					 * (tp_pager_pinned_pages()) */
 	size_t inflight_pages;		/* pages OFFLOADING or RELOADING */
 	unsigned refs;			/* user's + lineage's references */
 	unsigned rows_held;		/* ops in parts reading its rows:

@@ -78,8 +78,6 @@ static const struct column columns[] = {
 /* A rise of extra time above RISE_REL of it plus RISE_ABS is a cliff. */
 #define RISE_REL	0.05
 #define RISE_ABS	0.01
-/* Shipped traces stop as thrashing past this many times their compute. */
-#define TRACE_THRASH	10.0
 
 static char extra_all[1024];
 static const char *profile;
@@ -144,10 +142,10 @@ static void opts_for(const struct bench_trace *bt, const struct column *c,
 		      (def_director[0] ? def_director : NULL);
 	o->prefetch = -1;
 	o->warmup = warmup;
-	/* As tpager-sim: DTR's simulator knows no remapping; a GPU's
-	 * profile charges its driver's costs, which the policy is told. */
-	o->remap_ns = bt->dtr && !profile ? 0 : -1;
-	o->thrash_limit = !budget ? 0 : bt->dtr ? 2.0 : TRACE_THRASH;
+	/* As tpager-sim, by the trace's kind and the profile. */
+	tp_replay_defaults(o, bt->dtr, profile != NULL);
+	if (!budget)
+		o->thrash_limit = 0;
 	snprintf(extra, len, "vmm.sim.driver_granule=2M%s%s%s%s",
 		 c->contiguous ? ",vmm.mode=contiguous" : "",
 		 profile ? ",vmm.sim.profile=" : "", profile ? profile : "",

@@ -148,7 +148,7 @@ static int cell(const struct tp_trace *t, uint64_t peak,
 		.warmup = offload ? OFFLOAD_WARMUP : 0,
 		.bandwidth = offload ? 12 : 0,
 		.remap_ns = 0,
-		.thrash_limit = 2.0,
+		.thrash_limit = TP_REPLAY_DTR_THRASH,
 		.extra = offload ? p->extra :
 			 "pager.high_watermark=100,pager.low_watermark=100",
 	};
@@ -366,12 +366,9 @@ static const unsigned table_pct[] = { 75, 50, 35, 25 };
 
 #define NR_STEPS	(1000 / TP_SWEEP_STEP)
 
-/*
- * Recomputation past this many times the compute of the iteration is
- * stopped as thrashing: such a run would "fit" after hours of virtual
- * time, which no one would call fitting.
- */
-#define TRACE_THRASH	10.0
+/* Recomputation past this many times the compute of the iteration is
+ * stopped as thrashing (trace/replay.h). */
+#define TRACE_THRASH	TP_REPLAY_TRACE_THRASH
 
 static bool no_sweep;
 

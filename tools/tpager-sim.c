@@ -40,9 +40,6 @@ struct sim_args {
 
 const char *prog = "tpager-sim";
 
-/* --thrash's default for tpager's traces, as bench/budget-sweep's. */
-#define TRACE_THRASH	10.0
-
 static void usage(FILE *f)
 {
 	fprintf(f,
@@ -480,7 +477,7 @@ int main(int argc, char **argv)
 	struct tp_trace_error err;
 	struct tp_trace_summary sum;
 	struct tp_replay_result u, r;
-	struct tp_replay_opts uo;
+	struct tp_replay_opts uo, defaults;
 	char msg[512];
 	bool dtr;
 	int ret;
@@ -493,22 +490,13 @@ int main(int argc, char **argv)
 	ret = tp_trace_peak(t, &sum);
 	if (ret)
 		die("%s: %s", a.path, strerror(-ret));
-	/*
-	 * DTR's simulator knows no remapping and stops past 2.0. A GPU's
-	 * profile charges its driver's costs whatever the trace: the policy
-	 * is told them (the profile's per-handle model), not 0.
-	 */
+	/* The trace's kind's remap cost and thrash limit, as the benches'. */
 	dtr = a.fmt == TP_TRACE_FMT_DTR;
+	defaults = a.o;
+	tp_replay_defaults(&defaults, dtr, a.profile);
 	if (a.o.remap_ns == -2)
-		a.o.remap_ns = dtr && !a.profile ? 0 : -1;
-	/*
-	 * DTR's rule for DTR logs; for tpager's traces the benches' bound:
-	 * a run recomputing nine times its compute has told what it can,
-	 * and running it out takes ever longer (resnet50 at 8%: 1337 times
-	 * the unconstrained time, 60 times its wall time).
-	 */
-	a.o.thrash_limit = a.thrash >= 0 ? a.thrash :
-			   (dtr ? 2.0 : TRACE_THRASH);
+		a.o.remap_ns = defaults.remap_ns;
+	a.o.thrash_limit = a.thrash >= 0 ? a.thrash : defaults.thrash_limit;
 
 	if (a.sweep) {
 		ret = sweep(&a, t, &sum);

@@ -855,6 +855,12 @@ out_free:
 	return ret;
 }
 
+void tp_replay_defaults(struct tp_replay_opts *o, bool dtr, bool profile)
+{
+	o->remap_ns = dtr && !profile ? 0 : -1;
+	o->thrash_limit = dtr ? TP_REPLAY_DTR_THRASH : TP_REPLAY_TRACE_THRASH;
+}
+
 double tp_replay_overhead(const struct tp_replay_result *r)
 {
 	if (!r->compute_ns)

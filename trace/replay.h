@@ -126,6 +126,26 @@ uint64_t tp_replay_chunk(const struct tp_trace *t,
 int tp_replay_run(const struct tp_trace *t, const struct tp_replay_opts *o,
 		  struct tp_replay_result *r);
 
+/*
+ * Thrash limits (struct tp_replay_opts.thrash_limit): DTR's simulator
+ * stops a run past an overhead of 2.0; tpager's tools and benches stop
+ * a replay of tpager's own traces once recomputing costs nine times the
+ * compute: such a run would "fit" after hours of virtual time, which no
+ * one would call fitting.
+ */
+#define TP_REPLAY_DTR_THRASH	2.0
+#define TP_REPLAY_TRACE_THRASH	10.0
+
+/**
+ * tp_replay_defaults() - the remap cost and thrash limit of a budgeted
+ * replay, by the trace's kind: a DTR log (@dtr) gets DTR's rule and no
+ * remapping, as DTR's simulator has none, unless a GPU's sim profile
+ * (@profile) charges the driver's costs, which the policy is then told
+ * (remap_ns -1: the backend's); tpager's traces get the backend's remap
+ * cost and TP_REPLAY_TRACE_THRASH.
+ */
+void tp_replay_defaults(struct tp_replay_opts *o, bool dtr, bool profile);
+
 /**
  * tp_replay_overhead() - DTR's overhead of @r: (compute + recompute) /
  * compute; 1.0 for an empty region.

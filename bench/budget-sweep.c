@@ -143,7 +143,7 @@ static void opts_for(const struct bench_trace *bt, const struct column *c,
 	o->prefetch = -1;
 	o->warmup = warmup;
 	/* As tpager-sim, by the trace's kind and the profile. */
-	tp_replay_defaults(o, bt->dtr, profile != NULL);
+	tp_replay_defaults(o, bt->dtr, profile && strcmp(profile, "custom"));
 	if (!budget)
 		o->thrash_limit = 0;
 	snprintf(extra, len, "vmm.sim.driver_granule=2M%s%s%s%s",

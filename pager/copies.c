@@ -71,9 +71,12 @@ static void poll_tensor(struct tp_pager *pg, struct tp_tensor *t, bool wait)
 			continue;
 		if (p->ev != asked) {
 			asked = p->ev;
-			tp_vmm_wait_why("copies to land");
-			ret = wait ? tp_vmm_event_sync(pg->vmm, p->ev) :
-				     tp_vmm_event_query(pg->vmm, p->ev);
+			if (wait) {
+				tp_vmm_wait_why("copies to land");
+				ret = tp_vmm_event_sync(pg->vmm, p->ev);
+			} else {
+				ret = tp_vmm_event_query(pg->vmm, p->ev);
+			}
 		}
 		if (ret)
 			continue;

@@ -123,9 +123,12 @@ void tp_swap_reap(struct tp_pager *pg, bool wait)
 
 		if (d->ev != asked) {
 			asked = d->ev;
-			tp_vmm_wait_why("swap buffers' copies");
-			ret = wait ? tp_vmm_event_sync(pg->vmm, d->ev) :
-				     tp_vmm_event_query(pg->vmm, d->ev);
+			if (wait) {
+				tp_vmm_wait_why("swap buffers' copies");
+				ret = tp_vmm_event_sync(pg->vmm, d->ev);
+			} else {
+				ret = tp_vmm_event_query(pg->vmm, d->ev);
+			}
 		}
 		if (ret == 0 || (wait && ret != -EAGAIN)) {
 			tp_vmm_event_put(pg->vmm, d->ev);

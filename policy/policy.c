@@ -407,6 +407,13 @@ static void thrash_penalty(struct tp_policy *pol, const struct tp_tensor *t,
 		in->c_r *= 1 + k;
 }
 
+/* Whether the director or the filter reads the last iteration's record. */
+static bool reads_record(const struct tp_policy *pol)
+{
+	return tp_director_traits(pol->conf->policy_director)->overlap ||
+	       tp_filter_traits(pol->conf->policy_filter)->next_use;
+}
+
 void tp_policy_director_in_begin(struct tp_policy *pol,
 				 const struct tp_tensor *t, bool no_offload,
 				 struct tp_director_in *in, uint64_t *next_out)
@@ -416,8 +423,7 @@ void tp_policy_director_in_begin(struct tp_policy *pol,
 	*next_out = 0;
 	/* The ahead-of-need check and the wait comparison read it too. */
 	in->queued = tp_policy_out_backlog(pol);
-	if (tp_director_traits(pol->conf->policy_director)->overlap ||
-	    tp_filter_traits(pol->conf->policy_filter)->next_use) {
+	if (reads_record(pol)) {
 		uint64_t next, reuse;
 
 		tp_prefetch_uses(pol->pf, t, &next, &reuse);
@@ -449,8 +455,7 @@ void tp_policy_director_in_cost(struct tp_policy *pol,
 				struct tp_director_in *in, uint64_t next)
 {
 	director_in_regen(pol, t, in);
-	if (tp_director_traits(pol->conf->policy_director)->overlap ||
-	    tp_filter_traits(pol->conf->policy_filter)->next_use) {
+	if (reads_record(pol)) {
 		if (!in->no_reuse && next && next != UINT64_MAX)
 			project_cost(pol, t, in);
 		thrash_penalty(pol, t, in);

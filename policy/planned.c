@@ -521,6 +521,13 @@ static bool same_cut(const struct tp_op_split *a, const struct tp_op_split *b)
 	return a->rows == b->rows && a->in == b->in && a->out == b->out;
 }
 
+/* @t is the record's @name, or becomes it now (tp_prefetch_bind()). */
+static bool named_as(struct tp_policy *pol, struct tp_tensor *t, int32_t name)
+{
+	return tp_prefetch_name(pol->pf, t) == name ||
+	       tp_prefetch_bind(pol->pf, t, name);
+}
+
 bool tp_policy_wants_cuts(const struct tp_policy *pol)
 {
 	return tp_planned_on(pol);
@@ -546,15 +553,13 @@ unsigned tp_policy_op_begin(struct tp_policy *pol, struct tp_tensor *const *in,
 		plan_breaks(pl, "another op than the record's");
 		return 0;
 	}
-	for (unsigned q = 0; q < n_in; q++) {
-		int32_t name = pl->io[r->io + q];
-
-		if (tp_prefetch_name(pol->pf, in[q]) != name &&
-		    !tp_prefetch_bind(pol->pf, in[q], name)) {
+	/* An input the op acquires first is checked at its end. */
+	for (unsigned q = 0; q < n_in; q++)
+		if (tp_prefetch_seen(pol->pf, in[q]) &&
+		    !named_as(pol, in[q], pl->io[r->io + q])) {
 			plan_breaks(pl, "an op reads other tensors than the record's");
 			return 0;
 		}
-	}
 	if (pl->parts[k] < 2)
 		return 0;
 	pl->hits++;
@@ -578,14 +583,16 @@ void tp_policy_op_end(struct tp_policy *pol, struct tp_tensor *const *in,
 							       NULL;
 
 		/* The op log, not the order of acquisitions, names them. */
-		for (unsigned q = 0; r && q < n_out; q++) {
-			int32_t name = pl->io[r->io + r->n_in + q];
-
-			if (r->n_out != n_out ||
-			    (tp_prefetch_name(pol->pf, out[q]) != name &&
-			     !tp_prefetch_bind(pol->pf, out[q], name)))
+		for (unsigned q = 0; r && q < n_in; q++)
+			if (r->n_in != n_in ||
+			    !named_as(pol, in[q], pl->io[r->io + q]))
 				r = NULL;
-		}
+		if (!r)
+			plan_breaks(pl, "an op reads other tensors than the record's");
+		for (unsigned q = 0; r && q < n_out; q++)
+			if (r->n_out != n_out ||
+			    !named_as(pol, out[q], pl->io[r->io + r->n_in + q]))
+				r = NULL;
 		if (!r)
 			plan_breaks(pl, "an op writes other tensors than the record's");
 	}

@@ -1061,6 +1061,19 @@ int32_t tp_prefetch_name(struct tp_prefetch *pf, const struct tp_tensor *t)
 	return name;
 }
 
+bool tp_prefetch_seen(struct tp_prefetch *pf, const struct tp_tensor *t)
+{
+	const struct pf_ent *e;
+	bool seen;
+
+	pthread_mutex_lock(&pf->lock);
+	e = lookup(pf, t->id);
+	seen = e && pf->active && pf->rec_gen + 1 == pf->gen &&
+	       e->gen == pf->gen;
+	pthread_mutex_unlock(&pf->lock);
+	return seen;
+}
+
 struct tp_tensor *tp_prefetch_named(struct tp_prefetch *pf, int32_t name)
 {
 	struct tp_tensor *t = NULL;

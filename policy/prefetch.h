@@ -276,4 +276,10 @@ struct tp_tensor *tp_prefetch_named(struct tp_prefetch *pf, int32_t name);
 bool tp_prefetch_bind(struct tp_prefetch *pf, struct tp_tensor *t,
 		      int32_t name);
 
+/*
+ * tp_prefetch_seen() - whether @t was acquired in this iteration, which
+ * follows the record (it has a name to check against the record's).
+ */
+bool tp_prefetch_seen(struct tp_prefetch *pf, const struct tp_tensor *t);
+
 #endif /* TP_POLICY_PREFETCH_H */

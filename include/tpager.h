@@ -420,6 +420,11 @@ struct tp_stats {
 	/* iterations in which prefetching stopped: more prefetched tensors
 	 * left unused than were used (a record that no longer holds) */
 	uint64_t prefetch_halted;
+	/* runs the driver thread mapped ahead, the streams waiting for
+	 * them on the device (vmm.map_ahead), and the waits put on a
+	 * stream: work issued before its map was made */
+	uint64_t maps_ahead;
+	uint64_t gate_waits;
 };
 
 /** tp_stats_get() - a snapshot of the context's counters. */

@@ -427,9 +427,13 @@ int tp_pager_user_acquire(struct tp_pager *pg, struct tp_tensor *t, size_t off,
 {
 	int ret = tp_pager_acquire(pg, t, off, len, mode, addr);
 
-	if (ret || !(mode & TP_WRITE) || !pg->regen.on_write)
+	if (ret)
 		return ret;
-	ret = pg->regen.on_write(pg->regen.priv, t);
+	if ((mode & TP_WRITE) && pg->regen.on_write)
+		ret = pg->regen.on_write(pg->regen.priv, t);
+	/* The caller's work on the compute stream comes after the maps. */
+	if (!ret)
+		ret = tp_vmm_gate(pg->vmm, TP_STREAM_COMPUTE);
 	if (ret)
 		tp_pager_release(pg, t, off, len);
 	return ret;

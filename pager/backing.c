@@ -104,8 +104,8 @@ static int map_runs(struct backing *b)
 		ret = tp_vmm_chunks_take_side(pg->vmm, b->chunks + k, m, side);
 		if (ret)
 			return ret;
-		ret = tp_vmm_map(pg->vmm, t->va + start * pg->chunk,
-				 b->chunks + k, m);
+		ret = tp_vmm_map_ahead(pg->vmm, t->va + start * pg->chunk,
+				       b->chunks + k, m);
 		if (ret) {
 			tp_vmm_chunks_put(pg->vmm, b->chunks + k, m);
 			return ret;

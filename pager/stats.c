@@ -71,5 +71,7 @@ void tp_pager_stats(struct tp_pager *pg, struct tp_stats *st)
 	st->rescued_pages = pg->c.rescued_pages;
 	st->driver_bg_calls = vs->bg_calls;
 	st->driver_bg_ns = vs->bg_ns;
+	st->maps_ahead = vs->maps_ahead;
+	st->gate_waits = vs->gate_waits;
 	st->swap_full = pg->c.swap_full;
 }

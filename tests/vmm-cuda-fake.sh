@@ -4,7 +4,8 @@
 # standing in for the driver: the backend's own code runs where there is no
 # GPU, and device memory is no more host memory than on a GPU, so a test
 # that touches an acquired address from the host faults here as it would
-# there. The vmm tests are told the library by TPAGER_TEST_CUDA_LIBRARY;
+# there; the pager tests run again with the driver's maps made late. The
+# vmm tests are told the library by TPAGER_TEST_CUDA_LIBRARY;
 # the pager tests open contexts, which find it as libcuda.so.1. One TAP
 # point per test program; their output follows as comments.
 b=${top_builddir:-.}
@@ -21,26 +22,37 @@ unset TPAGER_CONF TPAGER_OPTS
 
 # The pager tests that run on the backend of TPAGER_TEST_BACKEND.
 progs="vmm-remap vmm-pool vmm-extents vmm-release-behind vmm-copy vmm-inject vmm-elapsed
+       vmm-map-ahead
        pager-basic pager-cache pager-faults pager-hooks pager-limits
        pager-slab pager-states pager-stress pager-swap-blocks pager-swap-cache
        pager-threads"
-echo "1..$(echo $progs | wc -w)"
+# Again with every map made late (the driver's calls slowed), so that
+# work a stream was not made to wait for finds its memory unmapped.
+late="pager-basic pager-faults pager-states pager-stress pager-swap-cache
+      pager-threads"
+echo "1..$(echo $progs $late | wc -w)"
 n=0
-for t in $progs; do
+run() {
 	n=$((n + 1))
 	# Only where needed: the CUDA runtime linked into the tests looks
 	# for libcuda.so.1 too, and would load the stand-in on host and sim
 	# passes, where the vmm tests count on it being absent.
 	path=$LD_LIBRARY_PATH
-	case $t in pager-*) path="$tmp${path:+:$path}" ;; esac
+	case $1 in pager-*) path="$tmp${path:+:$path}" ;; esac
 	out=$(TPAGER_TEST_BACKEND=cuda TPAGER_TEST_CUDA_LIBRARY=$lib \
-	      LD_LIBRARY_PATH=$path "$b/tests/$t" 2>&1)
+	      FAKE_CUDA_MAP_DELAY_US=$2 LD_LIBRARY_PATH=$path "$b/tests/$1" 2>&1)
 	rc=$?
 	echo "$out" | sed 's/^/# /'
 	if [ $rc -eq 0 ] && ! echo "$out" | grep -q '^not ok' &&
 	   echo "$out" | grep -q -e '^# backend cuda' -e '^ok [0-9]* - cuda: '; then
-		echo "ok $n - $t passes on the cuda backend (fake driver)"
+		echo "ok $n - $1 passes on the cuda backend (fake driver$3)"
 	else
-		echo "not ok $n - $t on the cuda backend (fake driver), exit $rc"
+		echo "not ok $n - $1 on the cuda backend (fake driver$3), exit $rc"
 	fi
+}
+for t in $progs; do
+	run $t 0 ""
+done
+for t in $late; do
+	run $t 200 ", maps 200 us late"
 done

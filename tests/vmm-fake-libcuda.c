@@ -14,11 +14,19 @@
  * not per call nor per byte (fake_cuda_counts()).
  *
  * Copies are done at once (every stream is trivially in order) and every
- * event has completed. Device memory is one memfd per handle. As on a
+ * event has completed, except behind a stream's wait for a value in
+ * pinned host memory (cuStreamWaitValue32): the next call that enqueues
+ * on that stream blocks until the value is there, as the device would
+ * not run that work before. FAKE_CUDA_MAP_DELAY_US makes each cuMemMap
+ * that long, so that work a stream was not made to wait for reaches
+ * memory mapped by another thread before it is (an illegal address). Device memory is one memfd per handle. As on a
  * GPU, it is not host memory: the reserved addresses stay PROT_NONE, so a
  * program that reads or writes a device address from the host faults
  * here as it would there; copies reach the handle's memfd through the
  * mapping's own descriptor.
+ *
+ * One file, past the usual length: it is one shared object standing in
+ * for another, each entry point a few lines over the same tables.
  */
 #include "config.h"
 
@@ -52,6 +60,12 @@ static int nr_maps;
 /* The size of each live handle, by its memfd. */
 #define MAX_FDS	65536
 static size_t handle_size[MAX_FDS];
+
+static void stream_reached(CUstream s);
+
+/* Test hooks, found with dlsym. */
+API void fake_cuda_counts(unsigned long out[5]);
+API void fake_cuda_fail_maps(unsigned n);
 
 /* Per-handle charges, as the driver bills them. */
 static unsigned long charged_maps, charged_access, charged_unmaps;
@@ -262,12 +276,35 @@ static CUresult locked_cuMemMap(CUdeviceptr ptr, size_t size, size_t offset,
 	return CUDA_SUCCESS;
 }
 
+/* Test hook: the next @n maps fail, as a device out of resources. */
+static unsigned maps_to_fail;
+
+API void fake_cuda_fail_maps(unsigned n)
+{
+	pthread_mutex_lock(&fake_lock);
+	maps_to_fail = n;
+	pthread_mutex_unlock(&fake_lock);
+}
+
 API CUresult cuMemMap(CUdeviceptr ptr, size_t size, size_t offset,
 		      CUmemGenericAllocationHandle h, unsigned long long flags)
 {
+	static long delay_us = -1;
 	CUresult r;
 
+	if (delay_us < 0) {
+		const char *e = getenv("FAKE_CUDA_MAP_DELAY_US");
+
+		delay_us = e ? atol(e) : 0;
+	}
+	if (delay_us > 0)
+		usleep((useconds_t)delay_us);
 	pthread_mutex_lock(&fake_lock);
+	if (maps_to_fail) {
+		maps_to_fail--;
+		pthread_mutex_unlock(&fake_lock);
+		return CUDA_ERROR_OUT_OF_MEMORY;
+	}
 	r = locked_cuMemMap(ptr, size, offset, h, flags);
 	pthread_mutex_unlock(&fake_lock);
 	return r;
@@ -352,6 +389,7 @@ static struct {
 	char *p;
 	size_t len;
 	int registered;		/* by cuMemHostRegister, not allocated */
+	int devmap;		/* CU_MEMHOSTALLOC_DEVICEMAP: device-visible */
 } hosts[MAX_HOSTS];
 static int nr_hosts;
 
@@ -373,6 +411,7 @@ API CUresult cuMemHostAlloc(void **pp, size_t size, unsigned int flags)
 	}
 	hosts[nr_hosts].p = p;
 	hosts[nr_hosts].len = size;
+	hosts[nr_hosts].devmap = !!(flags & CU_MEMHOSTALLOC_DEVICEMAP);
 	hosts[nr_hosts++].registered = 0;
 	pthread_mutex_unlock(&fake_lock);
 	*pp = p;
@@ -491,6 +530,7 @@ API CUresult cuMemcpyDtoHAsync(void *dst, CUdeviceptr src, size_t len,
 {
 	CUresult r;
 
+	stream_reached(s);
 	pthread_mutex_lock(&fake_lock);
 	r = locked_cuMemcpyDtoHAsync(dst, src, len, s);
 	pthread_mutex_unlock(&fake_lock);
@@ -508,15 +548,22 @@ API CUresult cuMemcpyHtoDAsync(CUdeviceptr dst, const void *src, size_t len,
 {
 	CUresult r;
 
+	stream_reached(s);
 	pthread_mutex_lock(&fake_lock);
 	r = locked_cuMemcpyHtoDAsync(dst, src, len, s);
 	pthread_mutex_unlock(&fake_lock);
 	return r;
 }
 
+/* A stream: the value its next work waits for, if any. */
+struct fake_stream {
+	const uint32_t *wait;
+	uint32_t value;
+};
+
 API CUresult cuStreamCreate(CUstream *s, unsigned int flags)
 {
-	*s = malloc(1);
+	*s = calloc(1, sizeof(struct fake_stream));
 	return *s ? CUDA_SUCCESS : CUDA_ERROR_OUT_OF_MEMORY;
 }
 
@@ -526,7 +573,66 @@ API CUresult cuStreamDestroy(CUstream s)
 	return CUDA_SUCCESS;
 }
 
-API CUresult cuStreamSynchronize(CUstream s) { return CUDA_SUCCESS; }
+/*
+ * Work is enqueued on @s: the device runs it once the value @s waits for
+ * is there, so the call returns then (the fake runs work at once). Never
+ * with fake_lock held: another thread writes the value.
+ */
+static void stream_reached(CUstream s)
+{
+	struct fake_stream *fs = (struct fake_stream *)s;
+
+	if (!fs || !fs->wait)
+		return;
+	while ((int32_t)(__atomic_load_n(fs->wait, __ATOMIC_ACQUIRE) -
+			 fs->value) < 0)
+		usleep(20);
+	fs->wait = NULL;
+}
+
+API CUresult cuStreamSynchronize(CUstream s)
+{
+	stream_reached(s);
+	return CUDA_SUCCESS;
+}
+
+/* Whether [@p, @p + @len) lies in pinned memory the device can see. */
+static int device_visible(const void *p, size_t len)
+{
+	const char *h = p;
+	int i, ok = 0;
+
+	pthread_mutex_lock(&fake_lock);
+	for (i = 0; i < nr_hosts && !ok; i++)
+		ok = hosts[i].devmap && h >= hosts[i].p &&
+		     h + len <= hosts[i].p + hosts[i].len;
+	pthread_mutex_unlock(&fake_lock);
+	return ok;
+}
+
+API CUresult cuMemHostGetDevicePointer_v2(CUdeviceptr *d, void *p,
+					  unsigned int flags)
+{
+	if (!d || flags || !device_visible(p, 1))
+		return CUDA_ERROR_INVALID_VALUE;
+	*d = (CUdeviceptr)(uintptr_t)p;	/* unified addressing */
+	return CUDA_SUCCESS;
+}
+
+/* Only the cyclic greater-or-equal the backend uses is taken. */
+API CUresult cuStreamWaitValue32_v2(CUstream s, CUdeviceptr addr,
+				    cuuint32_t value, unsigned int flags)
+{
+	struct fake_stream *fs = (struct fake_stream *)s;
+
+	if (!fs || flags != CU_STREAM_WAIT_VALUE_GEQ ||
+	    !device_visible((void *)(uintptr_t)addr, sizeof(uint32_t)))
+		return CUDA_ERROR_INVALID_VALUE;
+	stream_reached(s);
+	fs->wait = (const uint32_t *)(uintptr_t)addr;
+	fs->value = value;
+	return CUDA_SUCCESS;
+}
 
 API CUresult cuStreamWaitEvent(CUstream s, CUevent e, unsigned int flags)
 {
@@ -561,6 +667,7 @@ API CUresult cuEventRecord(CUevent e, CUstream s)
 
 	if (!s || !e)
 		return CUDA_ERROR_INVALID_HANDLE;
+	stream_reached(s);
 	fe->recorded = 1;
 	clock_gettime(CLOCK_MONOTONIC, &fe->at);
 	return CUDA_SUCCESS;

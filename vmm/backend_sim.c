@@ -63,6 +63,13 @@ struct sim_backend {
 	 */
 	uint64_t worker;
 	bool on_worker;
+	/*
+	 * Maps made ahead (vmm.map_ahead): when the played thread last
+	 * opened the gate, and the runs it mapped, by when each lands, so
+	 * that a copy reaching one before is the device's fault.
+	 */
+	uint64_t gate_time;
+	struct tp_sim_copies landing;
 	uint64_t stream[TP_NR_STREAMS];
 	uintptr_t next_va;
 	uintptr_t next_host;
@@ -240,21 +247,53 @@ static int sim_set_access(struct tp_vmm *vmm, uintptr_t va,
 			  struct tp_chunk *const *chunks, size_t n,
 			  unsigned prot)
 {
-	if (sb(vmm)->profile)
+	struct sim_backend *s = sb(vmm);
+
+	if (s->profile)
 		charge_handles(vmm, TP_SIM_SET_ACCESS, chunks, n);
 	else
-		charge_host(vmm, sim_driver_ns(vmm, sb(vmm)->set_access_ns,
+		charge_host(vmm, sim_driver_ns(vmm, s->set_access_ns,
 					       n * vmm->granularity));
+	/* Made by the played thread: usable once its clock is there. */
+	pthread_mutex_lock(&s->lock);
+	if (s->on_worker)
+		tp_sim_copies_note(&s->landing, va, n * vmm->granularity,
+				   s->worker);
+	pthread_mutex_unlock(&s->lock);
 	return 0;
 }
 
-/* Note a copy over [@va, @va + @len) on @st, issued just now. */
+/*
+ * A copy over [@va, @va + @len) on @st, issued just now, that starts at
+ * @start: noted, and the device's fault (sticky) if a map made ahead of
+ * it lands only later (the stream was not made to wait for it).
+ */
 static void copy_note(struct sim_backend *s, uintptr_t va, size_t len,
-		      enum tp_stream st)
+		      enum tp_stream st, uint64_t start)
 {
+	bool first;
+
 	pthread_mutex_lock(&s->lock);
 	tp_sim_copies_note(&s->copies, va, len, s->stream[st]);
+	first = !s->fault &&
+		tp_sim_copies_in_flight(&s->landing, va, va + len, start,
+					s->host);
+	s->fault |= first;
 	pthread_mutex_unlock(&s->lock);
+	if (first)
+		tp_log(TP_LOG_ERROR, "vmm: sim: a copy reached %#lx before its map was made: the device faults",
+		       (unsigned long)va);
+}
+
+/* When work issued on @st now would start. */
+static uint64_t start_on(struct sim_backend *s, enum tp_stream st)
+{
+	uint64_t t;
+
+	pthread_mutex_lock(&s->lock);
+	t = max_u64(s->stream[st], s->host);
+	pthread_mutex_unlock(&s->lock);
+	return t;
 }
 
 /*
@@ -302,16 +341,20 @@ uint64_t tp_vmm_sim_copy_ns(struct tp_vmm *vmm, size_t len)
 static int sim_copy_d2h(struct tp_vmm *vmm, void *host, uintptr_t va,
 			size_t len, enum tp_stream st)
 {
+	uint64_t start = start_on(sb(vmm), st);
+
 	run_on(sb(vmm), st, tp_vmm_sim_copy_ns(vmm, len));
-	copy_note(sb(vmm), va, len, st);
+	copy_note(sb(vmm), va, len, st, start);
 	return 0;
 }
 
 static int sim_copy_h2d(struct tp_vmm *vmm, uintptr_t va, const void *host,
 			size_t len, enum tp_stream st)
 {
+	uint64_t start = start_on(sb(vmm), st);
+
 	run_on(sb(vmm), st, tp_vmm_sim_copy_ns(vmm, len));
-	copy_note(sb(vmm), va, len, st);
+	copy_note(sb(vmm), va, len, st, start);
 	return 0;
 }
 
@@ -563,6 +606,46 @@ static bool sim_plays_worker(struct tp_vmm *vmm)
 	return sb(vmm)->profile != NULL;
 }
 
+/* The played thread is the one maps go ahead on: with a profile. */
+static int sim_gate_open(struct tp_vmm *vmm)
+{
+	return sb(vmm)->profile ? 0 : -EOPNOTSUPP;
+}
+
+static void sim_gate_post(struct tp_vmm *vmm, uint32_t seq)
+{
+	struct sim_backend *s = sb(vmm);
+
+	pthread_mutex_lock(&s->lock);
+	s->gate_time = s->on_worker ? s->worker : s->host;
+	pthread_mutex_unlock(&s->lock);
+}
+
+static bool sim_gate_passed(struct tp_vmm *vmm, uint32_t seq)
+{
+	struct sim_backend *s = sb(vmm);
+	bool passed;
+
+	pthread_mutex_lock(&s->lock);
+	passed = s->gate_time <= s->host;
+	pthread_mutex_unlock(&s->lock);
+	return passed;
+}
+
+static int sim_gate_stream(struct tp_vmm *vmm, enum tp_stream st,
+			   uint32_t seq)
+{
+	struct sim_backend *s = sb(vmm);
+
+	/* Enqueued as an op is (cuStreamWaitValue32). */
+	if (s->profile)
+		charge_host(vmm, s->profile->issue_ns);
+	pthread_mutex_lock(&s->lock);
+	s->stream[st] = max_u64(s->stream[st], s->gate_time);
+	pthread_mutex_unlock(&s->lock);
+	return 0;
+}
+
 static void sim_wait_until(struct tp_vmm *vmm, uint64_t t)
 {
 	struct sim_backend *s = sb(vmm);
@@ -648,6 +731,10 @@ const struct tp_vmm_ops tp_vmm_sim_ops = {
 	.op_ns = sim_op_ns,
 	.op_workspace = sim_op_workspace,
 	.remap_handle_ns = sim_remap_handle_ns,
+	.gate_open = sim_gate_open,
+	.gate_post = sim_gate_post,
+	.gate_passed = sim_gate_passed,
+	.gate_stream = sim_gate_stream,
 	.worker_begin = sim_worker_begin,
 	.worker_end = sim_worker_end,
 	.wait_until = sim_wait_until,

@@ -28,6 +28,13 @@ void tp_vmm_call_end(struct tp_vmm *vmm, enum tp_vmm_call k, uint64_t t0,
 /* Counted wrappers of single backend members. */
 int tp_vmm_do_chunk_create(struct tp_vmm *vmm, struct tp_chunk *c);
 void tp_vmm_do_chunk_destroy(struct tp_vmm *vmm, struct tp_chunk *c);
+/*
+ * Map a run of @n pages (whole handles, per-page array @c, not mapped)
+ * and grant access, counting the calls; on failure nothing stays mapped.
+ * The caller counts the run as mapped.
+ */
+int tp_vmm_do_map(struct tp_vmm *vmm, uintptr_t va, struct tp_chunk *const *c,
+		  size_t n, bool inject);
 /* Unmap a run of @n pages (whole handles, per-page array @c), counting
  * the call and chunks_mapped. */
 int tp_vmm_do_unmap(struct tp_vmm *vmm, uintptr_t va,

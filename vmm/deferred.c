@@ -36,6 +36,7 @@ struct tp_deferred *tp_deferred_new(void)
 	if (!d)
 		return NULL;
 	d->tail = &d->head;
+	tp_map_ahead_init(&d->ahead);
 
 	pthread_mutex_init(&d->lock, NULL);
 	pthread_condattr_init(&ca);
@@ -575,12 +576,16 @@ static void *driver_thread(void *arg)
 	tp_vmm_background(true);
 	pthread_mutex_lock(&d->lock);
 	for (;;) {
-		if ((!d->head && !d->destroys) || d->error) {
+		if ((!d->head && !d->destroys && !tp_map_ahead_pending(d)) ||
+		    d->error) {
 			if (d->stop)
 				break;
 			pthread_cond_wait(&d->cond, &d->lock);
 			continue;
 		}
+		/* Maps first: the device may be waiting for them. */
+		if (tp_map_ahead_run(vmm, d))
+			continue;
 		/* A release first: the caller may be waiting for the room. */
 		x = first_destroy(vmm, d);
 		if (x) {
@@ -643,6 +648,8 @@ int tp_deferred_start(struct tp_vmm *vmm, struct tp_deferred *d)
 
 static bool any_busy(const struct tp_deferred *d)
 {
+	if (d->ahead.busy)
+		return true;
 	for (const struct tp_deferred_unmap *u = d->head; u; u = u->next)
 		if (u->busy)
 			return true;
@@ -789,6 +796,7 @@ void tp_deferred_free(struct tp_vmm *vmm, struct tp_deferred *d)
 	if (!d)
 		return;
 	tp_deferred_stop(d);
+	tp_map_ahead_finish(vmm, d);
 	while (d->head) {
 		struct tp_deferred_unmap *u = d->head;
 

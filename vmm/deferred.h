@@ -19,6 +19,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "vmm/map_ahead.h"
 #include "vmm/vmm.h"
 
 struct tp_deferred_unmap {
@@ -91,6 +92,8 @@ struct tp_deferred {
 	 * wait returns it instead of waiting for ever.
 	 */
 	int error;
+	/* The maps the driver thread makes ahead (map_ahead.h). */
+	struct tp_map_ahead ahead;
 };
 
 /**

@@ -191,6 +191,7 @@ struct tp_vmm *tp_vmm_open(const struct tp_vmm_conf *conf)
 		       TP_VMM_MAPPING_CHUNKS : conf->mapping;
 	vmm->ordered_reuse = vmm->mapping == TP_VMM_MAPPING_EXTENTS;
 	vmm->release_behind = conf->release_behind;
+	vmm->map_ahead = conf->map_ahead;
 	vmm->extent_max = conf->extent_max / vmm->granularity;
 	if (conf->extent_max && !vmm->extent_max)
 		vmm->extent_max = 1;
@@ -338,6 +339,7 @@ int tp_vmm_pool_create(struct tp_vmm *vmm, uint64_t budget_bytes)
 	 * without the thread the caller's polls do it. */
 	if (vmm->ordered_reuse && tp_deferred_start(vmm, vmm->deferred))
 		tp_log(TP_LOG_WARN, "vmm: no driver thread: unmaps are polled");
+	tp_map_ahead_start(vmm, vmm->deferred, vmm->map_ahead);
 	return 0;
 }
 
@@ -673,21 +675,13 @@ int tp_vmm_do_unmap_old(struct tp_vmm *vmm, uintptr_t va,
 	return ret;
 }
 
-int tp_vmm_map(struct tp_vmm *vmm, uintptr_t va, struct tp_chunk *const *c,
-	       size_t n)
+int tp_vmm_do_map(struct tp_vmm *vmm, uintptr_t va, struct tp_chunk *const *c,
+		  size_t n, bool inject)
 {
-	size_t len = n * vmm->granularity;
 	uint64_t t0;
 	int ret;
 
-	if (!n || !aligned(vmm, va) || !whole_handles(vmm, va, c, n, false))
-		return -EINVAL;
-	lock(vmm);
-	ret = tp_deferred_flush_range(vmm, vmm->deferred, va, len);
-	unlock(vmm);
-	if (ret)
-		return ret;
-	ret = tp_vmm_call_begin(vmm, TP_CALL_MAP, true, &t0);
+	ret = tp_vmm_call_begin(vmm, TP_CALL_MAP, inject, &t0);
 	if (ret)
 		return ret;
 	ret = vmm->ops->map(vmm, va, c, n);
@@ -695,31 +689,94 @@ int tp_vmm_map(struct tp_vmm *vmm, uintptr_t va, struct tp_chunk *const *c,
 	count_handles(vmm, TP_CALL_MAP, c, n);
 	if (ret)
 		return ret;
-	handles_at(vmm, va, c, n, true);
-	vmm->stats.chunks_mapped += n;
-
-	ret = tp_vmm_call_begin(vmm, TP_CALL_SET_ACCESS, true, &t0);
+	ret = tp_vmm_call_begin(vmm, TP_CALL_SET_ACCESS, inject, &t0);
 	if (!ret) {
 		ret = vmm->ops->set_access(vmm, va, c, n, TP_PROT_RW);
 		tp_vmm_call_end(vmm, TP_CALL_SET_ACCESS, t0, n);
 		count_handles(vmm, TP_CALL_SET_ACCESS, c, n);
 	}
 	if (ret)
-		goto err_unmap;
+		tp_vmm_do_unmap_old(vmm, va, c, n);
+	return ret;
+}
+
+/* The run of @n pages at @va is mapped (or will be, ahead): count it. */
+static void mapped(struct tp_vmm *vmm, uintptr_t va, struct tp_chunk *const *c,
+		   size_t n)
+{
+	handles_at(vmm, va, c, n, true);
+	vmm->stats.chunks_mapped += n;
 	if (vmm->stats.chunks_mapped > vmm->stats.chunks_peak)
 		vmm->stats.chunks_peak = vmm->stats.chunks_mapped;
-	return 0;
+}
 
-err_unmap:
-	tp_vmm_do_unmap(vmm, va, c, n, false);
+int tp_vmm_map(struct tp_vmm *vmm, uintptr_t va, struct tp_chunk *const *c,
+	       size_t n)
+{
+	size_t len = n * vmm->granularity;
+	int ret;
+
+	if (!n || !aligned(vmm, va) || !whole_handles(vmm, va, c, n, false))
+		return -EINVAL;
+	lock(vmm);
+	ret = tp_deferred_flush_range(vmm, vmm->deferred, va, len);
+	unlock(vmm);
+	if (!ret)
+		ret = tp_vmm_do_map(vmm, va, c, n, true);
+	if (!ret)
+		mapped(vmm, va, c, n);
 	return ret;
+}
+
+int tp_vmm_map_ahead(struct tp_vmm *vmm, uintptr_t va,
+		     struct tp_chunk *const *c, size_t n)
+{
+	struct tp_deferred *d = vmm->deferred;
+	uint64_t t0;
+	int ret;
+
+	if (!d->ahead.on)
+		return tp_vmm_map(vmm, va, c, n);
+	if (!n || !aligned(vmm, va) || !whole_handles(vmm, va, c, n, false))
+		return -EINVAL;
+	/* Injected failures where the calls would have been made. */
+	ret = tp_vmm_call_begin(vmm, TP_CALL_MAP, true, &t0);
+	if (!ret)
+		ret = tp_vmm_call_begin(vmm, TP_CALL_SET_ACCESS, true, &t0);
+	if (ret)
+		return ret;
+	lock(vmm);
+	ret = tp_deferred_flush_range(vmm, d, va, n * vmm->granularity);
+	if (!ret)
+		ret = tp_map_ahead_add(vmm, d, va, c, n);
+	unlock(vmm);
+	if (ret)
+		return ret;
+	mapped(vmm, va, c, n);
+	vmm->stats.maps_ahead++;
+	return 0;
+}
+
+int tp_vmm_gate(struct tp_vmm *vmm, enum tp_stream s)
+{
+	if ((unsigned)s >= TP_NR_STREAMS)
+		return -EINVAL;
+	return tp_map_ahead_gate(vmm, vmm->deferred, s);
 }
 
 int tp_vmm_unmap(struct tp_vmm *vmm, uintptr_t va, struct tp_chunk *const *c,
 		 size_t n)
 {
+	int ret;
+
 	if (!n || !aligned(vmm, va) || !whole_handles(vmm, va, c, n, true))
 		return -EINVAL;
+	/* The run may be one the driver thread is still to map. */
+	lock(vmm);
+	ret = tp_map_ahead_wait(vmm, vmm->deferred);
+	unlock(vmm);
+	if (ret)
+		return ret;
 	return tp_vmm_do_unmap(vmm, va, c, n, true);
 }
 
@@ -856,6 +913,9 @@ int tp_vmm_copy_d2h(struct tp_vmm *vmm, void *host, uintptr_t va, size_t len,
 		return 0;
 	if (s == TP_STREAM_COMPUTE)
 		vmm->compute_work++;
+	ret = tp_map_ahead_gate(vmm, vmm->deferred, s);
+	if (ret)
+		return ret;
 	ret = tp_vmm_call_begin(vmm, TP_CALL_COPY, true, &t0);
 	if (ret)
 		return ret;
@@ -876,6 +936,9 @@ int tp_vmm_copy_h2d(struct tp_vmm *vmm, uintptr_t va, const void *host,
 		return 0;
 	if (s == TP_STREAM_COMPUTE)
 		vmm->compute_work++;
+	ret = tp_map_ahead_gate(vmm, vmm->deferred, s);
+	if (ret)
+		return ret;
 	ret = tp_vmm_call_begin(vmm, TP_CALL_COPY, true, &t0);
 	if (ret)
 		return ret;
@@ -978,7 +1041,11 @@ int tp_vmm_event_query(struct tp_vmm *vmm, struct tp_event *ev)
 int tp_vmm_event_sync(struct tp_vmm *vmm, struct tp_event *ev)
 {
 	uint64_t t0 = call_clock(vmm);
+	int ret = tp_map_ahead_error(vmm->deferred);
 
+	/* Behind a map that failed, the device waits for ever. */
+	if (ret)
+		return waited(vmm, t0, ret);
 	return waited(vmm, t0, EVENT_CALL(vmm, vmm->ops->event_sync(vmm, ev)));
 }
 
@@ -999,6 +1066,8 @@ int tp_vmm_stream_sync(struct tp_vmm *vmm, enum tp_stream s)
 
 	if ((unsigned)s >= TP_NR_STREAMS)
 		return waited(vmm, t0, -EINVAL);
+	if (tp_map_ahead_error(vmm->deferred))
+		return waited(vmm, t0, tp_map_ahead_error(vmm->deferred));
 	return waited(vmm, t0, EVENT_CALL(vmm, vmm->ops->stream_sync(vmm, s)));
 }
 
@@ -1007,6 +1076,12 @@ int tp_vmm_sync_all(struct tp_vmm *vmm)
 	const char *why = wait_why;
 	int s, ret;
 
+	/* The maps made ahead, which the streams may not have waited for. */
+	lock(vmm);
+	ret = tp_map_ahead_wait(vmm, vmm->deferred);
+	unlock(vmm);
+	if (ret)
+		return ret;
 	for (s = 0; s < TP_NR_STREAMS; s++) {
 		wait_why = why;
 		ret = tp_vmm_stream_sync(vmm, (enum tp_stream)s);
@@ -1059,10 +1134,15 @@ void tp_vmm_host_free(struct tp_vmm *vmm, void *p, size_t len)
 int tp_vmm_launch(struct tp_vmm *vmm, enum tp_stream s, uint64_t cost_ns,
 		  int (*fn)(void *arg), void *arg)
 {
+	int ret;
+
 	if ((unsigned)s >= TP_NR_STREAMS)
 		return -EINVAL;
 	if (s == TP_STREAM_COMPUTE)
 		vmm->compute_work++;
+	ret = tp_map_ahead_gate(vmm, vmm->deferred, s);
+	if (ret)
+		return ret;
 	if (!vmm->ops->launch)
 		return fn ? fn(arg) : 0;
 	return vmm->ops->launch(vmm, s, cost_ns, fn, arg);

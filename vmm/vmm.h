@@ -68,6 +68,7 @@ struct tp_vmm_conf {
 	bool sim_sync;				/* vmm.sim.sync */
 	uint32_t va_reserve;			/* vmm.va_reserve */
 	uint32_t release_behind;		/* vmm.release_behind */
+	bool map_ahead;				/* vmm.map_ahead */
 };
 
 /*
@@ -303,6 +304,23 @@ struct tp_vmm_ops {
 	/* Optional (sim): when @ev completes on its stream's clock. */
 	int (*event_when)(struct tp_vmm *vmm, struct tp_event *ev,
 			  uint64_t *t);
+	/*
+	 * Optional: the gate behind which the streams wait for maps made
+	 * by the library's driver thread (vmm.map_ahead). Jobs are numbered
+	 * from 1 in the order queued and done in that order.
+	 * gate_open() readies it: -EOPNOTSUPP where the streams cannot
+	 * wait for the host here. gate_post() opens it up to job @seq
+	 * (called by the driver thread, or the played one: sim keeps that
+	 * thread's clock as when the gate opened); gate_passed() says
+	 * whether job @seq's gate is open where the caller is (sim: at its
+	 * clock); gate_stream() has the work issued on @s from now on wait
+	 * until it is. The backend's close frees what gate_open() made.
+	 */
+	int (*gate_open)(struct tp_vmm *vmm);
+	void (*gate_post)(struct tp_vmm *vmm, uint32_t seq);
+	bool (*gate_passed)(struct tp_vmm *vmm, uint32_t seq);
+	int (*gate_stream)(struct tp_vmm *vmm, enum tp_stream s,
+			   uint32_t seq);
 	/* The native stream handle for launch functions (CUstream), or NULL. */
 	void *(*stream_handle)(struct tp_vmm *vmm, enum tp_stream s);
 
@@ -344,6 +362,10 @@ struct tp_vmm_stats {
 	uint64_t ranges_reserved;	/* now */
 	uint64_t deferred_unmaps;	/* pending now */
 	uint64_t deferred_releases;	/* ranges waiting on their unmaps */
+	/* runs mapped ahead by the driver thread (vmm.map_ahead) */
+	uint64_t maps_ahead;
+	/* waits for them put on a stream, the map not done at the work */
+	uint64_t gate_waits;
 };
 
 /*
@@ -384,6 +406,7 @@ struct tp_vmm {
 	size_t extent_max;		/* largest handle, chunks: 1 with
 					 * vmm.mapping = chunks */
 	uint32_t release_behind;	/* percent of the budget */
+	bool map_ahead;			/* vmm.map_ahead asked for */
 	struct tp_vmm_stats stats;
 	struct tp_chunk_pool *pool;
 	struct tp_deferred *deferred;	/* unmaps waiting on events */
@@ -524,6 +547,26 @@ int tp_vmm_release(struct tp_vmm *vmm, uintptr_t va, size_t len);
  */
 int tp_vmm_map(struct tp_vmm *vmm, uintptr_t va, struct tp_chunk *const *c,
 	       size_t n);
+/**
+ * tp_vmm_map_ahead() - tp_vmm_map(), made by the library's driver thread
+ * where vmm.map_ahead is on and the backend's streams can wait for it:
+ * the call returns once the map is queued, and the work issued on any
+ * stream from then on (launches, copies) waits until it is done, on the
+ * device, not on the caller's thread. The run is the caller's as if
+ * mapped: unmapping it, at once or after an event, comes after the map.
+ * Fault injection counts the map and the access grant here, on the
+ * caller's thread. Elsewhere it is tp_vmm_map(). Return: as tp_vmm_map();
+ * a failure of the driver thread's calls is the device's error, which
+ * every later sync and stream work returns (-EIO at least).
+ */
+int tp_vmm_map_ahead(struct tp_vmm *vmm, uintptr_t va,
+		     struct tp_chunk *const *c, size_t n);
+/*
+ * tp_vmm_gate() - work issued on @s from now on, by any means, waits for
+ * every map made ahead so far (launches and copies through the vmm do
+ * this themselves). Return: 0, or the error of a map that failed.
+ */
+int tp_vmm_gate(struct tp_vmm *vmm, enum tp_stream s);
 /* Unmap the run of @n pages at @va, backed by the per-page array @c, at
  * once: the caller knows nothing in flight touches them. -EINVAL when
  * the run does not cover whole handles mapped there. */

@@ -1,0 +1,212 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Maps made ahead (vmm.map_ahead): where a driver thread runs or is
+ * played and the streams can wait for it (cuda, sim with a profile), the
+ * map of a run is queued and the caller goes on; the work issued on a
+ * stream after it waits for it, on the device. Elsewhere (host, sim
+ * without a profile, the key off) the caller maps as before.
+ *
+ * cuda (the stand-in driver) makes every map 20 ms late: a copy that did
+ * not wait for the map would find the memory unmapped, and an unmap at
+ * once that did not wait would find nothing to unmap; the bytes written
+ * are read back. Sim checks the clocks: the caller pays nothing for the
+ * map, the copy starts after it lands, and a copy issued past the gate
+ * (the backend called directly) is the device's fault. A map the driver
+ * thread fails stops every later sync with an error instead of a hang.
+ */
+#include "config.h"
+
+#include <dlfcn.h>
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "tests/tap.h"
+#include "tests/vmm-util.h"
+#include "vmm/backend_sim.h"
+#include "vmm/deferred.h"
+
+#define NR		8
+#define POOL		64
+#define PER_BACKEND	8
+
+/* What a backend is expected to do with the key on. */
+static bool goes_ahead(struct tp_vmm *vmm, const char *name)
+{
+	if (!vmm->map_ahead || vmm->mapping != TP_VMM_MAPPING_EXTENTS)
+		return false;
+	if (!strcmp(name, "sim"))
+		return vmm->ops->plays_worker(vmm);
+	return !strcmp(name, "cuda");
+}
+
+static void body(struct tp_vmm *vmm, const char *name)
+{
+	size_t g = vmm->granularity, len = NR * g;
+	bool ahead = goes_ahead(vmm, name), sim = !strcmp(name, "sim");
+	bool data = tp_vmm_has_data(vmm);
+	struct tp_chunk *c[NR], *d[NR];
+	unsigned char *pattern = NULL, *back = NULL;
+	struct tp_event *ev = tp_vmm_event_create(vmm);
+	uint64_t bg0 = vmm->stats.bg_calls, t0, t1, landed = 0, copied = 0;
+	void *buf = tp_vmm_host_alloc(vmm, len);
+	uintptr_t va, vb;
+	int ret;
+
+	if (!ev || !buf)
+		bail_out("%s: an event and a buffer", name);
+	if (data) {
+		pattern = malloc(len);
+		back = malloc(len);
+		if (!pattern || !back)
+			bail_out("buffers");
+		vt_fill(pattern, len, vt_seed() + 41);
+	}
+	ret = tp_vmm_reserve(vmm, len, &va) ?: tp_vmm_reserve(vmm, len, &vb);
+	ret = ret ?: tp_vmm_chunks_take(vmm, c, NR);
+	if (ret)
+		bail_out("%s: reserve and take: %d", name, ret);
+
+	/* 1: queued, or made here */
+	t0 = tp_vmm_now_ns(vmm);
+	ret = tp_vmm_map_ahead(vmm, va, c, NR);
+	t1 = tp_vmm_now_ns(vmm);
+	ok(!ret && vmm->stats.chunks_mapped == NR &&
+	   vmm->stats.maps_ahead == (ahead ? 1 : 0) &&
+	   (!sim || !ahead || (t1 == t0 && vmm->stats.bg_calls == bg0 + 2)),
+	   "%s: %s (%llu maps ahead, caller's clock +%llu ns)", name,
+	   ahead ? "the map goes ahead, the caller pays nothing" :
+		   "mapped on the caller's thread",
+	   (unsigned long long)vmm->stats.maps_ahead,
+	   (unsigned long long)(t1 - t0));
+
+	/* 2: a copy in, issued at once, waits for the map */
+	if (data)
+		ret = tp_vmm_copy_h2d(vmm, va, pattern, len, TP_STREAM_H2D);
+	else
+		ret = tp_vmm_copy_h2d(vmm, va, buf, len, TP_STREAM_H2D);
+	ret = ret ?: tp_vmm_event_record(vmm, ev, TP_STREAM_H2D);
+	if (sim && !ret) {
+		vmm->ops->event_when(vmm, ev, &copied);
+		landed = vmm->deferred->ahead.played_at;
+	}
+	ret = ret ?: tp_vmm_stream_sync(vmm, TP_STREAM_H2D);
+	ok(!ret && (!ahead || !sim ||
+		    copied >= landed + tp_vmm_sim_copy_ns(vmm, len)),
+	   "%s: a copy issued right after runs after the map (%s)", name,
+	   sim ? "its end past the map's and its own time" :
+		 "no illegal address");
+
+	/* 3: the bytes */
+	if (data) {
+		ret = tp_vmm_copy_d2h(vmm, back, va, len, TP_STREAM_D2H);
+		ret = ret ?: tp_vmm_stream_sync(vmm, TP_STREAM_D2H);
+		ok(!ret && !memcmp(back, pattern, len),
+		   "%s: the bytes written come back", name);
+	} else {
+		skip(1, "%s holds no data", name);
+	}
+
+	/* 4: an unmap at once of a run still to be mapped waits for it */
+	ret = tp_vmm_chunks_take(vmm, d, NR);
+	ret = ret ?: tp_vmm_map_ahead(vmm, vb, d, NR);
+	ret = ret ?: tp_vmm_unmap(vmm, vb, d, NR);
+	ok(!ret && vmm->stats.chunks_mapped == NR,
+	   "%s: mapped (ahead where it goes) and unmapped at once: the unmap came after",
+	   name);
+	if (!ret)
+		tp_vmm_chunks_put(vmm, d, NR);
+
+	/* 5: an injected failure fails the call, nothing mapped */
+#ifdef TP_FAULT_INJECTION
+	ret = tp_vmm_chunks_take(vmm, d, NR);
+	if (!ret) {
+		tp_vmm_fail_at(vmm, 1, ENOMEM);
+		ret = tp_vmm_map_ahead(vmm, vb, d, NR);
+		ok(ret == -ENOMEM && vmm->stats.chunks_mapped == NR &&
+		   d[0]->va == 0,
+		   "%s: an injected failure of the map: -ENOMEM at once, nothing mapped",
+		   name);
+		tp_vmm_chunks_put(vmm, d, NR);
+	} else {
+		ok(0, "%s: a take for the injected failure: %d", name, ret);
+	}
+#else
+	skip(1, "built without fault injection");
+#endif
+
+	/* 6: every call counted, the driver thread's apart */
+	ret = tp_vmm_sync_all(vmm);
+	ok(!ret && (ahead ? vmm->stats.bg_calls >= bg0 + 4 :
+			    vmm->stats.maps_ahead == 0),
+	   "%s: synced; %llu calls by the driver thread", name,
+	   (unsigned long long)(vmm->stats.bg_calls - bg0));
+
+	/* What the last two leave mapped, the close tears down. */
+	tp_vmm_unmap(vmm, va, c, NR);
+	tp_vmm_chunks_put(vmm, c, NR);
+	tp_vmm_release(vmm, va, len);
+
+	/* 7: sim: a copy past the gate is the device's fault */
+	if (sim && ahead) {
+		ret = tp_vmm_chunks_take(vmm, d, NR);
+		ret = ret ?: tp_vmm_map_ahead(vmm, vb, d, NR);
+		/* the pages land later on the played thread's clock */
+		vmm->ops->launch(vmm, TP_STREAM_H2D, 0, NULL, NULL);
+		ret = ret ?: vmm->ops->copy_h2d(vmm, vb, buf, len,
+						TP_STREAM_H2D);
+		ok(!ret && tp_vmm_stream_sync(vmm, TP_STREAM_H2D) == -EIO,
+		   "%s: a copy issued past the gate faults the device", name);
+	} else {
+		skip(1, "%s: the sim's check of its clocks", name);
+		tp_vmm_release(vmm, vb, len);
+	}
+
+	/* 8: cuda: a map the driver thread fails stops the syncs */
+	if (!strcmp(name, "cuda") && ahead) {
+		const char *lib = getenv("TPAGER_TEST_CUDA_LIBRARY");
+		void (*fail_maps)(unsigned) = NULL;
+		void *h = lib ? dlopen(lib, RTLD_NOW | RTLD_NOLOAD) : NULL;
+
+		if (h)
+			*(void **)&fail_maps = dlsym(h, "fake_cuda_fail_maps");
+		if (fail_maps) {
+			ret = tp_vmm_reserve(vmm, len, &vb);
+			ret = ret ?: tp_vmm_chunks_take(vmm, d, NR);
+			fail_maps(1);
+			ret = ret ?: tp_vmm_map_ahead(vmm, vb, d, NR);
+			ok(!ret && tp_vmm_sync_all(vmm) == -ENOMEM &&
+			   tp_vmm_copy_h2d(vmm, vb, buf, g, TP_STREAM_H2D) ==
+			   -ENOMEM,
+			   "%s: the driver thread's map failed: the sync and the work after fail, no hang",
+			   name);
+		} else {
+			skip(1, "not the stand-in driver");
+		}
+		if (h)
+			dlclose(h);
+	} else {
+		skip(1, "%s: a failure on the driver thread", name);
+	}
+	/* Closing tears down what the failures left. */
+	tp_vmm_event_put(vmm, ev);
+	tp_vmm_host_free(vmm, buf, len);
+	free(pattern);
+	free(back);
+}
+
+int main(void)
+{
+	static const struct vt_case cases[] = {
+		{ "sim", "vmm.sim.profile=h200" },
+		{ "sim", "vmm.sim.profile=h200,vmm.map_ahead=0" },
+		{ "sim", NULL },
+		{ "host", NULL },
+		{ "cuda", NULL },
+		{ NULL, NULL },
+	};
+
+	/* Every map of the stand-in driver 20 ms late. */
+	setenv("FAKE_CUDA_MAP_DELAY_US", "20000", 0);
+	return vt_run_cases(cases, PER_BACKEND, 2 << 20, POOL, body);
+}

@@ -1,0 +1,114 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Maps made ahead by the library's driver thread (vmm.map_ahead).
+ *
+ * The driver charges a map and an access grant per handle, tens of
+ * microseconds each, and neither waits for the device. So the thread
+ * issuing the ops does not make them: it queues the map of a run and goes
+ * on; the streams wait for it on the device, behind the backend's gate
+ * (a value in pinned host memory on cuda, cuStreamWaitValue32), and the
+ * driver thread makes the calls before any other job of its and opens
+ * the gate. The issuing thread waits only where it unmaps such a run at
+ * once (rare: a failure's undo), and the device only where the work
+ * reaches a map not made yet.
+ *
+ * Jobs are numbered in the order queued and done in that order; a
+ * stream is made to wait for the last job queued before work is issued
+ * on it, unless that job is done already, so one wait covers every map
+ * the work could touch. On sim the thread is played: a job runs on its
+ * clock when queued and the gate opens at its end there.
+ *
+ * A map the driver thread fails (the device's error: the handles and the
+ * range were the caller's) is never followed by an open gate: the work
+ * behind it would touch unmapped memory. The failure is sticky; every
+ * later sync and stream work of the vmm returns it, and the gate opens
+ * only at close, once nothing matters.
+ *
+ * Called with the deferred list's lock held (tp_deferred_lock), which the
+ * driver thread's loop holds, except where said.
+ */
+#ifndef TP_VMM_MAP_AHEAD_H
+#define TP_VMM_MAP_AHEAD_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "vmm/vmm.h"
+
+struct tp_deferred;
+
+struct tp_map_job {
+	struct tp_map_job *next;
+	uintptr_t va;
+	size_t n;
+	uint32_t seq;
+	struct tp_chunk *chunks[];	/* n of them, one per page */
+};
+
+struct tp_map_ahead {
+	bool on;
+	bool busy;			/* the driver thread has a job */
+	struct tp_map_job *head, **tail;	/* FIFO, oldest first */
+	uint32_t queued;		/* the last job queued */
+	uint32_t done;			/* the last job done (atomic) */
+	/* The last job each stream was made to wait for: the caller's. */
+	uint32_t waited[TP_NR_STREAMS];
+	uint64_t played_at;		/* played: when the last job was done */
+	int error;			/* a job failed: sticky (atomic) */
+};
+
+void tp_map_ahead_init(struct tp_map_ahead *a);
+
+/*
+ * tp_map_ahead_start() - turn maps ahead on where @want, a driver thread
+ * runs or is played, and the backend's streams can wait for it. Lock not
+ * held.
+ */
+void tp_map_ahead_start(struct tp_vmm *vmm, struct tp_deferred *d,
+			bool want);
+
+/*
+ * tp_map_ahead_add() - queue the map of the run of @n pages at @va (the
+ * per-page array @c, whole handles, not mapped); played, make it now on
+ * the played thread's clock. Return: 0; -ENOMEM (nothing queued); the
+ * played calls' error (nothing mapped).
+ */
+int tp_map_ahead_add(struct tp_vmm *vmm, struct tp_deferred *d, uintptr_t va,
+		     struct tp_chunk *const *c, size_t n);
+
+/* Whether the driver thread has a job of this kind to do. */
+bool tp_map_ahead_pending(const struct tp_deferred *d);
+
+/*
+ * tp_map_ahead_run() - the driver thread makes every queued map, oldest
+ * first, the lock dropped around the calls, and opens the gate after
+ * each. Return: whether it made any.
+ */
+bool tp_map_ahead_run(struct tp_vmm *vmm, struct tp_deferred *d);
+
+/*
+ * tp_map_ahead_wait() - the caller's thread waits until every map queued
+ * is made. Return: 0, or the error that stops them.
+ */
+int tp_map_ahead_wait(struct tp_vmm *vmm, struct tp_deferred *d);
+
+/*
+ * tp_map_ahead_gate() - before work is issued on @s: make @s wait for
+ * the maps queued so far, where they are not done. Lock not held.
+ * Return: 0, or the sticky error.
+ */
+int tp_map_ahead_gate(struct tp_vmm *vmm, struct tp_deferred *d,
+		      enum tp_stream s);
+
+/* The sticky error of a failed map (0: none). Lock not held. */
+int tp_map_ahead_error(const struct tp_deferred *d);
+
+/*
+ * tp_map_ahead_finish() - at close, the driver thread stopped: make the
+ * maps still queued (after a failure, drop them) and open the gate for
+ * good, so that the streams drain.
+ */
+void tp_map_ahead_finish(struct tp_vmm *vmm, struct tp_deferred *d);
+
+#endif /* TP_VMM_MAP_AHEAD_H */

@@ -155,11 +155,15 @@ static void body(struct tp_vmm *vmm, const char *name)
 int main(void)
 {
 	static const struct vt_case cases[] = {
+		/* the new handles made by the take (with maps made ahead,
+		 * the driver thread makes them: tests/vmm-map-ahead) */
 		{ "host", "vmm.release_behind=10" },
-		{ "sim", "vmm.sim.profile=h200,vmm.release_behind=10" },
-		{ "cuda", "vmm.release_behind=10" },
+		{ "sim", "vmm.sim.profile=h200,vmm.release_behind=10,"
+			 "vmm.map_ahead=0" },
+		{ "cuda", "vmm.release_behind=10,vmm.map_ahead=0" },
 		/* 1% of 384 chunks: 3, less than the handle of 4 */
-		{ "sim", "vmm.sim.profile=h200,vmm.release_behind=1" },
+		{ "sim", "vmm.sim.profile=h200,vmm.release_behind=1,"
+			 "vmm.map_ahead=0" },
 		{ NULL, NULL },
 	};
 

@@ -63,6 +63,9 @@ struct sim_backend {
 	 */
 	uint64_t worker;
 	bool on_worker;
+	/* The lane not in @worker (worker_lane()), and which is. */
+	uint64_t other_lane;
+	unsigned lane;
 	/*
 	 * Maps made ahead (vmm.map_ahead): when the played thread last
 	 * opened the gate, and the runs it mapped, by when each lands, so
@@ -606,6 +609,21 @@ static bool sim_plays_worker(struct tp_vmm *vmm)
 	return sb(vmm)->profile != NULL;
 }
 
+static void sim_worker_lane(struct tp_vmm *vmm, unsigned lane)
+{
+	struct sim_backend *s = sb(vmm);
+	uint64_t t;
+
+	pthread_mutex_lock(&s->lock);
+	if (lane != s->lane) {
+		t = s->worker;
+		s->worker = s->other_lane;
+		s->other_lane = t;
+		s->lane = lane;
+	}
+	pthread_mutex_unlock(&s->lock);
+}
+
 /* The played thread is the one maps go ahead on: with a profile. */
 static int sim_gate_open(struct tp_vmm *vmm)
 {
@@ -731,6 +749,7 @@ const struct tp_vmm_ops tp_vmm_sim_ops = {
 	.op_ns = sim_op_ns,
 	.op_workspace = sim_op_workspace,
 	.remap_handle_ns = sim_remap_handle_ns,
+	.worker_lane = sim_worker_lane,
 	.gate_open = sim_gate_open,
 	.gate_post = sim_gate_post,
 	.gate_passed = sim_gate_passed,

@@ -26,7 +26,8 @@ void tp_vmm_call_end(struct tp_vmm *vmm, enum tp_vmm_call k, uint64_t t0,
 		     uint64_t units);
 
 /* Counted wrappers of single backend members. */
-int tp_vmm_do_chunk_create(struct tp_vmm *vmm, struct tp_chunk *c);
+int tp_vmm_do_chunk_create(struct tp_vmm *vmm, struct tp_chunk *c,
+			   bool inject);
 void tp_vmm_do_chunk_destroy(struct tp_vmm *vmm, struct tp_chunk *c);
 /*
  * Map a run of @n pages (whole handles, per-page array @c, not mapped)

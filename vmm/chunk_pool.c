@@ -142,7 +142,7 @@ static int take_run(struct tp_vmm *vmm, struct tp_chunk_pool *pool,
 
 		if (c->flags & TP_CHUNK_CREATED)
 			continue;
-		ret = tp_vmm_do_chunk_create(vmm, c);
+		ret = tp_vmm_do_chunk_create(vmm, c, true);
 		if (ret) {
 			/* Handles made so far stay for later. */
 			tp_contig_pool_put(pool->contig, start, n);
@@ -190,7 +190,7 @@ int tp_chunk_pool_take_side(struct tp_vmm *vmm, struct tp_chunk_pool *pool,
 	for (i = 0; i < fresh; i++) {
 		struct tp_chunk *c = &pool->chunks[pool->created + i];
 
-		ret = tp_vmm_do_chunk_create(vmm, c);
+		ret = tp_vmm_do_chunk_create(vmm, c, true);
 		if (ret)
 			goto err_keep;
 		c->flags = TP_CHUNK_CREATED;

@@ -17,6 +17,10 @@
 #define TP_CHUNK_CREATED	(1u << 0)	/* backend handle exists */
 #define TP_CHUNK_FREE		(1u << 1)	/* on the free list */
 #define TP_CHUNK_PENDING	(1u << 2)	/* free, fenced by a copy */
+/* Its backend handle is the driver thread's to create, before the map
+ * that first needs it and after the releases queued before it
+ * (vmm.map_ahead, extent_pool.c). */
+#define TP_CHUNK_UNBORN		(1u << 3)
 
 struct tp_chunk_pool {
 	struct tp_chunk *chunks;	/* nr of them, index order */

@@ -272,6 +272,7 @@ static void destroy_finish(struct tp_vmm *vmm, struct tp_deferred *d,
 static void play_destroy(struct tp_vmm *vmm, struct tp_deferred *d,
 			 struct tp_deferred_destroy *x);
 static void play_reap_destroys(struct tp_vmm *vmm, struct tp_deferred *d);
+static uint64_t play(struct tp_vmm *vmm, struct tp_deferred_unmap *u);
 
 int tp_deferred_add_destroy(struct tp_vmm *vmm, struct tp_deferred *d,
 			    struct tp_chunk *c,
@@ -283,6 +284,7 @@ int tp_deferred_add_destroy(struct tp_vmm *vmm, struct tp_deferred *d,
 		return -ENOMEM;
 	x->c = c;
 	x->done = done;
+	x->seq = ++d->destroys_queued;
 	for (tail = &d->destroys; *tail; tail = &(*tail)->next)
 		;
 	*tail = x;
@@ -292,6 +294,22 @@ int tp_deferred_add_destroy(struct tp_vmm *vmm, struct tp_deferred *d,
 	else
 		pthread_cond_broadcast(&d->cond);
 	return 0;
+}
+
+uint64_t tp_deferred_play_over(struct tp_vmm *vmm, struct tp_deferred *d,
+			       uintptr_t va, size_t len)
+{
+	struct tp_deferred_unmap *u;
+	uint64_t t, last = 0;
+
+	for (u = d->head; u; u = u->next) {
+		if (u->va >= va + len || va >= u->va + u->n * vmm->granularity)
+			continue;
+		t = play(vmm, u);
+		if (t > last)
+			last = t;
+	}
+	return last;
 }
 
 /*
@@ -576,7 +594,8 @@ static void *driver_thread(void *arg)
 	tp_vmm_background(true);
 	pthread_mutex_lock(&d->lock);
 	for (;;) {
-		if ((!d->head && !d->destroys && !tp_map_ahead_pending(d)) ||
+		if ((!d->head && !d->destroys &&
+		     !tp_map_ahead_pending(vmm, d)) ||
 		    d->error) {
 			if (d->stop)
 				break;

@@ -60,6 +60,7 @@ struct tp_deferred_destroy {
 	void (*done)(struct tp_vmm *vmm, struct tp_chunk *c);
 	bool busy;			/* the driver thread has it */
 	uint64_t done_at;		/* played: when its release is done */
+	uint64_t seq;			/* the order queued, from 1 */
 };
 
 enum tp_deferred_mode {
@@ -86,6 +87,7 @@ struct tp_deferred {
 	uint64_t gone, gone_seen;
 	struct tp_deferred_destroy *destroys;	/* oldest first */
 	size_t nr_destroys;
+	uint64_t destroys_queued;		/* ever */
 	/*
 	 * The error an event query of the driver thread's met (the device
 	 * failed): sticky, since no entry can complete after it; every
@@ -153,6 +155,14 @@ size_t tp_deferred_rescue(struct tp_vmm *vmm, struct tp_deferred *d,
 bool tp_deferred_overlaps(const struct tp_vmm *vmm,
 			  const struct tp_deferred *d, uintptr_t va,
 			  size_t len);
+
+/**
+ * tp_deferred_play_over() - played: play the pending unmaps overlapping
+ * [@va, @va + @len) on the driver thread's clock. Return: when the last
+ * is done there (0: none).
+ */
+uint64_t tp_deferred_play_over(struct tp_vmm *vmm, struct tp_deferred *d,
+			       uintptr_t va, size_t len);
 
 /**
  * tp_deferred_add_release() - release [@va, @va + @len) once no pending

@@ -188,6 +188,8 @@ static struct tp_chunk *free_find(struct tp_extent_pool *ep, size_t pages,
 static void handle_destroy(struct tp_vmm *vmm, struct tp_extent_pool *ep,
 			   struct tp_chunk *c)
 {
+	if (c->flags & TP_CHUNK_UNBORN)
+		ep->unborn -= c->pages;
 	tp_vmm_do_chunk_destroy(vmm, c);
 	if (c->fence)
 		tp_vmm_event_put(vmm, c->fence);
@@ -200,33 +202,67 @@ static void handle_destroy(struct tp_vmm *vmm, struct tp_extent_pool *ep,
 	free(c);
 }
 
+/* Device memory in handles: made, and released behind but not gone. */
+static void device_peak(struct tp_vmm *vmm, const struct tp_extent_pool *ep)
+{
+	size_t held = ep->created - ep->unborn + ep->dying;
+
+	if (held > vmm->stats.chunks_device_peak)
+		vmm->stats.chunks_device_peak = held;
+}
+
+/*
+ * A handle of @pages chunks into the budget: made now, or with @unborn
+ * left for the driver thread to make (TP_CHUNK_UNBORN; a fault injected
+ * into its creation fails here, where the call would have been).
+ */
 static int handle_create(struct tp_vmm *vmm, struct tp_extent_pool *ep,
-			 size_t pages, struct tp_chunk **out)
+			 size_t pages, bool unborn, struct tp_chunk **out)
 {
 	struct tp_chunk *c = calloc(1, sizeof(*c));
+	uint64_t t0;
 	int ret;
 
 	if (!c)
 		return -ENOMEM;
 	c->pages = (uint32_t)pages;
 	c->index = (uint32_t)space_alloc(ep, pages);
-	ret = tp_vmm_do_chunk_create(vmm, c);
+	if (unborn)
+		ret = tp_vmm_call_begin(vmm, TP_CALL_CHUNK_CREATE, true, &t0);
+	else
+		ret = tp_vmm_do_chunk_create(vmm, c, true);
 	if (ret) {
 		space_free(ep, c->index, pages);
 		free(c);
 		return ret;
 	}
-	c->flags = TP_CHUNK_CREATED;
+	c->flags = TP_CHUNK_CREATED | (unborn ? TP_CHUNK_UNBORN : 0);
 	cds_list_add_tail(&c->lru, &ep->taken);
 	ep->created += pages;
+	if (unborn)
+		ep->unborn += pages;
 	ep->handles++;
 	vmm->stats.chunks_created = ep->created;
 	vmm->stats.handles = ep->handles;
 	vmm->stats.handles_created++;
-	if (ep->created + ep->dying > vmm->stats.chunks_device_peak)
-		vmm->stats.chunks_device_peak = ep->created + ep->dying;
+	if (!unborn)	/* else device memory grows where it is made */
+		device_peak(vmm, ep);
 	*out = c;
 	return 0;
+}
+
+void tp_extent_pool_born(struct tp_vmm *vmm, struct tp_extent_pool *ep,
+			 struct tp_chunk *c, size_t dying)
+{
+	size_t held;
+
+	if (!(c->flags & TP_CHUNK_UNBORN))
+		return;
+	c->flags &= ~TP_CHUNK_UNBORN;
+	ep->unborn -= c->pages;
+	held = ep->created - ep->unborn + dying;
+	if (held > vmm->stats.chunks_device_peak)
+		vmm->stats.chunks_device_peak = held;
 }
 
 /* Chunks of free handles that can be released now: none still mapped. */
@@ -285,7 +321,8 @@ static int release_behind(struct tp_vmm *vmm, struct tp_extent_pool *ep,
 static int release_free(struct tp_vmm *vmm, struct tp_extent_pool *ep,
 			struct tp_chunk *c, bool behind)
 {
-	if (behind) {
+	/* Never made: nothing for the driver to release. */
+	if (behind && !(c->flags & TP_CHUNK_UNBORN)) {
 		if (release_behind(vmm, ep, c))
 			return -ENOMEM;
 	} else {
@@ -325,11 +362,14 @@ static int device_room(struct tp_vmm *vmm, struct tp_extent_pool *ep,
  * work still reads it. Where the driver thread releases behind
  * (vmm.release_behind), every free handle goes at once and that thread
  * waits instead; the caller waits only while device memory would pass
- * the budget and its headroom (device_room()). Return: 0, or -ENOMEM
+ * the budget and its headroom (device_room()). With @born_behind (maps
+ * made ahead) the new handle is the driver thread's to make, after the
+ * releases queued before it: they go behind whatever the headroom, and
+ * device memory still never passes the budget. Return: 0, or -ENOMEM
  * when the free handles cannot make it.
  */
 static int recarve(struct tp_vmm *vmm, struct tp_extent_pool *ep,
-		   size_t pages)
+		   size_t pages, bool born_behind)
 {
 	struct tp_chunk *c, *tmp, *best = NULL;
 	size_t lack;
@@ -342,7 +382,8 @@ static int recarve(struct tp_vmm *vmm, struct tp_extent_pool *ep,
 	if (ep->nfree < lack)
 		return -ENOMEM;
 	vmm->stats.recarves++;
-	behind = ep->headroom && tp_deferred_behind(vmm->deferred);
+	behind = (ep->headroom || born_behind) &&
+		 tp_deferred_behind(vmm->deferred);
 	if (!behind) {
 		/* Rarely: wait for the old mappings that keep enough from
 		 * going. */
@@ -356,7 +397,9 @@ static int recarve(struct tp_vmm *vmm, struct tp_extent_pool *ep,
 	}
 	cds_list_for_each_entry(c, &ep->lru, lru)
 		if ((behind || !c->old_maps) && c->pages >= lack &&
-		    (!best || c->pages < best->pages))
+		    (!best || c->pages < best->pages ||
+		     (c->pages == best->pages && best->old_maps &&
+		      !c->old_maps)))
 			best = c;
 	if (best)
 		return release_free(vmm, ep, best, behind);
@@ -412,6 +455,7 @@ static long take_one(struct tp_vmm *vmm, struct tp_extent_pool *ep,
 		     size_t pages, struct tp_chunk **out)
 {
 	struct tp_chunk *c = free_find(ep, pages, false);
+	bool born_behind = vmm->deferred->ahead.on;
 	int ret;
 
 	if (!c && ep->budget - ep->created < pages) {
@@ -426,13 +470,18 @@ static long take_one(struct tp_vmm *vmm, struct tp_extent_pool *ep,
 	if (!c && ep->budget - ep->created + ep->nfree - ep->npend < pages)
 		c = free_find(ep, pages, true);
 	if (!c) {
-		ret = recarve(vmm, ep, pages);
-		if (!ret)
+		uint64_t before = vmm->deferred->destroys_queued;
+
+		ret = recarve(vmm, ep, pages, born_behind);
+		/* Made behind the releases, it never passes the budget. */
+		if (!ret && !born_behind)
 			ret = device_room(vmm, ep, pages);
 		if (!ret)
-			ret = handle_create(vmm, ep, pages, &c);
+			ret = handle_create(vmm, ep, pages, born_behind, &c);
 		if (ret)
 			return ret;
+		c->after_lo = before;
+		c->after_hi = vmm->deferred->destroys_queued;
 	} else {
 		free_unlink(ep, c);
 	}

@@ -49,6 +49,8 @@ struct tp_extent_pool {
 	 * how many may be so beyond the budget (vmm.release_behind).
 	 */
 	size_t dying, headroom;
+	/* Chunks of handles the driver thread is still to make. */
+	size_t unborn;
 	/* Free handles: oldest first for re-carving, and by size; taken
 	 * handles on a list of their own, so that close finds them. */
 	struct cds_list_head lru;
@@ -116,6 +118,14 @@ void tp_extent_pool_reclaim(struct tp_extent_pool *ep, struct tp_chunk *c);
  * besides (fenced by copies in flight).
  */
 size_t tp_extent_pool_available(const struct tp_extent_pool *ep);
+
+/*
+ * tp_extent_pool_born() - the driver thread made @c's handle (it was
+ * TP_CHUNK_UNBORN): it holds device memory now, beside @dying chunks of
+ * handles released but not yet gone then. Lock held.
+ */
+void tp_extent_pool_born(struct tp_vmm *vmm, struct tp_extent_pool *ep,
+			 struct tp_chunk *c, size_t dying);
 size_t tp_extent_pool_pending(const struct tp_extent_pool *ep);
 
 /**

@@ -11,7 +11,9 @@
 
 #include "base/log.h"
 #include "vmm/calls.h"
+#include "vmm/chunk_pool.h"
 #include "vmm/deferred.h"
+#include "vmm/extent_pool.h"
 #include "vmm/map_ahead.h"
 
 /* Whether job @b is @a or later (job numbers wrap). */
@@ -54,19 +56,139 @@ static void posted(struct tp_vmm *vmm, struct tp_map_ahead *a, uint32_t seq)
 	__atomic_store_n(&a->done, seq, __ATOMIC_RELEASE);
 }
 
-/* Played: the thread makes the job now, on its own clock. */
-static int play_job(struct tp_vmm *vmm, struct tp_map_ahead *a, uintptr_t va,
+/* Whether the run of @n pages @c has a handle still to make. */
+static bool has_unborn(struct tp_chunk *const *c, size_t n)
+{
+	for (size_t i = 0; i < n; i += c[i]->pages)
+		if (c[i]->flags & TP_CHUNK_UNBORN)
+			return true;
+	return false;
+}
+
+/*
+ * Make the handles of the run still to be made, on the thread doing the
+ * job (lock not held). Return: 0, or the first failure, *@made set to
+ * the pages of the run up to it.
+ */
+static int make_handles(struct tp_vmm *vmm, struct tp_chunk *const *c,
+			size_t n, size_t *made)
+{
+	int ret = 0;
+	size_t i;
+
+	for (i = 0; i < n && !ret; i += c[i]->pages)
+		if (c[i]->flags & TP_CHUNK_UNBORN)
+			ret = tp_vmm_do_chunk_create(vmm, c[i], false);
+	*made = ret ? i - c[i - 1]->pages : n;
+	return ret;
+}
+
+/*
+ * Chunks of handles released behind and not gone at @t: on a thread of
+ * its own, those not yet done; played, those done later on its clock
+ * (the caller reaps them only once its own clock is there).
+ */
+static size_t dying_at(const struct tp_vmm *vmm, const struct tp_deferred *d,
+		       uint64_t t)
+{
+	size_t n = 0;
+
+	if (d->mode != TP_DEFERRED_PLAYED)
+		return vmm->pool->ext->dying;
+	for (const struct tp_deferred_destroy *x = d->destroys; x;
+	     x = x->next)
+		if (!x->done_at || x->done_at > t)
+			n += x->c->pages;
+	return n;
+}
+
+/* The handles made in the first @made pages, at @t, hold memory now.
+ * Locked. */
+static void born(struct tp_vmm *vmm, const struct tp_deferred *d,
+		 struct tp_chunk *const *c, size_t made, uint64_t t)
+{
+	size_t dying = dying_at(vmm, d, t);
+
+	for (size_t i = 0; i < made; i += c[i]->pages)
+		tp_extent_pool_born(vmm, vmm->pool->ext, c[i], dying);
+}
+
+/*
+ * The map of a job and the handles it makes; on failure of the map, the
+ * handles made stay (free ones hold memory like any other).
+ */
+static int job_calls(struct tp_vmm *vmm, uintptr_t va,
+		     struct tp_chunk *const *c, size_t n, bool unborn,
+		     size_t *made)
+{
+	int ret = 0;
+
+	*made = 0;
+	if (unborn)
+		ret = make_handles(vmm, c, n, made);
+	return ret ? ret : tp_vmm_do_map(vmm, va, c, n, false);
+}
+
+/* Whether the release @x made room for a handle of the run @c. */
+static bool room_for(const struct tp_deferred_destroy *x,
+		     struct tp_chunk *const *c, size_t n)
+{
+	for (size_t i = 0; i < n; i += c[i]->pages)
+		if ((c[i]->flags & TP_CHUNK_UNBORN) &&
+		    x->seq > c[i]->after_lo && x->seq <= c[i]->after_hi)
+			return true;
+	return false;
+}
+
+/* Played: when the releases that made room for the run @c are done
+ * (each is played when queued). */
+static uint64_t room_made(const struct tp_deferred *d,
+			  struct tp_chunk *const *c, size_t n)
+{
+	uint64_t t = 0;
+
+	for (const struct tp_deferred_destroy *x = d->destroys; x;
+	     x = x->next)
+		if (x->done_at > t && room_for(x, c, n))
+			t = x->done_at;
+	return t;
+}
+
+/*
+ * Played: the thread makes the job now, on the clock of its maps, as soon
+ * as it is queued, the maps before it are done and the old mappings over
+ * its range unmapped; one that makes handles also after the releases that
+ * made room for them.
+ */
+static int play_job(struct tp_vmm *vmm, struct tp_deferred *d, uintptr_t va,
 		    struct tp_chunk *const *c, size_t n)
 {
+	struct tp_map_ahead *a = &d->ahead;
+	bool unborn = has_unborn(c, n);
+	uint64_t start = tp_vmm_now_ns(vmm), t;
+	size_t made;
 	int ret;
 
+	/* After the old mappings over the range, and the room made. */
+	t = tp_deferred_play_over(vmm, d, va, n * vmm->granularity);
+	if (t > start)
+		start = t;
+	if (unborn && room_made(d, c, n) > start)
+		start = room_made(d, c, n);
 	tp_vmm_background(true);
-	vmm->ops->worker_begin(vmm, NULL, tp_vmm_now_ns(vmm));
-	ret = tp_vmm_do_map(vmm, va, c, n, false);
+	if (vmm->ops->worker_lane)
+		vmm->ops->worker_lane(vmm, 1);
+	vmm->ops->worker_begin(vmm, NULL, start);
+	start = tp_vmm_now_ns(vmm);	/* the played thread's clock */
+	ret = job_calls(vmm, va, c, n, unborn, &made);
 	if (!ret)
 		posted(vmm, a, a->queued + 1);
 	a->played_at = vmm->ops->worker_end(vmm);
+	if (vmm->ops->worker_lane)
+		vmm->ops->worker_lane(vmm, 0);
 	tp_vmm_background(false);
+	if (unborn)
+		born(vmm, d, c, made, start);
 	if (!ret)
 		a->queued++;
 	return ret;
@@ -79,13 +201,14 @@ int tp_map_ahead_add(struct tp_vmm *vmm, struct tp_deferred *d, uintptr_t va,
 	struct tp_map_job *job;
 
 	if (d->mode == TP_DEFERRED_PLAYED)
-		return play_job(vmm, a, va, c, n);
+		return play_job(vmm, d, va, c, n);
 	job = malloc(sizeof(*job) + n * sizeof(job->chunks[0]));
 	if (!job)
 		return -ENOMEM;
 	job->next = NULL;
 	job->va = va;
 	job->n = n;
+	job->unborn = has_unborn(c, n);
 	memcpy(job->chunks, c, n * sizeof(c[0]));
 	job->seq = a->queued + 1;
 	__atomic_store_n(&a->queued, job->seq, __ATOMIC_RELEASE);
@@ -95,9 +218,29 @@ int tp_map_ahead_add(struct tp_vmm *vmm, struct tp_deferred *d, uintptr_t va,
 	return 0;
 }
 
-bool tp_map_ahead_pending(const struct tp_deferred *d)
+/*
+ * Whether @job may run: the old mappings over its range are unmapped, and
+ * the releases that made room for its handles are done.
+ */
+static bool job_ready(const struct tp_vmm *vmm, const struct tp_deferred *d,
+		      const struct tp_map_job *job)
 {
-	return d->ahead.head && !d->ahead.error;
+	if (tp_deferred_overlaps(vmm, d, job->va, job->n * vmm->granularity))
+		return false;
+	if (!job->unborn)
+		return true;
+	for (const struct tp_deferred_destroy *x = d->destroys; x;
+	     x = x->next)
+		if (room_for(x, job->chunks, job->n))
+			return false;
+	return true;
+}
+
+bool tp_map_ahead_pending(const struct tp_vmm *vmm,
+			  const struct tp_deferred *d)
+{
+	return d->ahead.head && !d->ahead.error &&
+	       job_ready(vmm, d, d->ahead.head);
 }
 
 bool tp_map_ahead_run(struct tp_vmm *vmm, struct tp_deferred *d)
@@ -105,19 +248,23 @@ bool tp_map_ahead_run(struct tp_vmm *vmm, struct tp_deferred *d)
 	struct tp_map_ahead *a = &d->ahead;
 	struct tp_map_job *job;
 	bool did = false;
+	size_t made;
 	int ret;
 
-	while (tp_map_ahead_pending(d)) {
+	while (tp_map_ahead_pending(vmm, d)) {
 		job = a->head;
 		a->head = job->next;
 		if (!a->head)
 			a->tail = &a->head;
 		a->busy = true;
 		pthread_mutex_unlock(&d->lock);
-		ret = tp_vmm_do_map(vmm, job->va, job->chunks, job->n, false);
+		ret = job_calls(vmm, job->va, job->chunks, job->n, job->unborn,
+				&made);
 		if (!ret)
 			posted(vmm, a, job->seq);
 		pthread_mutex_lock(&d->lock);
+		if (job->unborn)
+			born(vmm, d, job->chunks, made, 0);
 		a->busy = false;
 		if (ret) {
 			__atomic_store_n(&a->error, ret, __ATOMIC_RELEASE);

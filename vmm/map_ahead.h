@@ -12,11 +12,21 @@
  * once (rare: a failure's undo), and the device only where the work
  * reaches a map not made yet.
  *
+ * A map over a range whose old mapping is still to be unmapped (behind
+ * the work that read it) waits for that unmap on the driver thread, not
+ * on the caller's.
+ *
  * Jobs are numbered in the order queued and done in that order; a
  * stream is made to wait for the last job queued before work is issued
  * on it, unless that job is done already, so one wait covers every map
  * the work could touch. On sim the thread is played: a job runs on its
  * clock when queued and the gate opens at its end there.
+ *
+ * A job may also make the handles it maps (the extent pool leaves the
+ * handle of a re-carve to the driver thread, TP_CHUNK_UNBORN): it waits
+ * for the releases that made room for them, so the caller never waits
+ * for their old mappings; with the jobs done in order, device memory
+ * never passes the budget.
  *
  * A map the driver thread fails (the device's error: the handles and the
  * range were the caller's) is never followed by an open gate: the work
@@ -43,6 +53,12 @@ struct tp_map_job {
 	uintptr_t va;
 	size_t n;
 	uint32_t seq;
+	/*
+	 * Handles to make first (TP_CHUNK_UNBORN): only once the releases
+	 * queued before the job are done, so that device memory never
+	 * holds more than the budget.
+	 */
+	bool unborn;
 	struct tp_chunk *chunks[];	/* n of them, one per page */
 };
 
@@ -77,8 +93,9 @@ void tp_map_ahead_start(struct tp_vmm *vmm, struct tp_deferred *d,
 int tp_map_ahead_add(struct tp_vmm *vmm, struct tp_deferred *d, uintptr_t va,
 		     struct tp_chunk *const *c, size_t n);
 
-/* Whether the driver thread has a job of this kind to do. */
-bool tp_map_ahead_pending(const struct tp_deferred *d);
+/* Whether the driver thread has a job of this kind it can do now. */
+bool tp_map_ahead_pending(const struct tp_vmm *vmm,
+			  const struct tp_deferred *d);
 
 /*
  * tp_map_ahead_run() - the driver thread makes every queued map, oldest

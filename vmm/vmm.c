@@ -343,12 +343,13 @@ int tp_vmm_pool_create(struct tp_vmm *vmm, uint64_t budget_bytes)
 	return 0;
 }
 
-int tp_vmm_do_chunk_create(struct tp_vmm *vmm, struct tp_chunk *c)
+int tp_vmm_do_chunk_create(struct tp_vmm *vmm, struct tp_chunk *c,
+			   bool inject)
 {
 	uint64_t t0;
 	int ret;
 
-	ret = tp_vmm_call_begin(vmm, TP_CALL_CHUNK_CREATE, true, &t0);
+	ret = tp_vmm_call_begin(vmm, TP_CALL_CHUNK_CREATE, inject, &t0);
 	if (ret)
 		return ret;
 	ret = vmm->ops->chunk_create(vmm, c);
@@ -360,6 +361,8 @@ void tp_vmm_do_chunk_destroy(struct tp_vmm *vmm, struct tp_chunk *c)
 {
 	uint64_t t0;
 
+	if (c->flags & TP_CHUNK_UNBORN)
+		return;		/* never made */
 	tp_vmm_call_begin(vmm, TP_CALL_CHUNK_DESTROY, false, &t0);
 	vmm->ops->chunk_destroy(vmm, c);
 	tp_vmm_call_end(vmm, TP_CALL_CHUNK_DESTROY, t0, 1);
@@ -718,6 +721,15 @@ int tp_vmm_map(struct tp_vmm *vmm, uintptr_t va, struct tp_chunk *const *c,
 
 	if (!n || !aligned(vmm, va) || !whole_handles(vmm, va, c, n, false))
 		return -EINVAL;
+	/* A handle the driver thread is to make: it maps the run too. */
+	for (size_t i = 0; i < n; i += c[i]->pages)
+		if (c[i]->flags & TP_CHUNK_UNBORN) {
+			ret = tp_vmm_map_ahead(vmm, va, c, n);
+			lock(vmm);
+			ret = ret ?: tp_map_ahead_wait(vmm, vmm->deferred);
+			unlock(vmm);
+			return ret;
+		}
 	lock(vmm);
 	ret = tp_deferred_flush_range(vmm, vmm->deferred, va, len);
 	unlock(vmm);
@@ -745,10 +757,9 @@ int tp_vmm_map_ahead(struct tp_vmm *vmm, uintptr_t va,
 		ret = tp_vmm_call_begin(vmm, TP_CALL_SET_ACCESS, true, &t0);
 	if (ret)
 		return ret;
+	/* Old mappings over the range: the driver thread unmaps them first. */
 	lock(vmm);
-	ret = tp_deferred_flush_range(vmm, d, va, n * vmm->granularity);
-	if (!ret)
-		ret = tp_map_ahead_add(vmm, d, va, c, n);
+	ret = tp_map_ahead_add(vmm, d, va, c, n);
 	unlock(vmm);
 	if (ret)
 		return ret;

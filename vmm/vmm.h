@@ -126,6 +126,11 @@ struct tp_chunk {
 	/* Times taken from the pool: a rescue checks no one took it since
 	 * its old owner's mapping was left (tp_vmm_rescue()). */
 	uint32_t takes;
+	/*
+	 * Unborn (vmm.map_ahead): the releases queued to make room for it,
+	 * in the order they were queued, (lo, hi]: it is made after them.
+	 */
+	uint64_t after_lo, after_hi;
 	struct tp_chunk *next;	/* chunked pool: free list link */
 	struct cds_list_head lru;	/* extents: free (oldest first) or taken */
 	struct cds_list_head bucket;	/* extents: free, by size */
@@ -297,6 +302,13 @@ struct tp_vmm_ops {
 	 * plays the thread now. Without them a real thread does the work.
 	 */
 	bool (*plays_worker)(struct tp_vmm *vmm);
+	/*
+	 * Optional (sim): which of the played thread's clocks the worker
+	 * calls use: 0 for its releases and unmaps, 1 for the maps it makes
+	 * ahead, which a driver thread does first, as they are queued,
+	 * whatever the others wait for (map_ahead.h).
+	 */
+	void (*worker_lane)(struct tp_vmm *vmm, unsigned lane);
 	void (*worker_begin)(struct tp_vmm *vmm, struct tp_event *after,
 			     uint64_t queued);
 	uint64_t (*worker_end)(struct tp_vmm *vmm);

@@ -305,6 +305,8 @@ static int cuda_chunk_create(struct tp_vmm *vmm, struct tp_chunk *c)
 	CUmemGenericAllocationHandle h = 0;
 	int ret;
 
+	/* The library's driver thread makes handles too (vmm.map_ahead). */
+	cu_bind(cu);
 	ret = CU(cu, cuMemCreate(&h, (size_t)c->pages * vmm->granularity,
 				 &cu->prop, 0));
 	if (!ret)

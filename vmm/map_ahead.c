@@ -194,6 +194,94 @@ static int play_job(struct tp_vmm *vmm, struct tp_deferred *d, uintptr_t va,
 	return ret;
 }
 
+/* Whether the unmap @u is of an old mapping of the handle @c. */
+static bool unmaps_handle(const struct tp_deferred_unmap *u,
+			  const struct tp_chunk *c)
+{
+	for (size_t i = 0; i < u->n; i += u->chunks[i]->pages)
+		if (u->chunks[i] == c)
+			return true;
+	return false;
+}
+
+/*
+ * The events the map of the run @c at [@va, @va + @len) would wait for
+ * on the driver thread: of the old mappings over the range, and of the
+ * handles released to make room for its handles (their fences and old
+ * mappings). Into @ev (references taken), at most @max; return how many.
+ */
+static size_t work_before(struct tp_vmm *vmm, struct tp_deferred *d,
+			  uintptr_t va, size_t len, struct tp_chunk *const *c,
+			  size_t n, struct tp_event **ev, size_t max)
+{
+	bool unborn = has_unborn(c, n);
+	size_t k = 0;
+
+	for (struct tp_deferred_unmap *u = d->head; u && k < max;
+	     u = u->next) {
+		bool over = u->va < va + len &&
+			    va < u->va + u->n * vmm->granularity;
+
+		if (!u->ev || u->busy)
+			continue;
+		for (struct tp_deferred_destroy *x = d->destroys;
+		     !over && unborn && x; x = x->next)
+			over = room_for(x, c, n) && unmaps_handle(u, x->c);
+		if (over)
+			ev[k++] = tp_vmm_event_get(u->ev);
+	}
+	for (struct tp_deferred_destroy *x = d->destroys;
+	     unborn && x && k < max; x = x->next)
+		if (x->c->fence && !x->busy && room_for(x, c, n))
+			ev[k++] = tp_vmm_event_get(x->c->fence);
+	return k;
+}
+
+#define WORK_BEFORE_MAX	64
+
+int tp_map_ahead_wait_work(struct tp_vmm *vmm, struct tp_deferred *d,
+			   uintptr_t va, struct tp_chunk *const *c, size_t n)
+{
+	struct tp_event *ev[WORK_BEFORE_MAX];
+	const struct tp_vmm_observer *obs;
+	uint64_t t, t0, last = 0;
+	size_t k;
+	int ret = 0;
+
+	if (!d->ahead.on)
+		return 0;
+	k = work_before(vmm, d, va, n * vmm->granularity, c, n, ev,
+			WORK_BEFORE_MAX);
+	if (!k)
+		return 0;
+	if (d->mode == TP_DEFERRED_PLAYED) {
+		for (size_t i = 0; i < k; i++) {
+			if (!vmm->ops->event_when(vmm, ev[i], &t) && t > last)
+				last = t;
+			tp_vmm_event_put(vmm, ev[i]);
+		}
+		t0 = tp_vmm_now_ns(vmm);
+		if (last <= t0)
+			return 0;
+		vmm->ops->wait_until(vmm, last);
+		obs = __atomic_load_n(&vmm->obs, __ATOMIC_ACQUIRE);
+		if (obs && obs->wait)
+			obs->wait(obs->priv, t0, last, "the memory's old work");
+		return 0;
+	}
+	/* The driver thread goes on meanwhile. */
+	pthread_mutex_unlock(&d->lock);
+	for (size_t i = 0; i < k; i++) {
+		if (!ret) {
+			tp_vmm_wait_why("the memory's old work");
+			ret = tp_vmm_event_sync(vmm, ev[i]);
+		}
+		tp_vmm_event_put(vmm, ev[i]);
+	}
+	pthread_mutex_lock(&d->lock);
+	return ret;
+}
+
 int tp_map_ahead_add(struct tp_vmm *vmm, struct tp_deferred *d, uintptr_t va,
 		     struct tp_chunk *const *c, size_t n)
 {

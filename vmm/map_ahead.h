@@ -93,6 +93,19 @@ void tp_map_ahead_start(struct tp_vmm *vmm, struct tp_deferred *d,
 int tp_map_ahead_add(struct tp_vmm *vmm, struct tp_deferred *d, uintptr_t va,
 		     struct tp_chunk *const *c, size_t n);
 
+/*
+ * tp_map_ahead_wait_work() - the caller waits for the work that the map
+ * of the run @c at @va would wait for on the driver thread: the work
+ * still reading the old mappings over the range, and the handles
+ * released to make room for its handles. The thread issuing the ops so
+ * keeps pace with the device where its maps would hold the device up
+ * (a stream waits for every map queued before its work, whatever it
+ * touches), and the driver thread still makes the calls. Return: 0, or
+ * the device's error.
+ */
+int tp_map_ahead_wait_work(struct tp_vmm *vmm, struct tp_deferred *d,
+			   uintptr_t va, struct tp_chunk *const *c, size_t n);
+
 /* Whether the driver thread has a job of this kind it can do now. */
 bool tp_map_ahead_pending(const struct tp_vmm *vmm,
 			  const struct tp_deferred *d);

@@ -759,7 +759,8 @@ int tp_vmm_map_ahead(struct tp_vmm *vmm, uintptr_t va,
 		return ret;
 	/* Old mappings over the range: the driver thread unmaps them first. */
 	lock(vmm);
-	ret = tp_map_ahead_add(vmm, d, va, c, n);
+	ret = tp_map_ahead_wait_work(vmm, d, va, c, n);
+	ret = ret ?: tp_map_ahead_add(vmm, d, va, c, n);
 	unlock(vmm);
 	if (ret)
 		return ret;

@@ -42,6 +42,8 @@
 #define SIM_VA_BASE			(1ULL << 44)
 #define SIM_HOST_BASE			(1ULL << 40)
 #define SIM_HOST_ALIGN			4096u
+/* Jobs of the played driver thread whose spans are kept. */
+#define SIM_SPANS			128
 
 struct sim_event {
 	struct tp_event base;
@@ -66,6 +68,16 @@ struct sim_backend {
 	/* The lane not in @worker (worker_lane()), and which is. */
 	uint64_t other_lane;
 	unsigned lane;
+	/*
+	 * Lane 0 takes each job once it is ready, in the first gap its
+	 * recent jobs left (a driver thread takes the first job ready, not
+	 * the oldest): their spans, and where the one under way began.
+	 */
+	struct sim_span {
+		uint64_t start, end;
+	} spans[SIM_SPANS];
+	unsigned nspans, next_span;
+	uint64_t job_start;
 	/*
 	 * Maps made ahead (vmm.map_ahead): when the played thread last
 	 * opened the gate, and the runs it mapped, by when each lands, so
@@ -551,8 +563,10 @@ static uint64_t sim_now_ns(struct tp_vmm *vmm)
 
 /*
  * The driver thread starts a job queued at @queued and gated by @after
- * (may be NULL) once it is free, the job is there and @after completed on
- * its stream.
+ * (may be NULL) once the job is there and @after completed on its stream:
+ * its releases and unmaps (lane 0) in the first gap from then that its
+ * recent jobs left, as a thread taking whichever job is ready first; the
+ * maps it makes ahead (lane 1) in order, once the one before is done.
  */
 static void sim_worker_begin(struct tp_vmm *vmm, struct tp_event *after,
 			     uint64_t queued)
@@ -563,10 +577,29 @@ static void sim_worker_begin(struct tp_vmm *vmm, struct tp_event *after,
 	struct sim_backend *s = sb(vmm);
 
 	pthread_mutex_lock(&s->lock);
-	if (s->worker < queued)
-		s->worker = queued;
-	if (se && s->worker < se->time)
-		s->worker = se->time;
+	if (s->lane == 0) {
+		/* From when it is ready, past the spans it falls in. */
+		uint64_t t = queued;
+		bool moved = true;
+
+		if (se && t < se->time)
+			t = se->time;
+		while (moved) {
+			moved = false;
+			for (unsigned i = 0; i < s->nspans; i++)
+				if (t >= s->spans[i].start && t < s->spans[i].end) {
+					t = s->spans[i].end;
+					moved = true;
+				}
+		}
+		s->worker = t;
+		s->job_start = t;
+	} else {
+		if (s->worker < queued)
+			s->worker = queued;
+		if (se && s->worker < se->time)
+			s->worker = se->time;
+	}
 	s->on_worker = true;
 	pthread_mutex_unlock(&s->lock);
 }
@@ -579,6 +612,12 @@ static uint64_t sim_worker_end(struct tp_vmm *vmm)
 	pthread_mutex_lock(&s->lock);
 	s->on_worker = false;
 	t = s->worker;
+	if (s->lane == 0 && t > s->job_start) {
+		s->spans[s->next_span] = (struct sim_span){ s->job_start, t };
+		s->next_span = (s->next_span + 1) % SIM_SPANS;
+		if (s->nspans < SIM_SPANS)
+			s->nspans++;
+	}
 	pthread_mutex_unlock(&s->lock);
 	return t;
 }

@@ -3,7 +3,9 @@
  * vmm-bench: what the vmm's calls cost on each backend that opens here.
  * Per-call latency of reserve, map, set-access and unmap (one chunk and
  * runs of 8 and 64: as many handles with vmm.mapping = chunks, one with
- * extents), and copy bandwidth each way, as a table. Host and
+ * extents), what a map made ahead costs the issuing thread (the queueing,
+ * and a stream's wait for it) and the driver thread (vmm.map_ahead), and
+ * copy bandwidth each way, as a table. Host and
  * cuda figures are wall time measured by the vmm's own call counters;
  * sim figures are its virtual clock (what it was configured to charge).
  *
@@ -24,6 +26,7 @@
 #include "ctl/conf.h"
 #include "ctx/ctx.h"
 #include "vmm/calls.h"
+#include "vmm/deferred.h"
 #include "vmm/vmm.h"
 
 #define MAX_RUN 64
@@ -156,6 +159,55 @@ static int bench_map(struct tp_vmm *vmm, bool sim, int reps)
 		ret = bench_run(vmm, sim, reps, va, runs[r]);
 	tp_vmm_release(vmm, va, MAX_RUN * g);
 	return ret;
+}
+
+/*
+ * Maps made ahead, a run of 8 chunks @reps times: the issuing thread's
+ * time to queue one and to make the compute stream wait for it, and the
+ * driver thread's to make it (its map and access grant).
+ */
+static int bench_ahead(struct tp_vmm *vmm, bool sim, int reps)
+{
+	size_t g = vmm->granularity, n = 8;
+	struct tp_chunk *c[8];
+	uint64_t queue = 0, gate = 0, bg_ns = vmm->stats.bg_ns, t;
+	uint64_t waits = vmm->stats.gate_waits;
+	uintptr_t va;
+	int ret, i;
+
+	if (!vmm->deferred->ahead.on) {
+		printf("\n  maps ahead: off (no driver thread, or streams that cannot wait for it)\n");
+		return 0;
+	}
+	ret = tp_vmm_reserve(vmm, n * g, &va);
+	if (ret)
+		return ret;
+	ret = tp_vmm_chunks_take(vmm, c, n);
+	for (i = 0; i < reps && !ret; i++) {
+		t = sim ? tp_vmm_now_ns(vmm) : tp_vmm_mono_ns();
+		ret = tp_vmm_map_ahead(vmm, va, c, n);
+		queue += (sim ? tp_vmm_now_ns(vmm) : tp_vmm_mono_ns()) - t;
+		t = sim ? tp_vmm_now_ns(vmm) : tp_vmm_mono_ns();
+		ret = ret ?: tp_vmm_gate(vmm, TP_STREAM_COMPUTE);
+		gate += (sim ? tp_vmm_now_ns(vmm) : tp_vmm_mono_ns()) - t;
+		/* waits for the driver thread's map first */
+		ret = ret ?: tp_vmm_unmap(vmm, va, c, n);
+	}
+	if (!ret)
+		ret = tp_vmm_sync_all(vmm);
+	tp_vmm_chunks_put(vmm, c, n);
+	tp_vmm_release(vmm, va, n * g);
+	if (ret)
+		return ret;
+	printf("\n  %-26s %12s\n", "maps ahead (8 chunks)", "us");
+	printf("  %-26s %12.2f\n", "queue (issuing thread)",
+	       (double)queue / reps / 1e3);
+	printf("  %-26s %12.2f  (%llu of %d waited)\n",
+	       "stream wait (issuing)", (double)gate / reps / 1e3,
+	       (unsigned long long)(vmm->stats.gate_waits - waits), reps);
+	printf("  %-26s %12.2f\n", "map+access (driver thread)",
+	       (double)(vmm->stats.bg_ns - bg_ns) / reps / 1e3);
+	return 0;
 }
 
 static int bench_copy(struct tp_vmm *vmm, bool sim, int reps)
@@ -296,6 +348,7 @@ int main(int argc, char **argv)
 		ret = tp_vmm_pool_create(vmm, (uint64_t)(MAX_RUN + COPY_CHUNKS) *
 					 vmm->granularity);
 		ret = ret ?: bench_map(vmm, sim, reps);
+		ret = ret ?: bench_ahead(vmm, sim, reps);
 		ret = ret ?: bench_copy(vmm, sim, reps > 20 ? 20 : reps);
 		if (ret) {
 			printf("  failed: %s\n", strerror(-ret));

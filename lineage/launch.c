@@ -80,6 +80,13 @@ int tp_lin_launch(struct tp_lineage *lin, const struct tp_op_type *type,
 		}
 		work = &w;
 	}
+	/*
+	 * The wait for maps made ahead comes before the op's events: the
+	 * op's measured time and its span in the trace are the op's.
+	 */
+	ret = tp_vmm_gate(vmm, TP_STREAM_COMPUTE);
+	if (ret)
+		return ret;
 	if (!tp_vmm_has_data(vmm)) {
 		*ns = prior;
 		span = tp_tracer_op_begin(tr);

@@ -105,6 +105,9 @@ struct tp_event *tp_pager_copy_start(struct tp_pager *pg, enum tp_stream s)
 {
 	struct tp_event *ev;
 
+	/* The copies' wait for maps made ahead is not the link's time. */
+	if (tp_vmm_gate(pg->vmm, s))
+		return NULL;
 	/* Only a measurement is lost without it. */
 	return tp_pager_copy_event(pg, s, &ev) ? NULL : ev;
 }

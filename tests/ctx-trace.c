@@ -4,7 +4,9 @@
  * valid JSON in the Chrome trace format, with one event per op run,
  * recompute, offload, reload, prefetch and eviction (counted against the
  * statistics), counter samples whose times never go back, and every
- * reload after the offload it reads. An unwritable file fails
+ * reload after the offload it reads. On the sim's h200 profile, where
+ * the driver thread makes the maps, the device's waits for them are
+ * spans on the stream that waited. An unwritable file fails
  * tp_ctx_create.
  *
  * One file, past the usual length: one Perfetto trace read back and
@@ -250,25 +252,40 @@ static struct jv *load(const char *path)
  * A stream runs its work in order: on each track, spans sorted by start
  * do not overlap (within the 1 ns the µs figures are rounded to).
  */
+static int by_ts(const void *a, const void *b)
+{
+	double x = nget(*(const struct jv *const *)a, "ts");
+	double y = nget(*(const struct jv *const *)b, "ts");
+
+	return x < y ? -1 : x > y;
+}
+
 static unsigned overlaps(const struct jv *evs)
 {
+	const struct jv **track = calloc(evs->n + 1, sizeof(*track));
 	unsigned bad = 0, tid;
-	size_t i;
+	size_t i, n;
 
+	if (!track)
+		bail_out("memory");
 	for (tid = 1; tid <= 3; tid++) {
 		double end = -1;
 
-		/* Written in completion order, which on one stream is start order. */
-		for (i = 0; i < evs->n; i++) {
+		/* Ops in completion order, the device's waits as issued. */
+		for (i = n = 0; i < evs->n; i++) {
 			const struct jv *e = evs->items[i];
 
-			if (strcmp(sget(e, "ph"), "X") || nget(e, "tid") != tid)
-				continue;
-			if (nget(e, "ts") < end - 1e-3)
+			if (!strcmp(sget(e, "ph"), "X") && nget(e, "tid") == tid)
+				track[n++] = e;
+		}
+		qsort(track, n, sizeof(*track), by_ts);
+		for (i = 0; i < n; i++) {
+			if (nget(track[i], "ts") < end - 1e-3)
 				bad++;
-			end = nget(e, "ts") + nget(e, "dur");
+			end = nget(track[i], "ts") + nget(track[i], "dur");
 		}
 	}
+	free(track);
 	return bad;
 }
 
@@ -569,6 +586,58 @@ static void many_in_flight(const char *path)
 	jv_free(root);
 }
 
+/*
+ * Maps made ahead (sim, h200 profile): each op's output is mapped by the
+ * driver thread and its launch waits for it on the idle device, a span
+ * named for it on the compute track, no more than the waits counted.
+ */
+static void gates(const char *path)
+{
+	struct tp_tensor *a, *x = NULL;
+	struct tp_stats st;
+	struct tp_ctx *ctx;
+	struct jv *root, *evs;
+	unsigned i, n = 0, bad = 0;
+	char opts[256];
+	int ret;
+
+	snprintf(opts, sizeof(opts),
+		 "vmm.backend=sim,vmm.sim.profile=h200,pager.budget=64M,pager.slab_fraction=0,stats.trace=%s",
+		 path);
+	ctx = tp_ctx_create(opts);
+	if (!ctx) {
+		skip(1, "no sim context");
+		return;
+	}
+	a = tp_tensor_create(ctx, SIZE, TP_UNCOMPUTABLE);
+	ret = a ? touch(ctx, a) : -1;
+	for (i = 0; i < 8 && !ret; i++) {
+		x = op(ctx, a);
+		ret = x ? tp_tensor_free(ctx, x) : -1;
+	}
+	ret = ret ?: tp_sync(ctx);
+	ret = ret ?: tp_stats_get(ctx, &st);
+	tp_ctx_destroy(ctx);
+	root = load(path);
+	evs = get(root, "traceEvents");
+	for (i = 0; evs && i < evs->n; i++) {
+		const struct jv *e = evs->items[i];
+
+		if (strcmp(sget(e, "cat"), "gate"))
+			continue;
+		n++;
+		bad += strcmp(sget(e, "ph"), "X") || nget(e, "tid") != 1 ||
+		       !(nget(e, "dur") > 0) ||
+		       strcmp(sget(e, "name"), "waits for maps made ahead");
+	}
+	ok(!ret && st.maps_ahead > 0 && n > 0 && n <= st.gate_waits && !bad &&
+	   evs && !overlaps(evs),
+	   "sim h200: %u waits for maps made ahead on the compute track (%llu put on a stream, %llu maps ahead, %u bad), none over an op",
+	   n, (unsigned long long)st.gate_waits,
+	   (unsigned long long)st.maps_ahead, bad);
+	jv_free(root);
+}
+
 /* A device that refuses every write: the error reaches the log. */
 static void write_error(void)
 {
@@ -602,13 +671,14 @@ int main(void)
 	struct tp_ctx *ctx;
 	int fd;
 
-	plan_tests(2 * CHECKS + 3);
+	plan_tests(2 * CHECKS + 4);
 	fd = mkstemp(path);
 	if (fd >= 0)
 		close(fd);
 	run("host", path);
 	run("sim", path);
 	many_in_flight(path);
+	gates(path);
 	if (!getenv("TPAGER_TEST_KEEP_TRACE"))
 		unlink(path);
 

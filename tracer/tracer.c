@@ -401,6 +401,13 @@ static void on_wait(void *priv, uint64_t t0, uint64_t t1, const char *why)
 			  0);
 }
 
+/* The device waited on a stream for the maps the driver thread makes. */
+static void on_gate(void *priv, enum tp_stream s, uint64_t t0, uint64_t t1)
+{
+	host_span(priv, (int)s + 1, "gate", "waits for maps made ahead", t0,
+		  t1, 0);
+}
+
 int tp_tracer_op_begin(struct tp_tracer *tr)
 {
 	struct trace_span *sp;
@@ -537,7 +544,8 @@ struct tp_tracer *tp_tracer_open(struct tp_vmm *vmm, const char *path)
 	sample(tr, 0);
 	tr->owner = pthread_self();
 	tr->obs = (struct tp_vmm_observer){
-		.driver = on_driver, .wait = on_wait, .priv = tr,
+		.driver = on_driver, .wait = on_wait, .gate = on_gate,
+		.priv = tr,
 	};
 	tp_vmm_observe(vmm, &tr->obs);
 	return tr;

@@ -612,10 +612,11 @@ static bool cuda_gate_passed(struct tp_vmm *vmm, uint32_t seq)
 }
 
 static int cuda_gate_stream(struct tp_vmm *vmm, enum tp_stream s,
-			    uint32_t seq)
+			    uint32_t seq, uint64_t *from, uint64_t *to)
 {
 	struct cuda_backend *c = cb(vmm);
 
+	*from = *to = 0;	/* on the device, untimed */
 	return cu_err(c, c->p_wait_value(c->streams[s], c->gate_dev, seq,
 					 CU_STREAM_WAIT_VALUE_GEQ),
 		      "cuStreamWaitValue32");

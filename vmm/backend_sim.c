@@ -690,7 +690,7 @@ static bool sim_gate_passed(struct tp_vmm *vmm, uint32_t seq)
 }
 
 static int sim_gate_stream(struct tp_vmm *vmm, enum tp_stream st,
-			   uint32_t seq)
+			   uint32_t seq, uint64_t *from, uint64_t *to)
 {
 	struct sim_backend *s = sb(vmm);
 
@@ -698,6 +698,9 @@ static int sim_gate_stream(struct tp_vmm *vmm, enum tp_stream st,
 	if (s->profile)
 		charge_host(vmm, s->profile->issue_ns);
 	pthread_mutex_lock(&s->lock);
+	/* The stream reaches the wait once it and the host are there. */
+	*from = max_u64(s->stream[st], s->host);
+	*to = s->gate_time > *from ? s->gate_time : *from;
 	s->stream[st] = max_u64(s->stream[st], s->gate_time);
 	pthread_mutex_unlock(&s->lock);
 	return 0;

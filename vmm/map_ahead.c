@@ -400,10 +400,16 @@ int tp_map_ahead_gate(struct tp_vmm *vmm, struct tp_deferred *d,
 	if (a->waited[s] == q)
 		return 0;
 	if (!vmm->ops->gate_passed(vmm, q)) {
-		ret = vmm->ops->gate_stream(vmm, s, q);
+		const struct tp_vmm_observer *obs;
+		uint64_t from, to;
+
+		ret = vmm->ops->gate_stream(vmm, s, q, &from, &to);
 		if (ret)
 			return ret;
 		vmm->stats.gate_waits++;
+		obs = __atomic_load_n(&vmm->obs, __ATOMIC_ACQUIRE);
+		if (to > from && obs && obs->gate)
+			obs->gate(obs->priv, s, from, to);
 	}
 	a->waited[s] = q;
 	return 0;

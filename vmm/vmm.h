@@ -326,13 +326,15 @@ struct tp_vmm_ops {
 	 * thread's clock as when the gate opened); gate_passed() says
 	 * whether job @seq's gate is open where the caller is (sim: at its
 	 * clock); gate_stream() has the work issued on @s from now on wait
-	 * until it is. The backend's close frees what gate_open() made.
+	 * until it is, and sets *@from and *@to to when @s will wait there,
+	 * where the backend can tell (sim; else both 0). The backend's close
+	 * frees what gate_open() made.
 	 */
 	int (*gate_open)(struct tp_vmm *vmm);
 	void (*gate_post)(struct tp_vmm *vmm, uint32_t seq);
 	bool (*gate_passed)(struct tp_vmm *vmm, uint32_t seq);
 	int (*gate_stream)(struct tp_vmm *vmm, enum tp_stream s,
-			   uint32_t seq);
+			   uint32_t seq, uint64_t *from, uint64_t *to);
 	/* The native stream handle for launch functions (CUstream), or NULL. */
 	void *(*stream_handle)(struct tp_vmm *vmm, enum tp_stream s);
 
@@ -395,6 +397,11 @@ struct tp_vmm_observer {
 	void (*driver)(void *priv, enum tp_vmm_call k, uint64_t t0,
 		       uint64_t t1, uint64_t units, bool background);
 	void (*wait)(void *priv, uint64_t t0, uint64_t t1, const char *why);
+	/*
+	 * Optional: stream @s (the device) waited for maps made ahead from
+	 * @t0 to @t1, where the backend knows when (sim). Caller's thread.
+	 */
+	void (*gate)(void *priv, enum tp_stream s, uint64_t t0, uint64_t t1);
 	void *priv;
 };
 

@@ -119,7 +119,7 @@ void tp_ctx_vmm_conf(const struct tp_conf *c, struct tp_vmm_conf *vc)
 		.sim_sync = c->vmm_sim_sync,
 		.va_reserve = (uint32_t)c->vmm_va_reserve,
 		.release_behind = (uint32_t)c->vmm_release_behind,
-		.map_ahead = c->vmm_map_ahead,
+		.map_ahead = (enum tp_vmm_map_ahead)c->vmm_map_ahead,
 	};
 }
 

@@ -263,7 +263,7 @@ int main(void)
 		{ "host", NULL },
 		{ "sim", NULL },
 		/* the caller's clock pays the maps: made on its thread */
-		{ "sim", "vmm.sim.profile=h200,vmm.map_ahead=0" },
+		{ "sim", "vmm.sim.profile=h200,vmm.map_ahead=off" },
 		{ "cuda", NULL },
 		{ NULL, NULL },
 	};

@@ -40,8 +40,11 @@
 /* What a backend is expected to do with the key on. */
 static bool goes_ahead(struct tp_vmm *vmm, const char *name)
 {
-	if (!vmm->map_ahead || vmm->mapping != TP_VMM_MAPPING_EXTENTS)
+	if (vmm->map_ahead == TP_MAP_AHEAD_OFF ||
+	    vmm->mapping != TP_VMM_MAPPING_EXTENTS)
 		return false;
+	if (!strcmp(name, "host"))
+		return vmm->map_ahead == TP_MAP_AHEAD_ON;
 	if (!strcmp(name, "sim"))
 		return vmm->ops->plays_worker(vmm);
 	return !strcmp(name, "cuda");
@@ -268,7 +271,7 @@ int main(void)
 {
 	static const struct vt_case cases[] = {
 		{ "sim", "vmm.sim.profile=h200" },
-		{ "sim", "vmm.sim.profile=h200,vmm.map_ahead=0" },
+		{ "sim", "vmm.sim.profile=h200,vmm.map_ahead=off" },
 		{ "sim", NULL },
 		{ "host", NULL },
 		{ "cuda", NULL },

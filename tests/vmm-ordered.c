@@ -183,7 +183,7 @@ int main(void)
 		{ "host", "vmm.release_behind=0" },
 		{ "sim", "vmm.release_behind=0" },
 		{ "sim", "vmm.sim.profile=h200,vmm.release_behind=0,"
-			 "vmm.map_ahead=0" },
+			 "vmm.map_ahead=off" },
 		{ NULL, NULL },
 	};
 

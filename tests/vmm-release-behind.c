@@ -159,11 +159,11 @@ int main(void)
 		 * the driver thread makes them: tests/vmm-map-ahead) */
 		{ "host", "vmm.release_behind=10" },
 		{ "sim", "vmm.sim.profile=h200,vmm.release_behind=10,"
-			 "vmm.map_ahead=0" },
-		{ "cuda", "vmm.release_behind=10,vmm.map_ahead=0" },
+			 "vmm.map_ahead=off" },
+		{ "cuda", "vmm.release_behind=10,vmm.map_ahead=off" },
 		/* 1% of 384 chunks: 3, less than the handle of 4 */
 		{ "sim", "vmm.sim.profile=h200,vmm.release_behind=1,"
-			 "vmm.map_ahead=0" },
+			 "vmm.map_ahead=off" },
 		{ NULL, NULL },
 	};
 

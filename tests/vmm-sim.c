@@ -91,7 +91,7 @@ static void h100(void)
 	int ret;
 
 	/* made on the caller's thread, whose clock then pays */
-	vmm = vt_open("sim", g, "vmm.sim.profile=h100,vmm.map_ahead=0", why,
+	vmm = vt_open("sim", g, "vmm.sim.profile=h100,vmm.map_ahead=off", why,
 		      sizeof(why));
 	if (!vmm || tp_vmm_pool_create(vmm, 64 * g))
 		bail_out("h100: %s", why);

@@ -29,11 +29,13 @@ void tp_map_ahead_init(struct tp_map_ahead *a)
 }
 
 void tp_map_ahead_start(struct tp_vmm *vmm, struct tp_deferred *d,
-			bool want)
+			int want)
 {
 	int ret;
 
-	if (!want || d->mode == TP_DEFERRED_POLL || !vmm->ops->gate_open)
+	if (want == TP_MAP_AHEAD_OFF ||
+	    (want == TP_MAP_AHEAD_AUTO && vmm->ops->device == TP_DEVICE_CPU) ||
+	    d->mode == TP_DEFERRED_POLL || !vmm->ops->gate_open)
 		return;
 	ret = vmm->ops->gate_open(vmm);
 	if (ret) {

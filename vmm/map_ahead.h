@@ -77,12 +77,14 @@ struct tp_map_ahead {
 void tp_map_ahead_init(struct tp_map_ahead *a);
 
 /*
- * tp_map_ahead_start() - turn maps ahead on where @want, a driver thread
- * runs or is played, and the backend's streams can wait for it. Lock not
- * held.
+ * tp_map_ahead_start() - turn maps ahead on as @want (enum
+ * tp_vmm_map_ahead) says, where a driver thread runs or is played and the
+ * backend's streams can wait for it; auto: not on the host backend, whose
+ * device is the CPU (its maps cost little, and its streams wait for the
+ * driver thread by the caller waiting). Lock not held.
  */
 void tp_map_ahead_start(struct tp_vmm *vmm, struct tp_deferred *d,
-			bool want);
+			int want);
 
 /*
  * tp_map_ahead_add() - queue the map of the run of @n pages at @va (the

@@ -40,6 +40,7 @@ struct tp_event;
 enum tp_vmm_backend_kind { TP_VMM_AUTO, TP_VMM_CUDA, TP_VMM_HOST, TP_VMM_SIM };
 enum tp_vmm_mode { TP_VMM_MODE_CHUNKED, TP_VMM_MODE_CONTIGUOUS };
 enum tp_vmm_mapping { TP_VMM_MAPPING_EXTENTS, TP_VMM_MAPPING_CHUNKS };
+enum tp_vmm_map_ahead { TP_MAP_AHEAD_AUTO, TP_MAP_AHEAD_ON, TP_MAP_AHEAD_OFF };
 enum tp_sim_profile_kind {
 	TP_SIM_PROFILE_CUSTOM, TP_SIM_PROFILE_H200, TP_SIM_PROFILE_H100,
 };
@@ -68,7 +69,7 @@ struct tp_vmm_conf {
 	bool sim_sync;				/* vmm.sim.sync */
 	uint32_t va_reserve;			/* vmm.va_reserve */
 	uint32_t release_behind;		/* vmm.release_behind */
-	bool map_ahead;				/* vmm.map_ahead */
+	enum tp_vmm_map_ahead map_ahead;	/* vmm.map_ahead */
 };
 
 /*
@@ -425,7 +426,7 @@ struct tp_vmm {
 	size_t extent_max;		/* largest handle, chunks: 1 with
 					 * vmm.mapping = chunks */
 	uint32_t release_behind;	/* percent of the budget */
-	bool map_ahead;			/* vmm.map_ahead asked for */
+	int map_ahead;			/* enum tp_vmm_map_ahead */
 	struct tp_vmm_stats stats;
 	struct tp_chunk_pool *pool;
 	struct tp_deferred *deferred;	/* unmaps waiting on events */

@@ -73,6 +73,7 @@ int tp_deferred_add(struct tp_vmm *vmm, struct tp_deferred *d, uintptr_t va,
 	u->ev = ev ? tp_vmm_event_get(ev) : NULL;
 	u->returns = returns;
 	u->busy = false;
+	u->order = ++d->order;
 	u->queued_at = tp_vmm_now_ns(vmm);
 	u->done_at = 0;
 	memcpy(u->chunks, chunks, n * sizeof(u->chunks[0]));
@@ -211,6 +212,19 @@ size_t tp_deferred_rescue(struct tp_vmm *vmm, struct tp_deferred *d,
 	}
 	vmm->stats.deferred_unmaps = d->nr;
 	return got;
+}
+
+bool tp_deferred_overlaps_before(const struct tp_vmm *vmm,
+				 const struct tp_deferred *d, uintptr_t va,
+				 size_t len, uint64_t order)
+{
+	const struct tp_deferred_unmap *u;
+
+	for (u = d->head; u; u = u->next)
+		if (u->order < order && u->va < va + len &&
+		    va < u->va + u->n * vmm->granularity)
+			return true;
+	return false;
 }
 
 bool tp_deferred_overlaps(const struct tp_vmm *vmm,
@@ -531,8 +545,9 @@ static bool event_done(struct tp_vmm *vmm, struct tp_deferred *d,
 }
 
 /*
- * The first entry whose event has completed, or NULL: none has, or a
- * query failed (d->error set; nothing completes after that).
+ * The first entry whose event has completed and whose mapping is made (no
+ * map queued before it over its pages still to do), or NULL: none is, or
+ * a query failed (d->error set; nothing completes after that).
  */
 static struct tp_deferred_unmap *first_ready(struct tp_vmm *vmm,
 					     struct tp_deferred *d)
@@ -540,7 +555,9 @@ static struct tp_deferred_unmap *first_ready(struct tp_vmm *vmm,
 	struct tp_deferred_unmap *u;
 
 	for (u = d->head; u && !d->error; u = u->next)
-		if (event_done(vmm, d, u->ev))
+		if (!tp_map_ahead_over(vmm, d, u->va,
+				       u->n * vmm->granularity, u->order) &&
+		    event_done(vmm, d, u->ev))
 			return u;
 	return NULL;
 }

@@ -35,6 +35,7 @@ struct tp_deferred_unmap {
 	bool returns;
 	bool busy;			/* the driver thread has it */
 	uint64_t queued_at;		/* played: when it was queued */
+	uint64_t order;			/* among the unmaps and maps queued */
 	uint64_t done_at;		/* played: when its unmap is done */
 	/* Without @returns: each page's handle's takes when it was left
 	 * (a rescue finds them unchanged), after @chunks. */
@@ -88,6 +89,11 @@ struct tp_deferred {
 	struct tp_deferred_destroy *destroys;	/* oldest first */
 	size_t nr_destroys;
 	uint64_t destroys_queued;		/* ever */
+	/*
+	 * Unmaps and maps made ahead, numbered as queued: one of either
+	 * waits for the other kind queued before it over the same pages.
+	 */
+	uint64_t order;
 	/*
 	 * The error an event query of the driver thread's met (the device
 	 * failed): sticky, since no entry can complete after it; every
@@ -155,6 +161,14 @@ size_t tp_deferred_rescue(struct tp_vmm *vmm, struct tp_deferred *d,
 bool tp_deferred_overlaps(const struct tp_vmm *vmm,
 			  const struct tp_deferred *d, uintptr_t va,
 			  size_t len);
+
+/**
+ * tp_deferred_overlaps_before() - whether a pending unmap queued before
+ * @order overlaps [@va, @va + @len).
+ */
+bool tp_deferred_overlaps_before(const struct tp_vmm *vmm,
+				 const struct tp_deferred *d, uintptr_t va,
+				 size_t len, uint64_t order);
 
 /**
  * tp_deferred_play_over() - played: play the pending unmaps overlapping

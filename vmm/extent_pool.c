@@ -321,8 +321,11 @@ static int release_behind(struct tp_vmm *vmm, struct tp_extent_pool *ep,
 static int release_free(struct tp_vmm *vmm, struct tp_extent_pool *ep,
 			struct tp_chunk *c, bool behind)
 {
-	/* Never made: nothing for the driver to release. */
-	if (behind && !(c->flags & TP_CHUNK_UNBORN)) {
+	/*
+	 * One not made yet goes behind too: a map job queued for it may
+	 * still make and map it, and an old mapping of it wait to go.
+	 */
+	if (behind) {
 		if (release_behind(vmm, ep, c))
 			return -ENOMEM;
 	} else {

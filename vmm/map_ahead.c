@@ -299,6 +299,7 @@ int tp_map_ahead_add(struct tp_vmm *vmm, struct tp_deferred *d, uintptr_t va,
 	job->va = va;
 	job->n = n;
 	job->unborn = has_unborn(c, n);
+	job->order = ++d->order;
 	memcpy(job->chunks, c, n * sizeof(c[0]));
 	job->seq = a->queued + 1;
 	__atomic_store_n(&a->queued, job->seq, __ATOMIC_RELEASE);
@@ -315,7 +316,8 @@ int tp_map_ahead_add(struct tp_vmm *vmm, struct tp_deferred *d, uintptr_t va,
 static bool job_ready(const struct tp_vmm *vmm, const struct tp_deferred *d,
 		      const struct tp_map_job *job)
 {
-	if (tp_deferred_overlaps(vmm, d, job->va, job->n * vmm->granularity))
+	if (tp_deferred_overlaps_before(vmm, d, job->va,
+					job->n * vmm->granularity, job->order))
 		return false;
 	if (!job->unborn)
 		return true;
@@ -324,6 +326,24 @@ static bool job_ready(const struct tp_vmm *vmm, const struct tp_deferred *d,
 		if (room_for(x, job->chunks, job->n))
 			return false;
 	return true;
+}
+
+static bool job_over(const struct tp_vmm *vmm, const struct tp_map_job *job,
+		     uintptr_t va, size_t len, uint64_t order)
+{
+	return job && job->order < order && job->va < va + len &&
+	       va < job->va + job->n * vmm->granularity;
+}
+
+bool tp_map_ahead_over(const struct tp_vmm *vmm, const struct tp_deferred *d,
+		       uintptr_t va, size_t len, uint64_t order)
+{
+	if (job_over(vmm, d->ahead.cur, va, len, order))
+		return true;
+	for (const struct tp_map_job *j = d->ahead.head; j; j = j->next)
+		if (job_over(vmm, j, va, len, order))
+			return true;
+	return false;
 }
 
 bool tp_map_ahead_pending(const struct tp_vmm *vmm,
@@ -347,6 +367,7 @@ bool tp_map_ahead_run(struct tp_vmm *vmm, struct tp_deferred *d)
 		if (!a->head)
 			a->tail = &a->head;
 		a->busy = true;
+		a->cur = job;
 		pthread_mutex_unlock(&d->lock);
 		ret = job_calls(vmm, job->va, job->chunks, job->n, job->unborn,
 				&made);
@@ -356,6 +377,7 @@ bool tp_map_ahead_run(struct tp_vmm *vmm, struct tp_deferred *d)
 		if (job->unborn)
 			born(vmm, d, job->chunks, made, 0);
 		a->busy = false;
+		a->cur = NULL;
 		if (ret) {
 			__atomic_store_n(&a->error, ret, __ATOMIC_RELEASE);
 			tp_log(TP_LOG_ERROR, "vmm: the driver thread's map of %zu pages at %#lx failed (%s): the device's work waits behind it, and every later sync fails",

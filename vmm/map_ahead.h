@@ -53,6 +53,7 @@ struct tp_map_job {
 	uintptr_t va;
 	size_t n;
 	uint32_t seq;
+	uint64_t order;			/* among the unmaps and maps queued */
 	/*
 	 * Handles to make first (TP_CHUNK_UNBORN): only once the releases
 	 * queued before the job are done, so that device memory never
@@ -66,6 +67,7 @@ struct tp_map_ahead {
 	bool on;
 	bool busy;			/* the driver thread has a job */
 	struct tp_map_job *head, **tail;	/* FIFO, oldest first */
+	struct tp_map_job *cur;		/* the one the driver thread makes */
 	uint32_t queued;		/* the last job queued */
 	uint32_t done;			/* the last job done (atomic) */
 	/* The last job each stream was made to wait for: the caller's. */
@@ -107,6 +109,13 @@ int tp_map_ahead_add(struct tp_vmm *vmm, struct tp_deferred *d, uintptr_t va,
  */
 int tp_map_ahead_wait_work(struct tp_vmm *vmm, struct tp_deferred *d,
 			   uintptr_t va, struct tp_chunk *const *c, size_t n);
+
+/*
+ * tp_map_ahead_over() - whether a map queued before @order over
+ * [@va, @va + @len) is still to be made: an unmap of that mapping waits.
+ */
+bool tp_map_ahead_over(const struct tp_vmm *vmm, const struct tp_deferred *d,
+		       uintptr_t va, size_t len, uint64_t order);
 
 /* Whether the driver thread has a job of this kind it can do now. */
 bool tp_map_ahead_pending(const struct tp_vmm *vmm,

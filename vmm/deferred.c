@@ -231,12 +231,7 @@ bool tp_deferred_overlaps(const struct tp_vmm *vmm,
 			  const struct tp_deferred *d, uintptr_t va,
 			  size_t len)
 {
-	const struct tp_deferred_unmap *u;
-
-	for (u = d->head; u; u = u->next)
-		if (u->va < va + len && va < u->va + u->n * vmm->granularity)
-			return true;
-	return false;
+	return tp_deferred_overlaps_before(vmm, d, va, len, UINT64_MAX);
 }
 
 int tp_deferred_add_release(struct tp_vmm *vmm, struct tp_deferred *d,
@@ -427,9 +422,8 @@ static size_t play_reap(struct tp_vmm *vmm, struct tp_deferred *d)
 	return done;
 }
 
-/* Whether the unmap @u is of an old mapping of @c. */
-static bool maps_handle(const struct tp_deferred_unmap *u,
-			const struct tp_chunk *c)
+bool tp_deferred_maps_handle(const struct tp_deferred_unmap *u,
+			     const struct tp_chunk *c)
 {
 	if (u->returns)
 		return false;
@@ -450,7 +444,7 @@ static void play_destroy(struct tp_vmm *vmm, struct tp_deferred *d,
 	struct tp_deferred_unmap *u;
 
 	for (u = d->head; u; u = u->next) {
-		if (!maps_handle(u, x->c))
+		if (!tp_deferred_maps_handle(u, x->c))
 			continue;
 		t = play(vmm, u);
 		if (t > after)
@@ -477,17 +471,18 @@ static void play_reap_destroys(struct tp_vmm *vmm, struct tp_deferred *d)
 	}
 }
 
-/*
- * The caller waits for the played driver thread until @t: a wait on the
- * device for the trace's waits track, as an event sync would be.
- */
-static void play_wait_until(struct tp_vmm *vmm, uint64_t t)
+void tp_deferred_play_wait(struct tp_vmm *vmm, uint64_t t, const char *why)
 {
 	uint64_t t0 = tp_vmm_now_ns(vmm);
 
 	vmm->ops->wait_until(vmm, t);
 	if (t > t0 && vmm->obs && vmm->obs->wait)
-		vmm->obs->wait(vmm->obs->priv, t0, t, "the driver thread");
+		vmm->obs->wait(vmm->obs->priv, t0, t, why);
+}
+
+static void play_wait_until(struct tp_vmm *vmm, uint64_t t)
+{
+	tp_deferred_play_wait(vmm, t, "the driver thread");
 }
 
 /* Wait until the played thread has done one more entry: the first. */

@@ -171,6 +171,20 @@ bool tp_deferred_overlaps_before(const struct tp_vmm *vmm,
 				 size_t len, uint64_t order);
 
 /**
+ * tp_deferred_maps_handle() - whether @u unmaps an old mapping of the
+ * handle @c (ordered reuse).
+ */
+bool tp_deferred_maps_handle(const struct tp_deferred_unmap *u,
+			     const struct tp_chunk *c);
+
+/**
+ * tp_deferred_play_wait() - the caller waits for the played driver thread
+ * until @t: a wait on the device for the trace's waits track, named @why
+ * (a literal), as an event sync would be.
+ */
+void tp_deferred_play_wait(struct tp_vmm *vmm, uint64_t t, const char *why);
+
+/**
  * tp_deferred_play_over() - played: play the pending unmaps overlapping
  * [@va, @va + @len) on the driver thread's clock. Return: when the last
  * is done there (0: none).

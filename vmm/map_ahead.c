@@ -175,8 +175,9 @@ static int play_job(struct tp_vmm *vmm, struct tp_deferred *d, uintptr_t va,
 	t = tp_deferred_play_over(vmm, d, va, n * vmm->granularity);
 	if (t > start)
 		start = t;
-	if (unborn && room_made(d, c, n) > start)
-		start = room_made(d, c, n);
+	t = unborn ? room_made(d, c, n) : 0;
+	if (t > start)
+		start = t;
 	tp_vmm_background(true);
 	if (vmm->ops->worker_lane)
 		vmm->ops->worker_lane(vmm, 1);
@@ -196,12 +197,14 @@ static int play_job(struct tp_vmm *vmm, struct tp_deferred *d, uintptr_t va,
 	return ret;
 }
 
-/* Whether the unmap @u is of an old mapping of the handle @c. */
-static bool unmaps_handle(const struct tp_deferred_unmap *u,
-			  const struct tp_chunk *c)
+/* Whether @u unmaps a handle released to make room for the run @c. */
+static bool holds_room(const struct tp_deferred *d,
+		       const struct tp_deferred_unmap *u,
+		       struct tp_chunk *const *c, size_t n)
 {
-	for (size_t i = 0; i < u->n; i += u->chunks[i]->pages)
-		if (u->chunks[i] == c)
+	for (const struct tp_deferred_destroy *x = d->destroys; x;
+	     x = x->next)
+		if (room_for(x, c, n) && tp_deferred_maps_handle(u, x->c))
 			return true;
 	return false;
 }
@@ -217,23 +220,16 @@ static size_t work_before(struct tp_vmm *vmm, struct tp_deferred *d,
 			  size_t n, struct tp_event **ev, size_t max)
 {
 	bool unborn = has_unborn(c, n);
+	struct tp_deferred_unmap *u;
+	struct tp_deferred_destroy *x;
 	size_t k = 0;
 
-	for (struct tp_deferred_unmap *u = d->head; u && k < max;
-	     u = u->next) {
-		bool over = u->va < va + len &&
-			    va < u->va + u->n * vmm->granularity;
-
-		if (!u->ev || u->busy)
-			continue;
-		for (struct tp_deferred_destroy *x = d->destroys;
-		     !over && unborn && x; x = x->next)
-			over = room_for(x, c, n) && unmaps_handle(u, x->c);
-		if (over)
+	for (u = d->head; u && k < max; u = u->next)
+		if (u->ev && !u->busy &&
+		    ((u->va < va + len && va < u->va + u->n * vmm->granularity) ||
+		     (unborn && holds_room(d, u, c, n))))
 			ev[k++] = tp_vmm_event_get(u->ev);
-	}
-	for (struct tp_deferred_destroy *x = d->destroys;
-	     unborn && x && k < max; x = x->next)
+	for (x = d->destroys; unborn && x && k < max; x = x->next)
 		if (x->c->fence && !x->busy && room_for(x, c, n))
 			ev[k++] = tp_vmm_event_get(x->c->fence);
 	return k;
@@ -245,8 +241,7 @@ int tp_map_ahead_wait_work(struct tp_vmm *vmm, struct tp_deferred *d,
 			   uintptr_t va, struct tp_chunk *const *c, size_t n)
 {
 	struct tp_event *ev[WORK_BEFORE_MAX];
-	const struct tp_vmm_observer *obs;
-	uint64_t t, t0, last = 0;
+	uint64_t t, last = 0;
 	size_t k;
 	int ret = 0;
 
@@ -262,13 +257,7 @@ int tp_map_ahead_wait_work(struct tp_vmm *vmm, struct tp_deferred *d,
 				last = t;
 			tp_vmm_event_put(vmm, ev[i]);
 		}
-		t0 = tp_vmm_now_ns(vmm);
-		if (last <= t0)
-			return 0;
-		vmm->ops->wait_until(vmm, last);
-		obs = __atomic_load_n(&vmm->obs, __ATOMIC_ACQUIRE);
-		if (obs && obs->wait)
-			obs->wait(obs->priv, t0, last, "the memory's old work");
+		tp_deferred_play_wait(vmm, last, "the memory's old work");
 		return 0;
 	}
 	/* The driver thread goes on meanwhile. */
@@ -397,8 +386,7 @@ int tp_map_ahead_wait(struct tp_vmm *vmm, struct tp_deferred *d)
 	if (!a->on)
 		return 0;
 	if (d->mode == TP_DEFERRED_PLAYED) {
-		if (a->played_at > tp_vmm_now_ns(vmm))
-			vmm->ops->wait_until(vmm, a->played_at);
+		tp_deferred_play_wait(vmm, a->played_at, "the driver thread");
 		return 0;
 	}
 	while (!a->error && !d->error &&

@@ -161,6 +161,12 @@ static int bench_map(struct tp_vmm *vmm, bool sim, int reps)
 	return ret;
 }
 
+/* The time a bench reads: the sim's virtual clock, else the host's. */
+static uint64_t bench_now(struct tp_vmm *vmm, bool sim)
+{
+	return sim ? tp_vmm_now_ns(vmm) : tp_vmm_mono_ns();
+}
+
 /*
  * Maps made ahead, a run of 8 chunks @reps times: the issuing thread's
  * time to queue one and to make the compute stream wait for it, and the
@@ -184,12 +190,12 @@ static int bench_ahead(struct tp_vmm *vmm, bool sim, int reps)
 		return ret;
 	ret = tp_vmm_chunks_take(vmm, c, n);
 	for (i = 0; i < reps && !ret; i++) {
-		t = sim ? tp_vmm_now_ns(vmm) : tp_vmm_mono_ns();
+		t = bench_now(vmm, sim);
 		ret = tp_vmm_map_ahead(vmm, va, c, n);
-		queue += (sim ? tp_vmm_now_ns(vmm) : tp_vmm_mono_ns()) - t;
-		t = sim ? tp_vmm_now_ns(vmm) : tp_vmm_mono_ns();
+		queue += bench_now(vmm, sim) - t;
+		t = bench_now(vmm, sim);
 		ret = ret ?: tp_vmm_gate(vmm, TP_STREAM_COMPUTE);
-		gate += (sim ? tp_vmm_now_ns(vmm) : tp_vmm_mono_ns()) - t;
+		gate += bench_now(vmm, sim) - t;
 		/* waits for the driver thread's map first */
 		ret = ret ?: tp_vmm_unmap(vmm, va, c, n);
 	}
@@ -241,12 +247,12 @@ static int bench_copy(struct tp_vmm *vmm, bool sim, int reps)
 		enum tp_stream s = dir ? TP_STREAM_H2D : TP_STREAM_D2H;
 		uint64_t t0, t1;
 
-		t0 = sim ? tp_vmm_now_ns(vmm) : tp_vmm_mono_ns();
+		t0 = bench_now(vmm, sim);
 		for (i = 0; i < reps && !ret; i++)
 			ret = dir ? tp_vmm_copy_h2d(vmm, va, host, len, s) :
 				    tp_vmm_copy_d2h(vmm, host, va, len, s);
 		ret = ret ?: tp_vmm_stream_sync(vmm, s);
-		t1 = sim ? tp_vmm_now_ns(vmm) : tp_vmm_mono_ns();
+		t1 = bench_now(vmm, sim);
 		if (!ret)
 			printf("  %-12s %10zu %10d %12.2f\n",
 			       dir ? "host->device" : "device->host", len >> 20,

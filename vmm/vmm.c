@@ -925,7 +925,7 @@ int tp_vmm_copy_d2h(struct tp_vmm *vmm, void *host, uintptr_t va, size_t len,
 		return 0;
 	if (s == TP_STREAM_COMPUTE)
 		vmm->compute_work++;
-	ret = tp_map_ahead_gate(vmm, vmm->deferred, s);
+	ret = tp_vmm_gate(vmm, s);
 	if (ret)
 		return ret;
 	ret = tp_vmm_call_begin(vmm, TP_CALL_COPY, true, &t0);
@@ -948,7 +948,7 @@ int tp_vmm_copy_h2d(struct tp_vmm *vmm, uintptr_t va, const void *host,
 		return 0;
 	if (s == TP_STREAM_COMPUTE)
 		vmm->compute_work++;
-	ret = tp_map_ahead_gate(vmm, vmm->deferred, s);
+	ret = tp_vmm_gate(vmm, s);
 	if (ret)
 		return ret;
 	ret = tp_vmm_call_begin(vmm, TP_CALL_COPY, true, &t0);
@@ -1076,10 +1076,13 @@ int tp_vmm_stream_sync(struct tp_vmm *vmm, enum tp_stream s)
 {
 	uint64_t t0 = call_clock(vmm);
 
+	int ret = tp_map_ahead_error(vmm->deferred);
+
 	if ((unsigned)s >= TP_NR_STREAMS)
 		return waited(vmm, t0, -EINVAL);
-	if (tp_map_ahead_error(vmm->deferred))
-		return waited(vmm, t0, tp_map_ahead_error(vmm->deferred));
+	/* Behind a map that failed, the device waits for ever. */
+	if (ret)
+		return waited(vmm, t0, ret);
 	return waited(vmm, t0, EVENT_CALL(vmm, vmm->ops->stream_sync(vmm, s)));
 }
 
@@ -1152,7 +1155,7 @@ int tp_vmm_launch(struct tp_vmm *vmm, enum tp_stream s, uint64_t cost_ns,
 		return -EINVAL;
 	if (s == TP_STREAM_COMPUTE)
 		vmm->compute_work++;
-	ret = tp_map_ahead_gate(vmm, vmm->deferred, s);
+	ret = tp_vmm_gate(vmm, s);
 	if (ret)
 		return ret;
 	if (!vmm->ops->launch)

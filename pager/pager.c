@@ -183,6 +183,16 @@ void tp_pager_set_victim_ops(struct tp_pager *pg, const struct tp_victim_ops *op
 		pg->victim.add(pg->victim.priv, t);
 }
 
+void tp_pager_offer_cands(struct tp_pager *pg)
+{
+	struct tp_tensor *t;
+
+	cds_list_for_each_entry(t, &pg->cands, cand)
+		pg->victim.del(pg->victim.priv, t);
+	cds_list_for_each_entry(t, &pg->cands, cand)
+		pg->victim.add(pg->victim.priv, t);
+}
+
 void tp_pager_set_regen_ops(struct tp_pager *pg, const struct tp_regen_ops *ops)
 {
 	pg->regen = ops ? *ops : no_regen_ops;

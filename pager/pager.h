@@ -65,6 +65,9 @@ void tp_pager_destroy(struct tp_pager *pg);
 /* Install the callbacks (NULL restores the default). */
 void tp_pager_set_victim_ops(struct tp_pager *pg, const struct tp_victim_ops *ops);
 void tp_pager_set_regen_ops(struct tp_pager *pg, const struct tp_regen_ops *ops);
+/* Offer every candidate to the victim ops again (del, then add): they
+ * changed what they keep (a new director). */
+void tp_pager_offer_cands(struct tp_pager *pg);
 
 /* The live tensor containing @addr, or NULL. Any thread. */
 struct tp_tensor *tp_lookup(struct tp_pager *pg, uintptr_t addr);

@@ -100,7 +100,8 @@ static const struct director director_delta_overlap = {
 /* The evict-only baseline (DTR) never uses host swap. */
 static const struct director director_evict = {
 	.f = delta_f, .fixed = true, .way = TP_LEAVE_EVICT,
-	.recomputes = true, .traits = { .demand_only = true },
+	.recomputes = true,
+	.traits = { .demand_only = true, .evicts_only = true },
 };
 /* The swap-only baseline does not recompute what it swapped out. */
 static const struct director director_offload = {

@@ -82,6 +82,9 @@ struct tp_director_traits {
 	bool overlap;
 	/* Releases at demand only, as the evict-only baselines' papers do. */
 	bool demand_only;
+	/* Never offloads what the user did not pin against eviction: a
+	 * tensor lineage cannot regenerate never leaves. */
+	bool evicts_only;
 };
 
 /* tp_director_traits() - director @kind's (DELTA's for an unknown kind). */

@@ -57,6 +57,7 @@ struct tp_policy *tp_policy_create(const struct tp_conf *conf,
 	pol->reload_hidden = 1;
 	tp_wb_auto_init(&pol->wb_auto);
 	pol->filter = pol->conf->policy_filter;
+	pol->director = pol->conf->policy_director;
 	pol->search = -1;	/* sync_conf keeps the index for the search */
 	tp_policy_sync_conf(pol);
 	tp_policy_victim_init(pol);

@@ -22,13 +22,25 @@
 /* policy_ns is measured on one decision in this many. */
 #define TP_POLICY_TIME_EVERY 16
 
-/* A tensor that could never leave is not a candidate at all. */
-static bool never_leaves(const struct tp_tensor *t)
+/*
+ * A tensor that could never leave is not a candidate at all: pinned
+ * both ways, or one lineage cannot regenerate under a director that
+ * never offloads it. Neither changes while it stays a candidate (flags
+ * are set at creation; lineage never makes a tensor regenerable after
+ * its op has ended); a new director offers the candidates again
+ * (tp_policy_sync_conf()). The evict-only baselines otherwise met every
+ * parameter first and set it aside at each choice (lru/evict on bert at
+ * 16%: a third of the replay's time in the index).
+ */
+static bool never_leaves(struct tp_policy *pol, const struct tp_tensor *t)
 {
 	unsigned f = tp_pager_leave_flags(t);
 
-	return (f & TP_NO_PAGING) ||
-	       ((f & TP_EVICT_PINNED) && (f & TP_OFFLOAD_PINNED));
+	if ((f & TP_NO_PAGING) ||
+	    ((f & TP_EVICT_PINNED) && (f & TP_OFFLOAD_PINNED)))
+		return true;
+	return tp_director_traits(pol->conf->policy_director)->evicts_only &&
+	       !(f & TP_EVICT_PINNED) && !tp_policy_computable(pol, t);
 }
 
 static void make_key(struct tp_policy *pol, const struct tp_tensor *t,
@@ -56,6 +68,8 @@ static void note_access(struct tp_policy *pol, const struct tp_tensor *t)
 		pol->access_clock = t->last_access_ns;
 }
 
+static void victim_del(void *priv, struct tp_tensor *t);
+
 static void victim_add(void *priv, struct tp_tensor *t)
 {
 	struct tp_policy *pol = priv;
@@ -63,8 +77,10 @@ static void victim_add(void *priv, struct tp_tensor *t)
 	bool had;
 
 	note_access(pol, t);
-	if (never_leaves(t))
+	if (never_leaves(pol, t)) {
+		victim_del(priv, t);
 		return;
+	}
 	had = tp_pol_index_has(pol->idx, t);
 	if (had)
 		pol->mem_sum -= tp_pol_index_key(pol->idx, (size_t)t->pol.idx)->m;
@@ -102,6 +118,18 @@ void tp_policy_sync_conf(struct tp_policy *pol)
 {
 	int filter = pol->conf->policy_filter;
 	int search = pol->conf->policy_search;
+	int director = pol->conf->policy_director;
+
+	/* Which tensors can never leave changed: never_leaves(). */
+	if (director != pol->director) {
+		bool was = pol->director >= 0 &&
+			   tp_director_traits(pol->director)->evicts_only;
+
+		pol->director = director;
+		if (was != tp_director_traits(director)->evicts_only &&
+		    pol->pager)
+			tp_pager_offer_cands(pol->pager);
+	}
 
 	if (filter != pol->filter) {
 		size_t n = tp_pol_index_slots(pol->idx);

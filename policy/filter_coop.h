@@ -24,6 +24,7 @@ struct tp_coop_seg {
 	double h;		/* Coop §3.3: c(t)/s(t); 0 for free runs */
 	struct tp_tensor *t;
 	enum tp_leave how;	/* how t would leave */
+	size_t cand;		/* tp_coop_choose()'s candidate + 1; 0 none */
 };
 
 /* Cheap-tensor partitioning state: the running mean of log cost density. */
@@ -45,10 +46,27 @@ bool tp_coop_window(const struct tp_coop_seg *seg, size_t nseg, size_t n,
 		    size_t *lo, size_t *hi, double *cost);
 
 /**
+ * tp_coop_window_bounded() - tp_coop_window()'s answer, ties included,
+ * where each segment's h is a lower bound and @h(@priv, segment) the exact
+ * h of a segment of a tensor (cand != 0; INFINITY: it cannot leave, a
+ * wall), asked only for the members of windows whose bound the best
+ * exact sum so far does not exceed, cheapest bound first.
+ * Return: 0 with @lo, @hi and @cost set; -ENOENT when no window of
+ * members that can leave covers @n; -ENOMEM.
+ */
+int tp_coop_window_bounded(const struct tp_coop_seg *seg, size_t nseg,
+			   size_t n,
+			   double (*h)(void *priv, const struct tp_coop_seg *s),
+			   void *priv, size_t *lo, size_t *hi, double *cost);
+
+/**
  * tp_coop_choose() - the victim on a contiguous pool: the first tensor of
  * the cheapest window of @need_bytes (free runs count for nothing), with
  * how it leaves as the director says. Each call recomputes the window, so
- * the members of one window leave in turn as the pager calls again.
+ * the members of one window leave in turn as the pager calls again. The
+ * window is tp_coop_window()'s, ties included; c(t), a walk over the
+ * evicted neighbourhood, is computed only for the members of windows that
+ * a lower bound (the op that made t alone) does not rule out.
  * Return: 0, -ENOENT when no window fits, -ENOMEM.
  */
 int tp_coop_choose(struct tp_policy *pol, size_t need_bytes, bool no_offload,

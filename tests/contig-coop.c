@@ -2,10 +2,14 @@
 /*
  * Coop's sliding window (§3.3): on hand-built layouts the window is the
  * one expected; on random layouts its cost equals the brute-force minimum
- * over every gapless window that covers the request.
+ * over every gapless window that covers the request; and the bounded
+ * search (h known only as a lower bound until asked, some tensors found
+ * unable to leave when asked) gives tp_coop_window()'s very window on
+ * the layout without those tensors, asking fewer h than there are.
  */
 #include "config.h"
 
+#include <errno.h>
 #include <inttypes.h>
 #include <math.h>
 #include <stdlib.h>
@@ -142,10 +146,89 @@ static void random_layouts(void)
 	   "and costs the brute-force minimum (%zu had one)", LAYOUTS, found);
 }
 
+/* The exact h of the bounded search's layouts, and who was asked. */
+struct exact {
+	const double *h;	/* by cand - 1; INFINITY: cannot leave */
+	size_t asked;
+};
+
+static double ask(void *priv, const struct tp_coop_seg *s)
+{
+	struct exact *e = priv;
+
+	e->asked++;
+	return e->h[s->cand - 1];
+}
+
+static void bounded_layouts(void)
+{
+	struct tp_coop_seg s[MAXSEG], plain[MAXSEG];
+	double h[MAXSEG];
+	size_t bad = 0, found = 0, asked = 0, segs = 0;
+
+	rng = 0xb0a7d5eedull;
+	for (int k = 0; k < LAYOUTS && bad < 3; k++) {
+		size_t ns = 1 + next() % MAXSEG, at = 0, total = 0, np = 0;
+		size_t n, lo = 0, hi = 0, plo = 0, phi = 0;
+		struct exact e = { h, 0 };
+		double cost = -1, pcost = -1;
+		bool pgot;
+		int ret;
+
+		for (size_t i = 0; i < ns; i++) {
+			if (next() % 5 == 0)
+				at += 1 + next() % 3;
+			s[i] = (struct tp_coop_seg){ .start = at,
+						     .len = 1 + next() % 6 };
+			at += s[i].len;
+			total += s[i].len;
+			if (next() % 4 == 0)
+				continue;	/* a free run: h 0, no tensor */
+			s[i].cand = i + 1;
+			/* small integers: ties between windows are common */
+			h[i] = next() % 8 == 0 ? INFINITY :
+			       (double)(next() % 12);
+			s[i].h = isinf(h[i]) ? (double)(next() % 12) :
+				 h[i] * (double)(next() % 5) / 4.0;
+		}
+		/* The plain search sees no wall tensor: a gap in the list. */
+		for (size_t i = 0; i < ns; i++) {
+			if (s[i].cand && isinf(h[i]))
+				continue;
+			plain[np] = s[i];
+			plain[np++].h = s[i].cand ? h[i] : 0;
+		}
+		n = 1 + next() % (total + 2);
+		pgot = tp_coop_window(plain, np, n, &plo, &phi, &pcost);
+		ret = tp_coop_window_bounded(s, ns, n, ask, &e, &lo, &hi, &cost);
+		segs += ns;
+		asked += e.asked;
+		if ((ret == 0) != pgot || (ret && ret != -ENOENT)) {
+			diag("layout %d: bounded %d, plain %d", k, ret, pgot);
+			bad++;
+			continue;
+		}
+		if (!pgot)
+			continue;
+		found++;
+		/* The same window: its first and last segments' addresses. */
+		if (cost != pcost || s[lo].start != plain[plo].start ||
+		    s[hi].start != plain[phi].start) {
+			diag("layout %d: bounded [%zu,%zu] %g, plain [%zu,%zu] %g",
+			     k, lo, hi, cost, plo, phi, pcost);
+			bad++;
+		}
+	}
+	ok(!bad, "%d random layouts with walls found when asked: the bounded search gives the plain window, ties included (%zu had one)",
+	   LAYOUTS, found);
+	ok(asked < segs, "it asked %zu exact h of %zu segments", asked, segs);
+}
+
 int main(void)
 {
-	plan_tests(6);
+	plan_tests(8);
 	figure();
 	random_layouts();
+	bounded_layouts();
 	return exit_status();
 }

@@ -136,6 +136,13 @@ static bool ops_regen_reads(void *priv, const struct tp_tensor *t)
 	return tp_lineage_regen_reads(priv, t);
 }
 
+static void ops_made_from(void *priv, const struct tp_tensor *t,
+			  void (*fn)(void *fpriv, const struct tp_tensor *o),
+			  void *fpriv)
+{
+	tp_lineage_made_from(priv, t, fn, fpriv);
+}
+
 void tp_lineage_cost_ops(struct tp_lineage *lin, struct tp_cost_ops *ops)
 {
 	*ops = (struct tp_cost_ops){
@@ -146,6 +153,7 @@ void tp_lineage_cost_ops(struct tp_lineage *lin, struct tp_cost_ops *ops)
 		.computable = ops_computable,
 		.regen_needs = ops_regen_needs,
 		.regen_reads = ops_regen_reads,
+		.made_from = ops_made_from,
 		.priv = lin,
 	};
 }

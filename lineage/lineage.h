@@ -165,6 +165,15 @@ double tp_lineage_evict_cost(struct tp_lineage *lin, const struct tp_tensor *t);
 bool tp_lineage_regen_needs(struct tp_lineage *lin, const struct tp_tensor *t);
 
 /**
+ * tp_lineage_made_from() - call @fn for each tensor alive that a
+ * replayable record reading @t made: should one leave, its regeneration
+ * reads @t again.
+ */
+void tp_lineage_made_from(struct tp_lineage *lin, const struct tp_tensor *t,
+			  void (*fn)(void *priv, const struct tp_tensor *o),
+			  void *priv);
+
+/**
  * tp_lineage_regen_reads() - whether a replay waiting on the regeneration
  * in progress (a frame on its stack) is still to read @t: the walk reads
  * it before it ends. False when no regeneration is in progress.

@@ -135,6 +135,26 @@ bool tp_lineage_regen_needs(struct tp_lineage *lin, const struct tp_tensor *t)
 	return lin->nesting && n && n->walk == lin->walk;
 }
 
+void tp_lineage_made_from(struct tp_lineage *lin, const struct tp_tensor *t,
+			  void (*fn)(void *priv, const struct tp_tensor *o),
+			  void *priv)
+{
+	const struct tp_lin_node *n = t->lin.p;
+
+	(void)lin;
+	for (const struct tp_lin_use *u = n ? n->users : NULL; u;
+	     u = u->next) {
+		const struct tp_lin_rec *rec = u->rec;
+
+		/* A record that cannot replay reads nothing again. */
+		if (!rec->replayable)
+			continue;
+		for (unsigned k = 0; k < rec->n_out; k++)
+			if (rec->out[k] && !rec->out[k]->dead)
+				fn(priv, rec->out[k]);
+	}
+}
+
 /*
  * Frame @i's reads of its record's inputs: to come (+1) or done (-1). A
  * tensor a frame on the stack is still to read is read now, as far as

@@ -203,6 +203,11 @@ struct tp_cost_ops {
 	/* Whether a replay the regeneration in progress has yet to run
 	 * reads @t: it is read now. NULL: never. */
 	bool (*regen_reads)(void *priv, const struct tp_tensor *t);
+	/* Call @fn for each tensor alive made from @t by a replayable
+	 * record (tp_lineage_made_from()). NULL: none known. */
+	void (*made_from)(void *priv, const struct tp_tensor *t,
+			  void (*fn)(void *fpriv, const struct tp_tensor *o),
+			  void *fpriv);
 	void *priv;
 };
 

@@ -65,6 +65,7 @@ struct tp_policy {
 	 * start. */
 	double reload_hidden;
 	uint64_t iter_reloads, iter_in_time;
+	uint64_t iter_compute, iter_recompute;	/* the pager's then */
 	struct tp_wb_auto wb_auto;	/* policy.writeback = auto */
 	uint64_t decisions, decision_ns;
 	uint64_t chose_evict, chose_offload;

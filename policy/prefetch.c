@@ -48,6 +48,8 @@ struct step {
 	uint64_t work;		/* compute of the program's ops before it */
 	bool replay;		/* by a regeneration: a use to prefetch
 				 * for, not one of the program's */
+	int32_t pname;		/* a first acquisition's tensor's name in
+				 * the record before, -1 */
 	/* what the planner reads (struct tp_record_step) */
 	bool in_op, born;
 	uint32_t op;
@@ -76,6 +78,15 @@ struct tp_prefetch {
 	size_t prev_n, prev_cap;
 	int32_t *prev_next;	/* next step using the same tensor, -1 */
 	size_t next_cap;
+	/*
+	 * By name: iterations, up to TP_PREFETCH_REGEN_MEMORY, since one
+	 * in which a regeneration acquired the tensor after the program's
+	 * last use (0: none that recent). A tensor made from it left and
+	 * came back through it: "not used again" is not free to leave.
+	 */
+	uint8_t *prev_late;
+	size_t late_cap;
+	bool thrashed;		/* this iteration (tp_prefetch_thrashed()) */
 	/* This iteration's tensor for each name of the last one. */
 	struct tp_tensor **by_pname;
 	size_t by_pname_cap;
@@ -228,6 +239,7 @@ void tp_prefetch_destroy(struct tp_prefetch *pf)
 	free(pf->by_pname);
 	free(pf->prev);
 	free(pf->prev_next);
+	free(pf->prev_late);
 	free(pf->ops_cur.ops);
 	free(pf->ops_cur.io);
 	free(pf->ops_prev.ops);
@@ -285,9 +297,17 @@ void tp_prefetch_iteration_begin(struct tp_prefetch *pf, uint64_t now)
 
 void tp_prefetch_iteration_end(struct tp_prefetch *pf, uint64_t now)
 {
-	size_t n = pf->cur_n, cap;
+	size_t n = pf->cur_n, cap, old_n = pf->prev_n;
+	/*
+	 * It followed a record, so its regenerations came of the policy's
+	 * predictions, and they cost more than its compute (DTR's thrash
+	 * rule): what it sent away as not used again was not free.
+	 */
+	bool learn = pf->prev_n && pf->rec_gen + 1 == pf->gen &&
+		     pf->thrashed;
 	struct op_log ops;
 	int32_t *seen;
+	uint8_t *late;
 	struct step *s;
 
 	pthread_mutex_lock(&pf->lock);
@@ -303,8 +323,12 @@ void tp_prefetch_iteration_end(struct tp_prefetch *pf, uint64_t now)
 		pf->prev_next = next;
 	}
 	seen = malloc((n ? n : 1) * sizeof(*seen));
-	if (!seen)
+	late = malloc(n ? n : 1);
+	if (!seen || !late) {
+		free(seen);
+		free(late);
 		goto out;
+	}
 	pf->prev_followed = pf->prev_n && pf->rec_gen + 1 == pf->gen;
 	/* The recorded iteration becomes the prediction: swap buffers. */
 	ops = pf->ops_prev;
@@ -320,16 +344,26 @@ void tp_prefetch_iteration_end(struct tp_prefetch *pf, uint64_t now)
 	pf->prev_n = n;
 	pf->rec_gen = pf->gen;
 	pf->prev_len_ns = now > pf->t0 ? now - pf->t0 : 0;
-	for (size_t i = 0; i < n; i++)
+	for (size_t i = 0; i < n; i++) {
+		int32_t p = pf->prev[i].pname;
+
 		seen[i] = -1;
+		/* what the record before knew of the same tensor, aged */
+		late[i] = p >= 0 && (size_t)p < old_n && pf->prev_late &&
+			  pf->prev_late[p] ? pf->prev_late[p] - 1 : 0;
+	}
 	for (size_t i = n; i-- > 0;) {
 		int32_t name = pf->prev[i].name;
 
 		pf->prev_next[i] = seen[name];
 		if (!pf->prev[i].replay)
 			seen[name] = (int32_t)i;
+		else if (seen[name] < 0 && learn)	/* past its last use */
+			late[name] = TP_PREFETCH_REGEN_MEMORY;
 	}
 	free(seen);
+	free(pf->prev_late);
+	pf->prev_late = late;
 	/* Forget tensors not seen this iteration that owe nothing. */
 	for (size_t i = 0; i < pf->tab_cap; i++) {
 		struct pf_ent *e = &pf->tab[i];
@@ -553,6 +587,7 @@ int tp_prefetch_on_acquire(struct tp_prefetch *pf, struct tp_tensor *t,
 		e->ppos = -1;
 	}
 	pf->cur[k].name = e->first;
+	pf->cur[k].pname = -1;
 	pf->cur[k].at = now > pf->t0 ? now - pf->t0 : 0;
 	pf->cur[k].bytes = t->bytes;
 	pf->cur[k].work = work;
@@ -567,6 +602,7 @@ int tp_prefetch_on_acquire(struct tp_prefetch *pf, struct tp_tensor *t,
 		goto out;
 	pf->st.recorded++;
 	align(pf, e);
+	pf->cur[e->first].pname = e->pname;
 out:
 	pthread_mutex_unlock(&pf->lock);
 	return rc;
@@ -828,6 +864,27 @@ void tp_prefetch_uses(struct tp_prefetch *pf, const struct tp_tensor *t,
 	*next_ns = next_use_from(pf, next);
 	*reuse_ns = reuse_from(pf, e, next);
 	pthread_mutex_unlock(&pf->lock);
+}
+
+void tp_prefetch_thrashed(struct tp_prefetch *pf, bool yes)
+{
+	pthread_mutex_lock(&pf->lock);
+	pf->thrashed = yes;
+	pthread_mutex_unlock(&pf->lock);
+}
+
+bool tp_prefetch_regen_late(struct tp_prefetch *pf, const struct tp_tensor *t)
+{
+	const struct pf_ent *e;
+	bool late;
+
+	pthread_mutex_lock(&pf->lock);
+	e = lookup(pf, t->id);
+	late = e && e->gen == pf->gen && e->pname >= 0 &&
+	       (size_t)e->pname < pf->prev_n && pf->prev_late &&
+	       pf->prev_late[e->pname];
+	pthread_mutex_unlock(&pf->lock);
+	return late;
 }
 
 unsigned tp_prefetch_evictions(struct tp_prefetch *pf,

@@ -48,6 +48,14 @@ struct tp_prefetch_stats {
  */
 #define TP_PREFETCH_WASTE_MIN	8
 
+/*
+ * Iterations a tensor that a regeneration acquired after the program's
+ * last use stays not free to leave (tp_prefetch_regen_late()). Only an
+ * iteration that sends it away for nothing can show the need has gone,
+ * at the price of the thrash it was kept from: long.
+ */
+#define TP_PREFETCH_REGEN_MEMORY	64
+
 struct tp_prefetch *tp_prefetch_create(void);
 void tp_prefetch_destroy(struct tp_prefetch *pf);
 
@@ -156,6 +164,22 @@ uint64_t tp_prefetch_next_use_ns(struct tp_prefetch *pf,
  */
 void tp_prefetch_uses(struct tp_prefetch *pf, const struct tp_tensor *t,
 		      uint64_t *next_ns, uint64_t *reuse_ns);
+
+/*
+ * tp_prefetch_regen_late() - whether, in one of the last
+ * TP_PREFETCH_REGEN_MEMORY recorded iterations that followed a record
+ * and thrashed, a regeneration acquired @t after the program's last use
+ * of it: a tensor made from it left and came back through it. tp_prefetch_uses() still says "not used again"
+ * (nothing to prefetch for); leaving is not free.
+ */
+bool tp_prefetch_regen_late(struct tp_prefetch *pf, const struct tp_tensor *t);
+
+/*
+ * tp_prefetch_thrashed() - whether the iteration about to end recomputed
+ * more than it computed; only such an iteration's regenerations teach
+ * tp_prefetch_regen_late().
+ */
+void tp_prefetch_thrashed(struct tp_prefetch *pf, bool yes);
 
 /*
  * tp_prefetch_note_evicted() - @t was chosen to be evicted (whole);

@@ -223,6 +223,89 @@ static void replays_unrecorded(void)
 	tp_prefetch_destroy(pf);
 }
 
+/*
+ * One iteration of the forward over @t and the backward, then @late
+ * replays of t[2] after the program's last use of it, told whether it
+ * thrashed.
+ */
+static void late_iteration(struct tp_prefetch *pf, struct tp_tensor *t,
+			   int late, bool thrashed)
+{
+	tp_prefetch_iteration_begin(pf, now);
+	for (int i = 0; i < NT; i++)
+		pf_acquire(pf, &t[i], false);
+	for (int i = NT - 1; i >= 0; i--)
+		pf_acquire(pf, &t[i], false);
+	for (int r = 0; r < late; r++) {
+		pf_acquire(pf, &t[2], true);
+		pf_acquire(pf, &t[3], true);
+	}
+	tp_prefetch_thrashed(pf, thrashed);
+	tp_prefetch_iteration_end(pf, now);
+}
+
+/*
+ * A tensor the program is done with, that regenerations of what was made
+ * from it acquired again, is not free to leave: learnt only from an
+ * iteration that followed a record and thrashed, kept across iterations
+ * that do not regenerate it (by then it is kept), and only for it.
+ */
+static void regen_late(void)
+{
+	struct tp_prefetch *pf = tp_prefetch_create();
+	struct tp_tensor t[6][NT];
+	bool first, ok_b, calm, kept, other;
+
+	for (int k = 0; k < 6; k++)
+		for (int i = 0; i < NT; i++)
+			init_tensor(&t[k][i], 4 + 20 * k + i);
+	/* a first iteration teaches nothing: it followed no record */
+	late_iteration(pf, t[0], 3, true);
+	tp_prefetch_iteration_begin(pf, now);
+	pf_acquire(pf, &t[1][0], false);
+	pf_acquire(pf, &t[1][1], false);
+	pf_acquire(pf, &t[1][2], false);
+	first = tp_prefetch_regen_late(pf, &t[1][2]);
+	tp_prefetch_iteration_end(pf, now);
+	/* one that did not thrash teaches nothing either */
+	late_iteration(pf, t[2], 3, false);
+	tp_prefetch_iteration_begin(pf, now);
+	for (int i = 0; i < 3; i++)
+		pf_acquire(pf, &t[3][i], false);
+	calm = tp_prefetch_regen_late(pf, &t[3][2]);
+	tp_prefetch_iteration_end(pf, now);
+	/* predicted and thrashed: t[2] and t[3] are late */
+	late_iteration(pf, t[3], 3, true);
+	tp_prefetch_iteration_begin(pf, now);
+	for (int i = 0; i < 5; i++)
+		pf_acquire(pf, &t[4][i], false);
+	ok_b = tp_prefetch_regen_late(pf, &t[4][2]) &&
+	       tp_prefetch_regen_late(pf, &t[4][3]);
+	other = tp_prefetch_regen_late(pf, &t[4][1]) ||
+		tp_prefetch_regen_late(pf, &t[4][4]);
+	for (int i = 5; i < NT; i++)
+		pf_acquire(pf, &t[4][i], false);
+	for (int i = NT - 1; i >= 0; i--)
+		pf_acquire(pf, &t[4][i], false);
+	tp_prefetch_thrashed(pf, false);
+	tp_prefetch_iteration_end(pf, now);
+	/* an iteration that kept them and regenerated none: still late */
+	tp_prefetch_iteration_begin(pf, now);
+	for (int i = 0; i < 3; i++)
+		pf_acquire(pf, &t[5][i], false);
+	kept = tp_prefetch_regen_late(pf, &t[5][2]);
+	tp_prefetch_iteration_end(pf, now);
+
+	ok(!first && !calm,
+	   "regenerated after its last use: nothing learnt from a first iteration (%d) nor one that did not thrash (%d)",
+	   first, calm);
+	ok(ok_b && !other,
+	   "after a predicted iteration that thrashed: those regenerated late are late (%d), others not (%d)",
+	   ok_b, other);
+	ok(kept, "remembered through an iteration that kept them");
+	tp_prefetch_destroy(pf);
+}
+
 /* The forward over @t[0..2 NT), each tensor offloaded after its use. */
 static void forward_offloaded(struct tp_prefetch *pf, struct tp_tensor *t)
 {
@@ -449,7 +532,7 @@ int main(void)
 	uint64_t start;
 	size_t n;
 
-	plan_tests(45);
+	plan_tests(48);
 	memset(&ctx, 0, sizeof(ctx));
 	tp_conf_defaults(&ctx.conf);
 	tp_conf_set(&ctx.conf, "vmm.chunk_size", "4096", "test", 0);
@@ -650,6 +733,7 @@ int main(void)
 	across_iterations();
 	overlap_filter();
 	replays_unrecorded();
+	regen_late();
 	halts_when_wasted();
 	return exit_status();
 }

@@ -15,6 +15,12 @@
  * remap cost and DTR's thrash rule (recompute past the compute time); a
  * shipped trace stops as thrashing past ten times its compute.
  *
+ * What is measured differs by kind: a shipped trace measures its third
+ * iteration (two before it warm the policy's record and the host swap),
+ * a DTR log its only one, cold: no record to predict from, host swap
+ * pinned as it grows. --warmup N replays each N times more before the
+ * measured pass (the DTR logs' steady state: --warmup 2).
+ *
  * For each trace:
  *
  * - the default policy (the keys' defaults, or --policy) from 100% of

@@ -85,7 +85,6 @@ struct tp_prefetch {
 	 * came back through it: "not used again" is not free to leave.
 	 */
 	uint8_t *prev_late;
-	size_t late_cap;
 	bool thrashed;		/* this iteration (tp_prefetch_thrashed()) */
 	/* This iteration's tensor for each name of the last one. */
 	struct tp_tensor **by_pname;
@@ -297,22 +296,24 @@ void tp_prefetch_iteration_begin(struct tp_prefetch *pf, uint64_t now)
 
 void tp_prefetch_iteration_end(struct tp_prefetch *pf, uint64_t now)
 {
-	size_t n = pf->cur_n, cap, old_n = pf->prev_n;
+	size_t n, cap, old_n;
+	struct op_log ops;
+	int32_t *seen;
+	uint8_t *late;
+	struct step *s;
+	bool learn;
+
+	pthread_mutex_lock(&pf->lock);
+	if (!pf->active)
+		goto out;
+	n = pf->cur_n;
+	old_n = pf->prev_n;
 	/*
 	 * It followed a record, so its regenerations came of the policy's
 	 * predictions, and they cost more than its compute (DTR's thrash
 	 * rule): what it sent away as not used again was not free.
 	 */
-	bool learn = pf->prev_n && pf->rec_gen + 1 == pf->gen &&
-		     pf->thrashed;
-	struct op_log ops;
-	int32_t *seen;
-	uint8_t *late;
-	struct step *s;
-
-	pthread_mutex_lock(&pf->lock);
-	if (!pf->active)
-		goto out;
+	learn = pf->prev_n && pf->rec_gen + 1 == pf->gen && pf->thrashed;
 	pf->active = false;
 	if (n) {
 		int32_t *next = tp_array_grow(pf->prev_next, &pf->next_cap, n,

@@ -168,29 +168,34 @@ void tp_pager_destroy(struct tp_pager *pg)
 	free(pg);
 }
 
-void tp_pager_set_victim_ops(struct tp_pager *pg, const struct tp_victim_ops *ops)
+/* Tell the victim ops of every candidate: forgotten, or learnt. */
+static void tell_cands(struct tp_pager *pg, bool learn)
 {
 	struct tp_tensor *t;
 
+	cds_list_for_each_entry(t, &pg->cands, cand) {
+		if (learn)
+			pg->victim.add(pg->victim.priv, t);
+		else
+			pg->victim.del(pg->victim.priv, t);
+	}
+}
+
+void tp_pager_set_victim_ops(struct tp_pager *pg, const struct tp_victim_ops *ops)
+{
 	/* Hand the candidates over: the old ops forget them, the new learn. */
-	cds_list_for_each_entry(t, &pg->cands, cand)
-		pg->victim.del(pg->victim.priv, t);
+	tell_cands(pg, false);
 	if (ops)
 		pg->victim = *ops;
 	else
 		tp_victim_lru_init(pg, &pg->victim);
-	cds_list_for_each_entry(t, &pg->cands, cand)
-		pg->victim.add(pg->victim.priv, t);
+	tell_cands(pg, true);
 }
 
 void tp_pager_offer_cands(struct tp_pager *pg)
 {
-	struct tp_tensor *t;
-
-	cds_list_for_each_entry(t, &pg->cands, cand)
-		pg->victim.del(pg->victim.priv, t);
-	cds_list_for_each_entry(t, &pg->cands, cand)
-		pg->victim.add(pg->victim.priv, t);
+	tell_cands(pg, false);
+	tell_cands(pg, true);
 }
 
 void tp_pager_set_regen_ops(struct tp_pager *pg, const struct tp_regen_ops *ops)

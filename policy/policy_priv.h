@@ -44,7 +44,7 @@ struct tp_policy {
 	int filter;			/* the filter the keys were built for */
 	int search;			/* the search the index is kept for */
 	int director;			/* the director never_leaves() last
-					 * answered for (-1: none yet) */
+					 * answered for */
 	double mem_sum;			/* sum of m over candidates */
 	uint64_t rng;
 	struct tp_pol_skip *skip;

@@ -122,8 +122,7 @@ void tp_policy_sync_conf(struct tp_policy *pol)
 
 	/* Which tensors can never leave changed: never_leaves(). */
 	if (director != pol->director) {
-		bool was = pol->director >= 0 &&
-			   tp_director_traits(pol->director)->evicts_only;
+		bool was = tp_director_traits(pol->director)->evicts_only;
 
 		pol->director = director;
 		if (was != tp_director_traits(director)->evicts_only &&

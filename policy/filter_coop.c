@@ -95,8 +95,7 @@ static void seg_push(struct seg_list *l, struct tp_tensor *t, size_t start,
 		l->v = v;
 	}
 	l->v[l->n++] = (struct tp_coop_seg){
-		.start = start, .len = len, .h = h, .t = t,
-		.how = TP_LEAVE_EVICT, .cand = cand,
+		.start = start, .len = len, .h = h, .t = t, .cand = cand,
 	};
 }
 

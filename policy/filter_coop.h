@@ -17,13 +17,13 @@
 struct tp_policy;
 
 /* One element of the address-ordered list: a free run (t NULL, h 0) or a
- * run of chunks of a tensor that may leave, with its h = c/s. */
+ * run of chunks of a tensor that may leave, with its h = c/s (or a bound
+ * under it, tp_coop_window_bounded()). */
 struct tp_coop_seg {
 	size_t start;		/* first chunk index */
 	size_t len;		/* chunks */
 	double h;		/* Coop §3.3: c(t)/s(t); 0 for free runs */
 	struct tp_tensor *t;
-	enum tp_leave how;	/* how t would leave */
 	size_t cand;		/* tp_coop_choose()'s candidate + 1; 0 none */
 };
 

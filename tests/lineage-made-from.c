@@ -64,10 +64,7 @@ int main(void)
 			    "pager.budget=64M,pager.rescue=0");
 	if (!ctx)
 		bail_out("tp_ctx_create: %s", strerror(errno));
-	x0 = tp_tensor_create(ctx, CHUNK, 0);
-	if (!x0 || !tp_tensor_acquire(ctx, x0, TP_WRITE))
-		bail_out("x0");
-	tp_tensor_release(ctx, x0);
+	x0 = tops_written(ctx, CHUNK);
 	a = tops_nop_run(ctx, x0, NULL, CHUNK);
 	b = tops_nop_run(ctx, a, NULL, CHUNK);
 	c = tops_nop_run(ctx, a, b, CHUNK);

@@ -46,10 +46,7 @@ static void chain(void)
 		bail_out("tp_ctx_create: %s", strerror(errno));
 	ok(!tp_ctl_get(ctx, "lineage.recompute_limit", v, sizeof(v)) &&
 	   !strcmp(v, "0"), "lineage.recompute_limit defaults to %s", v);
-	x0 = tp_tensor_create(ctx, CHUNK, 0);
-	if (!x0 || !tp_tensor_acquire(ctx, x0, TP_WRITE))
-		bail_out("x0");
-	tp_tensor_release(ctx, x0);
+	x0 = tops_written(ctx, CHUNK);
 	if (tp_iteration_begin(ctx))
 		bail_out("tp_iteration_begin");
 	c = run(ctx, x0);

@@ -67,10 +67,7 @@ static void scenario(const char *filter, const char *director,
 	ctx = tp_ctx_create(opts);
 	if (!ctx)
 		bail_out("tp_ctx_create: %s", strerror(errno));
-	x0 = tp_tensor_create(ctx, CHUNK, 0);
-	if (!x0 || !tp_tensor_acquire(ctx, x0, TP_WRITE))
-		bail_out("x0");
-	tp_tensor_release(ctx, x0);
+	x0 = tops_written(ctx, CHUNK);
 	c = x0;
 	for (unsigned i = 0; i < chain; i++) {
 		struct tp_tensor *n = run(ctx, c);

@@ -271,6 +271,16 @@ const struct tp_op_type tops_nop = {
 	.launch = nop,
 };
 
+struct tp_tensor *tops_written(struct tp_ctx *ctx, size_t bytes)
+{
+	struct tp_tensor *t = tp_tensor_create(ctx, bytes, 0);
+
+	if (!t || !tp_tensor_acquire(ctx, t, TP_WRITE))
+		bail_out("a written tensor: %s", tp_last_error(ctx));
+	tp_tensor_release(ctx, t);
+	return t;
+}
+
 struct tp_tensor *tops_nop_run(struct tp_ctx *ctx, struct tp_tensor *a,
 			       struct tp_tensor *b, size_t bytes)
 {

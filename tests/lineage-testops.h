@@ -49,6 +49,12 @@ extern const struct tp_op_type tops_nop;
 struct tp_tensor *tops_nop_run(struct tp_ctx *ctx, struct tp_tensor *a,
 			       struct tp_tensor *b, size_t bytes);
 
+/*
+ * A new tensor of @bytes the program wrote (uncomputable; on sim, with no
+ * data): the first input of tops_nop chains. A failure bails out.
+ */
+struct tp_tensor *tops_written(struct tp_ctx *ctx, size_t bytes);
+
 /* Launches so far (first runs and replays), and replays alone. */
 extern unsigned long tops_launches, tops_replays;
 /* Launches the pager took for a replay when they were not, or not when

@@ -106,10 +106,7 @@ static void joins(void)
 	ctx = tp_ctx_create(opts);
 	if (!ctx)
 		bail_out("tp_ctx_create: %s", strerror(errno));
-	x0 = tp_tensor_create(ctx, 3 * CHUNK, 0);
-	if (!x0 || !tp_tensor_acquire(ctx, x0, TP_WRITE))
-		bail_out("x0");
-	tp_tensor_release(ctx, x0);
+	x0 = tops_written(ctx, 3 * CHUNK);
 	for (unsigned i = 0; i < 2; i++)
 		replays[i] = iteration(ctx, x0, &rc[i]);
 	ok(!rc[0] && replays[0] == 4 * BLOCKS + 1,

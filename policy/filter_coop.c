@@ -18,43 +18,68 @@
 #include "policy/policy_priv.h"
 #include "vmm/vmm.h"
 
-bool tp_coop_window(const struct tp_coop_seg *seg, size_t nseg, size_t n,
-		    size_t *lo, size_t *hi, double *cost)
+/*
+ * Coop's windows: for each segment, the shortest window ending there
+ * that covers @n chunks with no gap (h >= 0, so the cheapest ending
+ * there), given to @fn with its sum of h, added in address order. Two
+ * pointers: O(@nseg) but for the sums.
+ */
+static void each_window(const struct tp_coop_seg *seg, size_t nseg, size_t n,
+			void (*fn)(void *priv, size_t lo, size_t hi,
+				   double sum),
+			void *priv)
 {
 	size_t l = 0, len = 0;
-	double sum = 0, best = INFINITY;
-	bool found = false;
 
 	for (size_t r = 0; r < nseg; r++) {
+		double sum = 0;
+
 		/* A gap (a chunk that cannot leave) closes every window. */
 		if (r && seg[r - 1].start + seg[r - 1].len != seg[r].start) {
 			l = r;
 			len = 0;
-			sum = 0;
 		}
 		len += seg[r].len;
-		sum += seg[r].h;
 		while (l < r && len - seg[l].len >= n) {
 			len -= seg[l].len;
-			sum -= seg[l].h;
 			l++;
 		}
 		if (len < n)
 			continue;
-		/* The running sum drifts: compare exact sums. */
-		sum = 0;
+		/* Summed afresh: a running sum would drift. */
 		for (size_t i = l; i <= r; i++)
 			sum += seg[i].h;
-		if (!found || sum < best) {
-			found = true;
-			best = sum;
-			*lo = l;
-			*hi = r;
-		}
+		fn(priv, l, r, sum);
 	}
-	if (found)
-		*cost = best;
-	return found;
+}
+
+/* The cheapest window so far; the first of equals. */
+struct cheapest {
+	bool found;
+	size_t lo, hi;
+	double sum;
+};
+
+static void keep_cheapest(void *priv, size_t lo, size_t hi, double sum)
+{
+	struct cheapest *c = priv;
+
+	if (!c->found || sum < c->sum)
+		*c = (struct cheapest){ true, lo, hi, sum };
+}
+
+bool tp_coop_window(const struct tp_coop_seg *seg, size_t nseg, size_t n,
+		    size_t *lo, size_t *hi, double *cost)
+{
+	struct cheapest c = { .found = false };
+
+	each_window(seg, nseg, n, keep_cheapest, &c);
+	if (c.found) {
+		*lo = c.lo;
+		*hi = c.hi;
+		*cost = c.sum;
+	}
+	return c.found;
 }
 
 /* A tensor of the window search: h known exactly only once asked. */
@@ -184,33 +209,17 @@ static bool cand_h(struct tp_policy *pol, struct coop_cand *c,
 	return c->state > 0;
 }
 
-/*
- * tp_coop_window()'s windows, each the shortest ending at its last
- * segment that covers @n chunks without a gap, with the sum of bounds.
- */
-static size_t windows(const struct tp_coop_seg *seg, size_t nseg, size_t n,
-		      struct coop_win *w)
-{
-	size_t l = 0, len = 0, nw = 0;
+/* Windows gathered for the bounded search, with their bounds. */
+struct gathered {
+	struct coop_win *w;
+	size_t n;
+};
 
-	for (size_t r = 0; r < nseg; r++) {
-		if (r && seg[r - 1].start + seg[r - 1].len != seg[r].start) {
-			l = r;
-			len = 0;
-		}
-		len += seg[r].len;
-		while (l < r && len - seg[l].len >= n) {
-			len -= seg[l].len;
-			l++;
-		}
-		if (len < n)
-			continue;
-		w[nw] = (struct coop_win){ .lo = l, .hi = r, .lb = 0 };
-		for (size_t i = l; i <= r; i++)
-			w[nw].lb += seg[i].h;
-		nw++;
-	}
-	return nw;
+static void gather(void *priv, size_t lo, size_t hi, double sum)
+{
+	struct gathered *g = priv;
+
+	g->w[g->n++] = (struct coop_win){ .lo = lo, .hi = hi, .lb = sum };
 }
 
 /*
@@ -239,13 +248,16 @@ int tp_coop_window_bounded(const struct tp_coop_seg *seg, size_t nseg,
 			   void *priv, size_t *lo, size_t *hi, double *cost)
 {
 	struct coop_win *w = malloc((nseg ? nseg : 1) * sizeof(*w));
+	struct gathered g = { w, 0 };
 	const struct coop_win *best = NULL;
 	double best_h = INFINITY;
 	size_t nw;
 
 	if (!w)
 		return -ENOMEM;
-	nw = n ? windows(seg, nseg, n, w) : 0;
+	if (n)
+		each_window(seg, nseg, n, gather, &g);
+	nw = g.n;
 	/*
 	 * Cheapest bound first: a window whose bound exceeds the best exact
 	 * sum found cannot win, nor can any after it. Equal sums go to the

@@ -163,6 +163,9 @@ TP_API struct tp_ctx *tp_ctx_create(const char *opts)
 		}
 	}
 	tp_ctx_pager_conf(&ctx->conf, ctx->vmm->device_bytes, &pc);
+	tp_vmm_set_workspace_max(ctx->vmm,
+				 tp_psize_bytes(&ctx->conf.vmm_workspace_max,
+						ctx->vmm->device_bytes));
 	ctx->pager = tp_pager_create(ctx->vmm, ctx->tracer, &pc, &errors);
 	if (!ctx->pager) {
 		ret = -errno;

@@ -209,11 +209,13 @@ struct tp_op_launch;
 /*
  * The work of one run of an op, for models of a device's speed (the sim
  * backend's measured profiles, vmm.sim.profile): floating-point
- * operations, and bytes read and written.
+ * operations, bytes read and written, and the largest tensor's bytes
+ * (0: not said), by which a profile prices an algorithm's scratch.
  */
 struct tp_op_work {
 	double flops;
 	double bytes;
+	double largest;		/* the largest tensor read or written */
 };
 
 /*

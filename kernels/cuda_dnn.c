@@ -4,9 +4,11 @@
  *
  * Convolutions use deterministic algorithms only, chosen by cuDNN's
  * heuristics (not by timing runs, which could pick differently from one
- * run to the next), with FP32 FMA math so that no TF32 rounding creeps in.
- * The choice and its workspace size are cached per shape: a recompute
- * replays exactly the algorithm of the first run. The workspace is the
+ * run to the next), with FP32 FMA math so that no TF32 rounding creeps in,
+ * and within the workspace limit (vmm.workspace_max, told through
+ * tp_cuda_conv_workspace()): the fastest that fits, else the one that
+ * takes least. The choice and its workspace size are cached per shape and
+ * limit: a recompute replays exactly the algorithm of the first run. The workspace is the
  * op's optional last input (a tpager tensor, so the pager counts it), or
  * else comes from the stream-ordered allocator and goes back to it on the
  * same stream.
@@ -38,6 +40,7 @@
 #pragma GCC diagnostic ignored "-Wdeprecated-declarations"
 
 static cudnnHandle_t dnn;	/* under tp_cuda_lock() */
+static size_t ws_limit;		/* the same; 0: any workspace */
 
 static const float one = 1.0f, zero = 0.0f;
 
@@ -129,6 +132,7 @@ struct conv_algo {
 	cudnnConvolutionBwdFilterAlgo_t bwd_filter;
 	cudnnMathType_t fwd_math, data_math, filter_math;
 	size_t fwd_ws, bwd_ws;
+	size_t limit;			/* ws_limit when chosen */
 	struct conv_algo *next;
 };
 
@@ -169,18 +173,31 @@ static int conv_desc(const struct tp_op_launch *l,
 
 /*
  * Pick, from cuDNN's ranked list, the first algorithm that is supported,
- * deterministic and uses FMA math; failing that, the first deterministic.
+ * deterministic, uses FMA math and whose workspace is within @limit (0:
+ * any); failing that, the first deterministic one within it; failing
+ * that, the deterministic one that takes least (FMA math first).
  */
-#define PICK(perf, n, out_algo, out_math) ({ \
+#define USABLE(perf) ((perf).status == CUDNN_STATUS_SUCCESS && \
+		      (perf).determinism == CUDNN_DETERMINISTIC)
+
+#define PICK(perf, n, limit, out_algo, out_math) ({ \
+	size_t lim_ = (limit) ? (limit) : SIZE_MAX; \
 	int found_ = -1, i_; \
 	for (i_ = 0; i_ < (n) && found_ < 0; i_++) \
-		if ((perf)[i_].status == CUDNN_STATUS_SUCCESS && \
-		    (perf)[i_].determinism == CUDNN_DETERMINISTIC && \
+		if (USABLE((perf)[i_]) && (perf)[i_].memory <= lim_ && \
 		    (perf)[i_].mathType == CUDNN_FMA_MATH) \
 			found_ = i_; \
 	for (i_ = 0; i_ < (n) && found_ < 0; i_++) \
-		if ((perf)[i_].status == CUDNN_STATUS_SUCCESS && \
-		    (perf)[i_].determinism == CUDNN_DETERMINISTIC) \
+		if (USABLE((perf)[i_]) && (perf)[i_].memory <= lim_) \
+			found_ = i_; \
+	for (i_ = 0; i_ < (n) && lim_ != SIZE_MAX; i_++) \
+		if (USABLE((perf)[i_]) && \
+		    (found_ < 0 || \
+		     (perf)[i_].memory < (perf)[found_].memory || \
+		     ((perf)[i_].memory == (perf)[found_].memory && \
+		      (perf)[i_].mathType == CUDNN_FMA_MATH && \
+		      (perf)[found_].mathType != CUDNN_FMA_MATH)) && \
+		    (found_ < 0 || (perf)[found_].memory > lim_)) \
 			found_ = i_; \
 	if (found_ >= 0) { \
 		*(out_algo) = (perf)[found_].algo; \
@@ -206,7 +223,7 @@ static int conv_choose(const struct tp_op_launch *l,
 	int nf, nd, nw, rc = 0;
 
 	for (a = conv_cache; a; a = a->next)
-		if (!memcmp(&a->shape, p, sizeof(*p))) {
+		if (!memcmp(&a->shape, p, sizeof(*p)) && a->limit == ws_limit) {
 			*out_algo = a;
 			return 0;
 		}
@@ -214,15 +231,16 @@ static int conv_choose(const struct tp_op_launch *l,
 	if (!a)
 		return -ENOMEM;
 	a->shape = *p;
+	a->limit = ws_limit;
 	DNN(cudnnGetConvolutionForwardAlgorithm_v7(dnn, d->x, d->w, d->conv,
 			d->y, NF, &nf, fp));
 	DNN(cudnnGetConvolutionBackwardDataAlgorithm_v7(dnn, d->w, d->y,
 			d->conv, d->x, ND, &nd, dp));
 	DNN(cudnnGetConvolutionBackwardFilterAlgorithm_v7(dnn, d->x, d->y,
 			d->conv, d->w, NW, &nw, wp));
-	if (!PICK(fp, nf, &a->fwd, &a->fwd_math) ||
-	    !PICK(dp, nd, &a->bwd_data, &a->data_math) ||
-	    !PICK(wp, nw, &a->bwd_filter, &a->filter_math)) {
+	if (!PICK(fp, nf, ws_limit, &a->fwd, &a->fwd_math) ||
+	    !PICK(dp, nd, ws_limit, &a->bwd_data, &a->data_math) ||
+	    !PICK(wp, nw, ws_limit, &a->bwd_filter, &a->filter_math)) {
 		rc = tp_cuda_fail(l, "choosing a convolution algorithm",
 				  "no deterministic algorithm for this shape");
 		goto out;
@@ -272,7 +290,8 @@ static void ws_put(const struct tp_op_launch *l, void *ws, bool owned)
 		cudaFreeAsync(ws, TP_STREAM(l));
 }
 
-int tp_cuda_conv_workspace(const struct tp_conv2d_params *p, size_t *bytes)
+int tp_cuda_conv_workspace(const struct tp_conv2d_params *p, size_t limit,
+			   size_t *bytes)
 {
 	const struct tp_op_launch probe = {
 		.type = tp_kernels_find("conv2d"), .params = p,
@@ -285,6 +304,7 @@ int tp_cuda_conv_workspace(const struct tp_conv2d_params *p, size_t *bytes)
 
 	*bytes = 0;
 	tp_cuda_lock();
+	ws_limit = limit;
 	if (!dnn)
 		DNN(cudnnCreate(&dnn));
 	rc = conv_desc(l, p, &d);

@@ -15,7 +15,8 @@
 		return -ENOTSUP; \
 	}
 
-int tp_cuda_conv_workspace(const struct tp_conv2d_params *p, size_t *bytes)
+int tp_cuda_conv_workspace(const struct tp_conv2d_params *p, size_t limit,
+			   size_t *bytes)
 {
 	*bytes = 0;
 	return 0;

@@ -106,9 +106,13 @@ TP_CPU_OPS(TP_DECLARE_CUDA)
 #ifdef TP_HAVE_CUDA
 /**
  * tp_cuda_conv_workspace() - the scratch the cuDNN algorithms chosen for
- * @p need, forward and backward (the larger). Return: 0 or -errno.
+ * @p need, forward and backward (the larger), choosing within @limit bytes
+ * (0: any). The limit holds for every convolution chosen after it, parts
+ * of a split run and launches of shapes never asked about included.
+ * Return: 0 or -errno.
  */
-int tp_cuda_conv_workspace(const struct tp_conv2d_params *p, size_t *bytes);
+int tp_cuda_conv_workspace(const struct tp_conv2d_params *p, size_t limit,
+			   size_t *bytes);
 #endif
 
 /* CPU GEMM on row-major matrices: C = alpha op(A) op(B) + beta C. */

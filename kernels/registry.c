@@ -617,6 +617,12 @@ static int work_of(const struct tp_kernel *k, const void *params,
 	for (i = 0; i < no; i++)
 		w->bytes += (double)out[i];
 	w->flops = k->flops(params);
+	w->largest = 0;
+	for (i = 0; i < ni + no; i++) {
+		double b = (double)(i < ni ? in[i] : out[i - ni]);
+
+		w->largest = b > w->largest ? b : w->largest;
+	}
 	return 0;
 }
 
@@ -1029,7 +1035,7 @@ int tp_kernels_workspace_bytes(struct tp_vmm *vmm,
 #ifdef TP_HAVE_CUDA
 	if (tp_kernels_cuda_available())
 		return 0;
-	return tp_cuda_conv_workspace(params, bytes);
+	return tp_cuda_conv_workspace(params, tp_vmm_workspace_max(vmm), bytes);
 #else
 	return 0;
 #endif

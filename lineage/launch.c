@@ -40,7 +40,7 @@ int tp_lin_launch(struct tp_lineage *lin, const struct tp_op_type *type,
 	const size_t *whole_in = part ? part->whole_in_bytes : in_bytes;
 	uint64_t prior = tp_lin_type_prior_ns(vmm, type, params, params_len,
 					      whole_in, n_in);
-	struct tp_op_work w, *work = NULL;
+	struct tp_op_work w = { 0 }, *work = NULL;
 	struct launch_arg a = {
 		.l = {
 			.ctx = lin->owner,

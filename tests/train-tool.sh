@@ -73,7 +73,7 @@ trains() {
 		"$name: the unconstrained run never pages"
 }
 
-echo "1..75"
+echo "1..76"
 echo "# seed $seed"
 
 # The director chooses between evicting and offloading from op and copy
@@ -190,6 +190,19 @@ timeout 120 "$train" $h200 --max-batch --json --set policy.split=off \
 w0=$(tail -n 1 "$tmp/h200-nosplit.json" | field "" max_batch_with)
 ok $([ $rc = 0 ] && [ "${w0:-0}" -gt 0 ] && [ "$w0" -lt "$w" ]; echo $?) \
 	"without split runs the largest batch is smaller ($w0 < $w)"
+
+# The search bounds a convolution's scratch at a sixteenth of the budget
+# and says so: the leaner algorithms leave the room to the batch. With
+# the bound lifted (100% of the device), the fastest algorithms' scratch
+# takes most of the 4 GiB and the largest batch is smaller.
+ws=$(echo "$last" | field "" workspace_max)
+timeout 120 "$train" $h200 --max-batch --json --set vmm.workspace_max=100% \
+	> "$tmp/h200-ws.json" 2>"$tmp/err"; rc=$?
+wf=$(tail -n 1 "$tmp/h200-ws.json" | field "" max_batch_with)
+wsf=$(tail -n 1 "$tmp/h200-ws.json" | field "" workspace_max)
+ok $([ "$ws" = 268435456 ] && [ $rc = 0 ] && [ "$wsf" = null ] &&
+     [ "${wf:-0}" -gt 0 ] && [ "$((wf * 3 / 2))" -lt "$w" ]; echo $?) \
+	"--max-batch bounds a convolution's scratch at budget/16 ($ws bytes): $w, against $wf with the fastest algorithms"
 
 # A time limit ends the search, which says so, with what it found; on a
 # machine too busy to finish even batch 1 in time, it says that instead

@@ -225,7 +225,7 @@ static void body(struct tp_vmm *vmm, const char *name)
 	   "%s: everything free again", name);
 
 	/* What a handle costs on the H200 profile, as measured. */
-	if (tp_vmm_op_ns(vmm, "any", 0, 0, &ns) == 0) {
+	if (tp_vmm_op_ns(vmm, "any", &(struct tp_op_work){ 0 }, &ns) == 0) {
 		const struct tp_sim_profile *p = &tp_sim_profile_h200;
 
 		uint64_t want = 0;

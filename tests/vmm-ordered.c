@@ -45,7 +45,7 @@ static void body(struct tp_vmm *vmm, const char *name)
 	uintptr_t a, b;
 	uint64_t t0, released, ns;
 	/* the sim's h200 profile plays the driver thread */
-	bool played = !host && !tp_vmm_op_ns(vmm, "any", 0, 0, &ns);
+	bool played = !host && !tp_vmm_op_ns(vmm, "any", &(struct tp_op_work){ 0 }, &ns);
 	int ret;
 
 	ok(vmm->ordered_reuse, "%s: extents reuse memory in stream order", name);

@@ -4,7 +4,8 @@
  * calls per chunk on the host clock, copies and launches on their stream
  * from max(stream, host), events carrying their stream's time. The h100
  * profile charges what its table says: device memory, a handle's map and
- * set access, a copy.
+ * set access, a copy. The h200 profile prices a convolution's scratch and
+ * time by the bound on it (vmm.workspace_max).
  */
 #include "config.h"
 
@@ -117,6 +118,53 @@ static void h100(void)
 	tp_vmm_close(vmm);
 }
 
+/*
+ * The h200 profile's convolutions: the fastest algorithms' scratch
+ * (1780/392 of the largest tensor) within vmm.workspace_max, else the
+ * lean ones' (1/64) at 1.5 times the time; other ops take none.
+ */
+static void workspace(void)
+{
+	const size_t mib = 1u << 20, big = 100 * mib, small = 50 * mib;
+	struct tp_op_work w = { .flops = 4e11, .bytes = 3.0 * big };
+	uint64_t fast, lean, none, bfast, blean;
+	struct tp_vmm *vmm;
+	size_t ws[4];
+	char why[256];
+	int rc;
+
+	vmm = vt_open("sim", 2 * mib, "vmm.sim.profile=h200,vmm.map_ahead=off",
+		      why, sizeof(why));
+	if (!vmm)
+		bail_out("h200: %s", why);
+	w.largest = (double)big;
+	rc = tp_vmm_op_workspace(vmm, "conv2d", big, &ws[0]) ?:
+	     tp_vmm_op_workspace(vmm, "relu", big, &ws[1]) ?:
+	     tp_vmm_op_ns(vmm, "conv2d", &w, &fast) ?:
+	     tp_vmm_op_ns(vmm, "conv2d_bwd", &w, &bfast);
+	ok(!rc && ws[0] == (size_t)((double)big * 1780.0 / 392.0) && !ws[1],
+	   "workspace: no bound: a convolution takes %zu bytes, 1780/392 of its largest tensor; relu none",
+	   ws[0]);
+	tp_vmm_set_workspace_max(vmm, 256 * mib);
+	rc = tp_vmm_op_workspace(vmm, "conv2d", big, &ws[2]) ?:
+	     tp_vmm_op_workspace(vmm, "conv2d_bwd", small, &ws[3]) ?:
+	     tp_vmm_op_ns(vmm, "conv2d", &w, &lean);
+	ok(!rc && ws[2] == big / 64 &&
+	   ws[3] == (size_t)((double)small * 1780.0 / 392.0),
+	   "workspace: 256 MiB bound: 100 MiB tensors take the lean %zu bytes, 50 MiB ones still the fastest %zu",
+	   ws[2], ws[3]);
+	ok(fast > 0 && lean == (uint64_t)llround((double)fast * 1.5),
+	   "workspace: the lean convolution takes %llu ns, 1.5 x %llu",
+	   (unsigned long long)lean, (unsigned long long)fast);
+	w.largest = 0;
+	rc = tp_vmm_op_ns(vmm, "conv2d", &w, &none);
+	w.largest = (double)big;
+	rc = rc ?: tp_vmm_op_ns(vmm, "conv2d_bwd", &w, &blean);
+	ok(!rc && none == fast && blean == (uint64_t)llround((double)bfast * 1.5),
+	   "workspace: an op that does not say its largest tensor is priced as the fastest; the backward convolution slows too");
+	tp_vmm_close(vmm);
+}
+
 int main(void)
 {
 	/* Costs computed here from the configured numbers. */
@@ -131,7 +179,7 @@ int main(void)
 	void *a, *b;
 	uintptr_t r1, r2;
 
-	plan_tests(17);
+	plan_tests(21);
 	vmm = vt_open("sim", CHUNK, OPTS, why, sizeof(why));
 	if (!vmm || tp_vmm_pool_create(vmm, 16 * CHUNK))
 		bail_out("%s", why);
@@ -174,5 +222,6 @@ int main(void)
 	tp_vmm_close(vmm);
 
 	h100();
+	workspace();
 	return exit_status();
 }

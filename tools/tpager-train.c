@@ -278,8 +278,9 @@ static uint64_t mem_available(void)
 /*
  * What the runs will read from the configuration (tpager.conf(5): the
  * files, $TPAGER_OPTS, then --set) that the tool fills in where it is
- * left open: policy.split, which it turns on, and pager.host_budget,
- * which on host and cuda it bounds by the memory the machine has. A bad
+ * left open: policy.split, which it turns on, pager.host_budget,
+ * which on host and cuda it bounds by the memory the machine has, and
+ * vmm.workspace_max, which --max-batch bounds by the budget. A bad
  * configuration is left for the first run to report.
  */
 static void resolve_conf(struct train_args *a)
@@ -296,6 +297,7 @@ static void resolve_conf(struct train_args *a)
 		a->split_unset = k && !tp_conf_format(c, k, v, sizeof(v)) &&
 				 !strcmp(v, "auto");
 		a->host_budget = c->pager_host_budget;
+		a->workspace_max = c->vmm_workspace_max;
 	}
 	tp_set_log(keep_log, NULL);
 	free(c);

@@ -41,6 +41,7 @@ struct train_args {
 					 * them before any run */
 	/* from the configuration the runs will see (resolve_conf()) */
 	bool split_unset;		/* policy.split left at auto */
+	struct tp_psize workspace_max;	/* vmm.workspace_max */
 	uint64_t host_budget;		/* pager.host_budget; 0: none */
 	uint64_t mem_available;		/* host and cuda: MemAvailable */
 };

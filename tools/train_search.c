@@ -24,6 +24,8 @@ static const char *const try_words[] = {
 struct search {
 	const struct train_args *a;
 	uint64_t budget;
+	/* vmm.workspace_max of every try, bytes; -1: a percent */
+	int64_t workspace_max;
 	double start, deadline;		/* monotonic s; deadline 0: none */
 	unsigned tries;
 	bool stopped;			/* the time limit ended it */
@@ -195,10 +197,14 @@ static void report_max_batch(const struct search *s, unsigned without,
 		       "\"budget_bytes\":%" PRIu64 ",\"max_batch_without\":%u,"
 		       "\"max_batch_with\":%u,\"steps_per_try\":%u,"
 		       "\"time_limit_s\":%g,\"complete\":%s,\"tries\":%u,"
-		       "\"elapsed_s\":%.3f,\"at_max\":", a->model, a->mo.depth,
-		       a->backend, s->budget, without, with, a->try_steps,
-		       a->time_limit, s->stopped ? "false" : "true", s->tries,
-		       secs);
+		       "\"elapsed_s\":%.3f,\"workspace_max\":", a->model,
+		       a->mo.depth, a->backend, s->budget, without, with,
+		       a->try_steps, a->time_limit,
+		       s->stopped ? "false" : "true", s->tries, secs);
+		if (s->workspace_max < 0)
+			printf("null,\"at_max\":");
+		else
+			printf("%" PRId64 ",\"at_max\":", s->workspace_max);
 		if (with)
 			printf("{\"batch\":%u,\"step_s\":%.6f,"
 			       "\"images_per_s\":%.3f,\"phys_peak\":%" PRIu64
@@ -231,6 +237,11 @@ static void report_max_batch(const struct search *s, unsigned without,
 	       a->model, a->mo.depth ? "-" : "", a->mo.depth, buf, a->backend);
 	printf("%-34s %8u\n", "without paging (peak <= budget)", without);
 	printf("%-34s %8u\n", "with tpager", with);
+	if (s->workspace_max > 0) {
+		fmt_bytes(buf, sizeof(buf), (uint64_t)s->workspace_max);
+		printf("%-34s %11s (vmm.workspace_max)\n",
+		       "a convolution's scratch", buf);
+	}
 	if (without)
 		printf("%-34s %7.2fx\n", "ratio", (double)with / without);
 	if (with) {
@@ -254,7 +265,29 @@ static void report_max_batch(const struct search *s, unsigned without,
 		       a->time_limit, with);
 }
 
-int max_batch(const struct train_args *a)
+/*
+ * The scratch a convolution may take in every try, when the configuration
+ * leaves it open: a sixteenth of the budget, so that the algorithms chosen
+ * leave the room to the batch (a run at the batch found takes the same
+ * vmm.workspace_max to go as fast; its bits are the same under any budget
+ * with it). Else the configuration's, in bytes.
+ */
+static void bound_workspace(struct search *s, struct train_args *a)
+{
+	const struct tp_psize *w = &a->workspace_max;
+	size_t len = strlen(a->extra);
+
+	if (w->is_percent || w->bytes) {
+		s->workspace_max = w->is_percent ? -1 : (int64_t)w->bytes;
+		return;
+	}
+	s->workspace_max = (int64_t)(s->budget / 16);
+	snprintf(a->extra + len, sizeof(a->extra) - len,
+		 "%svmm.workspace_max=%" PRId64, len ? "," : "",
+		 s->workspace_max);
+}
+
+static int search_batches(struct train_args *a)
 {
 	struct search s = { .a = a, .start = now_s() };
 	unsigned with = 0, without = 0;
@@ -282,6 +315,7 @@ int max_batch(const struct train_args *a)
 			prog, s.budget, r.st.chunk_size);
 		return 2;
 	}
+	bound_workspace(&s, a);
 	/* Batch 1 with paging: told only when it fits, else the error. */
 	t0 = now_s();
 	run_training(a, 1, a->try_steps, s.budget, s.deadline, false, NULL,
@@ -316,4 +350,19 @@ int max_batch(const struct train_args *a)
 		return 1;
 	report_max_batch(&s, without, with);
 	return 0;
+}
+
+int max_batch(const struct train_args *args)
+{
+	struct train_args *a = malloc(sizeof(*a));
+	int rc;
+
+	if (!a) {
+		fprintf(stderr, "%s: out of memory\n", prog);
+		return 1;
+	}
+	*a = *args;
+	rc = search_batches(a);
+	free(a);
+	return rc;
 }

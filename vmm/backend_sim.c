@@ -515,6 +515,23 @@ static int sim_launch(struct tp_vmm *vmm, enum tp_stream st, uint64_t cost_ns,
 	return 0;
 }
 
+/*
+ * Whether a convolution whose largest tensor is @largest bytes runs one of
+ * the lean algorithms: its fastest ones' scratch is above the limit.
+ */
+static bool conv_lean(struct tp_vmm *vmm, const struct tp_sim_profile *p,
+		      double largest)
+{
+	uint64_t limit = tp_vmm_workspace_max(vmm);
+
+	return limit && largest * p->conv_workspace > (double)limit;
+}
+
+static bool is_conv(const char *name)
+{
+	return !strncmp(name, "conv2d", 6);
+}
+
 static int sim_op_workspace(struct tp_vmm *vmm, const char *name,
 			    size_t largest, size_t *bytes)
 {
@@ -522,8 +539,11 @@ static int sim_op_workspace(struct tp_vmm *vmm, const char *name,
 
 	if (!p)
 		return -ENOENT;
-	*bytes = strncmp(name, "conv2d", 6) ? 0 :
-		 (size_t)((double)largest * p->conv_workspace);
+	*bytes = 0;
+	if (is_conv(name))
+		*bytes = (size_t)((double)largest *
+				  (conv_lean(vmm, p, (double)largest) ?
+				   p->conv_lean_workspace : p->conv_workspace));
 	return 0;
 }
 
@@ -539,14 +559,16 @@ static double sim_remap_handle_ns(struct tp_vmm *vmm, uint64_t bytes)
 			    handle_ns(sb(vmm), TP_SIM_UNMAP, bytes));
 }
 
-static int sim_op_ns(struct tp_vmm *vmm, const char *name, double flops,
-		     double bytes, uint64_t *ns)
+static int sim_op_ns(struct tp_vmm *vmm, const char *name,
+		     const struct tp_op_work *w, uint64_t *ns)
 {
 	const struct tp_sim_profile *p = sb(vmm)->profile;
 
 	if (!p)
 		return -ENOENT;
-	*ns = tp_sim_op_ns(p, name, flops, bytes);
+	*ns = tp_sim_op_ns(p, name, w->flops, w->bytes);
+	if (is_conv(name) && conv_lean(vmm, p, w->largest))
+		*ns = (uint64_t)llround((double)*ns * p->conv_lean_slowdown);
 	return 0;
 }
 

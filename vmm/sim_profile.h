@@ -67,10 +67,14 @@ struct tp_sim_profile {
 	/* Host time to issue one op (the launch API and the library). */
 	uint64_t issue_ns;
 	/*
-	 * The scratch a convolution's algorithms take, per byte of its
-	 * largest tensor (0: none).
+	 * The scratch a convolution's fastest algorithms take, per byte of
+	 * its largest tensor (0: none); when that is above vmm.workspace_max,
+	 * the scratch of the leaner ones taken instead, and how many times
+	 * as long the convolution then takes.
 	 */
 	double conv_workspace;
+	double conv_lean_workspace;
+	double conv_lean_slowdown;
 	/* Ops by name, then the model for any other. */
 	const struct tp_sim_op_cost *ops;
 	size_t nr_ops;

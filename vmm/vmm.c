@@ -1175,12 +1175,12 @@ uint64_t tp_vmm_now_ns(struct tp_vmm *vmm)
 	return vmm->ops->now_ns(vmm);
 }
 
-int tp_vmm_op_ns(struct tp_vmm *vmm, const char *name, double flops,
-		 double bytes, uint64_t *ns)
+int tp_vmm_op_ns(struct tp_vmm *vmm, const char *name,
+		 const struct tp_op_work *w, uint64_t *ns)
 {
 	if (!vmm->ops->op_ns)
 		return -ENOENT;
-	return vmm->ops->op_ns(vmm, name, flops, bytes, ns);
+	return vmm->ops->op_ns(vmm, name, w, ns);
 }
 
 double tp_vmm_remap_ns(struct tp_vmm *vmm, size_t pages, bool measured)
@@ -1203,6 +1203,16 @@ double tp_vmm_remap_ns(struct tp_vmm *vmm, size_t pages, bool measured)
 		return -1;
 	bytes = (uint64_t)(pages / handles) * vmm->granularity;
 	return (double)handles * vmm->ops->remap_handle_ns(vmm, bytes);
+}
+
+void tp_vmm_set_workspace_max(struct tp_vmm *vmm, uint64_t bytes)
+{
+	vmm->workspace_max = bytes;
+}
+
+uint64_t tp_vmm_workspace_max(const struct tp_vmm *vmm)
+{
+	return vmm->workspace_max;
 }
 
 int tp_vmm_op_workspace(struct tp_vmm *vmm, const char *name,

@@ -273,12 +273,12 @@ struct tp_vmm_ops {
 	int (*launch)(struct tp_vmm *vmm, enum tp_stream s, uint64_t cost_ns,
 		      int (*fn)(void *arg), void *arg);
 	/*
-	 * Optional: the device time of op @name doing @flops and moving
-	 * @bytes by the backend's model of its device (the sim's profile).
+	 * Optional: the device time of op @name doing work @w by the
+	 * backend's model of its device (the sim's profile).
 	 * Return 0 with *@ns set, or -ENOENT when it has none.
 	 */
-	int (*op_ns)(struct tp_vmm *vmm, const char *name, double flops,
-		     double bytes, uint64_t *ns);
+	int (*op_ns)(struct tp_vmm *vmm, const char *name,
+		     const struct tp_op_work *w, uint64_t *ns);
 	/*
 	 * Optional: the scratch op @name takes on the modelled device, whose
 	 * largest input or output is @largest bytes (the sim's profiles:
@@ -426,6 +426,7 @@ struct tp_vmm {
 	size_t extent_max;		/* largest handle, chunks: 1 with
 					 * vmm.mapping = chunks */
 	uint32_t release_behind;	/* percent of the budget */
+	uint64_t workspace_max;		/* an op's scratch, bytes; 0: any */
 	int map_ahead;			/* enum tp_vmm_map_ahead */
 	struct tp_vmm_stats stats;
 	struct tp_chunk_pool *pool;
@@ -689,13 +690,14 @@ void *tp_vmm_stream_handle(struct tp_vmm *vmm, enum tp_stream s);
 uint64_t tp_vmm_now_ns(struct tp_vmm *vmm);
 
 /**
- * tp_vmm_op_ns() - the device time of op @name doing @flops and moving
- * @bytes, by the backend's model of its device.
+ * tp_vmm_op_ns() - the device time of op @name doing work @w, by the
+ * backend's model of its device (a convolution's time depends on the
+ * algorithm tp_vmm_workspace_max() leaves it).
  * Return: 0 with *@ns set; -ENOENT when the backend has no model (the
  * caller keeps its own estimate).
  */
-int tp_vmm_op_ns(struct tp_vmm *vmm, const char *name, double flops,
-		 double bytes, uint64_t *ns);
+int tp_vmm_op_ns(struct tp_vmm *vmm, const char *name,
+		 const struct tp_op_work *w, uint64_t *ns);
 
 /**
  * tp_vmm_remap_ns() - what unmapping a run of @pages pages and mapping it
@@ -709,11 +711,20 @@ double tp_vmm_remap_ns(struct tp_vmm *vmm, size_t pages, bool measured);
 
 /**
  * tp_vmm_op_workspace() - the scratch op @name takes on the backend's
- * model of its device, whose largest input or output is @largest bytes.
+ * model of its device, whose largest input or output is @largest bytes:
+ * its fastest algorithm's, else, when that is above
+ * tp_vmm_workspace_max(), a leaner one's.
  * Return: 0 with *@bytes set; -ENOENT when the backend has no model.
  */
 int tp_vmm_op_workspace(struct tp_vmm *vmm, const char *name,
 			size_t largest, size_t *bytes);
+
+/*
+ * The most scratch one op's algorithm may take (vmm.workspace_max, in
+ * bytes once the budget is known; 0: any).
+ */
+void tp_vmm_set_workspace_max(struct tp_vmm *vmm, uint64_t bytes);
+uint64_t tp_vmm_workspace_max(const struct tp_vmm *vmm);
 
 /* True when the backend holds real data (host, cuda); false on sim. */
 bool tp_vmm_has_data(const struct tp_vmm *vmm);

@@ -20,6 +20,24 @@ bool tp_lineage_can_regenerate(struct tp_lineage *lin,
 	return t->computable && n && rec && rec->replayable && !n->severed;
 }
 
+double tp_lineage_regen_bytes(struct tp_lineage *lin,
+			      const struct tp_tensor *t, bool *by_rows)
+{
+	const struct tp_lin_rec *rec = t->lin.rec;
+	double bytes = 0;
+	unsigned k;
+
+	*by_rows = false;
+	if (!tp_lineage_can_regenerate(lin, t))
+		return 0;
+	*by_rows = rec->type->flags & TP_OP_SPLIT_LOCAL;
+	for (k = 0; k < rec->n_in; k++)
+		bytes += (double)rec->in[k].t->bytes;
+	for (k = 0; k < rec->n_out; k++)
+		bytes += (double)rec->out_bytes[k];
+	return bytes;
+}
+
 static bool can_regenerate_cb(void *priv, const struct tp_tensor *t)
 {
 	return tp_lineage_can_regenerate(priv, t);
@@ -126,6 +144,12 @@ static bool ops_computable(void *priv, const struct tp_tensor *t)
 	return tp_lineage_can_regenerate(priv, t);
 }
 
+static double ops_regen_bytes(void *priv, const struct tp_tensor *t,
+			      bool *by_rows)
+{
+	return tp_lineage_regen_bytes(priv, t, by_rows);
+}
+
 static bool ops_regen_needs(void *priv, const struct tp_tensor *t)
 {
 	return tp_lineage_regen_needs(priv, t);
@@ -151,6 +175,7 @@ void tp_lineage_cost_ops(struct tp_lineage *lin, struct tp_cost_ops *ops)
 		.own_ns = ops_own_ns,
 		.projected_ns = ops_projected_ns,
 		.computable = ops_computable,
+		.regen_bytes = ops_regen_bytes,
 		.regen_needs = ops_regen_needs,
 		.regen_reads = ops_regen_reads,
 		.made_from = ops_made_from,

@@ -108,6 +108,17 @@ double tp_lineage_recompute_ns(struct tp_lineage *lin,
 double tp_lineage_own_cost(struct tp_lineage *lin, const struct tp_tensor *t);
 
 /**
+ * tp_lineage_regen_bytes() - the bytes the op that made @t reads and
+ * writes, which a regeneration of @t holds at once (its inputs whole,
+ * its outputs whole or, run in parts, by rows): 0 when @t cannot be
+ * regenerated. *@by_rows (never NULL): whether that op's parts read their
+ * own rows alone (TP_OP_SPLIT_LOCAL), as do the ops of its kind that
+ * read @t, taking it back by rows when they run in parts.
+ */
+double tp_lineage_regen_bytes(struct tp_lineage *lin,
+			      const struct tp_tensor *t, bool *by_rows);
+
+/**
  * tp_lineage_regen_cost() - tp_lineage_recompute_ns(), and in *@anc_pages
  * (when not NULL) the evicted pages of the ancestors it counts: the
  * chunks a regeneration of @t maps again besides its own, whose remap the

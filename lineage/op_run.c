@@ -36,6 +36,9 @@ struct op_run {
 	const size_t *out_bytes;
 	unsigned n_in, n_out;
 	struct tp_tensor **in;		/* what is acquired for each input */
+	unsigned *held;			/* the inputs in the order acquired
+					 * (the first n_in_held are held) */
+	unsigned *order;		/* the order acquire_all() tries */
 	void **in_addr, **out_addr;
 	size_t *in_bytes;
 	struct tp_tensor **out;
@@ -126,7 +129,7 @@ static void release_all(struct op_run *o)
 		tp_pager_release(pg, t, 0, t->bytes);
 	}
 	while (o->n_in_held) {
-		struct tp_tensor *t = o->in[--o->n_in_held];
+		struct tp_tensor *t = o->in[o->held[--o->n_in_held]];
 
 		tp_pager_release(pg, t, 0, t->bytes);
 	}
@@ -150,27 +153,65 @@ static int make_output(struct op_run *o, unsigned k, const size_t *out_bytes)
 	return 0;
 }
 
-/* Acquire inputs, then make and acquire the outputs not given already. */
+/*
+ * Acquire the inputs in @order (@n_in indices) until one fails: 0, or
+ * -errno with *@at its place in @order.
+ */
+static int acquire_inputs(struct op_run *o, const unsigned *order,
+			  unsigned n_in, int rw_in, unsigned *at)
+{
+	struct tp_pager *pg = o->lin->pg;
+
+	for (unsigned i = 0; i < n_in; i++) {
+		unsigned k = order[i];
+		struct tp_tensor *t = o->in[k];
+		int ret = tp_pager_acquire(pg, t, 0, t->bytes,
+					   (int)k == rw_in ? TP_RW : TP_READ,
+					   &o->in_addr[k]);
+
+		if (ret) {
+			*at = i;
+			return ret;
+		}
+		o->held[o->n_in_held++] = k;
+		o->in_bytes[k] = t->bytes;
+	}
+	return 0;
+}
+
+/*
+ * Acquire inputs, then make and acquire the outputs not given already.
+ * An input to be regenerated that found no room while the inputs before
+ * it were held is tried again first, with nothing held: a regeneration
+ * holds what it replays, and those that are resident or in host swap
+ * lose nothing by waiting (they come back after it, or stay).
+ */
 static int acquire_all(struct op_run *o, const size_t *out_bytes,
 		       unsigned n_in, unsigned n_out, int rw_in)
 {
 	struct tp_pager *pg = o->lin->pg;
-	unsigned k;
+	unsigned *order = o->order, k, at, n = 0;
 	int ret;
 
-	for (k = 0; k < n_in; k++) {
-		struct tp_tensor *t = o->in[k];
-		unsigned mode = (int)k == rw_in ? TP_RW : TP_READ;
-
-		ret = tp_pager_acquire(pg, t, 0, t->bytes, mode, &o->in_addr[k]);
-		if (ret) {
-			tp_error(&o->lin->errors, ret, "tp_op_run(%s): input %u (tensor %llu)",
-				 o->type->name ? o->type->name : "?", k,
-				 (unsigned long long)t->id);
-			return ret;
-		}
-		o->in_bytes[k] = t->bytes;
-		o->n_in_held++;
+	for (k = 0; k < n_in; k++)
+		order[k] = k;
+	ret = acquire_inputs(o, order, n_in, rw_in, &at);
+	if (ret == -ENOMEM && at && tp_pager_has_evicted(o->in[order[at]])) {
+		/* Fixed first: a regeneration may evict the others. */
+		for (k = 0; k < n_in; k++)
+			if (tp_pager_has_evicted(o->in[k]))
+				order[n++] = k;
+		for (k = 0; k < n_in; k++)
+			if (!tp_pager_has_evicted(o->in[k]))
+				order[n++] = k;
+		release_all(o);
+		ret = acquire_inputs(o, order, n_in, rw_in, &at);
+	}
+	if (ret) {
+		tp_error(&o->lin->errors, ret, "tp_op_run(%s): input %u (tensor %llu)",
+			 o->type->name ? o->type->name : "?", order[at],
+			 (unsigned long long)o->in[order[at]]->id);
+		return ret;
 	}
 	for (k = 0; k < n_out; k++) {
 		struct tp_tensor *t = o->out[k];
@@ -372,11 +413,13 @@ static int op_arrays_new(struct op_run *o, struct tp_tensor *const *inputs)
 	size_t ni = o->n_in ? o->n_in : 1, no = o->n_out ? o->n_out : 1;
 
 	o->in = calloc(ni, sizeof(*o->in));
+	o->held = calloc(ni, sizeof(*o->held));
+	o->order = calloc(ni, sizeof(*o->order));
 	o->in_addr = calloc(ni, sizeof(*o->in_addr));
 	o->in_bytes = calloc(ni, sizeof(*o->in_bytes));
 	o->out = calloc(no, sizeof(*o->out));
 	o->out_addr = calloc(no, sizeof(*o->out_addr));
-	if (!o->in || !o->in_addr || !o->in_bytes || !o->out || !o->out_addr)
+	if (!o->in || !o->held || !o->order || !o->in_addr || !o->in_bytes || !o->out || !o->out_addr)
 		return -ENOMEM;
 	if (o->n_in)	/* an op with no input may pass NULL */
 		memcpy(o->in, inputs, o->n_in * sizeof(*inputs));
@@ -386,6 +429,8 @@ static int op_arrays_new(struct op_run *o, struct tp_tensor *const *inputs)
 static void op_arrays_free(struct op_run *o)
 {
 	free(o->in);
+	free(o->held);
+	free(o->order);
 	free(o->in_addr);
 	free(o->in_bytes);
 	free(o->out);

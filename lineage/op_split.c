@@ -247,21 +247,72 @@ static void drop_read_rows(struct split_run *r, size_t r0, size_t r1,
 }
 
 /*
+ * Hold the inputs part 0 holds whole or from row 0 (not the streaming
+ * ones, held part by part), those in @first (a bit per input) before the
+ * others. -errno with *@retry set when one to be regenerated found no
+ * room while others were held: with nothing held, it might.
+ */
+static int hold_inputs(struct split_run *r, uint64_t first, bool *retry)
+{
+	bool held = false;
+	unsigned k, pass;
+	int ret;
+
+	*retry = false;
+	for (pass = 0; pass < 2; pass++) {
+		for (k = 0; k < r->n_in; k++) {
+			struct split_io *io = &r->in[k];
+
+			if (io->stream || io->len || is_cut(first, k) == pass)
+				continue;
+			*retry = held && tp_pager_has_evicted(io->t);
+			ret = hold(r, io, 0, io->t->bytes, TP_READ);
+			if (ret) {
+				*retry &= ret == -ENOMEM;
+				return ret;
+			}
+			held = true;
+		}
+	}
+	return 0;
+}
+
+/* Let go of the inputs held. */
+static void let_go_inputs(struct split_run *r)
+{
+	for (unsigned k = 0; k < r->n_in; k++) {
+		struct split_io *io = &r->in[k];
+
+		if (io->len)
+			tp_pager_release(r->pg, io->t, io->off, io->len);
+		io->len = 0;
+	}
+}
+
+/*
  * Acquire what part 0 holds besides the cut outputs and the streaming
- * inputs (held part by part).
+ * inputs. An input to be regenerated that finds no room while others are
+ * held is tried again first, with nothing held, as a whole run does
+ * (op_run.c, acquire_all()).
  */
 static int hold_first(struct split_run *r)
 {
+	uint64_t regen = 0;
+	bool retry;
 	unsigned k;
 	int ret;
 
-	for (k = 0; k < r->n_in; k++) {
-		if (r->in[k].stream)
-			continue;
-		ret = hold(r, &r->in[k], 0, r->in[k].t->bytes, TP_READ);
-		if (ret)
-			return ret;
+	ret = hold_inputs(r, 0, &retry);
+	if (ret && retry) {
+		/* Fixed first: a regeneration may evict the others. */
+		for (k = 0; k < r->n_in && k < 64; k++)
+			if (tp_pager_has_evicted(r->in[k].t))
+				regen |= 1ull << k;
+		let_go_inputs(r);
+		ret = hold_inputs(r, regen, &retry);
 	}
+	if (ret)
+		return ret;
 	for (k = 0; k < r->n_out; k++) {
 		if (r->out[k].row_bytes)
 			continue;

@@ -58,6 +58,7 @@ struct tp_policy *tp_policy_create(const struct tp_conf *conf,
 	tp_wb_auto_init(&pol->wb_auto);
 	pol->filter = pol->conf->policy_filter;
 	pol->director = pol->conf->policy_director;
+	pol->regen_max = pol->conf->policy_regen_max;
 	pol->search = -1;	/* sync_conf keeps the index for the search */
 	tp_policy_sync_conf(pol);
 	tp_policy_victim_init(pol);
@@ -114,6 +115,28 @@ uint64_t tp_policy_now(struct tp_policy *pol)
 	return pol->access_clock;
 }
 
+/*
+ * Whether @t should come back by rows rather than by a regeneration
+ * (policy.regen_max): the op that made it read its own rows alone, as do
+ * the ops of its kind that read it, which then take it back from host
+ * swap a part's rows at a time; a regeneration holds that op's inputs
+ * whole. Where they pass the key's share of the budget, the op that
+ * wants @t could not hold its own operands beside them: the
+ * regeneration thrashes or fails that op, and @t is lost.
+ */
+static bool regen_too_big(struct tp_policy *pol, const struct tp_tensor *t)
+{
+	bool by_rows;
+	double bytes;
+
+	if (!pol->pager || !pol->cost.regen_bytes ||
+	    pol->conf->policy_regen_max >= 100)
+		return false;
+	bytes = pol->cost.regen_bytes(pol->cost.priv, t, &by_rows);
+	return by_rows && bytes > (double)tp_pager_budget_bytes(pol->pager) *
+				  pol->conf->policy_regen_max / 100.0;
+}
+
 bool tp_policy_computable(struct tp_policy *pol, const struct tp_tensor *t)
 {
 	/* Scratch comes back unwritten: "recomputed" for nothing. */
@@ -122,7 +145,8 @@ bool tp_policy_computable(struct tp_policy *pol, const struct tp_tensor *t)
 	if (t->flags & TP_UNCOMPUTABLE)
 		return false;
 	if (pol->has_cost && pol->cost.computable)
-		return pol->cost.computable(pol->cost.priv, t);
+		return pol->cost.computable(pol->cost.priv, t) &&
+		       !regen_too_big(pol, t);
 	return t->computable;
 }
 

@@ -294,9 +294,12 @@ static void retries(void)
 	tp_lineage_get_stats(ctx->lineage, &st0);
 	ret = add(p, q, &z);
 	tp_lineage_get_stats(ctx->lineage, &st);
-	ok(ret == -ENOMEM && st.pin_drops - st0.pin_drops == 256,
+	/* lineage's 256 with p held, then tp_op_run's second order (q
+	 * first, nothing held), itself bounded by the same 256. */
+	ok(ret == -ENOMEM && st.pin_drops - st0.pin_drops > 256 &&
+	   st.pin_drops - st0.pin_drops <= 2 * 256,
 	   "retries: without a bound, the same request ends in ENOMEM after "
-	   "256 retries (%llu)",
+	   "256 retries and a second order's few (%llu)",
 	   (unsigned long long)(st.pin_drops - st0.pin_drops));
 	tp_tensor_free(ctx, x);
 	tp_tensor_free(ctx, a1);

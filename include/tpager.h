@@ -314,6 +314,13 @@ struct tp_op_launch {
 	size_t row0, rows;
 	/* Where in[] and out[] are: the implementation to run. */
 	enum tp_device device;
+	/*
+	 * The most scratch the op's algorithm may take (vmm.workspace_max,
+	 * bytes; 0: any). The algorithm must be the same at every launch
+	 * of the same params and bound: a recompute's bits are the first
+	 * run's.
+	 */
+	size_t workspace_max;
 };
 
 /**

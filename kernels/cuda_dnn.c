@@ -5,10 +5,10 @@
  * Convolutions use deterministic algorithms only, chosen by cuDNN's
  * heuristics (not by timing runs, which could pick differently from one
  * run to the next), with FP32 FMA math so that no TF32 rounding creeps in,
- * and within the workspace limit (vmm.workspace_max, told through
- * tp_cuda_conv_workspace()): the fastest that fits, else the one that
+ * and within the launch's workspace bound (l->workspace_max, the
+ * context's vmm.workspace_max): the fastest that fits, else the one that
  * takes least. The choice and its workspace size are cached per shape and
- * limit: a recompute replays exactly the algorithm of the first run. The workspace is the
+ * bound: a recompute replays exactly the algorithm of the first run. The workspace is the
  * op's optional last input (a tpager tensor, so the pager counts it), or
  * else comes from the stream-ordered allocator and goes back to it on the
  * same stream.
@@ -40,7 +40,6 @@
 #pragma GCC diagnostic ignored "-Wdeprecated-declarations"
 
 static cudnnHandle_t dnn;	/* under tp_cuda_lock() */
-static size_t ws_limit;		/* the same; 0: any workspace */
 
 static const float one = 1.0f, zero = 0.0f;
 
@@ -132,7 +131,7 @@ struct conv_algo {
 	cudnnConvolutionBwdFilterAlgo_t bwd_filter;
 	cudnnMathType_t fwd_math, data_math, filter_math;
 	size_t fwd_ws, bwd_ws;
-	size_t limit;			/* ws_limit when chosen */
+	size_t limit;			/* the bound it was chosen within */
 	struct conv_algo *next;
 };
 
@@ -223,7 +222,8 @@ static int conv_choose(const struct tp_op_launch *l,
 	int nf, nd, nw, rc = 0;
 
 	for (a = conv_cache; a; a = a->next)
-		if (!memcmp(&a->shape, p, sizeof(*p)) && a->limit == ws_limit) {
+		if (!memcmp(&a->shape, p, sizeof(*p)) &&
+		    a->limit == l->workspace_max) {
 			*out_algo = a;
 			return 0;
 		}
@@ -231,16 +231,16 @@ static int conv_choose(const struct tp_op_launch *l,
 	if (!a)
 		return -ENOMEM;
 	a->shape = *p;
-	a->limit = ws_limit;
+	a->limit = l->workspace_max;
 	DNN(cudnnGetConvolutionForwardAlgorithm_v7(dnn, d->x, d->w, d->conv,
 			d->y, NF, &nf, fp));
 	DNN(cudnnGetConvolutionBackwardDataAlgorithm_v7(dnn, d->w, d->y,
 			d->conv, d->x, ND, &nd, dp));
 	DNN(cudnnGetConvolutionBackwardFilterAlgorithm_v7(dnn, d->x, d->y,
 			d->conv, d->w, NW, &nw, wp));
-	if (!PICK(fp, nf, ws_limit, &a->fwd, &a->fwd_math) ||
-	    !PICK(dp, nd, ws_limit, &a->bwd_data, &a->data_math) ||
-	    !PICK(wp, nw, ws_limit, &a->bwd_filter, &a->filter_math)) {
+	if (!PICK(fp, nf, a->limit, &a->fwd, &a->fwd_math) ||
+	    !PICK(dp, nd, a->limit, &a->bwd_data, &a->data_math) ||
+	    !PICK(wp, nw, a->limit, &a->bwd_filter, &a->filter_math)) {
 		rc = tp_cuda_fail(l, "choosing a convolution algorithm",
 				  "no deterministic algorithm for this shape");
 		goto out;
@@ -295,7 +295,7 @@ int tp_cuda_conv_workspace(const struct tp_conv2d_params *p, size_t limit,
 {
 	const struct tp_op_launch probe = {
 		.type = tp_kernels_find("conv2d"), .params = p,
-		.params_len = sizeof(*p),
+		.params_len = sizeof(*p), .workspace_max = limit,
 	};
 	const struct tp_op_launch *l = &probe;
 	struct dnn_desc d = { 0 };
@@ -304,7 +304,6 @@ int tp_cuda_conv_workspace(const struct tp_conv2d_params *p, size_t limit,
 
 	*bytes = 0;
 	tp_cuda_lock();
-	ws_limit = limit;
 	if (!dnn)
 		DNN(cudnnCreate(&dnn));
 	rc = conv_desc(l, p, &d);

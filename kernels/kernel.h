@@ -106,9 +106,8 @@ TP_CPU_OPS(TP_DECLARE_CUDA)
 #ifdef TP_HAVE_CUDA
 /**
  * tp_cuda_conv_workspace() - the scratch the cuDNN algorithms chosen for
- * @p need, forward and backward (the larger), choosing within @limit bytes
- * (0: any). The limit holds for every convolution chosen after it, parts
- * of a split run and launches of shapes never asked about included.
+ * @p need, forward and backward (the larger), chosen within @limit bytes
+ * (0: any), as a launch with that workspace_max chooses them.
  * Return: 0 or -errno.
  */
 int tp_cuda_conv_workspace(const struct tp_conv2d_params *p, size_t limit,

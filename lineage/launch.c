@@ -56,6 +56,7 @@ int tp_lin_launch(struct tp_lineage *lin, const struct tp_op_type *type,
 			.recompute = recompute,
 			.parts = 1,
 			.device = tp_vmm_device(vmm),
+			.workspace_max = tp_vmm_workspace_max(vmm),
 		},
 		.vmm = vmm,
 	};

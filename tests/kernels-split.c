@@ -57,6 +57,7 @@ struct split_case {
 	size_t rows;		/* what the split callback must say */
 	uint64_t in, out;
 	bool ws;		/* give a workspace input (never cut) */
+	size_t ws_max;		/* the launch's workspace_max (0: any) */
 	bool ties;		/* inputs clamped at 0: max pooling ties */
 };
 
@@ -261,7 +262,7 @@ static int launch_slots(const struct split_case *c, const struct op_io *io,
 		.params_len = c->params_len, .in_bytes = in_bytes,
 		.n_in = io->n_in, .out_bytes = out_bytes, .n_out = io->n_out,
 		.stream = be->stream, .part = part, .parts = parts,
-		.row0 = row0, .rows = rows,
+		.row0 = row0, .rows = rows, .workspace_max = c->ws_max,
 	};
 	unsigned k;
 
@@ -592,6 +593,11 @@ static const struct split_case cases[] = {
 	CASE("conv2d_bwd 3x3 bias, workspace", "conv2d_bwd", conv, 5,
 	     B(0) | B(1), B(0), .ws = true),
 	CASE("conv2d_bwd 1x1", "conv2d_bwd", conv_1x1, 7, B(0) | B(1), B(0)),
+	/* the leanest algorithms cuDNN has (vmm.workspace_max of a byte) */
+	CASE("conv2d 3x3 stride 2,1 bias, lean", "conv2d", conv, 5, B(0),
+	     B(0), .ws = true, .ws_max = 1),
+	CASE("conv2d_bwd 3x3 bias, lean", "conv2d_bwd", conv, 5,
+	     B(0) | B(1), B(0), .ws = true, .ws_max = 1),
 	CASE("batchnorm", "batchnorm", bn, 7, B(0), B(0)),
 	CASE("batchnorm_bwd", "batchnorm_bwd", bn, 7, B(0) | B(1), B(0)),
 	CASE("relu", "relu", elt, 42, B(0), B(0)),

@@ -8,10 +8,10 @@
  * and within the launch's workspace bound (l->workspace_max, the
  * context's vmm.workspace_max): the fastest that fits, else the one that
  * takes least. The choice and its workspace size are cached per shape and
- * bound: a recompute replays exactly the algorithm of the first run. The workspace is the
- * op's optional last input (a tpager tensor, so the pager counts it), or
- * else comes from the stream-ordered allocator and goes back to it on the
- * same stream.
+ * bound: a recompute replays exactly the algorithm of the first run. The
+ * workspace is the op's optional last input (a tpager tensor, so the pager
+ * counts it), or else comes from the stream-ordered allocator and goes
+ * back to it on the same stream.
  *
  * A split run's part (TP_OP_SPLITTABLE) computes its rows of the batch as
  * a problem of that many images and must give exactly the bits a whole

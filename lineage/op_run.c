@@ -419,7 +419,8 @@ static int op_arrays_new(struct op_run *o, struct tp_tensor *const *inputs)
 	o->in_bytes = calloc(ni, sizeof(*o->in_bytes));
 	o->out = calloc(no, sizeof(*o->out));
 	o->out_addr = calloc(no, sizeof(*o->out_addr));
-	if (!o->in || !o->held || !o->order || !o->in_addr || !o->in_bytes || !o->out || !o->out_addr)
+	if (!o->in || !o->held || !o->order || !o->in_addr ||
+	    !o->in_bytes || !o->out || !o->out_addr)
 		return -ENOMEM;
 	if (o->n_in)	/* an op with no input may pass NULL */
 		memcpy(o->in, inputs, o->n_in * sizeof(*inputs));

@@ -281,6 +281,27 @@ struct tp_tensor *tops_written(struct tp_ctx *ctx, size_t bytes)
 	return t;
 }
 
+int tops_request(struct tp_ctx *ctx, size_t bytes, struct tp_tensor **out)
+{
+	struct tp_tensor *q = tp_tensor_create(ctx, bytes, 0);
+	void *a;
+
+	*out = NULL;
+	if (!q)
+		return -errno;
+	a = tp_tensor_acquire(ctx, q, TP_WRITE);
+	if (!a) {
+		int err = -errno;
+
+		tp_tensor_free(ctx, q);
+		return err;
+	}
+	memset(a, 0x5a, bytes);
+	tp_tensor_release(ctx, q);
+	*out = q;
+	return 0;
+}
+
 struct tp_tensor *tops_nop_run(struct tp_ctx *ctx, struct tp_tensor *a,
 			       struct tp_tensor *b, size_t bytes)
 {

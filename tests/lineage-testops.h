@@ -55,6 +55,13 @@ struct tp_tensor *tops_nop_run(struct tp_ctx *ctx, struct tp_tensor *a,
  */
 struct tp_tensor *tops_written(struct tp_ctx *ctx, size_t bytes);
 
+/*
+ * A new tensor of @bytes acquired for writing (room made for it), filled
+ * with 0x5a and released, into *@out: 0, or -errno with *@out NULL and
+ * nothing left behind.
+ */
+int tops_request(struct tp_ctx *ctx, size_t bytes, struct tp_tensor **out);
+
 /* Launches so far (first runs and replays), and replays alone. */
 extern unsigned long tops_launches, tops_replays;
 /* Launches the pager took for a replay when they were not, or not when

@@ -163,7 +163,7 @@ static void inception(const char *dir)
 		if (t == NULL && !access(path, R_OK))
 			tp_trace_error_str(&err, why, sizeof(why));
 		else
-			snprintf(why, sizeof(why), "no %s", path);
+			snprintf(why, sizeof(why), "no %.400s", path);
 		skip(2, "%s", why);
 		return;
 	}

@@ -24,6 +24,7 @@
 #include "ctx/ctx.h"
 #include "policy/index.h"
 #include "policy/policy_priv.h"
+#include "tests/lineage-testops.h"
 #include "tests/tap.h"
 
 #define CHUNK	4096
@@ -54,25 +55,10 @@ static bool intact(int k)
 	return !memcmp(want, got, sizeof(got));
 }
 
-/* Acquire a tensor of two chunks (one more than is free), release it. */
+/* A tensor of two chunks (one more than is free), written. */
 static int big_request(struct tp_tensor **out)
 {
-	struct tp_tensor *q = tp_tensor_create(ctx, 2 * CHUNK, 0);
-	void *a;
-
-	if (!q)
-		return -errno;
-	a = tp_tensor_acquire(ctx, q, TP_WRITE);
-	if (!a) {
-		int err = -errno;
-
-		tp_tensor_free(ctx, q);
-		return err;
-	}
-	memset(a, 0x5a, 2 * CHUNK);
-	tp_tensor_release(ctx, q);
-	*out = q;
-	return 0;
+	return tops_request(ctx, 2 * CHUNK, out);
 }
 
 int main(void)

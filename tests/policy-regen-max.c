@@ -80,26 +80,9 @@ static bool softsign_of(struct tp_tensor *y, struct tp_tensor *x, size_t n)
 	return true;
 }
 
-/* Acquire a new tensor of @chunks for writing, release it; -errno. */
 static int request(size_t chunks, struct tp_tensor **out)
 {
-	struct tp_tensor *q = tp_tensor_create(ctx, chunks * CHUNK, 0);
-	void *a;
-
-	*out = NULL;
-	if (!q)
-		return -errno;
-	a = tp_tensor_acquire(ctx, q, TP_WRITE);
-	if (!a) {
-		int err = -errno;
-
-		tp_tensor_free(ctx, q);
-		return err;
-	}
-	memset(a, 0x5a, chunks * CHUNK);
-	tp_tensor_release(ctx, q);
-	*out = q;
-	return 0;
+	return tops_request(ctx, chunks * CHUNK, out);
 }
 
 int main(void)

@@ -237,7 +237,8 @@ static void report_max_batch(const struct search *s, unsigned without,
 	       a->model, a->mo.depth ? "-" : "", a->mo.depth, buf, a->backend);
 	printf("%-34s %8u\n", "without paging (peak <= budget)", without);
 	printf("%-34s %8u\n", "with tpager", with);
-	if (s->workspace_max > 0) {
+	/* The host's convolutions take no scratch. */
+	if (s->workspace_max > 0 && strcmp(a->backend, "host")) {
 		fmt_bytes(buf, sizeof(buf), (uint64_t)s->workspace_max);
 		printf("%-34s %11s (vmm.workspace_max)\n",
 		       "a convolution's scratch", buf);

@@ -37,6 +37,39 @@
 static struct tp_ctx *ctx;
 static float av[FLOATS], bv[FLOATS], ov[FLOATS];
 
+/* A host context of @budget, 4 KiB chunks, nothing kept for later. */
+static struct tp_ctx *host_ctx(const char *budget)
+{
+	char conf[256];
+	struct tp_ctx *c;
+
+	snprintf(conf, sizeof(conf), "vmm.backend=host,vmm.chunk_size=4K,"
+		 "pager.budget=%s,pager.slab_fraction=0,pager.range_cache=0,"
+		 "pager.rescue=0,pager.high_watermark=100", budget);
+	c = tp_ctx_create(conf);
+	if (!c)
+		bail_out("tp_ctx_create: %s", strerror(errno));
+	return c;
+}
+
+/*
+ * reduce(x) into @bytes, x of @x_chunks written from @seed: its contents
+ * read into @val, then it evicted and x offloaded; *@x is x.
+ */
+static struct tp_tensor *to_regenerate(size_t x_chunks, size_t bytes,
+				       uint64_t seed, float *val,
+				       struct tp_tensor **x)
+{
+	struct tp_tensor *r;
+
+	*x = tops_input(ctx, x_chunks * FLOATS, seed);
+	r = *x ? tops_run1(ctx, &tops_reduce, NULL, 0, *x, bytes) : NULL;
+	if (!r || tp_tensor_read(ctx, r, 0, val, bytes) ||
+	    tp_tensor_evict(ctx, r) || tp_tensor_offload(ctx, *x))
+		bail_out("a tensor to regenerate: %s", tp_last_error(ctx));
+	return r;
+}
+
 /* out = a + b, row by row (a row a float): a part reads its rows alone. */
 static int addrows_launch(const struct tp_op_launch *l)
 {
@@ -104,22 +137,12 @@ static void in_parts(void)
 	uint64_t ns;
 	int ret;
 
-	ctx = tp_ctx_create("vmm.backend=host,vmm.chunk_size=4K,"
-			    "pager.budget=32K,pager.slab_fraction=0,"
-			    "pager.range_cache=0,pager.rescue=0,"
-			    "pager.high_watermark=100");
-	if (!ctx)
-		bail_out("tp_ctx_create: %s", strerror(errno));
-	y = tops_input(ctx, 5 * FLOATS, 3);
-	d = y ? tops_run1(ctx, &tops_reduce, NULL, 0, y, 2 * CHUNK) : NULL;
-	if (!d || tp_tensor_read(ctx, d, 0, dv, sizeof(dv)))
-		bail_out("y, d: %s", tp_last_error(ctx));
-	ret = tp_tensor_evict(ctx, d);
-	ret = ret ?: tp_tensor_offload(ctx, y);
-	c = ret ? NULL : tops_input(ctx, 2 * FLOATS, 4);
+	ctx = host_ctx("32K");
+	d = to_regenerate(5, 2 * CHUNK, 3, dv, &y);
+	c = tops_input(ctx, 2 * FLOATS, 4);
 	o = c ? tp_tensor_create(ctx, 2 * CHUNK, 0) : NULL;
 	if (!o || tp_tensor_read(ctx, c, 0, cv, sizeof(cv)))
-		bail_out("c, o: %d %s", ret, tp_last_error(ctx));
+		bail_out("c, o: %s", tp_last_error(ctx));
 	in[0] = c;
 	in[1] = d;
 	tp_stats_get(ctx, &st0);
@@ -156,21 +179,11 @@ int main(void)
 	int ret;
 
 	plan_tests(8);
-	ctx = tp_ctx_create("vmm.backend=host,vmm.chunk_size=4K,"
-			    "pager.budget=20K,pager.slab_fraction=0,"
-			    "pager.range_cache=0,pager.rescue=0,"
-			    "pager.high_watermark=100");
-	if (!ctx)
-		bail_out("tp_ctx_create: %s", strerror(errno));
-	x = tops_input(ctx, 4 * FLOATS, 1);
-	b = x ? tops_run1(ctx, &tops_reduce, NULL, 0, x, CHUNK) : NULL;
-	if (!b || tp_tensor_read(ctx, b, 0, bv, sizeof(bv)))
-		bail_out("x, b: %s", tp_last_error(ctx));
-	ret = tp_tensor_evict(ctx, b);
-	ret = ret ?: tp_tensor_offload(ctx, x);
-	a = ret ? NULL : tops_input(ctx, FLOATS, 2);
+	ctx = host_ctx("20K");
+	b = to_regenerate(4, CHUNK, 1, bv, &x);
+	a = tops_input(ctx, FLOATS, 2);
 	if (!a || tp_tensor_read(ctx, a, 0, av, sizeof(av)))
-		bail_out("a: %d %s", ret, tp_last_error(ctx));
+		bail_out("a: %s", tp_last_error(ctx));
 
 	tp_stats_get(ctx, &st0);
 	o = add(a, b, &ret);

@@ -73,7 +73,7 @@ trains() {
 		"$name: the unconstrained run never pages"
 }
 
-echo "1..77"
+echo "1..78"
 echo "# seed $seed"
 
 # The director chooses between evicting and offloading from op and copy
@@ -184,6 +184,16 @@ ok $([ $rc = 0 ] && [ ! -s "$tmp/err" ] &&
 # and tensors read back by rows leave by offload (policy.regen_max).
 ok $([ "${w:-0}" -gt 560 ]; echo $?) \
 	"ResNet-50 in 4 GiB on the h200 profile: the largest batch is $w (> 560)"
+# The fastest of the tries that fit is one of them, at most the largest
+# batch, and at least as fast as the largest.
+fb=$(echo "$last" | field fastest batch)
+fr=$(echo "$last" | field fastest images_per_s)
+fline=$(grep '"paging":true' "$tmp/h200.json" | grep '"result":"fits"' |
+	grep -c "\"batch\":$fb,.*\"images_per_s\":$fr,")
+ok $([ "$fline" = 1 ] && [ "${fb:-0}" -ge 1 ] && [ "$fb" -le "$w" ] &&
+     awk -v f="$fr" -v m="$(echo "$last" | field at_max images_per_s)" \
+	'BEGIN { exit !(f >= m) }'; echo $?) \
+	"the fastest try that fit: batch $fb at $fr samples/s, one of the tries"
 st=$(echo "$last" | field at_max step_s)
 ips=$(echo "$last" | field at_max images_per_s)
 sr=$(echo "$last" | field at_max split_runs)

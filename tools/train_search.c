@@ -32,6 +32,9 @@ struct search {
 	/* with paging: the largest batch that fit, and its try */
 	unsigned best;
 	struct run best_run;
+	/* with paging: the try that fit with the most samples a second */
+	unsigned fastest;
+	double fastest_step_s, fastest_rate;
 	/* with paging: the smallest batch that did not, and why */
 	unsigned no_fit;
 	struct run no_fit_run;
@@ -88,6 +91,20 @@ static void print_try(const struct search *s, unsigned batch, bool paging,
 			host, secs);
 }
 
+/* A try with paging that fit: the largest so far, the fastest so far. */
+static void note_fit(struct search *s, unsigned batch, const struct run *r)
+{
+	if (batch > s->best) {
+		s->best = batch;
+		s->best_run = *r;
+	}
+	if (images_per_s(batch, r) > s->fastest_rate) {
+		s->fastest = batch;
+		s->fastest_step_s = r->step_s;
+		s->fastest_rate = images_per_s(batch, r);
+	}
+}
+
 /*
  * Try @batch: with paging, --max-batch-steps steps under the budget must
  * complete; without, one unconstrained step must peak within it (the same
@@ -131,10 +148,8 @@ static enum try_result try_batch(struct search *s, unsigned batch,
 		snprintf(r->why, sizeof(r->why), "host swap is full (limit %" PRIu64 " bytes, reached %" PRIu64 ")",
 			 r->host_limit, r->st.host_peak);
 	print_try(s, batch, paging, r, res, now_s() - t0);
-	if (paging && res == TRY_FITS && batch > s->best) {
-		s->best = batch;
-		s->best_run = *r;
-	}
+	if (paging && res == TRY_FITS)
+		note_fit(s, batch, r);
 	if (paging && res == TRY_NO_FIT && (!s->no_fit || batch < s->no_fit)) {
 		s->no_fit = batch;
 		s->no_fit_run = *r;
@@ -220,6 +235,13 @@ static void report_max_batch(const struct search *s, unsigned without,
 			       b->st.recomputes);
 		else
 			printf("null");
+		printf(",\"fastest\":");
+		if (s->fastest)
+			printf("{\"batch\":%u,\"step_s\":%.6f,"
+			       "\"images_per_s\":%.3f}", s->fastest,
+			       s->fastest_step_s, s->fastest_rate);
+		else
+			printf("null");
 		printf(",\"first_no_fit\":");
 		if (s->no_fit) {
 			printf("{\"batch\":%u,\"swap_full\":%s,\"why\":",
@@ -256,6 +278,10 @@ static void report_max_batch(const struct search *s, unsigned without,
 		       "split runs there", b->st.split_runs,
 		       b->st.split_parts);
 	}
+	if (s->fastest && s->fastest != with)
+		printf("%-34s %8.1f (batch %u, of the tries)\n",
+		       "most samples per second", s->fastest_rate,
+		       s->fastest);
 	if (s->no_fit)
 		printf("batch %u does not fit: %s\n", s->no_fit,
 		       n->why[0] ? n->why : tp_strerror(n->rc));
@@ -342,8 +368,8 @@ static int search_batches(struct train_args *a)
 	}
 	s.tries++;
 	print_try(&s, 1, true, &r, TRY_FITS, now_s() - t0);
-	s.best = with = 1;
-	s.best_run = r;
+	note_fit(&s, 1, &r);
+	with = 1;
 	if (search(&s, false, 0, start, &without))
 		return 1;
 	/* Stopped without paging, the search with it is not begun. */

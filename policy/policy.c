@@ -58,7 +58,6 @@ struct tp_policy *tp_policy_create(const struct tp_conf *conf,
 	tp_wb_auto_init(&pol->wb_auto);
 	pol->filter = pol->conf->policy_filter;
 	pol->director = pol->conf->policy_director;
-	pol->regen_max = pol->conf->policy_regen_max;
 	pol->search = -1;	/* sync_conf keeps the index for the search */
 	tp_policy_sync_conf(pol);
 	tp_policy_victim_init(pol);
@@ -129,8 +128,10 @@ static bool regen_too_big(struct tp_policy *pol, const struct tp_tensor *t)
 	bool by_rows;
 	double bytes;
 
+	/* The evict-only baselines keep their papers' rule. */
 	if (!pol->pager || !pol->cost.regen_bytes ||
-	    pol->conf->policy_regen_max >= 100)
+	    pol->conf->policy_regen_max >= 100 ||
+	    tp_director_traits(pol->conf->policy_director)->evicts_only)
 		return false;
 	bytes = pol->cost.regen_bytes(pol->cost.priv, t, &by_rows);
 	return by_rows && bytes > (double)tp_pager_budget_bytes(pol->pager) *

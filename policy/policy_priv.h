@@ -45,7 +45,6 @@ struct tp_policy {
 	int search;			/* the search the index is kept for */
 	int director;			/* the director never_leaves() last
 					 * answered for */
-	double regen_max;		/* and policy.regen_max */
 	double mem_sum;			/* sum of m over candidates */
 	uint64_t rng;
 	struct tp_pol_skip *skip;

@@ -119,18 +119,14 @@ void tp_policy_sync_conf(struct tp_policy *pol)
 	int filter = pol->conf->policy_filter;
 	int search = pol->conf->policy_search;
 	int director = pol->conf->policy_director;
-	double regen_max = pol->conf->policy_regen_max;
 
 	/* Which tensors can never leave changed: never_leaves(). */
-	if (director != pol->director || regen_max != pol->regen_max) {
+	if (director != pol->director) {
 		bool was = tp_director_traits(pol->director)->evicts_only;
-		bool now = tp_director_traits(director)->evicts_only;
-		bool offer = was != now ||
-			     (now && regen_max != pol->regen_max);
 
 		pol->director = director;
-		pol->regen_max = regen_max;
-		if (offer && pol->pager)
+		if (was != tp_director_traits(director)->evicts_only &&
+		    pol->pager)
 			tp_pager_offer_cands(pol->pager);
 	}
 

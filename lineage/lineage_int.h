@@ -15,6 +15,7 @@
 #ifndef TP_LINEAGE_LINEAGE_INT_H
 #define TP_LINEAGE_LINEAGE_INT_H
 
+#include <errno.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -303,6 +304,35 @@ int tp_lin_launch(struct tp_lineage *lin, const struct tp_op_type *type,
 /* --- op_split.c ------------------------------------------------------ */
 
 struct tp_op_split;
+
+/*
+ * An op's inputs are acquired in the program's order. One to regenerate
+ * (@failed) that found no room (@ret -ENOMEM) while @held others were
+ * held is worth a second order, with nothing held: tp_lin_regen_first().
+ */
+static inline bool tp_lin_regen_retry(int ret, const struct tp_tensor *failed,
+				      unsigned held)
+{
+	return ret == -ENOMEM && held && tp_pager_has_evicted(failed);
+}
+
+/*
+ * The second order: the @n inputs with evicted pages (a regeneration
+ * each) first, then the others, each group in the program's order. Fixed
+ * before any is acquired, as a regeneration may evict the others.
+ */
+static inline void tp_lin_regen_first(struct tp_tensor *const *in,
+				      unsigned n, unsigned *order)
+{
+	unsigned k, i = 0;
+
+	for (k = 0; k < n; k++)
+		if (tp_pager_has_evicted(in[k]))
+			order[i++] = k;
+	for (k = 0; k < n; k++)
+		if (!tp_pager_has_evicted(in[k]))
+			order[i++] = k;
+}
 
 /**
  * tp_lin_split_cut() - whether a run of @type with these params, inputs

@@ -190,20 +190,14 @@ static int acquire_all(struct op_run *o, const size_t *out_bytes,
 		       unsigned n_in, unsigned n_out, int rw_in)
 {
 	struct tp_pager *pg = o->lin->pg;
-	unsigned *order = o->order, k, at, n = 0;
+	unsigned *order = o->order, k, at = 0;
 	int ret;
 
 	for (k = 0; k < n_in; k++)
 		order[k] = k;
 	ret = acquire_inputs(o, order, n_in, rw_in, &at);
-	if (ret == -ENOMEM && at && tp_pager_has_evicted(o->in[order[at]])) {
-		/* Fixed first: a regeneration may evict the others. */
-		for (k = 0; k < n_in; k++)
-			if (tp_pager_has_evicted(o->in[k]))
-				order[n++] = k;
-		for (k = 0; k < n_in; k++)
-			if (!tp_pager_has_evicted(o->in[k]))
-				order[n++] = k;
+	if (ret && tp_lin_regen_retry(ret, o->in[order[at]], o->n_in_held)) {
+		tp_lin_regen_first(o->in, n_in, order);
 		release_all(o);
 		ret = acquire_inputs(o, order, n_in, rw_in, &at);
 	}

@@ -45,6 +45,8 @@ struct split_run {
 	const struct tp_op_split *s;
 	bool recompute;
 	struct split_io *in, *out;
+	struct tp_tensor *const *args;	/* the inputs as given */
+	unsigned *order;		/* the order part 0 holds them in */
 	unsigned n_in, n_out;
 	void **in_addr, **out_addr;
 	size_t *in_len, *out_len, *whole_in;
@@ -248,31 +250,25 @@ static void drop_read_rows(struct split_run *r, size_t r0, size_t r1,
 
 /*
  * Hold the inputs part 0 holds whole or from row 0 (not the streaming
- * ones, held part by part), those in @first (a bit per input) before the
- * others. -errno with *@retry set when one to be regenerated found no
- * room while others were held: with nothing held, it might.
+ * ones, held part by part) in r->order: 0, or -errno with *@failed the
+ * input that failed and *@held how many were held before it.
  */
-static int hold_inputs(struct split_run *r, uint64_t first, bool *retry)
+static int hold_inputs(struct split_run *r, struct tp_tensor **failed,
+		       unsigned *held)
 {
-	bool held = false;
-	unsigned k, pass;
-	int ret;
+	*held = 0;
+	for (unsigned i = 0; i < r->n_in; i++) {
+		struct split_io *io = &r->in[r->order[i]];
+		int ret;
 
-	*retry = false;
-	for (pass = 0; pass < 2; pass++) {
-		for (k = 0; k < r->n_in; k++) {
-			struct split_io *io = &r->in[k];
-
-			if (io->stream || io->len || is_cut(first, k) == pass)
-				continue;
-			*retry = held && tp_pager_has_evicted(io->t);
-			ret = hold(r, io, 0, io->t->bytes, TP_READ);
-			if (ret) {
-				*retry &= ret == -ENOMEM;
-				return ret;
-			}
-			held = true;
+		if (io->stream)
+			continue;
+		ret = hold(r, io, 0, io->t->bytes, TP_READ);
+		if (ret) {
+			*failed = io->t;
+			return ret;
 		}
+		(*held)++;
 	}
 	return 0;
 }
@@ -297,19 +293,17 @@ static void let_go_inputs(struct split_run *r)
  */
 static int hold_first(struct split_run *r)
 {
-	uint64_t regen = 0;
-	bool retry;
-	unsigned k;
+	struct tp_tensor *failed = NULL;
+	unsigned k, held;
 	int ret;
 
-	ret = hold_inputs(r, 0, &retry);
-	if (ret && retry) {
-		/* Fixed first: a regeneration may evict the others. */
-		for (k = 0; k < r->n_in && k < 64; k++)
-			if (tp_pager_has_evicted(r->in[k].t))
-				regen |= 1ull << k;
+	for (k = 0; k < r->n_in; k++)
+		r->order[k] = k;
+	ret = hold_inputs(r, &failed, &held);
+	if (tp_lin_regen_retry(ret, failed, held)) {
+		tp_lin_regen_first(r->args, r->n_in, r->order);
 		let_go_inputs(r);
-		ret = hold_inputs(r, regen, &retry);
+		ret = hold_inputs(r, &failed, &held);
 	}
 	if (ret)
 		return ret;
@@ -418,7 +412,7 @@ static int split_alloc(struct split_run *r)
 	unsigned n = r->n_in + r->n_out;
 	void *mem = calloc(1, n * (sizeof(struct split_io) + sizeof(void *) +
 				   sizeof(size_t)) +
-			   r->n_in * sizeof(size_t));
+			   r->n_in * (sizeof(size_t) + sizeof(unsigned)));
 
 	if (!mem)
 		return -ENOMEM;
@@ -429,6 +423,7 @@ static int split_alloc(struct split_run *r)
 	r->in_len = (size_t *)(r->out_addr + r->n_out);
 	r->out_len = r->in_len + r->n_in;
 	r->whole_in = r->out_len + r->n_out;
+	r->order = (unsigned *)(r->whole_in + r->n_in);
 	return 0;
 }
 
@@ -496,6 +491,7 @@ int tp_lin_run_split(struct tp_lineage *lin, const struct tp_op_type *type,
 	ret = split_alloc(&r);
 	if (ret)
 		return ret;
+	r.args = in;
 	for (k = 0; k < n_in; k++) {
 		r.in[k].t = in[k];
 		r.whole_in[k] = in[k]->bytes;

@@ -179,6 +179,12 @@ static int conv_desc(const struct tp_op_launch *l,
 #define USABLE(perf) ((perf).status == CUDNN_STATUS_SUCCESS && \
 		      (perf).determinism == CUDNN_DETERMINISTIC)
 
+/* @a takes less workspace than @b, or as much with FMA math and @b not. */
+#define LEANER(a, b) ((a).memory < (b).memory || \
+		      ((a).memory == (b).memory && \
+		       (a).mathType == CUDNN_FMA_MATH && \
+		       (b).mathType != CUDNN_FMA_MATH))
+
 #define PICK(perf, n, limit, out_algo, out_math) ({ \
 	size_t lim_ = (limit) ? (limit) : SIZE_MAX; \
 	int found_ = -1, i_; \
@@ -189,15 +195,11 @@ static int conv_desc(const struct tp_op_launch *l,
 	for (i_ = 0; i_ < (n) && found_ < 0; i_++) \
 		if (USABLE((perf)[i_]) && (perf)[i_].memory <= lim_) \
 			found_ = i_; \
-	for (i_ = 0; i_ < (n) && lim_ != SIZE_MAX; i_++) \
-		if (USABLE((perf)[i_]) && \
-		    (found_ < 0 || \
-		     (perf)[i_].memory < (perf)[found_].memory || \
-		     ((perf)[i_].memory == (perf)[found_].memory && \
-		      (perf)[i_].mathType == CUDNN_FMA_MATH && \
-		      (perf)[found_].mathType != CUDNN_FMA_MATH)) && \
-		    (found_ < 0 || (perf)[found_].memory > lim_)) \
-			found_ = i_; \
+	if (found_ < 0)	/* none within the bound: the leanest */ \
+		for (i_ = 0; i_ < (n); i_++) \
+			if (USABLE((perf)[i_]) && (found_ < 0 || \
+			    LEANER((perf)[i_], (perf)[found_]))) \
+				found_ = i_; \
 	if (found_ >= 0) { \
 		*(out_algo) = (perf)[found_].algo; \
 		*(out_math) = (perf)[found_].mathType; \

@@ -600,6 +600,20 @@ uint64_t tp_kernel_cost(const struct tp_kernel *k, const void *params,
 	return (uint64_t)(TP_KERNEL_LAUNCH_NS + (t_flop > t_mem ? t_flop : t_mem));
 }
 
+/* The largest of a shape's @ni input and @no output sizes. */
+static size_t largest_of(const size_t *in, unsigned ni, const size_t *out,
+			 unsigned no)
+{
+	size_t largest = 0;
+
+	for (unsigned i = 0; i < ni + no; i++) {
+		size_t b = i < ni ? in[i] : out[i - ni];
+
+		largest = b > largest ? b : largest;
+	}
+	return largest;
+}
+
 /* The work callback of every registry op, through its descriptor. */
 static int work_of(const struct tp_kernel *k, const void *params,
 		   size_t params_len, const size_t *in_bytes, unsigned n_in,
@@ -617,12 +631,7 @@ static int work_of(const struct tp_kernel *k, const void *params,
 	for (i = 0; i < no; i++)
 		w->bytes += (double)out[i];
 	w->flops = k->flops(params);
-	w->largest = 0;
-	for (i = 0; i < ni + no; i++) {
-		double b = (double)(i < ni ? in[i] : out[i - ni]);
-
-		w->largest = b > w->largest ? b : w->largest;
-	}
+	w->largest = (double)largest_of(in, ni, out, no);
 	return 0;
 }
 
@@ -1022,13 +1031,8 @@ int tp_kernels_workspace_bytes(struct tp_vmm *vmm,
 	if (tp_vmm_device(vmm) != TP_DEVICE_CUDA) {
 		/* The sim's model of a GPU prices the scratch its
 		 * algorithms take; nothing else has any. */
-		size_t largest = 0;
-
-		for (unsigned i = 0; i < ni; i++)
-			largest = in[i] > largest ? in[i] : largest;
-		for (unsigned i = 0; i < no; i++)
-			largest = out[i] > largest ? out[i] : largest;
-		if (tp_vmm_op_workspace(vmm, type->name, largest, bytes))
+		if (tp_vmm_op_workspace(vmm, type->name,
+					largest_of(in, ni, out, no), bytes))
 			*bytes = 0;
 		return 0;
 	}

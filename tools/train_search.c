@@ -34,7 +34,7 @@ struct search {
 	struct run best_run;
 	/* with paging: the try that fit with the most samples a second */
 	unsigned fastest;
-	double fastest_step_s, fastest_rate;
+	double fastest_step_s;
 	/* with paging: the smallest batch that did not, and why */
 	unsigned no_fit;
 	struct run no_fit_run;
@@ -91,6 +91,12 @@ static void print_try(const struct search *s, unsigned batch, bool paging,
 			host, secs);
 }
 
+/* The fastest try's samples a second, 0 before any. */
+static double fastest_rate(const struct search *s)
+{
+	return s->fastest ? s->fastest / s->fastest_step_s : 0;
+}
+
 /* A try with paging that fit: the largest so far, the fastest so far. */
 static void note_fit(struct search *s, unsigned batch, const struct run *r)
 {
@@ -98,10 +104,9 @@ static void note_fit(struct search *s, unsigned batch, const struct run *r)
 		s->best = batch;
 		s->best_run = *r;
 	}
-	if (images_per_s(batch, r) > s->fastest_rate) {
+	if (images_per_s(batch, r) > fastest_rate(s)) {
 		s->fastest = batch;
 		s->fastest_step_s = r->step_s;
-		s->fastest_rate = images_per_s(batch, r);
 	}
 }
 
@@ -239,7 +244,7 @@ static void report_max_batch(const struct search *s, unsigned without,
 		if (s->fastest)
 			printf("{\"batch\":%u,\"step_s\":%.6f,"
 			       "\"images_per_s\":%.3f}", s->fastest,
-			       s->fastest_step_s, s->fastest_rate);
+			       s->fastest_step_s, fastest_rate(s));
 		else
 			printf("null");
 		printf(",\"first_no_fit\":");
@@ -280,7 +285,7 @@ static void report_max_batch(const struct search *s, unsigned without,
 	}
 	if (s->fastest && s->fastest != with)
 		printf("%-34s %8.1f (batch %u, of the tries)\n",
-		       "most samples per second", s->fastest_rate,
+		       "most samples per second", fastest_rate(s),
 		       s->fastest);
 	if (s->no_fit)
 		printf("batch %u does not fit: %s\n", s->no_fit,

@@ -588,8 +588,9 @@ static void many_in_flight(const char *path)
 
 /*
  * Maps made ahead (sim, h200 profile): each op's output is mapped by the
- * driver thread and its launch waits for it on the idle device, a span
- * named for it on the compute track, no more than the waits counted.
+ * driver thread and the caller waits for it before the launch, a span
+ * named for it on the track of the caller's waits, no more than the
+ * waits counted.
  */
 static void gates(const char *path)
 {
@@ -626,13 +627,14 @@ static void gates(const char *path)
 		if (strcmp(sget(e, "cat"), "gate"))
 			continue;
 		n++;
-		bad += strcmp(sget(e, "ph"), "X") || nget(e, "tid") != 1 ||
+		bad += strcmp(sget(e, "ph"), "X") ||
+		       nget(e, "tid") != TP_NR_STREAMS + 2 ||
 		       !(nget(e, "dur") > 0) ||
 		       strcmp(sget(e, "name"), "waits for maps made ahead");
 	}
 	ok(!ret && st.maps_ahead > 0 && n > 0 && n <= st.gate_waits && !bad &&
 	   evs && !overlaps(evs),
-	   "sim h200: %u waits for maps made ahead on the compute track (%llu put on a stream, %llu maps ahead, %u bad), none over an op",
+	   "sim h200: %u waits for maps made ahead on the track of the caller's waits (%llu waits, %llu maps ahead, %u bad), none over an op",
 	   n, (unsigned long long)st.gate_waits,
 	   (unsigned long long)st.maps_ahead, bad);
 	jv_free(root);

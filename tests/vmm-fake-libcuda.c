@@ -9,17 +9,18 @@
  * size: anything else is CUDA_ERROR_NOT_SUPPORTED or INVALID_VALUE) onto
  * unmapped pages of a reservation; cuMemUnmap covers whole mappings (one
  * or several) and never splits one; access is set only on mapped pages;
- * a copy's host range lies within one pinned allocation or none.
+ * a copy's host range lies within one pinned allocation or none; a
+ * copy's device range is checked when the copy is enqueued, as the real
+ * driver does: a page not mapped there is CUDA_ERROR_INVALID_VALUE at
+ * the call, whatever the stream would have waited for first.
  * It counts what the real driver charges for: per handle a call touches,
  * not per call nor per byte (fake_cuda_counts()).
  *
  * Copies are done at once (every stream is trivially in order) and every
- * event has completed, except behind a stream's wait for a value in
- * pinned host memory (cuStreamWaitValue32): the next call that enqueues
- * on that stream blocks until the value is there, as the device would
- * not run that work before. FAKE_CUDA_MAP_DELAY_US makes each cuMemMap
- * that long, so that work a stream was not made to wait for reaches
- * memory mapped by another thread before it is (an illegal address). Device memory is one memfd per handle. As on a
+ * event has completed. FAKE_CUDA_MAP_DELAY_US makes each cuMemMap that
+ * long, so that a copy issued before a map another thread makes finds
+ * the memory unmapped, as it would on the device. Device memory is one
+ * memfd per handle. As on a
  * GPU, it is not host memory: the reserved addresses stay PROT_NONE, so a
  * program that reads or writes a device address from the host faults
  * here as it would there; copies reach the handle's memfd through the
@@ -61,7 +62,6 @@ static int nr_maps;
 #define MAX_FDS	65536
 static size_t handle_size[MAX_FDS];
 
-static void stream_reached(CUstream s);
 
 /* Test hooks, found with dlsym. */
 API void fake_cuda_counts(unsigned long out[5]);
@@ -389,7 +389,6 @@ static struct {
 	char *p;
 	size_t len;
 	int registered;		/* by cuMemHostRegister, not allocated */
-	int devmap;		/* CU_MEMHOSTALLOC_DEVICEMAP: device-visible */
 } hosts[MAX_HOSTS];
 static int nr_hosts;
 
@@ -411,7 +410,6 @@ API CUresult cuMemHostAlloc(void **pp, size_t size, unsigned int flags)
 	}
 	hosts[nr_hosts].p = p;
 	hosts[nr_hosts].len = size;
-	hosts[nr_hosts].devmap = !!(flags & CU_MEMHOSTALLOC_DEVICEMAP);
 	hosts[nr_hosts++].registered = 0;
 	pthread_mutex_unlock(&fake_lock);
 	*pp = p;
@@ -495,12 +493,14 @@ static CUresult copy_dev(CUdeviceptr d, void *host, size_t len, int to_dev)
 
 	if (!host_range_ok(h, len))
 		return CUDA_ERROR_INVALID_VALUE;
-	for (va = d & ~(uintptr_t)(FAKE_GRAN - 1); va < d + len; va += FAKE_GRAN) {
-		int i = find_map(va);
-
-		if (i < 0 || !maps[i].rw)
+	/* Checked at the enqueue: an address not mapped is refused. */
+	for (va = d & ~(uintptr_t)(FAKE_GRAN - 1); va < d + len; va += FAKE_GRAN)
+		if (find_map(va) < 0)
+			return CUDA_ERROR_INVALID_VALUE;
+	/* Mapped without access: the device faults running it. */
+	for (va = d & ~(uintptr_t)(FAKE_GRAN - 1); va < d + len; va += FAKE_GRAN)
+		if (!maps[find_map(va)].rw)
 			return CUDA_ERROR_ILLEGAL_ADDRESS;
-	}
 	while (len) {
 		int i = find_map(d);
 		size_t off = d - maps[i].va, n = maps[i].len - off;
@@ -530,7 +530,6 @@ API CUresult cuMemcpyDtoHAsync(void *dst, CUdeviceptr src, size_t len,
 {
 	CUresult r;
 
-	stream_reached(s);
 	pthread_mutex_lock(&fake_lock);
 	r = locked_cuMemcpyDtoHAsync(dst, src, len, s);
 	pthread_mutex_unlock(&fake_lock);
@@ -548,22 +547,16 @@ API CUresult cuMemcpyHtoDAsync(CUdeviceptr dst, const void *src, size_t len,
 {
 	CUresult r;
 
-	stream_reached(s);
 	pthread_mutex_lock(&fake_lock);
 	r = locked_cuMemcpyHtoDAsync(dst, src, len, s);
 	pthread_mutex_unlock(&fake_lock);
 	return r;
 }
 
-/* A stream: the value its next work waits for, if any. */
-struct fake_stream {
-	const uint32_t *wait;
-	uint32_t value;
-};
-
+/* A stream: any distinct address (work on it is done at once). */
 API CUresult cuStreamCreate(CUstream *s, unsigned int flags)
 {
-	*s = calloc(1, sizeof(struct fake_stream));
+	*s = calloc(1, sizeof(int));
 	return *s ? CUDA_SUCCESS : CUDA_ERROR_OUT_OF_MEMORY;
 }
 
@@ -573,65 +566,9 @@ API CUresult cuStreamDestroy(CUstream s)
 	return CUDA_SUCCESS;
 }
 
-/*
- * Work is enqueued on @s: the device runs it once the value @s waits for
- * is there, so the call returns then (the fake runs work at once). Never
- * with fake_lock held: another thread writes the value.
- */
-static void stream_reached(CUstream s)
-{
-	struct fake_stream *fs = (struct fake_stream *)s;
-
-	if (!fs || !fs->wait)
-		return;
-	while ((int32_t)(__atomic_load_n(fs->wait, __ATOMIC_ACQUIRE) -
-			 fs->value) < 0)
-		usleep(20);
-	fs->wait = NULL;
-}
-
 API CUresult cuStreamSynchronize(CUstream s)
 {
-	stream_reached(s);
-	return CUDA_SUCCESS;
-}
-
-/* Whether [@p, @p + @len) lies in pinned memory the device can see. */
-static int device_visible(const void *p, size_t len)
-{
-	const char *h = p;
-	int i, ok = 0;
-
-	pthread_mutex_lock(&fake_lock);
-	for (i = 0; i < nr_hosts && !ok; i++)
-		ok = hosts[i].devmap && h >= hosts[i].p &&
-		     h + len <= hosts[i].p + hosts[i].len;
-	pthread_mutex_unlock(&fake_lock);
-	return ok;
-}
-
-API CUresult cuMemHostGetDevicePointer_v2(CUdeviceptr *d, void *p,
-					  unsigned int flags)
-{
-	if (!d || flags || !device_visible(p, 1))
-		return CUDA_ERROR_INVALID_VALUE;
-	*d = (CUdeviceptr)(uintptr_t)p;	/* unified addressing */
-	return CUDA_SUCCESS;
-}
-
-/* Only the cyclic greater-or-equal the backend uses is taken. */
-API CUresult cuStreamWaitValue32_v2(CUstream s, CUdeviceptr addr,
-				    cuuint32_t value, unsigned int flags)
-{
-	struct fake_stream *fs = (struct fake_stream *)s;
-
-	if (!fs || flags != CU_STREAM_WAIT_VALUE_GEQ ||
-	    !device_visible((void *)(uintptr_t)addr, sizeof(uint32_t)))
-		return CUDA_ERROR_INVALID_VALUE;
-	stream_reached(s);
-	fs->wait = (const uint32_t *)(uintptr_t)addr;
-	fs->value = value;
-	return CUDA_SUCCESS;
+	return s ? CUDA_SUCCESS : CUDA_ERROR_INVALID_HANDLE;
 }
 
 API CUresult cuStreamWaitEvent(CUstream s, CUevent e, unsigned int flags)
@@ -667,7 +604,6 @@ API CUresult cuEventRecord(CUevent e, CUstream s)
 
 	if (!s || !e)
 		return CUDA_ERROR_INVALID_HANDLE;
-	stream_reached(s);
 	fe->recorded = 1;
 	clock_gettime(CLOCK_MONOTONIC, &fe->at);
 	return CUDA_SUCCESS;

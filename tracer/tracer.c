@@ -401,10 +401,10 @@ static void on_wait(void *priv, uint64_t t0, uint64_t t1, const char *why)
 			  0);
 }
 
-/* The device waited on a stream for the maps the driver thread makes. */
+/* The caller's thread waited for the maps the driver thread makes. */
 static void on_gate(void *priv, enum tp_stream s, uint64_t t0, uint64_t t1)
 {
-	host_span(priv, (int)s + 1, "gate", "waits for maps made ahead", t0,
+	host_span(priv, TID_WAITS, "gate", "waits for maps made ahead", t0,
 		  t1, 0);
 }
 

@@ -9,8 +9,11 @@
  * the run; unmapping is one cuMemUnmap per handle (the driver charges
  * per handle however the calls are grouped, and never splits a mapping).
  * Streams are three non-blocking CUstreams; events are CUevents without
- * timing. Maps the library's driver thread makes ahead open a gate the
- * streams wait on: a word of pinned host memory (cuStreamWaitValue32). Host swap buffers are pinned host memory (see cuda_host_alloc).
+ * timing. Host swap buffers are pinned host memory (see cuda_host_alloc).
+ * Maps the library's driver thread makes ahead are waited for on the
+ * host before work is enqueued (map_ahead.h): the driver checks a copy's
+ * addresses when it is enqueued, so a stream cannot wait on the device
+ * for a map still to be made.
  *
  * The driver is never linked: libcuda.so.1 is opened at run time and every
  * entry point looked up by the versioned name cuda.h maps it to (e.g.
@@ -92,17 +95,6 @@ struct cuda_backend {
 	 * _v2 entry point that older drivers lack. NULL: no event timing.
 	 */
 	CUresult (*p_elapsed)(float *ms, CUevent start, CUevent end);
-	/*
-	 * The gate of maps made ahead (vmm.map_ahead): a word of pinned
-	 * host memory the driver thread writes, which the streams wait on
-	 * (cuStreamWaitValue32). Looked up apart, as stream memory
-	 * operations are missing from old drivers. NULL: no gate.
-	 */
-	CUresult (*p_wait_value)(CUstream s, CUdeviceptr addr, cuuint32_t v,
-				 unsigned int flags);
-	CUresult (*p_host_devptr)(CUdeviceptr *d, void *p, unsigned int flags);
-	uint32_t *gate;
-	CUdeviceptr gate_dev;
 	/* How host memory is pinned, settled by the first allocation. */
 	enum { HOST_UNSET, HOST_REGISTER, HOST_ALLOC } host_pin;
 };
@@ -167,9 +159,6 @@ static int cu_resolve(struct cuda_backend *c)
 	*(void **)&c->p_elapsed = dlsym(c->lib, "cuEventElapsedTime_v2");
 	if (!c->p_elapsed)
 		*(void **)&c->p_elapsed = dlsym(c->lib, "cuEventElapsedTime");
-	*(void **)&c->p_wait_value = dlsym(c->lib, "cuStreamWaitValue32_v2");
-	*(void **)&c->p_host_devptr = dlsym(c->lib,
-					    "cuMemHostGetDevicePointer_v2");
 	return 0;
 }
 
@@ -177,8 +166,6 @@ static void cuda_teardown(struct cuda_backend *c)
 {
 	int s;
 
-	if (c->gate)
-		c->p_cuMemFreeHost(c->gate);
 	for (s = 0; s < TP_NR_STREAMS; s++)
 		if (c->streams[s])
 			c->p_cuStreamDestroy(c->streams[s]);
@@ -568,60 +555,6 @@ static void cuda_host_free(struct tp_vmm *vmm, void *p, size_t len)
 	tp_hostmem_unmap(p, len);
 }
 
-/*
- * The gate: job numbers in a word of pinned host memory that the device
- * reads (mapped into its address space), written by the driver thread
- * once a job's map and access grant have returned; a stream waits for a
- * number with a cyclic greater-or-equal, as job numbers wrap.
- */
-static int cuda_gate_open(struct tp_vmm *vmm)
-{
-	struct cuda_backend *c = cb(vmm);
-	void *p = NULL;
-	int ret;
-
-	if (!c->p_wait_value || !c->p_host_devptr)
-		return -EOPNOTSUPP;
-	cu_bind(c);
-	ret = CU(c, cuMemHostAlloc(&p, sizeof(*c->gate),
-				   CU_MEMHOSTALLOC_PORTABLE |
-				   CU_MEMHOSTALLOC_DEVICEMAP));
-	if (ret)
-		return ret;
-	ret = cu_err(c, c->p_host_devptr(&c->gate_dev, p, 0),
-		     "cuMemHostGetDevicePointer");
-	if (ret) {
-		c->p_cuMemFreeHost(p);
-		return ret;
-	}
-	c->gate = p;
-	__atomic_store_n(c->gate, 0, __ATOMIC_RELEASE);
-	return 0;
-}
-
-static void cuda_gate_post(struct tp_vmm *vmm, uint32_t seq)
-{
-	__atomic_store_n(cb(vmm)->gate, seq, __ATOMIC_RELEASE);
-}
-
-static bool cuda_gate_passed(struct tp_vmm *vmm, uint32_t seq)
-{
-	uint32_t now = __atomic_load_n(cb(vmm)->gate, __ATOMIC_ACQUIRE);
-
-	return (int32_t)(now - seq) >= 0;
-}
-
-static int cuda_gate_stream(struct tp_vmm *vmm, enum tp_stream s,
-			    uint32_t seq, uint64_t *from, uint64_t *to)
-{
-	struct cuda_backend *c = cb(vmm);
-
-	*from = *to = 0;	/* on the device, untimed */
-	return cu_err(c, c->p_wait_value(c->streams[s], c->gate_dev, seq,
-					 CU_STREAM_WAIT_VALUE_GEQ),
-		      "cuStreamWaitValue32");
-}
-
 /* Launch functions enqueue their own kernels on the stream handle. */
 static int cuda_launch(struct tp_vmm *vmm, enum tp_stream s, uint64_t cost_ns,
 		       int (*fn)(void *arg), void *arg)
@@ -665,10 +598,6 @@ const struct tp_vmm_ops tp_vmm_cuda_ops = {
 	.host_alloc = cuda_host_alloc,
 	.host_free = cuda_host_free,
 	.launch = cuda_launch,
-	.gate_open = cuda_gate_open,
-	.gate_post = cuda_gate_post,
-	.gate_passed = cuda_gate_passed,
-	.gate_stream = cuda_gate_stream,
 	.stream_handle = cuda_stream_handle,
 	.now_ns = cuda_now_ns,
 };

@@ -107,8 +107,6 @@ struct host_backend {
 	/* tp_vmm_host_fail_events(): what every event query and wait
 	 * returns, as a driver does once the device has failed */
 	int events_fail;
-	/* The last map made ahead that the driver thread has done. */
-	uint32_t gate;
 	struct host_stream streams[TP_NR_STREAMS];
 };
 
@@ -466,46 +464,6 @@ static int host_launch(struct tp_vmm *vmm, enum tp_stream s, uint64_t cost_ns,
 	return ret;
 }
 
-/*
- * Maps made ahead (vmm.map_ahead): the compute stream's work runs on the
- * caller's thread, and a copy engine starts a copy as soon as it is
- * queued, so a stream waits for a map by the caller waiting before it
- * issues the work.
- */
-static int host_gate_open(struct tp_vmm *vmm)
-{
-	return 0;
-}
-
-static void host_gate_post(struct tp_vmm *vmm, uint32_t seq)
-{
-	struct host_backend *h = hb(vmm);
-
-	pthread_mutex_lock(&h->lock);
-	__atomic_store_n(&h->gate, seq, __ATOMIC_RELEASE);
-	pthread_cond_broadcast(&h->cond);
-	pthread_mutex_unlock(&h->lock);
-}
-
-static bool host_gate_passed(struct tp_vmm *vmm, uint32_t seq)
-{
-	return (int32_t)(__atomic_load_n(&hb(vmm)->gate, __ATOMIC_ACQUIRE) -
-			 seq) >= 0;
-}
-
-static int host_gate_stream(struct tp_vmm *vmm, enum tp_stream s,
-			    uint32_t seq, uint64_t *from, uint64_t *to)
-{
-	struct host_backend *h = hb(vmm);
-
-	*from = *to = 0;
-	pthread_mutex_lock(&h->lock);
-	while (!host_gate_passed(vmm, seq))
-		pthread_cond_wait(&h->cond, &h->lock);
-	pthread_mutex_unlock(&h->lock);
-	return 0;
-}
-
 int tp_vmm_host_gate(struct tp_vmm *vmm, enum tp_stream s, bool closed)
 {
 	struct host_backend *h;
@@ -841,10 +799,6 @@ const struct tp_vmm_ops tp_vmm_host_ops = {
 	.host_alloc = host_host_alloc,
 	.host_free = host_host_free,
 	.launch = host_launch,
-	.gate_open = host_gate_open,
-	.gate_post = host_gate_post,
-	.gate_passed = host_gate_passed,
-	.gate_stream = host_gate_stream,
 	.stream_handle = NULL,
 	.now_ns = host_now_ns,
 	.event_elapsed_ns = host_event_elapsed_ns,

@@ -79,11 +79,10 @@ struct sim_backend {
 	unsigned nspans, next_span;
 	uint64_t job_start;
 	/*
-	 * Maps made ahead (vmm.map_ahead): when the played thread last
-	 * opened the gate, and the runs it mapped, by when each lands, so
-	 * that a copy reaching one before is the device's fault.
+	 * Maps made ahead (vmm.map_ahead): the runs the played thread
+	 * mapped, by when each lands, so that a copy issued before is
+	 * refused as the driver refuses it.
 	 */
-	uint64_t gate_time;
 	struct tp_sim_copies landing;
 	uint64_t stream[TP_NR_STREAMS];
 	uintptr_t next_va;
@@ -279,36 +278,35 @@ static int sim_set_access(struct tp_vmm *vmm, uintptr_t va,
 }
 
 /*
- * A copy over [@va, @va + @len) on @st, issued just now, that starts at
- * @start: noted, and the device's fault (sticky) if a map made ahead of
- * it lands only later (the stream was not made to wait for it).
+ * A copy over [@va, @va + @len) issued now: -EINVAL, as the driver
+ * answers, where a map made ahead of it lands only later (the driver
+ * checks a copy's addresses when it is enqueued, whatever the stream
+ * waits for); else noted, as in flight on @st until it is done.
  */
-static void copy_note(struct sim_backend *s, uintptr_t va, size_t len,
-		      enum tp_stream st, uint64_t start)
+static int copy_check(struct tp_vmm *vmm, uintptr_t va, size_t len,
+		      enum tp_stream st)
 {
-	bool first;
+	struct sim_backend *s = sb(vmm);
+	bool early;
 
 	pthread_mutex_lock(&s->lock);
-	tp_sim_copies_note(&s->copies, va, len, s->stream[st]);
-	first = !s->fault &&
-		tp_sim_copies_in_flight(&s->landing, va, va + len, start,
+	early = tp_sim_copies_in_flight(&s->landing, va, va + len, s->host,
 					s->host);
-	s->fault |= first;
 	pthread_mutex_unlock(&s->lock);
-	if (first)
-		tp_log(TP_LOG_ERROR, "vmm: sim: a copy reached %#lx before its map was made: the device faults",
+	if (early) {
+		tp_log(TP_LOG_ERROR, "vmm: sim: a copy over %#lx issued before its map was made: the driver refuses it",
 		       (unsigned long)va);
+		return -EINVAL;
+	}
+	return 0;
 }
 
-/* When work issued on @st now would start. */
-static uint64_t start_on(struct sim_backend *s, enum tp_stream st)
+static void copy_note(struct sim_backend *s, uintptr_t va, size_t len,
+		      enum tp_stream st)
 {
-	uint64_t t;
-
 	pthread_mutex_lock(&s->lock);
-	t = max_u64(s->stream[st], s->host);
+	tp_sim_copies_note(&s->copies, va, len, s->stream[st]);
 	pthread_mutex_unlock(&s->lock);
-	return t;
 }
 
 /*
@@ -356,20 +354,24 @@ uint64_t tp_vmm_sim_copy_ns(struct tp_vmm *vmm, size_t len)
 static int sim_copy_d2h(struct tp_vmm *vmm, void *host, uintptr_t va,
 			size_t len, enum tp_stream st)
 {
-	uint64_t start = start_on(sb(vmm), st);
+	int ret = copy_check(vmm, va, len, st);
 
+	if (ret)
+		return ret;
 	run_on(sb(vmm), st, tp_vmm_sim_copy_ns(vmm, len));
-	copy_note(sb(vmm), va, len, st, start);
+	copy_note(sb(vmm), va, len, st);
 	return 0;
 }
 
 static int sim_copy_h2d(struct tp_vmm *vmm, uintptr_t va, const void *host,
 			size_t len, enum tp_stream st)
 {
-	uint64_t start = start_on(sb(vmm), st);
+	int ret = copy_check(vmm, va, len, st);
 
+	if (ret)
+		return ret;
 	run_on(sb(vmm), st, tp_vmm_sim_copy_ns(vmm, len));
-	copy_note(sb(vmm), va, len, st, start);
+	copy_note(sb(vmm), va, len, st);
 	return 0;
 }
 
@@ -686,46 +688,9 @@ static void sim_worker_lane(struct tp_vmm *vmm, unsigned lane)
 }
 
 /* The played thread is the one maps go ahead on: with a profile. */
-static int sim_gate_open(struct tp_vmm *vmm)
+static bool sim_can_map_ahead(struct tp_vmm *vmm)
 {
-	return sb(vmm)->profile ? 0 : -EOPNOTSUPP;
-}
-
-static void sim_gate_post(struct tp_vmm *vmm, uint32_t seq)
-{
-	struct sim_backend *s = sb(vmm);
-
-	pthread_mutex_lock(&s->lock);
-	s->gate_time = s->on_worker ? s->worker : s->host;
-	pthread_mutex_unlock(&s->lock);
-}
-
-static bool sim_gate_passed(struct tp_vmm *vmm, uint32_t seq)
-{
-	struct sim_backend *s = sb(vmm);
-	bool passed;
-
-	pthread_mutex_lock(&s->lock);
-	passed = s->gate_time <= s->host;
-	pthread_mutex_unlock(&s->lock);
-	return passed;
-}
-
-static int sim_gate_stream(struct tp_vmm *vmm, enum tp_stream st,
-			   uint32_t seq, uint64_t *from, uint64_t *to)
-{
-	struct sim_backend *s = sb(vmm);
-
-	/* Enqueued as an op is (cuStreamWaitValue32). */
-	if (s->profile)
-		charge_host(vmm, s->profile->issue_ns);
-	pthread_mutex_lock(&s->lock);
-	/* The stream reaches the wait once it and the host are there. */
-	*from = max_u64(s->stream[st], s->host);
-	*to = s->gate_time > *from ? s->gate_time : *from;
-	s->stream[st] = max_u64(s->stream[st], s->gate_time);
-	pthread_mutex_unlock(&s->lock);
-	return 0;
+	return sb(vmm)->profile;
 }
 
 static void sim_wait_until(struct tp_vmm *vmm, uint64_t t)
@@ -814,10 +779,7 @@ const struct tp_vmm_ops tp_vmm_sim_ops = {
 	.op_workspace = sim_op_workspace,
 	.remap_handle_ns = sim_remap_handle_ns,
 	.worker_lane = sim_worker_lane,
-	.gate_open = sim_gate_open,
-	.gate_post = sim_gate_post,
-	.gate_passed = sim_gate_passed,
-	.gate_stream = sim_gate_stream,
+	.can_map_ahead = sim_can_map_ahead,
 	.worker_begin = sim_worker_begin,
 	.worker_end = sim_worker_end,
 	.wait_until = sim_wait_until,

@@ -31,16 +31,13 @@ void tp_map_ahead_init(struct tp_map_ahead *a)
 void tp_map_ahead_start(struct tp_vmm *vmm, struct tp_deferred *d,
 			int want)
 {
-	int ret;
-
 	if (want == TP_MAP_AHEAD_OFF ||
 	    (want == TP_MAP_AHEAD_AUTO && vmm->ops->device == TP_DEVICE_CPU) ||
-	    d->mode == TP_DEFERRED_POLL || !vmm->ops->gate_open)
+	    d->mode == TP_DEFERRED_POLL)
 		return;
-	ret = vmm->ops->gate_open(vmm);
-	if (ret) {
-		tp_log(TP_LOG_INFO, "vmm: maps are made on the caller's thread: the %s backend's streams cannot wait for the driver thread (%s)",
-		       vmm->ops->name, strerror(-ret));
+	if (vmm->ops->can_map_ahead && !vmm->ops->can_map_ahead(vmm)) {
+		tp_log(TP_LOG_INFO, "vmm: maps are made on the caller's thread: the %s backend plays no driver thread here",
+		       vmm->ops->name);
 		return;
 	}
 	d->ahead.on = true;
@@ -51,10 +48,9 @@ int tp_map_ahead_error(const struct tp_deferred *d)
 	return __atomic_load_n(&d->ahead.error, __ATOMIC_ACQUIRE);
 }
 
-/* The job numbered @seq done: its gate opens. */
-static void posted(struct tp_vmm *vmm, struct tp_map_ahead *a, uint32_t seq)
+/* The job numbered @seq done: work over its run may be issued. */
+static void posted(struct tp_map_ahead *a, uint32_t seq)
 {
-	vmm->ops->gate_post(vmm, seq);
 	__atomic_store_n(&a->done, seq, __ATOMIC_RELEASE);
 }
 
@@ -185,7 +181,7 @@ static int play_job(struct tp_vmm *vmm, struct tp_deferred *d, uintptr_t va,
 	start = tp_vmm_now_ns(vmm);	/* the played thread's clock */
 	ret = job_calls(vmm, va, c, n, unborn, &made);
 	if (!ret)
-		posted(vmm, a, a->queued + 1);
+		posted(a, a->queued + 1);
 	a->played_at = vmm->ops->worker_end(vmm);
 	if (vmm->ops->worker_lane)
 		vmm->ops->worker_lane(vmm, 0);
@@ -361,7 +357,7 @@ bool tp_map_ahead_run(struct tp_vmm *vmm, struct tp_deferred *d)
 		ret = job_calls(vmm, job->va, job->chunks, job->n, job->unborn,
 				&made);
 		if (!ret)
-			posted(vmm, a, job->seq);
+			posted(a, job->seq);
 		pthread_mutex_lock(&d->lock);
 		if (job->unborn)
 			born(vmm, d, job->chunks, made, 0);
@@ -396,10 +392,22 @@ int tp_map_ahead_wait(struct tp_vmm *vmm, struct tp_deferred *d)
 	return a->error ? a->error : d->error;
 }
 
+/* Whether job @seq is done where the caller is (played: at its clock). */
+static bool made(struct tp_vmm *vmm, const struct tp_deferred *d,
+		 uint32_t seq)
+{
+	if (d->mode == TP_DEFERRED_PLAYED)
+		return d->ahead.played_at <= tp_vmm_now_ns(vmm);
+	return at_or_after(__atomic_load_n(&d->ahead.done, __ATOMIC_ACQUIRE),
+			   seq);
+}
+
 int tp_map_ahead_gate(struct tp_vmm *vmm, struct tp_deferred *d,
 		      enum tp_stream s)
 {
 	struct tp_map_ahead *a = &d->ahead;
+	const struct tp_vmm_observer *obs;
+	uint64_t from, to;
 	uint32_t q;
 	int ret;
 
@@ -409,22 +417,28 @@ int tp_map_ahead_gate(struct tp_vmm *vmm, struct tp_deferred *d,
 	if (ret)
 		return ret;
 	q = __atomic_load_n(&a->queued, __ATOMIC_ACQUIRE);
-	if (a->waited[s] == q)
+	if (made(vmm, d, q))
 		return 0;
-	if (!vmm->ops->gate_passed(vmm, q)) {
-		const struct tp_vmm_observer *obs;
-		uint64_t from, to;
-
-		ret = vmm->ops->gate_stream(vmm, s, q, &from, &to);
-		if (ret)
-			return ret;
-		vmm->stats.gate_waits++;
-		obs = __atomic_load_n(&vmm->obs, __ATOMIC_ACQUIRE);
-		if (to > from && obs && obs->gate)
-			obs->gate(obs->priv, s, from, to);
-	}
-	a->waited[s] = q;
-	return 0;
+	/*
+	 * On the host: the driver checks the addresses of a copy, a memset
+	 * or a library's call when it is enqueued, so the work may not be
+	 * issued before the maps it could touch are made.
+	 */
+	from = tp_vmm_now_ns(vmm);
+	pthread_mutex_lock(&d->lock);
+	if (d->mode == TP_DEFERRED_PLAYED)
+		vmm->ops->wait_until(vmm, a->played_at);
+	else
+		while (!a->error && !d->error && !made(vmm, d, q))
+			pthread_cond_wait(&d->cond, &d->lock);
+	ret = a->error ? a->error : d->error;
+	pthread_mutex_unlock(&d->lock);
+	to = tp_vmm_now_ns(vmm);
+	vmm->stats.gate_waits++;
+	obs = __atomic_load_n(&vmm->obs, __ATOMIC_ACQUIRE);
+	if (to > from && obs && obs->gate)
+		obs->gate(obs->priv, s, from, to);
+	return ret;
 }
 
 void tp_map_ahead_finish(struct tp_vmm *vmm, struct tp_deferred *d)
@@ -444,7 +458,5 @@ void tp_map_ahead_finish(struct tp_vmm *vmm, struct tp_deferred *d)
 	}
 	a->tail = &a->head;
 	pthread_mutex_unlock(&d->lock);
-	/* Every job made (a repeat), or the device failed: open it. */
-	vmm->ops->gate_post(vmm, a->queued);
 	a->on = false;
 }

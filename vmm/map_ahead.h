@@ -5,22 +5,28 @@
  * The driver charges a map and an access grant per handle, tens of
  * microseconds each, and neither waits for the device. So the thread
  * issuing the ops does not make them: it queues the map of a run and goes
- * on; the streams wait for it on the device, behind the backend's gate
- * (a value in pinned host memory on cuda, cuStreamWaitValue32), and the
- * driver thread makes the calls before any other job of its and opens
- * the gate. The issuing thread waits only where it unmaps such a run at
- * once (rare: a failure's undo), and the device only where the work
- * reaches a map not made yet.
+ * on (choosing victims, queueing copies' bookkeeping, the next maps), and
+ * the driver thread makes the calls before any other job of its. The
+ * issuing thread waits for the maps queued so far only where it issues
+ * work on a stream before they are made (tp_map_ahead_gate()), or unmaps
+ * such a run at once (rare: a failure's undo).
+ *
+ * That wait is on the host, not on the device: the driver checks the
+ * addresses of a copy (cuMemcpyHtoDAsync answers CUDA_ERROR_INVALID_VALUE
+ * over a reservation not mapped yet), a memset or a library's call when
+ * it is enqueued, whatever the stream would wait for first, so a stream
+ * cannot be made to wait on the device (cuStreamWaitValue32) for a map
+ * still to be made. An H200 refused the copies of such a design.
  *
  * A map over a range whose old mapping is still to be unmapped (behind
  * the work that read it) waits for that unmap on the driver thread, not
  * on the caller's.
  *
- * Jobs are numbered in the order queued and done in that order; a
- * stream is made to wait for the last job queued before work is issued
- * on it, unless that job is done already, so one wait covers every map
- * the work could touch. On sim the thread is played: a job runs on its
- * clock when queued and the gate opens at its end there.
+ * Jobs are numbered in the order queued and done in that order; before
+ * work is issued the caller waits for the last job queued, unless it is
+ * done already, so one wait covers every map the work could touch. On sim
+ * the thread is played: a job runs on its clock when queued, and the
+ * caller's clock waits for its end there.
  *
  * A job may also make the handles it maps (the extent pool leaves the
  * handle of a re-carve to the driver thread, TP_CHUNK_UNBORN): it waits
@@ -29,10 +35,9 @@
  * never passes the budget.
  *
  * A map the driver thread fails (the device's error: the handles and the
- * range were the caller's) is never followed by an open gate: the work
- * behind it would touch unmapped memory. The failure is sticky; every
- * later sync and stream work of the vmm returns it, and the gate opens
- * only at close, once nothing matters.
+ * range were the caller's) is never followed by the work behind it,
+ * which would touch unmapped memory. The failure is sticky; every later
+ * sync and stream work of the vmm returns it.
  *
  * Called with the deferred list's lock held (tp_deferred_lock), which the
  * driver thread's loop holds, except where said.
@@ -70,8 +75,6 @@ struct tp_map_ahead {
 	struct tp_map_job *cur;		/* the one the driver thread makes */
 	uint32_t queued;		/* the last job queued */
 	uint32_t done;			/* the last job done (atomic) */
-	/* The last job each stream was made to wait for: the caller's. */
-	uint32_t waited[TP_NR_STREAMS];
 	uint64_t played_at;		/* played: when the last job was done */
 	int error;			/* a job failed: sticky (atomic) */
 };
@@ -123,7 +126,7 @@ bool tp_map_ahead_pending(const struct tp_vmm *vmm,
 
 /*
  * tp_map_ahead_run() - the driver thread makes every queued map, oldest
- * first, the lock dropped around the calls, and opens the gate after
+ * first, the lock dropped around the calls, and wakes the waiters after
  * each. Return: whether it made any.
  */
 bool tp_map_ahead_run(struct tp_vmm *vmm, struct tp_deferred *d);
@@ -135,8 +138,9 @@ bool tp_map_ahead_run(struct tp_vmm *vmm, struct tp_deferred *d);
 int tp_map_ahead_wait(struct tp_vmm *vmm, struct tp_deferred *d);
 
 /*
- * tp_map_ahead_gate() - before work is issued on @s: make @s wait for
- * the maps queued so far, where they are not done. Lock not held.
+ * tp_map_ahead_gate() - before work is issued on @s: the caller waits
+ * for the maps queued so far, where they are not done (played: its clock
+ * does). Lock not held.
  * Return: 0, or the sticky error.
  */
 int tp_map_ahead_gate(struct tp_vmm *vmm, struct tp_deferred *d,
@@ -146,9 +150,9 @@ int tp_map_ahead_gate(struct tp_vmm *vmm, struct tp_deferred *d,
 int tp_map_ahead_error(const struct tp_deferred *d);
 
 /*
- * tp_map_ahead_finish() - at close, the driver thread stopped: make the
- * maps still queued (after a failure, drop them) and open the gate for
- * good, so that the streams drain.
+ * tp_map_ahead_finish() - at close, the driver thread stopped: drop the
+ * maps still queued (after a failure; else none is left) and turn maps
+ * ahead off.
  */
 void tp_map_ahead_finish(struct tp_vmm *vmm, struct tp_deferred *d);
 

@@ -318,24 +318,11 @@ struct tp_vmm_ops {
 	int (*event_when)(struct tp_vmm *vmm, struct tp_event *ev,
 			  uint64_t *t);
 	/*
-	 * Optional: the gate behind which the streams wait for maps made
-	 * by the library's driver thread (vmm.map_ahead). Jobs are numbered
-	 * from 1 in the order queued and done in that order.
-	 * gate_open() readies it: -EOPNOTSUPP where the streams cannot
-	 * wait for the host here. gate_post() opens it up to job @seq
-	 * (called by the driver thread, or the played one: sim keeps that
-	 * thread's clock as when the gate opened); gate_passed() says
-	 * whether job @seq's gate is open where the caller is (sim: at its
-	 * clock); gate_stream() has the work issued on @s from now on wait
-	 * until it is, and sets *@from and *@to to when @s will wait there,
-	 * where the backend can tell (sim; else both 0). The backend's close
-	 * frees what gate_open() made.
+	 * Optional: whether the library's driver thread may make maps
+	 * ahead here (vmm.map_ahead; sim: with a profile, whose played
+	 * thread it is). NULL: it may.
 	 */
-	int (*gate_open)(struct tp_vmm *vmm);
-	void (*gate_post)(struct tp_vmm *vmm, uint32_t seq);
-	bool (*gate_passed)(struct tp_vmm *vmm, uint32_t seq);
-	int (*gate_stream)(struct tp_vmm *vmm, enum tp_stream s,
-			   uint32_t seq, uint64_t *from, uint64_t *to);
+	bool (*can_map_ahead)(struct tp_vmm *vmm);
 	/* The native stream handle for launch functions (CUstream), or NULL. */
 	void *(*stream_handle)(struct tp_vmm *vmm, enum tp_stream s);
 
@@ -399,8 +386,8 @@ struct tp_vmm_observer {
 		       uint64_t t1, uint64_t units, bool background);
 	void (*wait)(void *priv, uint64_t t0, uint64_t t1, const char *why);
 	/*
-	 * Optional: stream @s (the device) waited for maps made ahead from
-	 * @t0 to @t1, where the backend knows when (sim). Caller's thread.
+	 * Optional: the caller's thread waited for maps made ahead from
+	 * @t0 to @t1 before it issued work on stream @s. Caller's thread.
 	 */
 	void (*gate)(void *priv, enum tp_stream s, uint64_t t0, uint64_t t1);
 	void *priv;
@@ -570,10 +557,12 @@ int tp_vmm_map(struct tp_vmm *vmm, uintptr_t va, struct tp_chunk *const *c,
 	       size_t n);
 /**
  * tp_vmm_map_ahead() - tp_vmm_map(), made by the library's driver thread
- * where vmm.map_ahead is on and the backend's streams can wait for it:
- * the call returns once the map is queued, and the work issued on any
- * stream from then on (launches, copies) waits until it is done, on the
- * device, not on the caller's thread. The run is the caller's as if
+ * where vmm.map_ahead is on: the call returns once the map is queued,
+ * and the caller waits for it only where it issues work on a stream
+ * (launches, copies) before it is done. The wait is the host's: the
+ * driver checks a copy's addresses, and a library call's, when it is
+ * enqueued, so no stream can be made to wait on the device for a map
+ * still to be made. The run is the caller's as if
  * mapped: unmapping it, at once or after an event, comes after the map.
  * Fault injection counts the map and the access grant here, on the
  * caller's thread. Elsewhere it is tp_vmm_map(). Return: as tp_vmm_map();
@@ -583,9 +572,10 @@ int tp_vmm_map(struct tp_vmm *vmm, uintptr_t va, struct tp_chunk *const *c,
 int tp_vmm_map_ahead(struct tp_vmm *vmm, uintptr_t va,
 		     struct tp_chunk *const *c, size_t n);
 /*
- * tp_vmm_gate() - work issued on @s from now on, by any means, waits for
- * every map made ahead so far (launches and copies through the vmm do
- * this themselves). Return: 0, or the error of a map that failed.
+ * tp_vmm_gate() - before work is issued on @s by any means: the caller
+ * waits until every map made ahead so far is made (launches and copies
+ * through the vmm do this themselves). Return: 0, or the error of a map
+ * that failed.
  */
 int tp_vmm_gate(struct tp_vmm *vmm, enum tp_stream s);
 /* Unmap the run of @n pages at @va, backed by the per-page array @c, at

@@ -310,10 +310,18 @@ void run_error(const struct train_args *a, const char *which,
 		tp_strerror(r->rc), r->why[0] ? ": " : "", r->why);
 }
 
-/* Whether @r failed for want of host swap (stats.swap_full). */
+/*
+ * Whether @r failed for want of host swap: the pager blamed the swap
+ * (stats.swap_full), or the run filled it to its limit before it ran out
+ * of memory (a path that fails without asking the swap first, such as
+ * lineage keeping what an overwritten tensor made, is then short of it
+ * too).
+ */
 bool swap_failed(const struct run *r)
 {
-	return r->rc == -ENOMEM && r->st.swap_full;
+	return r->rc == -ENOMEM &&
+	       (r->st.swap_full ||
+		(r->host_limit && r->st.host_peak >= r->host_limit));
 }
 
 /* The host swap limit @r ran under, named as its user set or knows it. */

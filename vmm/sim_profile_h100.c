@@ -55,13 +55,11 @@ const struct tp_sim_profile tp_sim_profile_h100 = {
 	/* The H100 took the same 1780 MiB workspace at batch 128. */
 	.conv_workspace = 1780.0 / 392.0,
 	/*
-	 * Not measured: cuDNN's implicit-GEMM algorithms take scratch for
-	 * their precomputed indices only, and are taken here to run the
-	 * convolution in 1.5 times the time of the fastest (bench/conv-lean
-	 * measures both on a GPU).
+	 * cuDNN's lean algorithms as on the H200 (sim_profile_h200.c: the
+	 * same cuDNN and the same Hopper cores; not measured on an H100).
 	 */
 	.conv_lean_workspace = 1.0 / 64,
-	.conv_lean_slowdown = 1.5,
+	.conv_lean_slowdown = 1.16,
 	.ops = h100_ops,
 	.nr_ops = sizeof(h100_ops) / sizeof(h100_ops[0]),
 	.other = H100_OTHER,

@@ -429,9 +429,9 @@ struct tp_stats {
 	/* iterations in which prefetching stopped: more prefetched tensors
 	 * left unused than were used (a record that no longer holds) */
 	uint64_t prefetch_halted;
-	/* runs the driver thread mapped ahead, the streams waiting for
-	 * them on the device (vmm.map_ahead), and the waits put on a
-	 * stream: work issued before its map was made */
+	/* runs the driver thread mapped ahead while the thread issuing
+	 * the ops went on (vmm.map_ahead), and that thread's waits for
+	 * them: work issued before they were made */
 	uint64_t maps_ahead;
 	uint64_t gate_waits;
 };

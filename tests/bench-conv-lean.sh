@@ -1,8 +1,8 @@
 #!/bin/sh
 # SPDX-License-Identifier: MIT
 # bench/conv-lean on the sim's H200 profile: a bound on a convolution's
-# scratch slows the unconstrained step (only the convolutions, by the
-# profile's 1.16: more than 1x, less than 1.16x the step) and, in 4 GiB at
+# scratch slows the unconstrained step (only the convolutions, at most
+# 1.37 times: more than 1x, less than 1.37x the step) and, in 4 GiB at
 # batch 128, leaves room that makes the budgeted step faster than with
 # the fastest algorithms' scratch. One JSON line per bound.
 top_srcdir=${top_srcdir:-.}
@@ -28,8 +28,8 @@ ok $([ $rc = 0 ] && [ ! -s "$tmp/err" ] && [ "$(wc -l < "$tmp/out")" = 2 ]
      echo $?) "two bounds, two JSON lines"
 got() { sed -n "$1p" "$tmp/out" | sed -n "s/.*\"$2\": \([^,}]*\).*/\1/p"; }
 slow=$(got 2 slowdown)
-ok $(awk -v s="$slow" 'BEGIN { exit !(s > 1.05 && s < 1.16) }'; echo $?) \
-	"64M: the unconstrained step is ${slow}x no bound's (the convolutions 1.16x)"
+ok $(awk -v s="$slow" 'BEGIN { exit !(s > 1.05 && s < 1.37) }'; echo $?) \
+	"64M: the unconstrained step is ${slow}x no bound's (the convolutions at most 1.37x)"
 b0=$(got 1 budget_step_ms)
 b1=$(got 2 budget_step_ms)
 ok $(awk -v a="$b0" -v b="$b1" 'BEGIN { exit !(b > 0 && b < a) }'; echo $?) \

@@ -120,16 +120,26 @@ static void h100(void)
 
 /*
  * The h200 profile's convolutions: the fastest algorithms' scratch
- * (1780/392 of the largest tensor) within vmm.workspace_max, else the
- * lean ones' (1/64) at 1.5 times the time; other ops take none.
+ * (1780/392 of the largest tensor) within vmm.workspace_max; under a
+ * bound below it, an algorithm taking the bound (at least the leanest's
+ * 1/64) whose time is between the fastest's and 1.37 times it, on a log
+ * scale of the scratch; other ops take none.
  */
+static double lean_time(double fast, double largest, double bound)
+{
+	double need = largest * 1780.0 / 392.0, leanest = largest / 64;
+	double f = bound <= leanest ? 1 : log(need / bound) / log(need / leanest);
+
+	return fast * (1 + 0.37 * f);
+}
+
 static void workspace(void)
 {
 	const size_t mib = 1u << 20, big = 100 * mib, small = 50 * mib;
 	struct tp_op_work w = { .flops = 4e11, .bytes = 3.0 * big };
-	uint64_t fast, lean, none, bfast, blean;
+	uint64_t fast, lean, tiny, none, bfast, blean;
 	struct tp_vmm *vmm;
-	size_t ws[4];
+	size_t ws[5];
 	char why[256];
 	int rc;
 
@@ -149,18 +159,29 @@ static void workspace(void)
 	rc = tp_vmm_op_workspace(vmm, "conv2d", big, &ws[2]) ?:
 	     tp_vmm_op_workspace(vmm, "conv2d_bwd", small, &ws[3]) ?:
 	     tp_vmm_op_ns(vmm, "conv2d", &w, &lean);
-	ok(!rc && ws[2] == big / 64 &&
+	ok(!rc && ws[2] == 256 * mib &&
 	   ws[3] == (size_t)((double)small * 1780.0 / 392.0),
-	   "workspace: 256 MiB bound: 100 MiB tensors take the lean %zu bytes, 50 MiB ones still the fastest %zu",
+	   "workspace: 256 MiB bound: 100 MiB tensors take the bound's %zu bytes, 50 MiB ones still the fastest %zu",
 	   ws[2], ws[3]);
-	ok(fast > 0 && lean == (uint64_t)llround((double)fast * 1.16),
-	   "workspace: the lean convolution takes %llu ns, 1.16 x %llu (the H200's)",
-	   (unsigned long long)lean, (unsigned long long)fast);
+	ok(fast > 0 && lean > fast &&
+	   lean == (uint64_t)llround(lean_time((double)fast, big, 256.0 * mib)),
+	   "workspace: under 256 MiB the convolution takes %llu ns, %.4f x %llu, between the fastest and the leanest",
+	   (unsigned long long)lean, (double)lean / (double)fast,
+	   (unsigned long long)fast);
+	tp_vmm_set_workspace_max(vmm, mib);
+	rc = tp_vmm_op_workspace(vmm, "conv2d", big, &ws[4]) ?:
+	     tp_vmm_op_ns(vmm, "conv2d", &w, &tiny);
+	ok(!rc && ws[4] == big / 64 &&
+	   tiny == (uint64_t)llround((double)fast * 1.37),
+	   "workspace: under 1 MiB the leanest: %zu bytes (1/64), 1.37 x the time",
+	   ws[4]);
+	tp_vmm_set_workspace_max(vmm, 256 * mib);
 	w.largest = 0;
 	rc = tp_vmm_op_ns(vmm, "conv2d", &w, &none);
 	w.largest = (double)big;
 	rc = rc ?: tp_vmm_op_ns(vmm, "conv2d_bwd", &w, &blean);
-	ok(!rc && none == fast && blean == (uint64_t)llround((double)bfast * 1.16),
+	ok(!rc && none == fast &&
+	   blean == (uint64_t)llround(lean_time((double)bfast, big, 256.0 * mib)),
 	   "workspace: an op that does not say its largest tensor is priced as the fastest; the backward convolution slows too");
 	tp_vmm_close(vmm);
 }
@@ -179,7 +200,7 @@ int main(void)
 	void *a, *b;
 	uintptr_t r1, r2;
 
-	plan_tests(21);
+	plan_tests(22);
 	vmm = vt_open("sim", CHUNK, OPTS, why, sizeof(why));
 	if (!vmm || tp_vmm_pool_create(vmm, 16 * CHUNK))
 		bail_out("%s", why);

@@ -68,9 +68,10 @@ struct tp_sim_profile {
 	uint64_t issue_ns;
 	/*
 	 * The scratch a convolution's fastest algorithms take, per byte of
-	 * its largest tensor (0: none); when that is above vmm.workspace_max,
-	 * the scratch of the leaner ones taken instead, and how many times
-	 * as long the convolution then takes.
+	 * its largest tensor (0: none); that of the leanest, and how many
+	 * times as long the convolution takes with it. Under a
+	 * vmm.workspace_max between the two, an algorithm taking the bound
+	 * runs in between, on a log scale of the scratch.
 	 */
 	double conv_workspace;
 	double conv_lean_workspace;

@@ -59,7 +59,7 @@ const struct tp_sim_profile tp_sim_profile_h100 = {
 	 * same cuDNN and the same Hopper cores; not measured on an H100).
 	 */
 	.conv_lean_workspace = 1.0 / 64,
-	.conv_lean_slowdown = 1.16,
+	.conv_lean_slowdown = 1.37,
 	.ops = h100_ops,
 	.nr_ops = sizeof(h100_ops) / sizeof(h100_ops[0]),
 	.other = H100_OTHER,

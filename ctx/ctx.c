@@ -166,6 +166,7 @@ TP_API struct tp_ctx *tp_ctx_create(const char *opts)
 	tp_vmm_set_workspace_max(ctx->vmm,
 				 tp_psize_bytes(&ctx->conf.vmm_workspace_max,
 						ctx->vmm->device_bytes));
+	tp_vmm_set_op_math(ctx->vmm, (enum tp_op_math)ctx->conf.vmm_math);
 	ctx->pager = tp_pager_create(ctx->vmm, ctx->tracer, &pc, &errors);
 	if (!ctx->pager) {
 		ret = -errno;

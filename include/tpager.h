@@ -287,6 +287,12 @@ enum tp_device {
 	TP_DEVICE_NONE,		/* no data: the sim backend */
 };
 
+/* The math of an op's floating-point products (vmm.math). */
+enum tp_op_math {
+	TP_MATH_FP32 = 0,	/* IEEE FP32, fused multiply-add */
+	TP_MATH_TF32,		/* inputs rounded to TF32 on tensor cores */
+};
+
 /* What a launch function receives. Addresses are device addresses. */
 struct tp_op_launch {
 	struct tp_ctx *ctx;
@@ -321,6 +327,12 @@ struct tp_op_launch {
 	 * run's.
 	 */
 	size_t workspace_max;
+	/*
+	 * The math the op's products may use (vmm.math); an
+	 * implementation without TF32 runs FP32. Fixed for a context, so a
+	 * recompute's bits are the first run's.
+	 */
+	enum tp_op_math math;
 };
 
 /**

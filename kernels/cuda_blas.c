@@ -6,7 +6,8 @@
  * swapped and the same leading dimensions as CBLAS takes.
  *
  * cuBLAS gives the same bits on every run on one GPU model (it uses no
- * atomics unless allowed), and FP32 math stays FP32 (TF32 is opt-in).
+ * atomics unless allowed), and FP32 math stays FP32 unless the launch
+ * allows TF32 (l->math, vmm.math: CUBLAS_TF32_TENSOR_OP_MATH).
  *
  * A batched GEMM runs in parts along its batch, each part a strided
  * batch of its products; a linear op along its rows, each part a product
@@ -58,6 +59,12 @@ int tp_cuda_sgemm(const struct tp_op_launch *l, int trans_a, int trans_b,
 			"cublasSetStream");
 	if (rc)
 		goto out;
+	rc = blas_check(l, cublasSetMathMode(blas, l->math == TP_MATH_TF32 ?
+					     CUBLAS_TF32_TENSOR_OP_MATH :
+					     CUBLAS_DEFAULT_MATH),
+			"cublasSetMathMode");
+	if (rc)
+		goto out;
 	s = cublasSgemmStridedBatched(blas,
 			trans_b ? CUBLAS_OP_T : CUBLAS_OP_N,
 			trans_a ? CUBLAS_OP_T : CUBLAS_OP_N,
@@ -94,6 +101,7 @@ struct gemm_key {
 	char device[8];
 	struct gemm_shape g;
 	int rows;
+	int math;			/* enum tp_op_math */
 };
 
 static int run_all(const struct tp_op_launch *l, const struct gemm_run *r,
@@ -186,6 +194,7 @@ static int products(const struct tp_op_launch *l, const struct gemm_run *r,
 	memcpy(key.device, "cublas", 7);
 	key.g = r->g;
 	key.rows = r->rows;
+	key.math = (int)l->math;
 	/* Rows one at a time would cost a GPU's step many times over. */
 	return tp_batching_run(&key, sizeof(key), (uint32_t)count,
 			       (uint32_t)whole, 0, &gemm_ops, &j);

@@ -4,11 +4,14 @@
  *
  * Convolutions use deterministic algorithms only, chosen by cuDNN's
  * heuristics (not by timing runs, which could pick differently from one
- * run to the next), with FP32 FMA math so that no TF32 rounding creeps in,
- * and within the launch's workspace bound (l->workspace_max, the
+ * run to the next), with FP32 FMA math so that no TF32 rounding creeps in
+ * unless the launch allows TF32 (l->math, vmm.math: cuDNN's default math,
+ * tensor cores on the inputs rounded to TF32, as PyTorch's default runs
+ * them), and within the launch's workspace bound (l->workspace_max, the
  * context's vmm.workspace_max): the fastest that fits, else the one that
- * takes least. The choice and its workspace size are cached per shape and
- * bound: a recompute replays exactly the algorithm of the first run. The
+ * takes least. The choice and its workspace size are cached per shape,
+ * bound and math: a recompute replays exactly the algorithm of the first
+ * run. The
  * workspace is the op's optional last input (a tpager tensor, so the pager
  * counts it), or else comes from the stream-ordered allocator and goes
  * back to it on the same stream.
@@ -25,6 +28,10 @@
  * the whole batch: the very call a whole run makes. The other ops that
  * cuDNN could run (batch-norm, ReLU, pooling, softmax) are tpager's own
  * kernels, whose parts are exact by construction.
+ *
+ * One file, past the usual length: the descriptors, the choice of
+ * algorithms and the batch-invariance check share the cuDNN handle and
+ * the cache of choices, under one lock.
  */
 #include "config.h"
 
@@ -120,6 +127,7 @@ enum conv_dir {
 struct conv_key {
 	char device[8];
 	int dir;
+	int algo, math;			/* the direction's algorithm */
 	struct tp_conv2d_params shape;
 };
 
@@ -132,6 +140,7 @@ struct conv_algo {
 	cudnnMathType_t fwd_math, data_math, filter_math;
 	size_t fwd_ws, bwd_ws;
 	size_t limit;			/* the bound it was chosen within */
+	enum tp_op_math math;		/* and the math it allows */
 	struct conv_algo *next;
 };
 
@@ -159,7 +168,9 @@ static int conv_desc_n(const struct tp_op_launch *l,
 					    (int)p->stride_w, 1, 1,
 					    CUDNN_CROSS_CORRELATION,
 					    CUDNN_DATA_FLOAT));
-	DNN(cudnnSetConvolutionMathType(d->conv, CUDNN_FMA_MATH));
+	/* TF32 allowed: cuDNN's default math, tensor cores included. */
+	DNN(cudnnSetConvolutionMathType(d->conv, l->math == TP_MATH_TF32 ?
+					CUDNN_DEFAULT_MATH : CUDNN_FMA_MATH));
 out:
 	return rc;
 }
@@ -172,12 +183,14 @@ static int conv_desc(const struct tp_op_launch *l,
 
 /*
  * Pick, from cuDNN's ranked list, the first algorithm that is supported,
- * deterministic, uses FMA math and whose workspace is within @limit (0:
- * any); failing that, the first deterministic one within it; failing
- * that, the deterministic one that takes least (FMA math first).
+ * deterministic, uses FMA math (unless @tf32) and whose workspace is
+ * within @limit (0: any); failing that, the first deterministic one
+ * within it; failing that, the deterministic one that takes least (FMA
+ * math first). Never one that converts FP32 to FP16.
  */
 #define USABLE(perf) ((perf).status == CUDNN_STATUS_SUCCESS && \
-		      (perf).determinism == CUDNN_DETERMINISTIC)
+		      (perf).determinism == CUDNN_DETERMINISTIC && \
+		      (perf).mathType != CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION)
 
 /* @a takes less workspace than @b, or as much with FMA math and @b not. */
 #define LEANER(a, b) ((a).memory < (b).memory || \
@@ -185,10 +198,10 @@ static int conv_desc(const struct tp_op_launch *l,
 		       (a).mathType == CUDNN_FMA_MATH && \
 		       (b).mathType != CUDNN_FMA_MATH))
 
-#define PICK(perf, n, limit, out_algo, out_math) ({ \
+#define PICK(perf, n, limit, tf32, out_algo, out_math) ({ \
 	size_t lim_ = (limit) ? (limit) : SIZE_MAX; \
 	int found_ = -1, i_; \
-	for (i_ = 0; i_ < (n) && found_ < 0; i_++) \
+	for (i_ = 0; i_ < (n) && found_ < 0 && !(tf32); i_++) \
 		if (USABLE((perf)[i_]) && (perf)[i_].memory <= lim_ && \
 		    (perf)[i_].mathType == CUDNN_FMA_MATH) \
 			found_ = i_; \
@@ -222,10 +235,11 @@ static int conv_choose(const struct tp_op_launch *l,
 	struct conv_algo *a;
 	size_t ws_data, ws_filter;
 	int nf, nd, nw, rc = 0;
+	bool tf32;
 
 	for (a = conv_cache; a; a = a->next)
 		if (!memcmp(&a->shape, p, sizeof(*p)) &&
-		    a->limit == l->workspace_max) {
+		    a->limit == l->workspace_max && a->math == l->math) {
 			*out_algo = a;
 			return 0;
 		}
@@ -234,15 +248,17 @@ static int conv_choose(const struct tp_op_launch *l,
 		return -ENOMEM;
 	a->shape = *p;
 	a->limit = l->workspace_max;
+	a->math = l->math;
 	DNN(cudnnGetConvolutionForwardAlgorithm_v7(dnn, d->x, d->w, d->conv,
 			d->y, NF, &nf, fp));
 	DNN(cudnnGetConvolutionBackwardDataAlgorithm_v7(dnn, d->w, d->y,
 			d->conv, d->x, ND, &nd, dp));
 	DNN(cudnnGetConvolutionBackwardFilterAlgorithm_v7(dnn, d->x, d->y,
 			d->conv, d->w, NW, &nw, wp));
-	if (!PICK(fp, nf, a->limit, &a->fwd, &a->fwd_math) ||
-	    !PICK(dp, nd, a->limit, &a->bwd_data, &a->data_math) ||
-	    !PICK(wp, nw, a->limit, &a->bwd_filter, &a->filter_math)) {
+	tf32 = a->math == TP_MATH_TF32;
+	if (!PICK(fp, nf, a->limit, tf32, &a->fwd, &a->fwd_math) ||
+	    !PICK(dp, nd, a->limit, tf32, &a->bwd_data, &a->data_math) ||
+	    !PICK(wp, nw, a->limit, tf32, &a->bwd_filter, &a->filter_math)) {
 		rc = tp_cuda_fail(l, "choosing a convolution algorithm",
 				  "no deterministic algorithm for this shape");
 		goto out;
@@ -293,11 +309,12 @@ static void ws_put(const struct tp_op_launch *l, void *ws, bool owned)
 }
 
 int tp_cuda_conv_workspace(const struct tp_conv2d_params *p, size_t limit,
-			   size_t *bytes)
+			   enum tp_op_math math, size_t *bytes)
 {
 	const struct tp_op_launch probe = {
 		.type = tp_kernels_find("conv2d"), .params = p,
 		.params_len = sizeof(*p), .workspace_max = limit,
+		.math = math,
 	};
 	const struct tp_op_launch *l = &probe;
 	struct dnn_desc d = { 0 };
@@ -511,6 +528,8 @@ static int conv_images(const struct tp_op_launch *l,
 	memset(&key, 0, sizeof(key));
 	memcpy(key.device, "cudnn", 6);
 	key.dir = dir;
+	key.algo = dir == CONV_FWD ? (int)a->fwd : (int)a->bwd_data;
+	key.math = dir == CONV_FWD ? (int)a->fwd_math : (int)a->data_math;
 	key.shape = *p;
 	/* Images one at a time would cost a GPU's step many times over. */
 	return tp_batching_run(&key, sizeof(key), n, p->n, 0, &conv_ops, &j);

@@ -16,7 +16,7 @@
 	}
 
 int tp_cuda_conv_workspace(const struct tp_conv2d_params *p, size_t limit,
-			   size_t *bytes)
+			   enum tp_op_math math, size_t *bytes)
 {
 	*bytes = 0;
 	return 0;

@@ -107,11 +107,12 @@ TP_CPU_OPS(TP_DECLARE_CUDA)
 /**
  * tp_cuda_conv_workspace() - the scratch the cuDNN algorithms chosen for
  * @p need, forward and backward (the larger), chosen within @limit bytes
- * (0: any), as a launch with that workspace_max chooses them.
+ * (0: any) for @math, as a launch with that workspace_max and math
+ * chooses them.
  * Return: 0 or -errno.
  */
 int tp_cuda_conv_workspace(const struct tp_conv2d_params *p, size_t limit,
-			   size_t *bytes);
+			   enum tp_op_math math, size_t *bytes);
 #endif
 
 /* CPU GEMM on row-major matrices: C = alpha op(A) op(B) + beta C. */

@@ -1039,7 +1039,8 @@ int tp_kernels_workspace_bytes(struct tp_vmm *vmm,
 #ifdef TP_HAVE_CUDA
 	if (tp_kernels_cuda_available())
 		return 0;
-	return tp_cuda_conv_workspace(params, tp_vmm_workspace_max(vmm), bytes);
+	return tp_cuda_conv_workspace(params, tp_vmm_workspace_max(vmm),
+				      tp_vmm_op_math(vmm), bytes);
 #else
 	return 0;
 #endif

@@ -57,6 +57,7 @@ int tp_lin_launch(struct tp_lineage *lin, const struct tp_op_type *type,
 			.parts = 1,
 			.device = tp_vmm_device(vmm),
 			.workspace_max = tp_vmm_workspace_max(vmm),
+			.math = tp_vmm_op_math(vmm),
 		},
 		.vmm = vmm,
 	};

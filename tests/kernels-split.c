@@ -58,6 +58,7 @@ struct split_case {
 	uint64_t in, out;
 	bool ws;		/* give a workspace input (never cut) */
 	size_t ws_max;		/* the launch's workspace_max (0: any) */
+	enum tp_op_math math;	/* the launch's math (the CPU's: FP32) */
 	bool ties;		/* inputs clamped at 0: max pooling ties */
 };
 
@@ -263,6 +264,7 @@ static int launch_slots(const struct split_case *c, const struct op_io *io,
 		.n_in = io->n_in, .out_bytes = out_bytes, .n_out = io->n_out,
 		.stream = be->stream, .part = part, .parts = parts,
 		.row0 = row0, .rows = rows, .workspace_max = c->ws_max,
+		.math = c->math,
 	};
 	unsigned k;
 
@@ -598,6 +600,15 @@ static const struct split_case cases[] = {
 	     B(0), .ws = true, .ws_max = 1),
 	CASE("conv2d_bwd 3x3 bias, lean", "conv2d_bwd", conv, 5,
 	     B(0) | B(1), B(0), .ws = true, .ws_max = 1),
+	/* TF32 on the tensor cores (vmm.math): other bits, the same rules */
+	CASE("conv2d 3x3 stride 2,1 bias, tf32", "conv2d", conv, 5, B(0),
+	     B(0), .ws = true, .math = TP_MATH_TF32),
+	CASE("conv2d_bwd 3x3 bias, tf32", "conv2d_bwd", conv, 5,
+	     B(0) | B(1), B(0), .ws = true, .math = TP_MATH_TF32),
+	CASE("linear_bwd, bias, tf32", "linear_bwd", lin_bias, 6,
+	     B(0) | B(1), B(0), .math = TP_MATH_TF32),
+	CASE("gemm A^T B, tf32", "gemm", gemm_tn, 7, B(0) | B(1), B(0),
+	     .math = TP_MATH_TF32),
 	CASE("batchnorm", "batchnorm", bn, 7, B(0), B(0)),
 	CASE("batchnorm_bwd", "batchnorm_bwd", bn, 7, B(0) | B(1), B(0)),
 	CASE("relu", "relu", elt, 42, B(0), B(0)),

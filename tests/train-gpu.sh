@@ -2,7 +2,8 @@
 # SPDX-License-Identifier: MIT
 # tpager-train on the GPU: ResNet-50 and BERT-base at reduced size (64x64
 # images of ten classes; two encoder layers at sequence 128) train 20 steps on the cuda
-# backend, and under a 50% budget the final weights are bit-identical to
+# backend, in FP32 and in TF32 (vmm.math), and under a 50% budget the
+# final weights are bit-identical to
 # the unconstrained run's, with recomputes and offloads both happening and
 # the peak within the budget. Skipped, saying why, where no GPU is usable;
 # TPAGER_TEST_BACKEND=cuda turns the skip into a failure.
@@ -53,12 +54,17 @@ trains() {
 		"$name: peak $bp within the budget $bud"
 }
 
-echo "1..18"
+echo "1..30"
 # Ten classes: 1000 do not learn in 20 steps of 16 images.
 trains resnet-50 --model resnet-50 --image 64 --batch 16 --classes 10
 # The same with a convolution's scratch bounded (the lean algorithms,
 # chosen alike under both budgets).
 trains resnet-50-lean --model resnet-50 --image 64 --batch 16 --classes 10 \
 	--set vmm.workspace_max=1M
+# TF32 on the tensor cores (vmm.math): other bits, the same rules.
+trains resnet-50-tf32 --model resnet-50 --image 64 --batch 16 --classes 10 \
+	--set vmm.math=tf32
 # BERT-base's layers on the defaults (SGD at 0.02), which once diverged.
 trains bert-base --model bert-base --layers 2 --seq 128 --batch 8
+trains bert-base-tf32 --model bert-base --layers 2 --seq 128 --batch 8 \
+	--set vmm.math=tf32

@@ -1215,6 +1215,16 @@ uint64_t tp_vmm_workspace_max(const struct tp_vmm *vmm)
 	return vmm->workspace_max;
 }
 
+void tp_vmm_set_op_math(struct tp_vmm *vmm, enum tp_op_math math)
+{
+	vmm->op_math = math;
+}
+
+enum tp_op_math tp_vmm_op_math(const struct tp_vmm *vmm)
+{
+	return vmm->op_math;
+}
+
 int tp_vmm_op_workspace(struct tp_vmm *vmm, const char *name,
 			size_t largest, size_t *bytes)
 {

@@ -414,6 +414,7 @@ struct tp_vmm {
 					 * vmm.mapping = chunks */
 	uint32_t release_behind;	/* percent of the budget */
 	uint64_t workspace_max;		/* an op's scratch, bytes; 0: any */
+	enum tp_op_math op_math;	/* vmm.math */
 	int map_ahead;			/* enum tp_vmm_map_ahead */
 	struct tp_vmm_stats stats;
 	struct tp_chunk_pool *pool;
@@ -715,6 +716,14 @@ int tp_vmm_op_workspace(struct tp_vmm *vmm, const char *name,
  */
 void tp_vmm_set_workspace_max(struct tp_vmm *vmm, uint64_t bytes);
 uint64_t tp_vmm_workspace_max(const struct tp_vmm *vmm);
+/*
+ * The math an op's products may use on the device (vmm.math), set once
+ * by the context: launches carry it, and the convolutions' choice of
+ * algorithm (and so their workspace) depends on it. The sim's profiles
+ * price FP32 only.
+ */
+void tp_vmm_set_op_math(struct tp_vmm *vmm, enum tp_op_math math);
+enum tp_op_math tp_vmm_op_math(const struct tp_vmm *vmm);
 
 /* True when the backend holds real data (host, cuda); false on sim. */
 bool tp_vmm_has_data(const struct tp_vmm *vmm);

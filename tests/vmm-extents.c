@@ -233,10 +233,10 @@ static void body(struct tp_vmm *vmm, const char *name)
 		ok_rc(tp_vmm_chunks_take(vmm, a, MAXH), "sim-h200: a run");
 		/* as a training run pays them, nothing being copied */
 		for (i = 0; i < MAXH; i += a[i]->pages)
-			want += (uint64_t)llround(p->run_factor *
+			want += (uint64_t)llround(p->run_factor[TP_SIM_MAP] *
 				(double)tp_sim_handle_ns(p, TP_SIM_MAP,
 							 a[i]->pages * g)) +
-				(uint64_t)llround(p->run_factor *
+				(uint64_t)llround(p->run_factor[TP_SIM_SET_ACCESS] *
 				(double)tp_sim_handle_ns(p, TP_SIM_SET_ACCESS,
 							 a[i]->pages * g));
 		t0 = tp_vmm_now_ns(vmm);

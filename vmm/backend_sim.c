@@ -182,8 +182,8 @@ static void charge_handle(struct tp_vmm *vmm, enum tp_sim_driver_call call,
 			ns *= call == TP_SIM_UNMAP ? p->busy_unmap :
 						     p->busy_set_access;
 	}
-	if (p->run_factor > 0)
-		ns *= p->run_factor;
+	if (p->run_factor[call] > 0)
+		ns *= p->run_factor[call];
 	charge_host(vmm, (uint64_t)llround(ns));
 }
 
@@ -572,13 +572,18 @@ static int sim_op_workspace(struct tp_vmm *vmm, const char *name,
 static double sim_remap_handle_ns(struct tp_vmm *vmm, uint64_t bytes)
 {
 	const struct tp_sim_profile *p = sb(vmm)->profile;
-	double f = p && p->run_factor > 0 ? p->run_factor : 1;
+	static const enum tp_sim_driver_call remap[] = {
+		TP_SIM_MAP, TP_SIM_SET_ACCESS, TP_SIM_UNMAP,
+	};
+	double ns = 0;
 
 	if (!p)
 		return -1;
-	return f * (double)(handle_ns(sb(vmm), TP_SIM_MAP, bytes) +
-			    handle_ns(sb(vmm), TP_SIM_SET_ACCESS, bytes) +
-			    handle_ns(sb(vmm), TP_SIM_UNMAP, bytes));
+	for (size_t i = 0; i < sizeof(remap) / sizeof(remap[0]); i++)
+		ns += (p->run_factor[remap[i]] > 0 ?
+		       p->run_factor[remap[i]] : 1) *
+		      (double)handle_ns(sb(vmm), remap[i], bytes);
+	return ns;
 }
 
 static int sim_op_ns(struct tp_vmm *vmm, const char *name,

@@ -52,10 +52,11 @@ struct tp_sim_profile {
 	 */
 	double busy_set_access, busy_unmap;
 	/*
-	 * What the calls cost in a training run against the micro-benchmark
-	 * above (the driver's tables grow with the live mappings).
+	 * What each call costs in a training run against the
+	 * micro-benchmark above (the driver's tables grow with the live
+	 * mappings, and the device runs kernels meanwhile), by call.
 	 */
-	double run_factor;
+	double run_factor[TP_SIM_NR_CALLS];
 	uint64_t reserve_ns;		/* one VA reservation or its release */
 	/* Pinning host memory for swap (cuMemHostAlloc), bytes/ns. */
 	double pin_bytes_per_ns;

@@ -40,9 +40,20 @@ const struct tp_sim_profile tp_sim_profile_h200 = {
 	 * In the budgeted ResNet-50's trace, while the device idled and the
 	 * host mapped the next activation (2 MiB handles), a 98 MiB tensor
 	 * took 1.4 ms and a 392 MiB one 5.3 ms: 27-28.6 us a handle against
-	 * 20.8 + 0.7 in the micro-benchmark's run of 64.
+	 * 20.8 + 0.7 in the micro-benchmark's run of 64 (1.3 times). The
+	 * driver thread of a later H200 run (2026-11-27, ResNet-50 at batch
+	 * 128 in 4 GiB, the steps after the second) paid more again, per
+	 * call against this profile at 1.3: create 35.3 us (2.82 times),
+	 * map 5.9 (4.14), set access 93.7 (1.20), unmap 57.3 (1.03),
+	 * release 49.2 (1.85), with its handles' sizes; so, by call:
 	 */
-	.run_factor = 1.3,
+	.run_factor = {
+		[TP_SIM_CREATE] = 1.3 * 2.82,
+		[TP_SIM_MAP] = 1.3 * 4.14,
+		[TP_SIM_SET_ACCESS] = 1.3 * 1.20,
+		[TP_SIM_UNMAP] = 1.3 * 1.03,
+		[TP_SIM_RELEASE] = 1.3 * 1.85,
+	},
 	/* not measured: cuMemAddressReserve costs about a map */
 	.reserve_ns = 2000,
 	/*

@@ -77,11 +77,31 @@ static int run_twice(struct tp_ctx *ctx)
 	return ret;
 }
 
+/*
+ * A context of @opts runs the op twice (the run, the regeneration): each
+ * launch told @math and @ws, the bytes right. Return: the context.
+ */
+static struct tp_ctx *told(const char *opts, enum tp_op_math math, size_t ws,
+			   const char *what)
+{
+	struct tp_ctx *ctx = tp_ctx_create(opts);
+	int ret;
+
+	if (!ctx)
+		bail_out("%s: %s", what, logged);
+	launches = 0;
+	ret = run_twice(ctx);
+	ok(!ret && launches == 2 && seen_math[0] == math &&
+	   seen_math[1] == math && seen_ws[0] == ws && seen_ws[1] == ws,
+	   "%s: the run and its regeneration told so, the bytes right (%u launches, math %d %d, scratch %zu %zu)",
+	   what, launches, seen_math[0], seen_math[1], seen_ws[0], seen_ws[1]);
+	return ctx;
+}
+
 int main(void)
 {
 	struct tp_ctx *ctx;
 	char buf[32];
-	int ret;
 
 	plan_tests(5);
 	unsetenv("TPAGER_CONF");
@@ -89,28 +109,12 @@ int main(void)
 	setenv("TPAGER_SYSCONF", "/nonexistent/tpager.conf", 1);
 	tp_set_log(keep_log, NULL);
 
-	ctx = tp_ctx_create("vmm.backend=host,pager.budget=8M");
-	if (!ctx)
-		bail_out("a host context: %s", logged);
-	launches = 0;
-	ret = run_twice(ctx);
-	ok(!ret && launches == 2 && seen_math[0] == TP_MATH_FP32 &&
-	   seen_math[1] == TP_MATH_FP32 && seen_ws[0] == 256u << 20 &&
-	   seen_ws[1] == 256u << 20,
-	   "defaults: FP32 and 256 MiB of scratch, at the run and at its regeneration (%u launches)",
-	   launches);
+	ctx = told("vmm.backend=host,pager.budget=8M", TP_MATH_FP32,
+		   256u << 20, "defaults: FP32 and 256 MiB of scratch");
 	tp_ctx_destroy(ctx);
-
-	ctx = tp_ctx_create("vmm.backend=host,pager.budget=8M,vmm.math=tf32,vmm.workspace_max=1M");
-	if (!ctx)
-		bail_out("a host context with TF32: %s", logged);
-	launches = 0;
-	ret = run_twice(ctx);
-	ok(!ret && launches == 2 && seen_math[0] == TP_MATH_TF32 &&
-	   seen_math[1] == TP_MATH_TF32 && seen_ws[0] == 1u << 20 &&
-	   seen_ws[1] == 1u << 20,
-	   "vmm.math=tf32, vmm.workspace_max=1M: both launches told so, the bytes right (%u launches, math %d %d, scratch %zu %zu)",
-	   launches, seen_math[0], seen_math[1], seen_ws[0], seen_ws[1]);
+	ctx = told("vmm.backend=host,pager.budget=8M,vmm.math=tf32,vmm.workspace_max=1M",
+		   TP_MATH_TF32, 1u << 20,
+		   "vmm.math=tf32, vmm.workspace_max=1M");
 	ok(!tp_ctl_get(ctx, "vmm.math", buf, sizeof(buf)) &&
 	   !strcmp(buf, "tf32"), "vmm.math reads tf32 (%s)", buf);
 	ok(tp_ctl_set(ctx, "vmm.math", "fp32") < 0 &&

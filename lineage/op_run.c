@@ -515,9 +515,15 @@ static int op_execute(struct op_run *o)
 			o->split = true;
 			return 0;
 		}
-		if (ret != -ENOTSUP)
+		/*
+		 * Not in parts on this backend, or not in the plan's parts
+		 * with the room there is now (the plan was made for the
+		 * last iteration's): as if unplanned, whole or in as many
+		 * parts as it takes. Not an op that wrote its input in
+		 * place, whose parts may have run.
+		 */
+		if (ret != -ENOTSUP && (ret != -ENOMEM || o->inplace))
 			return ret;
-		/* Not in parts on this backend: as if unplanned. */
 		free_outputs(o, o->io);
 		o->n_out_made = 0;
 	}

@@ -11,6 +11,9 @@
  *  - A part that fails leaves no output, nothing pinned, the inputs as
  *    they were; off, or with no number of parts that fits, the op fails
  *    with -ENOMEM and nothing changes.
+ *  - A plan's number of parts (the op hooks' begin(), as policy.plan's)
+ *    is the fewest it runs in: where they do not fit the room there is
+ *    now, the op runs in as many as fit, with a whole run's bytes.
  *  - An op whose parts read their rows alone (TP_OP_SPLIT_LOCAL) streams
  *    a cut input that is in host swap: each part brings back its rows
  *    alone, so it fits a budget the input would not; nothing is
@@ -25,6 +28,8 @@
 
 #include "tpager.h"
 #include "ctx/ctx.h"
+#include "lineage/lineage.h"
+#include "pager/hooks.h"
 #include "pager/pager.h"
 #include "policy/policy_priv.h"
 #include "tests/tap.h"
@@ -179,6 +184,24 @@ static const struct tp_op_type scale_held = {
 	.flags = TP_OP_SPLITTABLE, .split = scale_split,
 };
 
+/* A plan that asks for @planned_parts parts of every op it can cut. */
+static unsigned planned_parts;
+
+static bool plan_wants_cut(void *priv)
+{
+	return true;
+}
+
+static unsigned plan_begin(void *priv, struct tp_tensor *const *in,
+			   unsigned n_in, const struct tp_op_split *cut)
+{
+	return cut ? planned_parts : 0;
+}
+
+static const struct tp_op_hooks plan_hooks = {
+	.wants_cut = plan_wants_cut, .begin = plan_begin,
+};
+
 struct run {
 	struct tp_ctx *ctx;
 	struct tp_tensor *x, *w, *y, *m;
@@ -215,6 +238,8 @@ static struct run run_op(const char *conf, const struct mix_params *mp,
 		bail_out("setting up x and w");
 	in[0] = r.x;
 	in[1] = r.w;
+	if (planned_parts)
+		tp_lineage_set_op_hooks(r.ctx->lineage, &plan_hooks);
 	r.ret = tp_op_run(r.ctx, type, mp, sizeof(*mp), in, 2, out, ob, n_out);
 	if (!r.ret) {
 		r.y = out[0];
@@ -316,7 +341,7 @@ int main(void)
 	struct tp_stats st;
 	void *rx;
 
-	plan_tests(25);
+	plan_tests(27);
 	for (size_t j = 0; j < 16384; j++)
 		wv[j] = 0.5f + (float)(j % 7) / 8.0f;
 
@@ -354,6 +379,42 @@ int main(void)
 		tp_ctx_destroy(r.ctx);
 		free(ry);
 		free(rx);
+	}
+	/*
+	 * A plan for 2 parts where 4 are needed (576K): the op runs in the
+	 * parts that fit, byte for byte a whole run's.
+	 */
+	{
+		struct run ref = run_mix(CONF("64M", ""), &mp, &mix_whole, wv);
+		void *ry = contents(&ref, ref.y);
+
+		tp_ctx_destroy(ref.ctx);
+		planned_parts = 2;
+		mix_launches = 0;
+		r = run_mix(CONF("576K", ""), &mp, &mix, wv);
+		planned_parts = 0;
+		ok(!r.ret && same(&r, r.y, ry, tp_tensor_size(r.y)) &&
+		   stats(&r).split_runs == 1 && stats(&r).split_parts == 4 &&
+		   !mix_bad_parts,
+		   "a plan of 2 parts that do not fit: the op ran in 4, byte for byte (%s; %llu parts, %lu launches)",
+		   tp_strerror(r.ret),
+		   (unsigned long long)stats(&r).split_parts, mix_launches);
+		tp_ctx_destroy(r.ctx);
+		/*
+		 * A plan made for a larger batch: more parts than the op
+		 * has rows. One row a part, byte for byte.
+		 */
+		planned_parts = 2 * ROWS;
+		mix_launches = 0;
+		r = run_mix(CONF("64M", ""), &mp, &mix, wv);
+		planned_parts = 0;
+		ok(!r.ret && same(&r, r.y, ry, tp_tensor_size(r.y)) &&
+		   stats(&r).split_parts == ROWS && mix_launches == ROWS &&
+		   !mix_bad_parts,
+		   "a plan of more parts than rows: one row a part, byte for byte (%s; %lu launches)",
+		   tp_strerror(r.ret), mix_launches);
+		tp_ctx_destroy(r.ctx);
+		free(ry);
 	}
 	/*
 	 * 12 rows of 20K: parts of 3 rows (60K) straddle chunks. x and y

@@ -14,8 +14,7 @@ trap 'rm -rf "$tmp"' EXIT
 export TPAGER_SYSCONF="$tmp/no-system-file"
 unset TPAGER_CONF TPAGER_OPTS
 
-n=0
-ok() { n=$((n + 1)); if [ "$1" = 0 ]; then echo "ok $n - $2"; else echo "not ok $n - $2"; fi; }
+. "$top_srcdir/tests/train-util.sh"
 
 echo "1..3"
 if ! command -v python3 >/dev/null 2>&1; then

@@ -28,9 +28,11 @@ double tp_lineage_regen_bytes(struct tp_lineage *lin,
 	unsigned k;
 
 	*by_rows = false;
-	if (!tp_lineage_can_regenerate(lin, t))
+	/* A flag before the record's checks and its walk. */
+	if (!rec || !(rec->type->flags & TP_OP_SPLIT_LOCAL) ||
+	    !tp_lineage_can_regenerate(lin, t))
 		return 0;
-	*by_rows = rec->type->flags & TP_OP_SPLIT_LOCAL;
+	*by_rows = true;
 	for (k = 0; k < rec->n_in; k++)
 		bytes += (double)rec->in[k].t->bytes;
 	for (k = 0; k < rec->n_out; k++)

@@ -110,10 +110,12 @@ double tp_lineage_own_cost(struct tp_lineage *lin, const struct tp_tensor *t);
 /**
  * tp_lineage_regen_bytes() - the bytes the op that made @t reads and
  * writes, which a regeneration of @t holds at once (its inputs whole,
- * its outputs whole or, run in parts, by rows): 0 when @t cannot be
- * regenerated. *@by_rows (never NULL): whether that op's parts read their
- * own rows alone (TP_OP_SPLIT_LOCAL), as do the ops of its kind that
- * read @t, taking it back by rows when they run in parts.
+ * its outputs whole or, run in parts, by rows), where that op's parts
+ * read their own rows alone (TP_OP_SPLIT_LOCAL), as do the ops of its
+ * kind that read @t, taking it back by rows when they run in parts:
+ * *@by_rows (never NULL) set. 0, *@by_rows false, for any other @t, or
+ * one that cannot be regenerated: the policy asks on every decision, and
+ * only of such tensors are the bytes weighed (policy.regen_max).
  */
 double tp_lineage_regen_bytes(struct tp_lineage *lin,
 			      const struct tp_tensor *t, bool *by_rows);

@@ -197,8 +197,8 @@ struct tp_cost_ops {
 	/* Whether lineage can regenerate @t at all. */
 	bool (*computable)(void *priv, const struct tp_tensor *t);
 	/* The bytes the op that made @t reads and writes, held at once by
-	 * a regeneration of @t, and whether ops of its kind read @t back by
-	 * rows (tp_lineage_regen_bytes()). NULL: unknown. */
+	 * a regeneration of @t, where ops of its kind read @t back by rows
+	 * (*@by_rows; else 0: tp_lineage_regen_bytes()). NULL: unknown. */
 	double (*regen_bytes)(void *priv, const struct tp_tensor *t,
 			      bool *by_rows);
 	/* Whether a regeneration in progress will read @t (or rewrite it):

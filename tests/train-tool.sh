@@ -73,7 +73,7 @@ trains() {
 		"$name: the unconstrained run never pages"
 }
 
-echo "1..78"
+echo "1..79"
 echo "# seed $seed"
 
 # The director chooses between evicting and offloading from op and copy
@@ -179,6 +179,16 @@ ok $([ $rc = 0 ] && [ ! -s "$tmp/err" ] &&
      [ "${w:-0}" -gt 0 ] && [ "$lines" = "$tries" ] && [ "$best" = "$w" ] &&
      [ "$nofit" = $((w + 1)) ]; echo $?) \
 	"--max-batch --json: $lines try lines, the largest that fit ($best) is the answer ($w), $nofit did not"
+# With paging first, then without: from 1, never above what fit with it.
+order=$(sed -n 's/^{"try":.*"paging":\([a-z]*\).*/\1/p' "$tmp/h200.json" |
+	uniq | tr '\n' ' ')
+above=$(grep '"paging":false' "$tmp/h200.json" |
+	sed 's/.*"batch":\([0-9]*\).*/\1/' | awk -v w="${w:-0}" '$1 > w' | wc -l)
+first=$(grep -m1 '"paging":false' "$tmp/h200.json" |
+	sed 's/.*"batch":\([0-9]*\).*/\1/')
+ok $([ "$order" = "true false " ] && [ "$above" = 0 ] && [ "$first" = 1 ]
+     echo $?) \
+	"--max-batch searches with paging, then without from batch $first, none above $w ($order)"
 # Above 560: an input to regenerate that finds no room beside the
 # others is taken first, part 0 of a split run included (498 without),
 # and tensors read back by rows leave by offload (policy.regen_max).

@@ -163,18 +163,21 @@ static enum try_result try_batch(struct search *s, unsigned batch,
 }
 
 /*
- * Doubling from @start, then bisection, above @lo known to fit: the
- * largest batch that fits, or, stopped by the time limit, the largest
- * found so far. -1 when a try failed for another reason than memory.
+ * Doubling from @start, then bisection, above @lo known to fit and at most
+ * @cap: the largest batch that fits, or, stopped by the time limit, the
+ * largest found so far. -1 when a try failed for another reason than
+ * memory.
  */
 static int search(struct search *s, bool paging, unsigned lo,
-		  unsigned start, unsigned *best)
+		  unsigned start, unsigned cap, unsigned *best)
 {
 	unsigned hi = start > lo ? start : lo + 1;
 	enum try_result res;
 	struct run r;
 
 	*best = lo;
+	if (hi > cap)
+		return 0;
 	for (;;) {
 		res = try_batch(s, hi, paging, &r);
 		if (res == TRY_ERROR)
@@ -184,9 +187,9 @@ static int search(struct search *s, bool paging, unsigned lo,
 		if (res != TRY_FITS)
 			break;
 		lo = *best = hi;
-		if (hi >= MAX_BATCH_LIMIT)
+		if (hi >= cap)
 			return 0;
-		hi = hi > MAX_BATCH_LIMIT / 2 ? MAX_BATCH_LIMIT : 2 * hi;
+		hi = hi > cap / 2 ? cap : 2 * hi;
 	}
 	while (hi - lo > 1) {
 		unsigned mid = lo + (hi - lo) / 2;
@@ -375,10 +378,16 @@ static int search_batches(struct train_args *a)
 	print_try(&s, 1, true, &r, TRY_FITS, now_s() - t0);
 	note_fit(&s, 1, &r);
 	with = 1;
-	if (search(&s, false, 0, start, &without))
+	/*
+	 * With paging first, from --batch: what the search is for, and
+	 * what a known batch speeds up. Without paging from 1, never above
+	 * the batch that fit with it: one unconstrained step of a batch many
+	 * times the budget is the slowest try there is, and says nothing.
+	 */
+	if (search(&s, true, 1, start, MAX_BATCH_LIMIT, &with))
 		return 1;
-	/* Stopped without paging, the search with it is not begun. */
-	if (!s.stopped && search(&s, true, 1, start, &with))
+	/* Stopped with paging, the search without it is not begun. */
+	if (!s.stopped && search(&s, false, 0, 1, with, &without))
 		return 1;
 	report_max_batch(&s, without, with);
 	return 0;

@@ -24,6 +24,23 @@ static inline unsigned tp_grid(size_t n)
 	return (unsigned)(b < 4096 ? (b ? b : 1) : 4096);
 }
 
+/*
+ * Sums over rows per column (bias and layer-norm parameter gradients): a
+ * block of TP_COLS_BLOCK columns by TP_ROW_LANES lanes of rows.
+ */
+#define TP_COLS_BLOCK 32
+#define TP_ROW_LANES 32
+
+static inline unsigned tp_col_blocks(uint32_t cols)
+{
+	return cols ? (cols + TP_COLS_BLOCK - 1) / TP_COLS_BLOCK : 1;
+}
+
+static inline dim3 tp_col_threads(void)
+{
+	return dim3(TP_COLS_BLOCK, TP_ROW_LANES);
+}
+
 #define TP_FOR_EACH(i, n) \
 	for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; \
 	     i < (n); i += (size_t)gridDim.x * blockDim.x)

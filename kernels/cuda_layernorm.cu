@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: MIT
 /*
  * CUDA layer-norm: one block per row, statistics in double through the
- * fixed reduction tree. The parameter gradients sum over rows with one
- * thread per column, rows in order, so no atomics are needed.
+ * fixed reduction tree. The parameter gradients sum over rows in a fixed
+ * order (lanes of rows per column, then the lanes in order: see
+ * col_sum_kernel), so no atomics are needed.
  *
  * In parts, each part runs its rows' blocks, whose bits depend on their
  * row alone, and part 0 the parameter gradients over every row.
@@ -61,24 +62,35 @@ static __global__ void ln_bwd_dx_kernel(const float *dy, const float *x,
 	}
 }
 
-static __global__ void ln_bwd_param_kernel(const float *dy, const float *x,
-					   const float *mean,
-					   const float *invstd, float *dgamma,
-					   float *dbeta, uint32_t rows,
-					   uint32_t cols)
+/* dgamma = sum dy xhat, dbeta = sum dy over rows, as col_sum_kernel sums */
+static __global__ void __launch_bounds__(TP_COLS_BLOCK * TP_ROW_LANES)
+ln_bwd_param_kernel(const float *dy, const float *x, const float *mean,
+		    const float *invstd, float *dgamma, float *dbeta,
+		    uint32_t rows, uint32_t cols)
 {
-	TP_FOR_EACH(j, (size_t)cols) {
-		double sg = 0, sb = 0;
+	__shared__ double lane_g[TP_ROW_LANES][TP_COLS_BLOCK + 1];
+	__shared__ double lane_b[TP_ROW_LANES][TP_COLS_BLOCK + 1];
+	uint32_t j = blockIdx.x * TP_COLS_BLOCK + threadIdx.x;
+	double sg = 0, sb = 0;
 
-		for (uint32_t r = 0; r < rows; r++) {
+	if (j < cols)
+		for (uint32_t r = threadIdx.y; r < rows; r += TP_ROW_LANES) {
 			size_t k = (size_t)r * cols + j;
 
 			sg += dy[k] * ((x[k] - (double)mean[r]) * invstd[r]);
 			sb += dy[k];
 		}
-		dgamma[j] = (float)sg;
-		dbeta[j] = (float)sb;
+	lane_g[threadIdx.y][threadIdx.x] = sg;
+	lane_b[threadIdx.y][threadIdx.x] = sb;
+	__syncthreads();
+	if (threadIdx.y || j >= cols)
+		return;
+	for (unsigned y = 1; y < TP_ROW_LANES; y++) {
+		sg += lane_g[y][threadIdx.x];
+		sb += lane_b[y][threadIdx.x];
 	}
+	dgamma[j] = (float)sg;
+	dbeta[j] = (float)sb;
 }
 
 extern "C" int tp_cuda_layernorm(const struct tp_op_launch *l)
@@ -104,7 +116,8 @@ extern "C" int tp_cuda_layernorm_bwd(const struct tp_op_launch *l)
 	rc = tp_cuda_launched(l, "ln_bwd_dx_kernel");
 	if (rc || !tp_writes_whole(l))
 		return rc;
-	ln_bwd_param_kernel<<<tp_grid(p->cols), TP_BLOCK, 0, TP_STREAM(l)>>>(
+	ln_bwd_param_kernel<<<tp_col_blocks(p->cols), tp_col_threads(), 0,
+			      TP_STREAM(l)>>>(
 		TP_IN(l, 0), TP_IN(l, 1), TP_IN(l, 3), TP_IN(l, 4),
 		TP_OUT(l, 1), TP_OUT(l, 2), p->rows, p->cols);
 	return tp_cuda_launched(l, "ln_bwd_param_kernel");

@@ -266,6 +266,9 @@ static int run_all(void)
 	const char *env = getenv("TPAGER_TEST_SEED");
 	uint64_t seed = env ? strtoull(env, NULL, 0) : 20261122;
 	struct tp_linear_params lin = { .n = 33, .in = 70, .out = 19, .bias = 1 };
+	/* rows dealt to every lane of the column sums, a partial column block */
+	struct tp_linear_params lin_tall = { .n = 1000, .in = 24, .out = 45,
+					     .bias = 1 };
 	struct tp_gemm_params gm[4];
 	struct tp_conv2d_params conv = {
 		.n = 3, .c = 5, .h = 13, .w = 11, .k = 7, .r = 3, .s = 3,
@@ -287,8 +290,13 @@ static int run_all(void)
 	struct tp_softmax_params sm = { .rows = 17, .cols = 300 };
 	struct tp_layernorm_params ln = { .rows = 21, .cols = 768,
 					  .eps = 1e-5f };
+	struct tp_layernorm_params ln_tall = { .rows = 517, .cols = 40,
+					       .eps = 1e-5f };
 	struct tp_xent_params xe = { .n = 31, .classes = 1000 };
 	struct tp_embedding_params emb = { .n = 300, .vocab = 50, .dim = 64 };
+	/* spans of several rows of the table, a partial column block */
+	struct tp_embedding_params emb_wide = { .n = 700, .vocab = 1000,
+						.dim = 40 };
 	struct tp_transpose_params tr = { .a = 3, .b = 17, .c = 12, .d = 64 };
 	struct tp_sgd_params sgd = { .count = 4097, .lr = 0.1f,
 				     .momentum = 0.9f, .weight_decay = 1e-4f };
@@ -311,6 +319,8 @@ static int run_all(void)
 #define CASE(w, f, b, p, ii, im, bi) \
 	cases[n++] = (struct agree_case){ w, f, b, P(p), ii, im, bi, -1 }
 	CASE("linear", "linear", "linear_bwd", lin, -1, 0, "d0 i0 i1");
+	CASE("linear 1000 rows", "linear", "linear_bwd", lin_tall, -1, 0,
+	     "d0 i0 i1");
 	for (i = 0; i < 4; i++)
 		CASE("gemm", "gemm", "gemm_bwd", gm[i], -1, 0, "d0 i0 i1");
 	CASE("conv2d", "conv2d", "conv2d_bwd", conv, -1, 0, "d0 i0 i1");
@@ -326,10 +336,14 @@ static int run_all(void)
 	CASE("softmax", "softmax", "softmax_bwd", sm, -1, 0, "d0 o0");
 	CASE("layernorm", "layernorm", "layernorm_bwd", ln, -1, 0,
 	     "d0 i0 i1 o1 o2");
+	CASE("layernorm 517 rows", "layernorm", "layernorm_bwd", ln_tall, -1,
+	     0, "d0 i0 i1 o1 o2");
 	CASE("cross_entropy", "cross_entropy", "cross_entropy_bwd", xe, 1,
 	     xe.classes, "d0 o1 i1");
 	CASE("embedding", "embedding", "embedding_bwd", emb, 1, emb.vocab,
 	     "d0 i1");
+	CASE("embedding 1000 rows", "embedding", "embedding_bwd", emb_wide, 1,
+	     emb_wide.vocab, "d0 i1");
 	CASE("transpose12", "transpose12", "transpose12_bwd", tr, -1, 0, "d0");
 	CASE("add", "add", "add_bwd", ew, -1, 0, "d0");
 	CASE("scale", "scale", "scale_bwd", ew, -1, 0, "d0");

@@ -18,26 +18,47 @@
 /* The per-channel sums: more threads than TP_BLOCK, few blocks. */
 #define BN_BLOCK 1024
 
-/* Element @j of channel @ch, counting over images then positions. */
-static __device__ size_t bn_at(size_t j, uint32_t ch, uint32_t c, uint32_t hw)
+/*
+ * The index arithmetic in @I: 32 bits where the counts allow (a 64-bit
+ * division is several times the instructions, and the sums here are
+ * bound by them), else 64. The elements and their order are the same.
+ */
+static bool bn_narrow(size_t count)
 {
-	return ((j / hw) * c + ch) * hw + j % hw;
+	return count <= UINT32_MAX - BN_BLOCK;
 }
 
+/* Element @j of channel @ch, counting over images then positions. */
+template <typename I>
+static __device__ size_t bn_at(I j, uint32_t ch, uint32_t c, uint32_t hw)
+{
+	I q = j / hw;
+
+	return ((size_t)q * c + ch) * hw + (j - q * hw);
+}
+
+/* The channel of element @i of an n x c x hw tensor. */
+template <typename I>
+static __device__ uint32_t bn_channel(size_t i, uint32_t c, uint32_t hw)
+{
+	return (uint32_t)((I)i / hw % c);
+}
+
+template <typename I>
 static __global__ void bn_stats_kernel(const float *x, float *mean,
 				       float *invstd, uint32_t n, uint32_t c,
 				       uint32_t hw, float eps)
 {
 	__shared__ double red[BN_BLOCK];
 	uint32_t ch = blockIdx.x;
-	size_t m = (size_t)n * hw;
+	I m = (I)n * hw;
 	double s = 0, v = 0, mu;
 
-	for (size_t j = threadIdx.x; j < m; j += blockDim.x)
-		s += x[bn_at(j, ch, c, hw)];
+	for (I j = threadIdx.x; j < m; j += blockDim.x)
+		s += x[bn_at<I>(j, ch, c, hw)];
 	mu = tp_block_sum(s, red) / (double)m;
-	for (size_t j = threadIdx.x; j < m; j += blockDim.x) {
-		double d = x[bn_at(j, ch, c, hw)] - mu;
+	for (I j = threadIdx.x; j < m; j += blockDim.x) {
+		double d = x[bn_at<I>(j, ch, c, hw)] - mu;
 
 		v += d * d;
 	}
@@ -48,13 +69,14 @@ static __global__ void bn_stats_kernel(const float *x, float *mean,
 	}
 }
 
+template <typename I>
 static __global__ void bn_apply_kernel(const float *x, const float *gamma,
 				       const float *beta, const float *mean,
 				       const float *invstd, float *y,
 				       uint32_t c, uint32_t hw, size_t n)
 {
 	TP_FOR_EACH(i, n) {
-		uint32_t ch = (uint32_t)(i / hw % c);
+		uint32_t ch = bn_channel<I>(i, c, hw);
 		double mu = mean[ch], is = invstd[ch];
 
 		y[i] = (float)((x[i] - mu) * is * gamma[ch] + beta[ch]);
@@ -62,6 +84,7 @@ static __global__ void bn_apply_kernel(const float *x, const float *gamma,
 }
 
 /* dbeta = sum dy, dgamma = sum dy xhat, per channel over the batch. */
+template <typename I>
 static __global__ void bn_bwd_sums_kernel(const float *dy, const float *x,
 					  const float *mean,
 					  const float *invstd, float *dgamma,
@@ -70,11 +93,11 @@ static __global__ void bn_bwd_sums_kernel(const float *dy, const float *x,
 {
 	__shared__ double red[BN_BLOCK];
 	uint32_t ch = blockIdx.x;
-	size_t m = (size_t)n * hw;
+	I m = (I)n * hw;
 	double mu = mean[ch], is = invstd[ch], sdy = 0, sdyx = 0;
 
-	for (size_t j = threadIdx.x; j < m; j += blockDim.x) {
-		size_t k = bn_at(j, ch, c, hw);
+	for (I j = threadIdx.x; j < m; j += blockDim.x) {
+		size_t k = bn_at<I>(j, ch, c, hw);
 
 		sdy += dy[k];
 		sdyx += dy[k] * ((x[k] - mu) * is);
@@ -88,6 +111,7 @@ static __global__ void bn_bwd_sums_kernel(const float *dy, const float *x,
 }
 
 /* dx = gamma invstd / m (m dy - sum dy - xhat sum dy xhat), m = n hw */
+template <typename I>
 static __global__ void bn_bwd_dx_kernel(const float *dy, const float *x,
 					const float *gamma, const float *mean,
 					const float *invstd,
@@ -97,7 +121,7 @@ static __global__ void bn_bwd_dx_kernel(const float *dy, const float *x,
 					size_t n)
 {
 	TP_FOR_EACH(i, n) {
-		uint32_t ch = (uint32_t)(i / hw % c);
+		uint32_t ch = bn_channel<I>(i, c, hw);
 		double mu = mean[ch], is = invstd[ch];
 		double k = gamma[ch] * is / m, xh = (x[i] - mu) * is;
 
@@ -105,43 +129,65 @@ static __global__ void bn_bwd_dx_kernel(const float *dy, const float *x,
 	}
 }
 
-extern "C" int tp_cuda_batchnorm(const struct tp_op_launch *l)
+template <typename I>
+static int bn_fwd(const struct tp_op_launch *l)
 {
 	const struct tp_batchnorm_params *p = TP_PARAMS(l, tp_batchnorm_params);
 	size_t n = tp_rows(l, p->n) * p->c * p->hw;
 	int rc;
 
 	if (tp_writes_whole(l)) {
-		bn_stats_kernel<<<p->c, BN_BLOCK, 0, TP_STREAM(l)>>>(
+		bn_stats_kernel<I><<<p->c, BN_BLOCK, 0, TP_STREAM(l)>>>(
 			TP_IN(l, 0), TP_OUT(l, 1), TP_OUT(l, 2), p->n, p->c,
 			p->hw, p->eps);
 		rc = tp_cuda_launched(l, "bn_stats_kernel");
 		if (rc)
 			return rc;
 	}
-	bn_apply_kernel<<<tp_grid(n), TP_BLOCK, 0, TP_STREAM(l)>>>(
+	bn_apply_kernel<I><<<tp_grid(n), TP_BLOCK, 0, TP_STREAM(l)>>>(
 		TP_IN(l, 0), TP_IN(l, 1), TP_IN(l, 2), TP_OUT(l, 1),
 		TP_OUT(l, 2), TP_OUT(l, 0), p->c, p->hw, n);
 	return tp_cuda_launched(l, "bn_apply_kernel");
 }
 
-extern "C" int tp_cuda_batchnorm_bwd(const struct tp_op_launch *l)
+template <typename I>
+static int bn_bwd(const struct tp_op_launch *l)
 {
 	const struct tp_batchnorm_params *p = TP_PARAMS(l, tp_batchnorm_params);
 	size_t n = tp_rows(l, p->n) * p->c * p->hw;
 	int rc;
 
 	if (tp_writes_whole(l)) {
-		bn_bwd_sums_kernel<<<p->c, BN_BLOCK, 0, TP_STREAM(l)>>>(
+		bn_bwd_sums_kernel<I><<<p->c, BN_BLOCK, 0, TP_STREAM(l)>>>(
 			TP_IN(l, 0), TP_IN(l, 1), TP_IN(l, 3), TP_IN(l, 4),
 			TP_OUT(l, 1), TP_OUT(l, 2), p->n, p->c, p->hw);
 		rc = tp_cuda_launched(l, "bn_bwd_sums_kernel");
 		if (rc)
 			return rc;
 	}
-	bn_bwd_dx_kernel<<<tp_grid(n), TP_BLOCK, 0, TP_STREAM(l)>>>(
+	bn_bwd_dx_kernel<I><<<tp_grid(n), TP_BLOCK, 0, TP_STREAM(l)>>>(
 		TP_IN(l, 0), TP_IN(l, 1), TP_IN(l, 2), TP_IN(l, 3),
 		TP_IN(l, 4), TP_OUT(l, 1), TP_OUT(l, 2), TP_OUT(l, 0), p->c,
 		p->hw, (double)p->n * p->hw, n);
 	return tp_cuda_launched(l, "bn_bwd_dx_kernel");
+}
+
+/* The whole tensor's elements: every index the kernels compute. */
+static size_t bn_elems(const struct tp_op_launch *l)
+{
+	const struct tp_batchnorm_params *p = TP_PARAMS(l, tp_batchnorm_params);
+
+	return (size_t)p->n * p->c * p->hw;
+}
+
+extern "C" int tp_cuda_batchnorm(const struct tp_op_launch *l)
+{
+	return bn_narrow(bn_elems(l)) ? bn_fwd<uint32_t>(l) :
+						  bn_fwd<size_t>(l);
+}
+
+extern "C" int tp_cuda_batchnorm_bwd(const struct tp_op_launch *l)
+{
+	return bn_narrow(bn_elems(l)) ? bn_bwd<uint32_t>(l) :
+						  bn_bwd<size_t>(l);
 }

@@ -25,6 +25,7 @@
 
 #include "base/log.h"
 #include "lineage/lineage_int.h"
+#include "tracer/tracer.h"
 #include "vmm/vmm.h"
 
 /* One tp_op_run(): what it was asked, and what it holds so far. */
@@ -679,14 +680,19 @@ int tp_lineage_op_run(struct tp_lineage *lin, const struct tp_op_type *type,
 		      struct tp_tensor **outputs, const size_t *out_bytes,
 		      unsigned n_out)
 {
+	uint64_t t0;
 	int ret;
 
 	if (!lin)
 		return -EINVAL;
+	t0 = lin->tracer ? tp_vmm_now_ns(lin->vmm) : 0;
 	/* One request: its inputs, outputs and parts share one bound. */
 	tp_pager_work_begin(lin->pg);
 	ret = op_run(lin, type, params, params_len, inputs, n_in, outputs,
 		     out_bytes, n_out);
 	tp_pager_work_end(lin->pg);
+	if (lin->tracer && type)
+		tp_tracer_issue(lin->tracer, type->name, t0,
+				tp_vmm_now_ns(lin->vmm));
 	return ret;
 }

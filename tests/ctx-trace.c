@@ -419,13 +419,16 @@ static void run(const char *backend, const char *path)
 				  (tid == 4 && !strcmp(tn, "host: driver calls")) ||
 				  (tid == 5 &&
 				   !strcmp(tn, "host: waits on the device")) ||
-				  (tid == 6 && !strcmp(tn, "host: driver thread"));
+				  (tid == 6 && !strcmp(tn, "host: driver thread")) ||
+				  (tid == 7 &&
+				   !strcmp(tn, "host: ops issued (over 100 us)"));
 		} else if (!strcmp(ph, "X")) {
 			double want = !strcmp(cat, "offload") ? 2 :
 				      !strcmp(cat, "reload") ||
 				      !strcmp(cat, "prefetch") ? 3 :
 				      !strcmp(cat, "driver") ? 4 :
-				      !strcmp(cat, "wait") ? 5 : 1;
+				      !strcmp(cat, "wait") ? 5 :
+				      !strcmp(cat, "issue") ? 7 : 1;
 
 			/* the driver thread's calls have a track of their own */
 			if (want == 4 && tid == 6)
@@ -493,7 +496,7 @@ static void run(const char *backend, const char *path)
 		}
 		unmatched += !found;
 	}
-	ok(tracks == 6, "%s: tracks compute, d2h, h2d, driver calls, waits, driver thread named on tids 1-6 (%u)",
+	ok(tracks == 7, "%s: tracks compute, d2h, h2d, driver calls, waits, driver thread, ops issued named on tids 1-7 (%u)",
 	   backend, tracks);
 	ok(driver > 0 && known == driver && driver <= st.driver_calls,
 	   "%s: %u driver calls on their track, each named by its kind, of %llu made (and %u of host memory)",
@@ -640,6 +643,66 @@ static void gates(const char *path)
 	jv_free(root);
 }
 
+/* An op whose launch keeps the issuing thread 300 us (host backend). */
+static int slow_launch(const struct tp_op_launch *l)
+{
+	memcpy(l->out[0], l->in[0], l->in_bytes[0]);
+	usleep(300);
+	return 0;
+}
+
+static const struct tp_op_type slow_op = {
+	.name = "slow", .launch = slow_launch,
+};
+
+/*
+ * The issuing thread's time in an op is a span on its own track when it
+ * reaches 100 us: each of the slow ops' (named for its type, at least
+ * the 300 us it slept), none under 100 us.
+ */
+static void issued(const char *path)
+{
+	struct tp_tensor *a, *x;
+	struct jv *root, *evs;
+	struct tp_ctx *ctx;
+	size_t bytes = 4096;
+	unsigned i, slow = 0, other = 0, bad = 0;
+	char opts[256];
+	int ret = 0;
+
+	snprintf(opts, sizeof(opts), "vmm.backend=host,stats.trace=%s", path);
+	ctx = tp_ctx_create(opts);
+	a = ctx ? tp_tensor_create(ctx, bytes, TP_UNCOMPUTABLE) : NULL;
+	ret = a ? touch(ctx, a) : -1;
+	for (i = 0; i < 6 && !ret; i++) {
+		x = NULL;
+		ret = tp_op_run(ctx, i % 2 ? &tops_softsign : &slow_op, NULL, 0,
+				&a, 1, &x, &bytes, 1) ?: tp_tensor_free(ctx, x);
+	}
+	tp_ctx_destroy(ctx);
+	root = load(path);
+	evs = get(root, "traceEvents");
+	for (i = 0; evs && i < evs->n; i++) {
+		const struct jv *e = evs->items[i];
+
+		if (strcmp(sget(e, "cat"), "issue"))
+			continue;
+		if (!strcmp(sget(e, "name"), "slow"))
+			slow++;
+		else
+			other++;
+		bad += nget(e, "tid") != TP_NR_STREAMS + 4 ||
+		       nget(e, "dur") < 100 ||
+		       (!strcmp(sget(e, "name"), "slow") &&
+			nget(e, "dur") < 300);
+	}
+	/* a quick one may take 100 us on a loaded machine: not counted */
+	ok(a && !ret && slow == 3 && !bad,
+	   "host: each op that kept the issuing thread 300 us is a span on the ops-issued track (%u of 3; %u others), none under 100 us or misplaced (%u)",
+	   slow, other, bad);
+	jv_free(root);
+}
+
 /* A device that refuses every write: the error reaches the log. */
 static void write_error(void)
 {
@@ -673,7 +736,7 @@ int main(void)
 	struct tp_ctx *ctx;
 	int fd;
 
-	plan_tests(2 * CHECKS + 4);
+	plan_tests(2 * CHECKS + 5);
 	fd = mkstemp(path);
 	if (fd >= 0)
 		close(fd);
@@ -681,6 +744,7 @@ int main(void)
 	run("sim", path);
 	many_in_flight(path);
 	gates(path);
+	issued(path);
 	if (!getenv("TPAGER_TEST_KEEP_TRACE"))
 		unlink(path);
 

@@ -32,6 +32,9 @@ static const char *const track_name[TP_NR_STREAMS] = {
 #define TID_DRIVER	(TP_NR_STREAMS + 1)
 #define TID_WAITS	(TP_NR_STREAMS + 2)
 #define TID_DRIVER_BG	(TP_NR_STREAMS + 3)
+#define TID_ISSUE	(TP_NR_STREAMS + 4)
+/* An op's time on the issuing thread worth a span on its own track. */
+#define TRACE_ISSUE_MIN_NS	100000u
 
 static const char *const call_name[] = {
 	[TP_CALL_RESERVE] = "reserve",
@@ -408,6 +411,13 @@ static void on_gate(void *priv, enum tp_stream s, uint64_t t0, uint64_t t1)
 		  t1, 0);
 }
 
+void tp_tracer_issue(struct tp_tracer *tr, const char *name, uint64_t t0,
+		     uint64_t t1)
+{
+	if (tr && t1 >= t0 + TRACE_ISSUE_MIN_NS)
+		host_span(tr, TID_ISSUE, "issue", name, t0, t1, 0);
+}
+
 int tp_tracer_op_begin(struct tp_tracer *tr)
 {
 	struct trace_span *sp;
@@ -539,6 +549,8 @@ struct tp_tracer *tp_tracer_open(struct tp_vmm *vmm, const char *path)
 		TRACE_PID, TID_WAITS);
 	fprintf(tr->f, ",\n{\"name\":\"thread_name\",\"ph\":\"M\",\"pid\":%d,\"tid\":%d,\"args\":{\"name\":\"host: driver thread\"}}",
 		TRACE_PID, TID_DRIVER_BG);
+	fprintf(tr->f, ",\n{\"name\":\"thread_name\",\"ph\":\"M\",\"pid\":%d,\"tid\":%d,\"args\":{\"name\":\"host: ops issued (over 100 us)\"}}",
+		TRACE_PID, TID_ISSUE);
 	pthread_mutex_init(&tr->bg_lock, NULL);
 	check_io(tr);
 	sample(tr, 0);

@@ -46,6 +46,15 @@ struct tp_tracer *tp_tracer_open(struct tp_vmm *vmm, const char *path);
 int tp_tracer_close(struct tp_tracer *tr);
 
 /**
+ * tp_tracer_issue() - the issuing thread spent [@t0, @t1) (backend clock)
+ * in tp_op_run() of op type @name, its own work and its waits together:
+ * a span on the "ops issued" track when it took 100 us or more (where
+ * the host keeps a GPU idle without waiting for anything, it shows).
+ */
+void tp_tracer_issue(struct tp_tracer *tr, const char *name, uint64_t t0,
+		     uint64_t t1);
+
+/**
  * tp_tracer_op_begin() - an op is about to be launched on the compute
  * stream: record where it starts.
  *

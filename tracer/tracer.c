@@ -13,26 +13,30 @@
 #include <string.h>
 
 #include "base/log.h"
+#include "tracer/trace_json.h"
 #include "tracer/tracer.h"
 
 #define TRACE_SPANS	256u	/* spans in flight at first; grows, never waits */
 #define TRACE_BUF	4096u	/* records buffered before a write */
-#define TRACE_NAME	64u
-#define TRACE_PID	1
 
 /*
  * One tid per stream, named like the stream (Perfetto shows the names),
- * then the host's: the driver calls it made and its waits on the device.
+ * then the host's: the driver calls it made, its waits on the device, the
+ * driver thread's calls and the ops whose issue took long.
  */
-static const char *const track_name[TP_NR_STREAMS] = {
-	[TP_STREAM_COMPUTE] = "compute",
-	[TP_STREAM_D2H] = "d2h",
-	[TP_STREAM_H2D] = "h2d",
-};
 #define TID_DRIVER	(TP_NR_STREAMS + 1)
 #define TID_WAITS	(TP_NR_STREAMS + 2)
 #define TID_DRIVER_BG	(TP_NR_STREAMS + 3)
 #define TID_ISSUE	(TP_NR_STREAMS + 4)
+static const char *const track_name[TID_ISSUE] = {
+	[TP_STREAM_COMPUTE] = "compute",
+	[TP_STREAM_D2H] = "d2h",
+	[TP_STREAM_H2D] = "h2d",
+	[TID_DRIVER - 1] = "host: driver calls",
+	[TID_WAITS - 1] = "host: waits on the device",
+	[TID_DRIVER_BG - 1] = "host: driver thread",
+	[TID_ISSUE - 1] = "host: ops issued (over 100 us)",
+};
 /* An op's time on the issuing thread worth a span on its own track. */
 #define TRACE_ISSUE_MIN_NS	100000u
 
@@ -60,19 +64,6 @@ struct trace_span {
 	bool has_work;
 };
 
-struct trace_rec {
-	char ph;			/* 'X', 'C', 'i' */
-	enum tp_stream s;
-	const char *cat;
-	char name[TRACE_NAME];
-	uint64_t ts, dur;		/* ns on the backend clock */
-	uint64_t tensor, bytes;		/* X, i */
-	uint64_t dev, host;		/* C */
-	struct tp_op_work work;		/* X of an op, when has_work */
-	bool has_work;
-	int tid;			/* a host track; 0: stream s's */
-	uint64_t units;			/* driver calls: chunks */
-};
 
 struct tp_tracer {
 	struct tp_vmm *vmm;
@@ -96,66 +87,6 @@ struct tp_tracer {
 	unsigned nr_bg, cap_bg;
 };
 
-static void json_str(FILE *f, const char *s)
-{
-	fputc('"', f);
-	for (; *s; s++) {
-		unsigned char c = (unsigned char)*s;
-
-		if (c == '"' || c == '\\')
-			fprintf(f, "\\%c", c);
-		else if (c < 0x20)
-			fprintf(f, "\\u%04x", c);
-		else
-			fputc(c, f);
-	}
-	fputc('"', f);
-}
-
-static double us(const struct tp_tracer *tr, uint64_t ns)
-{
-	return ns > tr->t0 ? (double)(ns - tr->t0) / 1e3 : 0.0;
-}
-
-static void write_rec(struct tp_tracer *tr, const struct trace_rec *r)
-{
-	FILE *f = tr->f;
-
-	fputs(",\n{", f);
-	switch (r->ph) {
-	case 'X':
-		fputs("\"name\":", f);
-		json_str(f, r->name);
-		fprintf(f, ",\"cat\":\"%s\",\"ph\":\"X\",\"ts\":%.3f,\"dur\":%.3f,\"pid\":%d,\"tid\":%d",
-			r->cat, us(tr, r->ts), (double)r->dur / 1e3, TRACE_PID,
-			r->tid ? r->tid : (int)r->s + 1);
-		/* Copies say which tensor moved and how much; ops what
-		 * work they did, for device models (scripts/sim-calibrate). */
-		if (r->bytes)
-			fprintf(f, ",\"args\":{\"tensor\":%" PRIu64 ",\"bytes\":%" PRIu64 "}",
-				r->tensor, r->bytes);
-		else if (r->has_work)
-			fprintf(f, ",\"args\":{\"flops\":%.17g,\"bytes\":%.17g}",
-				r->work.flops, r->work.bytes);
-		else if (r->units)
-			fprintf(f, ",\"args\":{\"chunks\":%" PRIu64 "}",
-				r->units);
-		fputc('}', f);
-		break;
-	case 'i':
-		fputs("\"name\":", f);
-		json_str(f, r->name);
-		fprintf(f, ",\"cat\":\"%s\",\"ph\":\"i\",\"s\":\"t\",\"ts\":%.3f,\"pid\":%d,\"tid\":%d,\"args\":{\"tensor\":%" PRIu64 ",\"bytes\":%" PRIu64 "}}",
-			r->cat, us(tr, r->ts), TRACE_PID, (int)r->s + 1,
-			r->tensor, r->bytes);
-		break;
-	default:
-		fprintf(f, "\"name\":\"memory\",\"ph\":\"C\",\"ts\":%.3f,\"pid\":%d,\"args\":{\"device_bytes\":%" PRIu64 ",\"host_swap_bytes\":%" PRIu64 "}}",
-			us(tr, r->ts), TRACE_PID, r->dev, r->host);
-		break;
-	}
-}
-
 static void check_io(struct tp_tracer *tr)
 {
 	if (!tr->err && ferror(tr->f)) {
@@ -171,7 +102,7 @@ static void flush(struct tp_tracer *tr)
 
 	if (!tr->err)
 		for (i = 0; i < tr->nr_buf; i++)
-			write_rec(tr, &tr->buf[i]);
+			tp_trace_rec_write(tr->f, tr->t0, &tr->buf[i]);
 	tr->nr_buf = 0;
 	if (!tr->err)
 		fflush(tr->f);
@@ -537,20 +468,7 @@ struct tp_tracer *tp_tracer_open(struct tp_vmm *vmm, const char *path)
 	}
 	for (s = 0; s < TP_NR_STREAMS; s++)
 		tr->last_end[s] = tr->t0;
-	fprintf(tr->f, "{\"displayTimeUnit\":\"ns\",\"traceEvents\":[\n");
-	fprintf(tr->f, "{\"name\":\"process_name\",\"ph\":\"M\",\"pid\":%d,\"args\":{\"name\":\"tpager (%s)\"}}",
-		TRACE_PID, vmm->ops->name);
-	for (s = 0; s < TP_NR_STREAMS; s++)
-		fprintf(tr->f, ",\n{\"name\":\"thread_name\",\"ph\":\"M\",\"pid\":%d,\"tid\":%d,\"args\":{\"name\":\"%s\"}}",
-			TRACE_PID, s + 1, track_name[s]);
-	fprintf(tr->f, ",\n{\"name\":\"thread_name\",\"ph\":\"M\",\"pid\":%d,\"tid\":%d,\"args\":{\"name\":\"host: driver calls\"}}",
-		TRACE_PID, TID_DRIVER);
-	fprintf(tr->f, ",\n{\"name\":\"thread_name\",\"ph\":\"M\",\"pid\":%d,\"tid\":%d,\"args\":{\"name\":\"host: waits on the device\"}}",
-		TRACE_PID, TID_WAITS);
-	fprintf(tr->f, ",\n{\"name\":\"thread_name\",\"ph\":\"M\",\"pid\":%d,\"tid\":%d,\"args\":{\"name\":\"host: driver thread\"}}",
-		TRACE_PID, TID_DRIVER_BG);
-	fprintf(tr->f, ",\n{\"name\":\"thread_name\",\"ph\":\"M\",\"pid\":%d,\"tid\":%d,\"args\":{\"name\":\"host: ops issued (over 100 us)\"}}",
-		TRACE_PID, TID_ISSUE);
+	tp_trace_json_begin(tr->f, vmm->ops->name, track_name, TID_ISSUE);
 	pthread_mutex_init(&tr->bg_lock, NULL);
 	check_io(tr);
 	sample(tr, 0);

@@ -267,10 +267,8 @@ static bool beyond_room(struct op_run *o, const size_t *out_bytes,
 	for (k = 0; k < n_out; k++)
 		if (!o->out[k])
 			need += tp_pager_pages_for(pg, out_bytes[k]);
-	/*
-	 * The room walks every tensor: asked of ops that take more than
-	 * half the pool, which are few, and whose whole attempt is dear.
-	 */
+	/* Asked of ops that take more than half the pool, whose whole
+	 * attempt is dear. */
 	if (need <= tp_pager_span_pages(pg, 0, tp_pager_budget_bytes(pg)) / 2 ||
 	    tp_pager_fits_now(pg, need))
 		return false;

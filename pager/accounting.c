@@ -139,11 +139,20 @@ size_t tp_pager_pinned_pages(const struct tp_tensor *t)
 
 size_t tp_pager_room_pages(struct tp_pager *pg)
 {
-	size_t pinned = 0;
+	size_t pinned = pg->pinned_resident;
+
+#ifdef TP_DEBUG
 	struct tp_tensor *t;
+	size_t n = 0;
 
 	cds_list_for_each_entry(t, &pg->tensors, link)
-		pinned += tp_pager_pinned_pages(t);
+		n += tp_pager_pinned_pages(t);
+	if (n != pinned) {
+		fprintf(stderr, "tpager: %zu pages pinned and resident, counted %zu\n",
+			n, pinned);
+		abort();
+	}
+#endif
 	/* Slab chunks in use never leave. */
 	pinned += pg->slabs.chunks - pg->slabs.idle;
 	return pinned < pg->vmm->nr_chunks ? pg->vmm->nr_chunks - pinned : 0;

@@ -21,7 +21,7 @@ static void pin_range(struct tp_tensor *t, size_t first, size_t last, int d)
 		p->pins += d;
 		/* tp_page_set() keeps the count as pinned pages move. */
 		if (p->state == TP_PAGE_RESIDENT && was != (p->pins != 0))
-			t->pinned_pages += p->pins ? 1 : -1;
+			tp_tensor_pinned_add(t, p->pins ? 1 : -1);
 	}
 	t->pins += d;
 }

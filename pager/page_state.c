@@ -109,7 +109,7 @@ void tp_page_set(struct tp_tensor *t, struct tp_page *p, enum tp_page_state to)
 	count(t, to, 1);
 	/* A pinned page that leaves or comes back is counted with it. */
 	if (p->pins && (from == TP_PAGE_RESIDENT) != (to == TP_PAGE_RESIDENT))
-		t->pinned_pages += to == TP_PAGE_RESIDENT ? 1 : -1;
+		tp_tensor_pinned_add(t, to == TP_PAGE_RESIDENT ? 1 : -1);
 	p->state = to;
 	/* Back, or never left: nothing to rescue. */
 	if (to == TP_PAGE_RESIDENT || to == TP_PAGE_RELOADING ||

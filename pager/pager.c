@@ -148,7 +148,8 @@ void tp_pager_destroy(struct tp_pager *pg)
 	/* Everything left is freed, whoever held it. */
 	cds_list_for_each_entry_safe(t, tmp, &pg->tensors, link) {
 		t->pins = 0;
-		t->pinned_pages = 0;
+		if (t->pinned_sum)
+			tp_tensor_pinned_add(t, -(long)t->pinned_pages);
 		if (t->pages)
 			for (size_t i = 0; i < t->nr_pages; i++)
 				t->pages[i].pins = 0;

@@ -129,7 +129,8 @@ bool tp_pager_split_allowed(struct tp_pager *pg);
 void tp_pager_note_split(struct tp_pager *pg, unsigned parts);
 /*
  * tp_pager_room_pages() - how many chunks demands could have at most now:
- * the pool less the pages of tensors someone pins. Walks every tensor.
+ * the pool less the pages of tensors someone pins (a count the pager
+ * keeps as pins and pages move).
  */
 size_t tp_pager_room_pages(struct tp_pager *pg);
 /*

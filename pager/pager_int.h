@@ -175,6 +175,8 @@ struct tp_pager {
 	struct tp_watermark wm;		/* its release without a policy's */
 	size_t chunk;			/* bytes per chunk */
 	size_t held;			/* chunks held: tensors, cache, slabs */
+	size_t pinned_resident;		/* pages pinned and resident: every
+					 * tensor's pinned_pages */
 	bool host_waits;		/* acquire blocks the host on copies */
 	unsigned replaying;		/* replays in progress */
 	uint64_t next_id;

@@ -382,8 +382,10 @@ static int make_room(struct tp_pager *pg, size_t n)
 		return -ENOMEM;
 	/* Fail before moving anything when the shortfall is certain. */
 	have = room_have(pg);
+	/* Copies dropped make room in a bounded swap only (a walk). */
 	if (have < n && !reclaimable(pg, n - have, 0) &&
-	    !reclaimable(pg, n - have, swap_droppable(pg, SIZE_MAX, false)))
+	    (tp_swap_room(pg) == SIZE_MAX ||
+	     !reclaimable(pg, n - have, swap_droppable(pg, SIZE_MAX, false))))
 		ret = -ENOMEM;
 	else
 		ret = free_chunks(pg, n, NULL);

@@ -53,6 +53,7 @@ struct tp_tensor *tp_pager_tensor_new(struct tp_pager *pg, size_t bytes,
 			goto err_free;
 	} else {
 		t->nr_pages = tp_vmm_chunks_for(pg->vmm, bytes);
+		t->pinned_sum = &pg->pinned_resident;
 		t->pages = calloc(t->nr_pages, sizeof(*t->pages));
 		t->lk = lnodes_new(t, tp_lookup_nodes(pg, t->nr_pages));
 		if (!t->pages || !t->lk)
@@ -207,6 +208,9 @@ void tp_pager_tensor_put(struct tp_pager *pg, struct tp_tensor *t)
 	}
 	if (t->on_inflight)
 		cds_list_del(&t->inflight);
+	/* Its pins are gone with its last reference. */
+	if (t->pinned_sum)
+		tp_tensor_pinned_add(t, -(long)t->pinned_pages);
 	cds_list_del(&t->link);
 	pg->tensors_live--;
 	call_rcu(&t->lk->rcu, tensor_free_rcu);

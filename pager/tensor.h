@@ -65,6 +65,8 @@ struct tp_tensor {
 	size_t evicted_pages;		/* pages EVICTED now */
 	size_t pinned_pages;		/* pages pinned and RESIDENT now
 					 * (tp_pager_pinned_pages()) */
+	size_t *pinned_sum;		/* the pager's sum of pinned_pages;
+					 * NULL in a slab */
 	size_t inflight_pages;		/* pages OFFLOADING or RELOADING */
 	unsigned refs;			/* user's + lineage's references */
 	unsigned rows_held;		/* ops in parts reading its rows:
@@ -80,5 +82,16 @@ struct tp_tensor {
 	struct cds_list_head lru;	/* the default victim ops' order */
 	struct cds_list_head cand;	/* the pager's candidates */
 };
+
+/*
+ * @d pages of @t pinned and resident more (or fewer): counted for the
+ * tensor and for its pager, whose room is then known without a walk.
+ */
+static inline void tp_tensor_pinned_add(struct tp_tensor *t, long d)
+{
+	t->pinned_pages += d;
+	*t->pinned_sum += d;
+}
+
 
 #endif /* TP_PAGER_TENSOR_H */

@@ -13,7 +13,8 @@
  *    but a cut input partly in host swap, of an op whose parts read
  *    their rows alone (TP_OP_SPLIT_LOCAL), streams: each part holds its
  *    rows alone, so that those in swap come back a part at a time; the
- *    rows not yet read leave by offload only (tp_pager_hold_rows());
+ *    rows not yet read leave by offload only (tp_pager_hold_rows()); and
+ *    where no number of parts fits otherwise, a resident one streams too;
  *  - a cut output, the part's rows; the next part's are acquired before
  *    these are released, so that a page two parts share stays resident;
  *  - the whole inputs and outputs, whole, from the first part to the last.
@@ -44,6 +45,8 @@ struct split_run {
 	size_t params_len;
 	const struct tp_op_split *s;
 	bool recompute;
+	/* A part's rows of a resident input too may come a part at a time. */
+	bool stream_resident;
 	struct split_io *in, *out;
 	struct tp_tensor *const *args;	/* the inputs as given */
 	unsigned *order;		/* the order part 0 holds them in */
@@ -75,10 +78,11 @@ static int hold(struct split_run *r, struct split_io *io, size_t off,
 
 /*
  * Whether cut input @k streams: the op's parts read their rows alone, the
- * tensor is in host swap in part (what streaming saves), read once by the
- * op, pinned by no one else, and its rows read can be evicted (lineage
- * regenerates it) while those unread come back without a regeneration
- * (none is evicted now).
+ * tensor is in host swap in part (what streaming saves) or, with
+ * r->stream_resident, wholly resident (its unread rows may then leave by
+ * offload as the parts need room), read once by the op, pinned by no one
+ * else, and its rows read can be evicted (lineage regenerates it) while
+ * those unread come back without a regeneration (none is evicted now).
  */
 static bool streams(const struct split_run *r, unsigned k)
 {
@@ -86,7 +90,7 @@ static bool streams(const struct split_run *r, unsigned k)
 
 	if (!(r->type->flags & TP_OP_SPLIT_LOCAL) || !r->in[k].row_bytes ||
 	    t->pins || tp_pager_has_evicted(t) ||
-	    !tp_pager_swapped_pages(t) ||
+	    (!tp_pager_swapped_pages(t) && !r->stream_resident) ||
 	    !tp_lineage_can_regenerate(r->lin, t))
 		return false;
 	for (unsigned j = 0; j < r->n_in; j++)
@@ -143,10 +147,11 @@ static unsigned choose_parts(struct split_run *r, size_t room, unsigned min,
 		if (!first_use(r, k))
 			continue;
 		if (r->in[k].stream) {
-			size_t sw = tp_pager_swapped_pages(r->in[k].t);
+			size_t sw = r->stream_resident ? pages :
+				    tp_pager_swapped_pages(r->in[k].t);
 
-			/* what is here stays; what is in swap comes a
-			 * part's rows at a time */
+			/* what is here stays; what is in swap (or may
+			 * go there) comes a part's rows at a time */
 			st_swap += sw;
 			st_res += pages - sw;
 			edges += handle < pages ? handle : pages;
@@ -507,6 +512,19 @@ int tp_lin_run_split(struct tp_lineage *lin, const struct tp_op_type *type,
 		r.in[k].stream = streams(&r, k);
 	parts = choose_parts(&r, room(&r), want,
 			     lin->conf.split_max_parts);
+	/*
+	 * No number of parts fits with the resident inputs held from each
+	 * part's rows to the end: let those an op local to its rows reads
+	 * stream too, their unread rows sent to host swap as the parts need
+	 * the room (two resident 2 GB inputs of an add in 4 GiB).
+	 */
+	if (!parts && (type->flags & TP_OP_SPLIT_LOCAL)) {
+		r.stream_resident = true;
+		for (k = 0; k < n_in; k++)
+			r.in[k].stream = streams(&r, k);
+		parts = choose_parts(&r, room(&r), want,
+				     lin->conf.split_max_parts);
+	}
 	if (!parts) {
 		ret = -ENOMEM;
 		goto out;

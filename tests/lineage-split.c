@@ -341,7 +341,7 @@ int main(void)
 	struct tp_stats st;
 	void *rx;
 
-	plan_tests(27);
+	plan_tests(29);
 	for (size_t j = 0; j < 16384; j++)
 		wv[j] = 0.5f + (float)(j % 7) / 8.0f;
 
@@ -501,6 +501,27 @@ int main(void)
 		ok(!r.ret && same(&r, r.y, ry, tp_tensor_size(r.y)) &&
 		   same(&r, r.x, rx, tp_tensor_size(r.x)),
 		   "y is a whole run's, byte for byte; x reads back right");
+		tp_ctx_destroy(r.ctx);
+
+		/*
+		 * x resident, not in swap: held from each part's rows to
+		 * the end it needs all 5 chunks in part 0, and no number of
+		 * parts fits; streamed, its unread rows go to host swap as
+		 * the parts need room, and come back a part at a time.
+		 */
+		scale_launches = scale_bad = 0;
+		r = run_op(CONF("384K", ""), &wide, &scale_local, wv, false);
+		st = stats(&r);
+		ok(!r.ret && st.split_runs == 1 && st.split_parts >= 2 &&
+		   scale_launches == st.split_parts && !scale_bad &&
+		   st.offloads > 0 && st.phys_peak <= st.budget_bytes &&
+		   !r.x->rows_held && !r.x->pins,
+		   "x resident: it streams through host swap, the op fits in %llu parts, %llu offloads (%s)",
+		   (unsigned long long)st.split_parts,
+		   (unsigned long long)st.offloads, tp_strerror(r.ret));
+		ok(!r.ret && same(&r, r.y, ry, tp_tensor_size(r.y)) &&
+		   same(&r, r.x, rx, tp_tensor_size(r.x)),
+		   "x resident: y is a whole run's, byte for byte; x reads back right");
 		tp_ctx_destroy(r.ctx);
 		free(ry);
 		free(rx);

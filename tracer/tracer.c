@@ -13,7 +13,7 @@
 #include <string.h>
 
 #include "base/log.h"
-#include "tracer/trace_json.h"
+#include "tracer/tracer_json.h"
 #include "tracer/tracer.h"
 
 #define TRACE_SPANS	256u	/* spans in flight at first; grows, never waits */
@@ -102,7 +102,7 @@ static void flush(struct tp_tracer *tr)
 
 	if (!tr->err)
 		for (i = 0; i < tr->nr_buf; i++)
-			tp_trace_rec_write(tr->f, tr->t0, &tr->buf[i]);
+			tp_tracer_rec_write(tr->f, tr->t0, &tr->buf[i]);
 	tr->nr_buf = 0;
 	if (!tr->err)
 		fflush(tr->f);
@@ -468,7 +468,7 @@ struct tp_tracer *tp_tracer_open(struct tp_vmm *vmm, const char *path)
 	}
 	for (s = 0; s < TP_NR_STREAMS; s++)
 		tr->last_end[s] = tr->t0;
-	tp_trace_json_begin(tr->f, vmm->ops->name, track_name, TID_ISSUE);
+	tp_tracer_json_begin(tr->f, vmm->ops->name, track_name, TID_ISSUE);
 	pthread_mutex_init(&tr->bg_lock, NULL);
 	check_io(tr);
 	sample(tr, 0);

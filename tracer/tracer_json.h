@@ -3,8 +3,8 @@
  * The trace's records and how they are written: Chrome trace JSON, one
  * event per record, times in microseconds from the trace's epoch.
  */
-#ifndef TP_TRACER_TRACE_JSON_H
-#define TP_TRACER_TRACE_JSON_H
+#ifndef TP_TRACER_TRACER_JSON_H
+#define TP_TRACER_TRACER_JSON_H
 
 #include <stdint.h>
 #include <stdio.h>
@@ -32,10 +32,10 @@ struct trace_rec {
  * Open the JSON object and its traceEvents array: the process, named for
  * the @backend, and @n tracks named @track[0..n), tids 1..n.
  */
-void tp_trace_json_begin(FILE *f, const char *backend,
-			 const char *const *track, unsigned n);
+void tp_tracer_json_begin(FILE *f, const char *backend,
+			  const char *const *track, unsigned n);
 
 /* Write @r as the next event, @t0 the epoch on the backend's clock. */
-void tp_trace_rec_write(FILE *f, uint64_t t0, const struct trace_rec *r);
+void tp_tracer_rec_write(FILE *f, uint64_t t0, const struct trace_rec *r);
 
-#endif /* TP_TRACER_TRACE_JSON_H */
+#endif /* TP_TRACER_TRACER_JSON_H */

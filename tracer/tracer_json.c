@@ -1,9 +1,9 @@
 /* SPDX-License-Identifier: MIT */
-/* The trace's records as Chrome trace JSON (see trace_json.h). */
+/* The trace's records as Chrome trace JSON (see tracer_json.h). */
 #include <inttypes.h>
 #include <stdio.h>
 
-#include "tracer/trace_json.h"
+#include "tracer/tracer_json.h"
 
 static void json_str(FILE *f, const char *s)
 {
@@ -26,8 +26,8 @@ static double us(uint64_t t0, uint64_t ns)
 	return ns > t0 ? (double)(ns - t0) / 1e3 : 0.0;
 }
 
-void tp_trace_json_begin(FILE *f, const char *backend,
-			 const char *const *track, unsigned n)
+void tp_tracer_json_begin(FILE *f, const char *backend,
+			  const char *const *track, unsigned n)
 {
 	fprintf(f, "{\"displayTimeUnit\":\"ns\",\"traceEvents\":[\n");
 	fprintf(f, "{\"name\":\"process_name\",\"ph\":\"M\",\"pid\":%d,\"args\":{\"name\":\"tpager (%s)\"}}",
@@ -37,7 +37,7 @@ void tp_trace_json_begin(FILE *f, const char *backend,
 			TRACE_PID, i + 1, track[i]);
 }
 
-void tp_trace_rec_write(FILE *f, uint64_t t0, const struct trace_rec *r)
+void tp_tracer_rec_write(FILE *f, uint64_t t0, const struct trace_rec *r)
 {
 	fputs(",\n{", f);
 	switch (r->ph) {

@@ -2,8 +2,9 @@
 /*
  * The stats.trace writer (see tracer.h). Spans wait in a FIFO until the
  * event recorded after their work has completed; finished records are
- * buffered and written in batches, the JSON array opened at start and
- * closed at tp_tracer_close(), so a trace is valid only once closed.
+ * buffered and written in batches by a thread of their own
+ * (tracer_writer.c), the JSON array opened at start and closed at
+ * tp_tracer_close(), so a trace is valid only once closed.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -14,6 +15,7 @@
 
 #include "base/log.h"
 #include "tracer/tracer_json.h"
+#include "tracer/tracer_writer.h"
 #include "tracer/tracer.h"
 
 #define TRACE_SPANS	256u	/* spans in flight at first; grows, never waits */
@@ -75,8 +77,10 @@ struct tp_tracer {
 	struct trace_span *span;	/* a FIFO ring of @cap slots */
 	unsigned cap, head, count;
 	uint64_t last_end[TP_NR_STREAMS];
-	struct trace_rec *buf;
+	struct trace_rec *buf;		/* records being filled */
 	unsigned nr_buf;
+	struct tp_tracer_writer w;	/* writes full buffers ... */
+	bool writing;			/* ... where its thread started */
 	uint64_t last_dev, last_host, last_c_ts;
 	bool sampled;
 	struct tp_vmm_observer obs;	/* installed on the vmm */
@@ -89,7 +93,10 @@ struct tp_tracer {
 
 static void check_io(struct tp_tracer *tr)
 {
-	if (!tr->err && ferror(tr->f)) {
+	bool failed = tr->writing ? tp_tracer_writer_failed(&tr->w) :
+				    ferror(tr->f);
+
+	if (!tr->err && failed) {
 		tr->err = -EIO;
 		tp_log(TP_LOG_ERROR, "stats.trace: writing %s failed; the trace is incomplete",
 		       tr->path);
@@ -100,6 +107,12 @@ static void flush(struct tp_tracer *tr)
 {
 	unsigned i;
 
+	if (tr->writing) {
+		tr->buf = tp_tracer_writer_swap(&tr->w, tr->buf, tr->nr_buf);
+		tr->nr_buf = 0;
+		check_io(tr);
+		return;
+	}
 	if (!tr->err)
 		for (i = 0; i < tr->nr_buf; i++)
 			tp_tracer_rec_write(tr->f, tr->t0, &tr->buf[i]);
@@ -471,6 +484,9 @@ struct tp_tracer *tp_tracer_open(struct tp_vmm *vmm, const char *path)
 	tp_tracer_json_begin(tr->f, vmm->ops->name, track_name, TID_ISSUE);
 	pthread_mutex_init(&tr->bg_lock, NULL);
 	check_io(tr);
+	/* Without a thread of its own, the caller's thread writes. */
+	tr->writing = !tp_tracer_writer_start(&tr->w, tr->f, tr->t0,
+					      TRACE_BUF);
 	sample(tr, 0);
 	tr->owner = pthread_self();
 	tr->obs = (struct tp_vmm_observer){
@@ -505,6 +521,11 @@ int tp_tracer_close(struct tp_tracer *tr)
 		tp_vmm_observe(tr->vmm, NULL);
 	harvest(tr, true);
 	take_bg(tr);
+	if (tr->writing) {
+		check_io(tr);
+		tp_tracer_writer_stop(&tr->w);
+		tr->writing = false;
+	}
 	flush(tr);
 	if (!tr->err)
 		fputs("\n]}\n", tr->f);

@@ -150,13 +150,14 @@ ok $([ $rc = 0 ] && [ "${wo:-0}" -gt 0 ] && [ "${w:-0}" -gt "$wo" ]; echo $?) \
 	"--max-batch: $w with paging > $wo without"
 
 # sim has no data: a ResNet-50 batch of 256 is sizes only, so the search
-# runs in seconds (drawing every batch on the host took 161 s).
-timeout 60 "$train" --backend sim --model resnet-50 --budget 8G --max-batch \
+# runs in seconds (drawing every batch on the host took 161 s; 7 s here,
+# 27 s under ASan: the timeout only keeps a hang from holding the suite).
+timeout 300 "$train" --backend sim --model resnet-50 --budget 8G --max-batch \
 	--json > "$tmp/mbs.json" 2>"$tmp/err"; rc=$?
 w=$(field "" max_batch_with < "$tmp/mbs.json")
 wo=$(field "" max_batch_without < "$tmp/mbs.json")
 ok $([ $rc = 0 ] && [ "${wo:-0}" -gt 0 ] && [ "${w:-0}" -gt "$wo" ]; echo $?) \
-	"sim --max-batch of resnet-50 under 8G within 60 s: $w with paging > $wo without"
+	"sim --max-batch of resnet-50 under 8G: $w with paging > $wo without"
 
 # The search tries every batch and tells each try as a JSON line: the
 # issue's command on the H200 profile. The report agrees with the tries

@@ -228,6 +228,19 @@ struct tp_op_split {
 	size_t rows;
 	uint64_t in;		/* bit k: input k is cut (k < 64) */
 	uint64_t out;		/* bit k: output k is cut */
+	/*
+	 * Optional, 0 by default. @sums: where the parts above do not fit,
+	 * they may instead read only their own rows of the cut inputs, as
+	 * in every run of a TP_OP_SPLIT_LOCAL type, and sum into the whole
+	 * outputs, each part adding its rows' share in row order; @passes:
+	 * the times such parts go over the rows, each pass but the last
+	 * summing what the next one reads (a mean before a variance);
+	 * @granule: such parts begin at multiples of this many rows. See
+	 * tp_op_run(3), Split.
+	 */
+	int sums;
+	unsigned passes;	/* 0: 1 */
+	size_t granule;		/* 0: 1 */
 };
 
 /*
@@ -318,6 +331,14 @@ struct tp_op_launch {
 	 */
 	unsigned part, parts;
 	size_t row0, rows;
+	/*
+	 * A part that sums (struct tp_op_split, sums): pass @pass of
+	 * @passes over the rows. Part 0 of a pass starts the whole outputs
+	 * it sums into, and every part adds its rows' share. A whole run
+	 * makes every pass over every row at once.
+	 */
+	int sums;
+	unsigned pass, passes;
 	/* Where in[] and out[] are: the implementation to run. */
 	enum tp_device device;
 	/*

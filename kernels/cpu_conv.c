@@ -3,11 +3,14 @@
  * CPU 2-D convolution as im2col + GEMM, one image at a time: the column
  * matrix of one image is c*r*s x oh*ow floats, small enough to reuse for
  * every image of the batch. The weight gradient accumulates over images in
- * batch order (beta = 1), so its summation order is fixed.
+ * batch order (beta = 1), the bias gradient likewise, one image's sum at a
+ * time, so their summation order is fixed.
  *
  * In parts, an image's output is the same product of the same shapes
- * whatever the part; the weight and bias gradients are part 0's, over
- * the whole batch in the same order as a whole run.
+ * whatever the part; the weight and bias gradients are part 0's, over the
+ * whole batch, or the parts sum them (l->sums), each adding its images in
+ * order to what the parts before it left: the same sums in the same order
+ * as a whole run.
  */
 #include "config.h"
 
@@ -116,30 +119,39 @@ int tp_cpu_conv2d(const struct tp_op_launch *l)
 	return 0;
 }
 
-/* dW = sum over the batch of dy_i col_i^T, images in order; db likewise. */
+/*
+ * dW += dy_i col_i^T over images [0, @n) of the launch's, in order, and db
+ * += each image's sum per channel; @first: they start at 0 (the batch's
+ * image 0).
+ */
 static void conv_bwd_params(const struct tp_op_launch *l,
-			    const struct conv_geom *g, float *col)
+			    const struct conv_geom *g, float *col, size_t n,
+			    bool first)
 {
 	const struct tp_conv2d_params *p = TP_PARAMS(l, tp_conv2d_params);
 	const float *dy = TP_IN(l, 0), *x = TP_IN(l, 1);
-	float *dw = TP_OUT(l, 1);
-	uint32_t i, k;
-	size_t j;
+	float *dw = TP_OUT(l, 1), *db = TP_OUT(l, 2);
+	uint32_t k;
+	size_t i, j;
 
-	for (i = 0; i < p->n; i++) {
+	for (i = 0; i < n; i++) {
 		im2col(p, g, x + i * g->x_img, col);
 		tp_cpu_sgemm(0, 1, p->k, g->crs, g->ohw, 1.0f,
-			     dy + i * g->y_img, col, i ? 1.0f : 0.0f, dw);
+			     dy + i * g->y_img, col, i || !first ? 1.0f : 0.0f,
+			     dw);
 	}
-	if (!p->bias)
-		return;
-	for (k = 0; k < p->k; k++) {
-		double s = 0;
+	for (k = 0; p->bias && k < p->k; k++) {
+		float acc = first ? 0.0f : db[k];
 
-		for (i = 0; i < p->n; i++)
+		for (i = 0; i < n; i++) {
+			const float *dyk = dy + i * g->y_img + k * g->ohw;
+			double s = 0;
+
 			for (j = 0; j < g->ohw; j++)
-				s += dy[i * g->y_img + k * g->ohw + j];
-		TP_OUT(l, 2)[k] = (float)s;
+				s += dyk[j];
+			acc = (float)((double)acc + s);
+		}
+		db[k] = acc;
 	}
 }
 
@@ -155,8 +167,10 @@ int tp_cpu_conv2d_bwd(const struct tp_op_launch *l)
 	col = malloc(g.crs * g.ohw * sizeof(*col));
 	if (!col)
 		return -ENOMEM;
-	if (tp_writes_whole(l))
-		conv_bwd_params(l, &g, col);
+	if (l->sums)
+		conv_bwd_params(l, &g, col, n, !l->row0);
+	else if (tp_writes_whole(l))
+		conv_bwd_params(l, &g, col, p->n, true);
 	/* dcol = W^T dy_i, folded back into dx_i */
 	for (i = 0; i < n; i++) {
 		tp_cpu_sgemm(1, 0, g.crs, g.ohw, p->k, 1.0f, w,

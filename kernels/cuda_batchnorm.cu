@@ -1,40 +1,42 @@
 // SPDX-License-Identifier: MIT
 /*
- * CUDA batch-norm in training mode, as cpu_batchnorm.c computes it: one
- * block per channel sums over the batch and the spatial positions in
- * double through the fixed reduction tree, then one thread per element
- * computes the outputs from the statistics as stored in float.
+ * CUDA batch-norm in training mode, in the passes cpu_batchnorm.c makes:
+ * the sum of each channel, the sum of its squared deviations from the
+ * mean, then the outputs; backward, dbeta = sum dy and dgamma = sum dy
+ * xhat, then dx. A pass's sums are taken per image and channel, one warp
+ * over each image's hw contiguous elements in double (a fixed butterfly),
+ * then added to the channel's float one image after another in order, by
+ * one thread per channel: the sums come out the same whatever rows a
+ * launch has. Part 0 of a split run makes them over every row, as a whole
+ * run does; parts that sum (l->sums) make each pass in parts, part 0 of a
+ * pass starting the sums and finishing those of the pass before.
  *
- * cuDNN's batch-norm computes both at once, over whatever batch it is
- * given; a part of a split run has only its rows of the output. Here part
- * 0 runs the sums over the whole batch, exactly as a whole run does, and
- * every part runs the element pass on its rows, whose bits depend on
- * nothing but the element and its channel's stored statistics.
+ * cuDNN's batch-norm computes the statistics and the outputs at once over
+ * whatever batch it is given; a part of a split run has only its rows.
+ * The per-element outputs here depend on nothing but the element and its
+ * channel's statistics as stored in float.
  */
 #include "kernels/cuda_launch.cuh"
 
 #include <math.h>
 
-/* The per-channel sums: more threads than TP_BLOCK, few blocks. */
-#define BN_BLOCK 1024
+/* The forward op's passes over the rows (the registry says 3). */
+enum { BN_SUM, BN_DEVIATION, BN_OUTPUT };
+
+/* What a warp sums over one image's channel. */
+enum bn_seg { SEG_X, SEG_DEVIATION, SEG_BWD };
+
+#define BN_SEG_WARPS	8	/* per block of the per-image sums */
+#define BN_CARRY_BLOCK	128	/* channels per block of the carry */
 
 /*
  * The index arithmetic in @I: 32 bits where the counts allow (a 64-bit
- * division is several times the instructions, and the sums here are
- * bound by them), else 64. The elements and their order are the same.
+ * division is several times the instructions), else 64. The elements and
+ * their order are the same.
  */
 static bool bn_narrow(size_t count)
 {
-	return count <= UINT32_MAX - BN_BLOCK;
-}
-
-/* Element @j of channel @ch, counting over images then positions. */
-template <typename I>
-static __device__ size_t bn_at(I j, uint32_t ch, uint32_t c, uint32_t hw)
-{
-	I q = j / hw;
-
-	return ((size_t)q * c + ch) * hw + (j - q * hw);
+	return count <= UINT32_MAX - TP_BLOCK;
 }
 
 /* The channel of element @i of an n x c x hw tensor. */
@@ -44,29 +46,80 @@ static __device__ uint32_t bn_channel(size_t i, uint32_t c, uint32_t hw)
 	return (uint32_t)((I)i / hw % c);
 }
 
-template <typename I>
-static __global__ void bn_stats_kernel(const float *x, float *mean,
-				       float *invstd, uint32_t n, uint32_t c,
-				       uint32_t hw, float eps)
+/*
+ * Per image and channel (@segs of them, image-major, hw elements each):
+ * the sum of x, of (x - mean)^2, or (backward) of dy into @s and of
+ * dy xhat into @s2.
+ */
+static __global__ void bn_seg_kernel(const float *x, const float *dy,
+				     const float *mean, const float *invstd,
+				     double *s, double *s2, size_t segs,
+				     uint32_t c, uint32_t hw, enum bn_seg what)
 {
-	__shared__ double red[BN_BLOCK];
-	uint32_t ch = blockIdx.x;
-	I m = (I)n * hw;
-	double s = 0, v = 0, mu;
+	size_t seg = (size_t)blockIdx.x * BN_SEG_WARPS + threadIdx.x / 32;
+	uint32_t lane = threadIdx.x % 32, ch;
+	const float *xs, *dys;
+	double a = 0, b = 0, mu = 0, is = 0;
 
-	for (I j = threadIdx.x; j < m; j += blockDim.x)
-		s += x[bn_at<I>(j, ch, c, hw)];
-	mu = tp_block_sum(s, red) / (double)m;
-	for (I j = threadIdx.x; j < m; j += blockDim.x) {
-		double d = x[bn_at<I>(j, ch, c, hw)] - mu;
+	if (seg >= segs)
+		return;
+	ch = (uint32_t)(seg % c);
+	xs = x + seg * hw;
+	dys = dy ? dy + seg * hw : NULL;
+	if (what != SEG_X)
+		mu = mean[ch];
+	if (what == SEG_BWD)
+		is = invstd[ch];
+	for (uint32_t j = lane; j < hw; j += 32) {
+		double d = xs[j] - mu;
 
-		v += d * d;
+		if (what == SEG_X) {
+			a += xs[j];
+		} else if (what == SEG_DEVIATION) {
+			a += d * d;
+		} else {
+			a += dys[j];
+			b += dys[j] * d * is;
+		}
 	}
-	v = tp_block_sum(v, red);
-	if (!threadIdx.x) {
-		mean[ch] = (float)mu;
-		invstd[ch] = (float)(1.0 / sqrt(v / (double)m + eps));
-	}
+	a = tp_warp_sum(a);
+	if (what == SEG_BWD)
+		b = tp_warp_sum(b);
+	if (lane)
+		return;
+	s[seg] = a;
+	if (what == SEG_BWD)
+		s2[seg] = b;
+}
+
+/* acc[ch] += the @n images' sums in order, from 0 where @first. */
+static __global__ void bn_carry_kernel(const double *s, float *acc, size_t n,
+				       uint32_t c, bool first)
+{
+	uint32_t ch = blockIdx.x * blockDim.x + threadIdx.x;
+	float a;
+
+	if (ch >= c)
+		return;
+	a = first ? 0.0f : acc[ch];
+#pragma unroll 8
+	for (size_t i = 0; i < n; i++)
+		a = (float)((double)a + s[i * c + ch]);
+	acc[ch] = a;
+}
+
+/* The sums of a pass made statistics: the mean, or invstd. */
+static __global__ void bn_finish_kernel(float *mean, float *invstd, uint32_t c,
+					double m, float eps, bool to_mean)
+{
+	uint32_t ch = blockIdx.x * blockDim.x + threadIdx.x;
+
+	if (ch >= c)
+		return;
+	if (to_mean)
+		mean[ch] = (float)(mean[ch] / m);
+	else
+		invstd[ch] = (float)(1.0 / sqrt(invstd[ch] / m + eps));
 }
 
 template <typename I>
@@ -80,33 +133,6 @@ static __global__ void bn_apply_kernel(const float *x, const float *gamma,
 		double mu = mean[ch], is = invstd[ch];
 
 		y[i] = (float)((x[i] - mu) * is * gamma[ch] + beta[ch]);
-	}
-}
-
-/* dbeta = sum dy, dgamma = sum dy xhat, per channel over the batch. */
-template <typename I>
-static __global__ void bn_bwd_sums_kernel(const float *dy, const float *x,
-					  const float *mean,
-					  const float *invstd, float *dgamma,
-					  float *dbeta, uint32_t n, uint32_t c,
-					  uint32_t hw)
-{
-	__shared__ double red[BN_BLOCK];
-	uint32_t ch = blockIdx.x;
-	I m = (I)n * hw;
-	double mu = mean[ch], is = invstd[ch], sdy = 0, sdyx = 0;
-
-	for (I j = threadIdx.x; j < m; j += blockDim.x) {
-		size_t k = bn_at<I>(j, ch, c, hw);
-
-		sdy += dy[k];
-		sdyx += dy[k] * ((x[k] - mu) * is);
-	}
-	sdy = tp_block_sum(sdy, red);
-	sdyx = tp_block_sum(sdyx, red);
-	if (!threadIdx.x) {
-		dgamma[ch] = (float)sdyx;
-		dbeta[ch] = (float)sdy;
 	}
 }
 
@@ -129,47 +155,139 @@ static __global__ void bn_bwd_dx_kernel(const float *dy, const float *x,
 	}
 }
 
+static unsigned bn_channel_blocks(uint32_t c)
+{
+	return (c + BN_CARRY_BLOCK - 1) / BN_CARRY_BLOCK;
+}
+
+/*
+ * Add @n images of a launch's tensors to the channels' float sums @acc
+ * (and @acc2, backward), from 0 where @first: the per-image sums in
+ * stream-ordered scratch, then the carry.
+ */
+static int bn_add_images(const struct tp_op_launch *l, const float *x,
+			 const float *dy, const float *mean,
+			 const float *invstd, float *acc, float *acc2,
+			 size_t n, bool first, enum bn_seg what)
+{
+	const struct tp_batchnorm_params *p = TP_PARAMS(l, tp_batchnorm_params);
+	size_t segs = n * p->c, bytes = segs * sizeof(double);
+	cudaStream_t st = TP_STREAM(l);
+	double *s = NULL;
+	int rc;
+
+	rc = tp_cuda_check(l, cudaMallocAsync((void **)&s, acc2 ? 2 * bytes :
+					      bytes, st),
+			   "cudaMallocAsync (batch-norm sums)");
+	if (rc)
+		return rc;
+	bn_seg_kernel<<<(unsigned)((segs + BN_SEG_WARPS - 1) / BN_SEG_WARPS),
+			32 * BN_SEG_WARPS, 0, st>>>(x, dy, mean, invstd, s,
+						    s + segs, segs, p->c, p->hw,
+						    what);
+	rc = tp_cuda_launched(l, "bn_seg_kernel");
+	if (!rc) {
+		bn_carry_kernel<<<bn_channel_blocks(p->c), BN_CARRY_BLOCK, 0,
+				  st>>>(s, acc, n, p->c, first);
+		rc = tp_cuda_launched(l, "bn_carry_kernel");
+	}
+	if (!rc && acc2) {
+		bn_carry_kernel<<<bn_channel_blocks(p->c), BN_CARRY_BLOCK, 0,
+				  st>>>(s + segs, acc2, n, p->c, first);
+		rc = tp_cuda_launched(l, "bn_carry_kernel");
+	}
+	cudaFreeAsync(s, st);
+	return rc;
+}
+
+/* Finish the sums of the pass before @pass into its statistic. */
+static int bn_finish(const struct tp_op_launch *l, bool to_mean)
+{
+	const struct tp_batchnorm_params *p = TP_PARAMS(l, tp_batchnorm_params);
+
+	bn_finish_kernel<<<bn_channel_blocks(p->c), BN_CARRY_BLOCK, 0,
+			   TP_STREAM(l)>>>(TP_OUT(l, 1), TP_OUT(l, 2), p->c,
+					   (double)p->n * p->hw, p->eps,
+					   to_mean);
+	return tp_cuda_launched(l, "bn_finish_kernel");
+}
+
+/* Pass @pass over @n images of the launch's; @first: from the batch's 0. */
+template <typename I>
+static int bn_fwd_pass(const struct tp_op_launch *l, unsigned pass, size_t n,
+		       bool first)
+{
+	const struct tp_batchnorm_params *p = TP_PARAMS(l, tp_batchnorm_params);
+	size_t elems = n * p->c * p->hw;
+	int rc;
+
+	if (pass == BN_SUM)
+		return bn_add_images(l, TP_IN(l, 0), NULL, NULL, NULL,
+				     TP_OUT(l, 1), NULL, n, first, SEG_X);
+	rc = first ? bn_finish(l, pass == BN_DEVIATION) : 0;
+	if (rc)
+		return rc;
+	if (pass == BN_DEVIATION)
+		return bn_add_images(l, TP_IN(l, 0), NULL, TP_OUT(l, 1), NULL,
+				     TP_OUT(l, 2), NULL, n, first,
+				     SEG_DEVIATION);
+	bn_apply_kernel<I><<<tp_grid(elems), TP_BLOCK, 0, TP_STREAM(l)>>>(
+		TP_IN(l, 0), TP_IN(l, 1), TP_IN(l, 2), TP_OUT(l, 1),
+		TP_OUT(l, 2), TP_OUT(l, 0), p->c, p->hw, elems);
+	return tp_cuda_launched(l, "bn_apply_kernel");
+}
+
 template <typename I>
 static int bn_fwd(const struct tp_op_launch *l)
 {
 	const struct tp_batchnorm_params *p = TP_PARAMS(l, tp_batchnorm_params);
-	size_t n = tp_rows(l, p->n) * p->c * p->hw;
-	int rc;
+	int rc = 0;
 
+	if (l->sums)
+		return bn_fwd_pass<I>(l, l->pass, l->rows, !l->row0);
+	/* part 0 (or a whole run): the statistics over every row */
 	if (tp_writes_whole(l)) {
-		bn_stats_kernel<I><<<p->c, BN_BLOCK, 0, TP_STREAM(l)>>>(
-			TP_IN(l, 0), TP_OUT(l, 1), TP_OUT(l, 2), p->n, p->c,
-			p->hw, p->eps);
-		rc = tp_cuda_launched(l, "bn_stats_kernel");
-		if (rc)
-			return rc;
+		rc = bn_fwd_pass<I>(l, BN_SUM, p->n, true);
+		if (!rc)
+			rc = bn_fwd_pass<I>(l, BN_DEVIATION, p->n, true);
 	}
-	bn_apply_kernel<I><<<tp_grid(n), TP_BLOCK, 0, TP_STREAM(l)>>>(
-		TP_IN(l, 0), TP_IN(l, 1), TP_IN(l, 2), TP_OUT(l, 1),
-		TP_OUT(l, 2), TP_OUT(l, 0), p->c, p->hw, n);
-	return tp_cuda_launched(l, "bn_apply_kernel");
+	return rc ? rc : bn_fwd_pass<I>(l, BN_OUTPUT, tp_rows(l, p->n),
+					tp_writes_whole(l));
+}
+
+template <typename I>
+static int bn_bwd_dx(const struct tp_op_launch *l, size_t n)
+{
+	const struct tp_batchnorm_params *p = TP_PARAMS(l, tp_batchnorm_params);
+	size_t elems = n * p->c * p->hw;
+
+	bn_bwd_dx_kernel<I><<<tp_grid(elems), TP_BLOCK, 0, TP_STREAM(l)>>>(
+		TP_IN(l, 0), TP_IN(l, 1), TP_IN(l, 2), TP_IN(l, 3),
+		TP_IN(l, 4), TP_OUT(l, 1), TP_OUT(l, 2), TP_OUT(l, 0), p->c,
+		p->hw, (double)p->n * p->hw, elems);
+	return tp_cuda_launched(l, "bn_bwd_dx_kernel");
+}
+
+/* dgamma and dbeta over @n images, from 0 where @first. */
+static int bn_bwd_sums(const struct tp_op_launch *l, size_t n, bool first)
+{
+	return bn_add_images(l, TP_IN(l, 1), TP_IN(l, 0), TP_IN(l, 3),
+			     TP_IN(l, 4), TP_OUT(l, 2), TP_OUT(l, 1), n, first,
+			     SEG_BWD);
 }
 
 template <typename I>
 static int bn_bwd(const struct tp_op_launch *l)
 {
 	const struct tp_batchnorm_params *p = TP_PARAMS(l, tp_batchnorm_params);
-	size_t n = tp_rows(l, p->n) * p->c * p->hw;
-	int rc;
+	int rc = 0;
 
-	if (tp_writes_whole(l)) {
-		bn_bwd_sums_kernel<I><<<p->c, BN_BLOCK, 0, TP_STREAM(l)>>>(
-			TP_IN(l, 0), TP_IN(l, 1), TP_IN(l, 3), TP_IN(l, 4),
-			TP_OUT(l, 1), TP_OUT(l, 2), p->n, p->c, p->hw);
-		rc = tp_cuda_launched(l, "bn_bwd_sums_kernel");
-		if (rc)
-			return rc;
-	}
-	bn_bwd_dx_kernel<I><<<tp_grid(n), TP_BLOCK, 0, TP_STREAM(l)>>>(
-		TP_IN(l, 0), TP_IN(l, 1), TP_IN(l, 2), TP_IN(l, 3),
-		TP_IN(l, 4), TP_OUT(l, 1), TP_OUT(l, 2), TP_OUT(l, 0), p->c,
-		p->hw, (double)p->n * p->hw, n);
-	return tp_cuda_launched(l, "bn_bwd_dx_kernel");
+	if (l->sums && !l->pass)
+		return bn_bwd_sums(l, l->rows, !l->row0);
+	/* part 0 (or a whole run): the sums over every row */
+	if (!l->sums && tp_writes_whole(l))
+		rc = bn_bwd_sums(l, p->n, true);
+	return rc ? rc : bn_bwd_dx<I>(l, tp_rows(l, p->n));
 }
 
 /* The whole tensor's elements: every index the kernels compute. */

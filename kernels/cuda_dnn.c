@@ -24,8 +24,13 @@
  * direction of a shape is checked on the device the first time it runs
  * on a batch of a given size (see "batch invariance" below); one that
  * fails runs one image at a time from then on, a problem the same for
- * every batch and part. The weight and bias gradients are part 0's, over
- * the whole batch: the very call a whole run makes. The other ops that
+ * every batch and part. The weight and bias gradients of a batch of up to
+ * TP_CONV_DW_ROWS images are part 0's, over the whole batch: the very
+ * call a whole run makes. A larger batch's are summed over calls of that
+ * many images in order (beta 1 after the first), by part 0 over the batch
+ * or by parts that sum (l->sums), which begin at multiples of it, each
+ * making its calls: the same problems on the same rows, added in the same
+ * order. The other ops that
  * cuDNN could run (batch-norm, ReLU, pooling, softmax) are tpager's own
  * kernels, whose parts are exact by construction.
  *
@@ -571,6 +576,61 @@ out:
 	return dnn_end(&d, rc);
 }
 
+/*
+ * dW (and db) of the images of @q at @x and @dy, added to what is there
+ * unless @first: one weight-gradient call. Lock held.
+ */
+static int conv_dw(const struct tp_op_launch *l,
+		   const struct tp_conv2d_params *q, const float *x,
+		   const float *dy, bool first)
+{
+	const float *beta = first ? &zero : &one;
+	struct dnn_desc d = { 0 };
+	struct conv_algo *a;
+	void *ws = NULL;
+	bool owned = false;
+	int rc;
+
+	rc = conv_desc(l, q, &d);
+	if (!rc)
+		rc = conv_choose(l, q, &d, &a);
+	if (!rc)
+		rc = ws_get(l, 3, a->bwd_ws, &ws, &owned);
+	if (rc)
+		goto out;
+	DNN(cudnnSetConvolutionMathType(d.conv, a->filter_math));
+	DNN(cudnnConvolutionBackwardFilter(dnn, &one, d.x, x, d.y, dy, d.conv,
+					   a->bwd_filter, ws, a->bwd_ws, beta,
+					   d.w, TP_OUT(l, 1)));
+	if (q->bias)
+		DNN(cudnnConvolutionBackwardBias(dnn, &one, d.y, dy, beta, d.b,
+						 TP_OUT(l, 2)));
+out:
+	ws_put(l, ws, owned);
+	desc_destroy(&d);
+	return rc;
+}
+
+/*
+ * dW (and db) of @n images at the launch's dy and x, TP_CONV_DW_ROWS at a
+ * time in order, from 0 where @first (the batch's image 0). Lock held.
+ */
+static int conv_dw_blocks(const struct tp_op_launch *l, size_t n, bool first)
+{
+	const struct tp_conv2d_params *p = TP_PARAMS(l, tp_conv2d_params);
+	struct tp_conv2d_params q = *p;
+	size_t xi = dst_image(p, CONV_DATA), yi = src_image(p, CONV_DATA);
+	int rc = 0;
+
+	for (size_t i = 0; i < n && !rc; i += TP_CONV_DW_ROWS) {
+		q.n = (uint32_t)(n - i < TP_CONV_DW_ROWS ? n - i :
+			      TP_CONV_DW_ROWS);
+		rc = conv_dw(l, &q, TP_IN(l, 1) + i * xi, TP_IN(l, 0) + i * yi,
+			     first && !i);
+	}
+	return rc;
+}
+
 int tp_cuda_conv2d_bwd(const struct tp_op_launch *l)
 {
 	const struct tp_conv2d_params *p = TP_PARAMS(l, tp_conv2d_params);
@@ -593,8 +653,18 @@ int tp_cuda_conv2d_bwd(const struct tp_op_launch *l)
 		rc = conv_images(l, p, a, CONV_DATA, rows, TP_IN(l, 2),
 				 TP_IN(l, 0), TP_OUT(l, 0), ws,
 				 ws ? a->bwd_ws : 0);
-	if (rc || !tp_writes_whole(l))
+	if (rc)
 		goto out;
+	if (l->sums) {
+		rc = conv_dw_blocks(l, rows, !l->row0);
+		goto out;
+	}
+	if (!tp_writes_whole(l))
+		goto out;
+	if (p->n > TP_CONV_DW_ROWS) {
+		rc = conv_dw_blocks(l, p->n, true);
+		goto out;
+	}
 	/*
 	 * Part 0 (or a whole run) sums the weight and bias gradients over
 	 * the whole batch, whose rows it may read: a whole run's very call.

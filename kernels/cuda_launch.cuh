@@ -45,6 +45,17 @@ static inline dim3 tp_col_threads(void)
 	for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; \
 	     i < (n); i += (size_t)gridDim.x * blockDim.x)
 
+/*
+ * Sum of @v over the warp, by a fixed butterfly; every lane gets it (its
+ * two operands' sum either way round, the same in IEEE arithmetic).
+ */
+static __device__ double tp_warp_sum(double v)
+{
+	for (unsigned s = 16; s > 0; s >>= 1)
+		v += __shfl_xor_sync(0xffffffffu, v, s);
+	return v;
+}
+
 /* Sum of @v over the block; every thread gets it. @red has TP_BLOCK. */
 static __device__ double tp_block_sum(double v, double *red)
 {

@@ -45,6 +45,15 @@ struct tp_kernel {
 	 */
 	uint32_t (*rows)(const void *p);
 	uint64_t cut_in, cut_out;
+	/*
+	 * Where @sum_passes is set, the parts add to the whole outputs
+	 * (struct tp_op_split, sums) in that many passes over the rows,
+	 * beginning at multiples of @sum_granule rows (0: any); a run of
+	 * no more rows than that cuts as the others do: part 0 writes the
+	 * whole outputs from every row.
+	 */
+	unsigned sum_passes;
+	uint32_t sum_granule;
 };
 
 #define tp_kernel_of(t) \
@@ -68,7 +77,8 @@ static inline size_t tp_rows(const struct tp_op_launch *l, size_t all)
 
 /*
  * Whether the launch writes the op's whole outputs: a whole run, or part
- * 0 of a split one, which may read every row of the cut inputs.
+ * 0 of a split one, which may read every row of the cut inputs. (A split
+ * that sums, l->sums, writes them in every part.)
  */
 static inline bool tp_writes_whole(const struct tp_op_launch *l)
 {

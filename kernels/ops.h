@@ -113,6 +113,14 @@ struct tp_conv2d_params {
 	uint32_t bias;
 };
 
+/*
+ * The images of one weight-gradient call of conv2d_bwd on cuDNN: a run of
+ * more sums calls of this many in order (kernels/cuda_dnn.c), and its
+ * parts in a split begin at multiples of it, so that they make the same
+ * calls.
+ */
+#define TP_CONV_DW_ROWS	128u
+
 struct tp_batchnorm_params {
 	uint32_t n, c, hw;
 	float eps;

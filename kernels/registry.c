@@ -681,6 +681,11 @@ static int split_sizes(const struct tp_kernel *k, const void *params,
 	*s = (struct tp_op_split){
 		.rows = rows, .in = k->cut_in, .out = k->cut_out,
 	};
+	if (k->sum_passes && rows > k->sum_granule) {
+		s->sums = 1;
+		s->passes = k->sum_passes;
+		s->granule = k->sum_granule;
+	}
 	return 0;
 }
 
@@ -697,7 +702,7 @@ static int check_part(const struct tp_kernel *k, const struct tp_op_launch *l,
 {
 	*s = (struct tp_op_split){ 0 };
 	if (!l->rows && l->parts <= 1)
-		return l->part || l->row0 ? -EINVAL : 0;
+		return l->part || l->row0 || l->sums ? -EINVAL : 0;
 	if (!l->rows || l->part >= l->parts ||
 	    split_sizes(k, l->params, l->params_len, in, ni, out, no, s))
 		return -EINVAL;
@@ -705,6 +710,11 @@ static int check_part(const struct tp_kernel *k, const struct tp_op_launch *l,
 		return -EINVAL;
 	if ((l->part == 0) != (l->row0 == 0) ||
 	    (l->part + 1 == l->parts) != (l->row0 + l->rows == s->rows))
+		return -EINVAL;
+	/* a split that sums: its passes, its parts from a granule's rows */
+	if (l->sums && (!s->sums || l->passes != s->passes ||
+			l->pass >= l->passes ||
+			(s->granule > 1 && l->row0 % s->granule)))
 		return -EINVAL;
 	return 0;
 }
@@ -750,11 +760,18 @@ static int check_launch(const struct tp_kernel *k,
 				  !launch_fits(&s, s.in, i, l->rows,
 					       l->in_bytes[i], in[i])))
 			return -EINVAL;
-	for (i = 0; i < no; i++)
+	for (i = 0; i < no; i++) {
+		/* a pass before the last writes no cut output */
+		if (l->sums && l->pass + 1 < l->passes && is_cut(s.out, i)) {
+			if (l->out[i] || (l->out_bytes && l->out_bytes[i]))
+				return -EINVAL;
+			continue;
+		}
 		if (!l->out[i] || (l->out_bytes &&
 				   !launch_fits(&s, s.out, i, l->rows,
 						l->out_bytes[i], out[i])))
 			return -EINVAL;
+	}
 	return 0;
 }
 
@@ -821,6 +838,8 @@ static int launch(const struct tp_op_launch *l)
 			       struct tp_op_work *w);
 
 #define KERNEL_X(op, ptype, shp, flp, fl, ws, spl, rws, cin, cout) \
+	KERNEL_XS(op, ptype, shp, flp, fl, ws, spl, rws, cin, cout, 0, 0)
+#define KERNEL_XS(op, ptype, shp, flp, fl, ws, spl, rws, cin, cout, sp, sg) \
 	[K_##op] = { \
 		.type = { .name = #op, .launch = launch, \
 			  .cost_ns = cost_##op, .flags = fl, \
@@ -831,6 +850,7 @@ static int launch(const struct tp_op_launch *l)
 		.cpu = tp_cpu_##op, .cuda = CUDA_FN(op), \
 		.workspace = ws, \
 		.rows = rws, .cut_in = cin, .cut_out = cout, \
+		.sum_passes = sp, .sum_granule = sg, \
 	},
 #define KERNEL(op, ptype, shp, flp) \
 	KERNEL_X(op, ptype, shp, flp, 0, false, NULL, NULL, 0, 0)
@@ -849,6 +869,17 @@ static int launch(const struct tp_op_launch *l)
 #define KERNEL_CUT_WS(op, ptype, shp, flp, rws, cin, cout) \
 	KERNEL_X(op, ptype, shp, flp, TP_OP_SPLITTABLE, true, split_##op, \
 		 rows_##rws, cin, cout)
+/*
+ * The same, whose parts read only their rows of the cut inputs and add
+ * to the whole outputs in @sp passes over the rows, from multiples of @sg
+ * rows (struct tp_op_split, sums).
+ */
+#define KERNEL_SUMS(op, ptype, shp, flp, rws, cin, cout, sp, sg) \
+	KERNEL_XS(op, ptype, shp, flp, TP_OP_SPLITTABLE, false, split_##op, \
+		  rows_##rws, cin, cout, sp, sg)
+#define KERNEL_SUMS_WS(op, ptype, shp, flp, rws, cin, cout, sp, sg) \
+	KERNEL_XS(op, ptype, shp, flp, TP_OP_SPLITTABLE, true, split_##op, \
+		  rows_##rws, cin, cout, sp, sg)
 /*
  * Ops that cut every output: a part reads only its rows of the cut
  * inputs (TP_OP_SPLIT_LOCAL).
@@ -894,16 +925,23 @@ static const struct tp_kernel kernels[K_COUNT] = {
 	KERNEL_LOCAL(gemm, tp_gemm_params, gemm, gemm, gemm, B(0) | B(1), B(0))
 	KERNEL_LOCAL(gemm_bwd, tp_gemm_params, gemm_bwd, gemm_bwd, gemm,
 		   B(0) | B(1) | B(2), B(0) | B(1))
-	/* x | y; dy x | dx (dW, db: part 0, over the batch) */
+	/*
+	 * x | y; dy x | dx (dW, db: summed by the parts, from multiples of
+	 * TP_CONV_DW_ROWS images; part 0's, over the batch, in a run of no
+	 * more)
+	 */
 	KERNEL_LOCAL_WS(conv2d, tp_conv2d_params, conv2d, conv2d, conv,
 		      B(0), B(0))
-	KERNEL_CUT_WS(conv2d_bwd, tp_conv2d_params, conv2d_bwd, conv2d_bwd,
-		      conv, B(0) | B(1), B(0))
-	/* x | y (mean, invstd: part 0); dy x | dx (dgamma, dbeta: part 0) */
-	KERNEL_CUT(batchnorm, tp_batchnorm_params, batchnorm, batchnorm,
-		   batchnorm, B(0), B(0))
-	KERNEL_CUT(batchnorm_bwd, tp_batchnorm_params, batchnorm_bwd,
-		   batchnorm, batchnorm, B(0) | B(1), B(0))
+	KERNEL_SUMS_WS(conv2d_bwd, tp_conv2d_params, conv2d_bwd, conv2d_bwd,
+		       conv, B(0) | B(1), B(0), 1, TP_CONV_DW_ROWS)
+	/*
+	 * x | y (mean, invstd: summed in two passes, y in a third); dy x | dx
+	 * (dgamma, dbeta: summed in one pass, dx in a second)
+	 */
+	KERNEL_SUMS(batchnorm, tp_batchnorm_params, batchnorm, batchnorm,
+		    batchnorm, B(0), B(0), 3, 0)
+	KERNEL_SUMS(batchnorm_bwd, tp_batchnorm_params, batchnorm_bwd,
+		    batchnorm, batchnorm, B(0) | B(1), B(0), 2, 0)
 	KERNEL_LOCAL(relu, tp_eltwise_params, eltwise, eltwise, eltwise,
 		   B(0), B(0))
 	KERNEL_LOCAL(relu_bwd, tp_eltwise_params, eltwise_bwd, eltwise, eltwise,

@@ -62,24 +62,33 @@ int tp_lin_launch(struct tp_lineage *lin, const struct tp_op_type *type,
 		.vmm = vmm,
 	};
 	struct tp_tracer *tr = lin->tracer;
+	double share = 1;
 	bool timed;
 	int span, ret;
 
 	if (part) {
+		unsigned passes = part->passes > 1 ? part->passes : 1;
+
 		a.l.part = part->part;
 		a.l.parts = part->parts;
 		a.l.row0 = part->row0;
 		a.l.rows = part->rows;
-		/* The prior is of the whole op: a part costs its rows' share. */
-		prior = (uint64_t)((double)prior * part->rows / part->total);
+		a.l.sums = part->sums;
+		a.l.pass = part->pass;
+		a.l.passes = part->passes;
+		/*
+		 * The prior is of the whole op: a part costs its rows' share,
+		 * of its pass's share where the parts go over the rows twice.
+		 */
+		share = (double)part->rows / part->total / passes;
+		prior = (uint64_t)((double)prior * part->rows / part->total /
+				   passes);
 	}
 	/* What the trace says of the op: its work, where the type knows. */
 	if (tr && type->work &&
 	    !type->work(params, params_len, whole_in, n_in, &w)) {
-		if (part) {
-			w.flops *= (double)part->rows / part->total;
-			w.bytes *= (double)part->rows / part->total;
-		}
+		w.flops *= share;
+		w.bytes *= share;
 		work = &w;
 	}
 	/*

@@ -287,6 +287,8 @@ struct tp_lin_part {
 	unsigned part, parts;
 	size_t row0, rows, total;
 	const size_t *whole_in_bytes;
+	int sums;		/* struct tp_op_split's, and its passes */
+	unsigned pass, passes;
 };
 
 /**
@@ -332,6 +334,12 @@ static inline void tp_lin_regen_first(struct tp_tensor *const *in,
 	for (k = 0; k < n; k++)
 		if (!tp_pager_has_evicted(in[k]))
 			order[i++] = k;
+}
+
+/* Bit @k of a split's mask (struct tp_op_split): tensor @k is cut. */
+static inline bool tp_lin_is_cut(uint64_t mask, unsigned k)
+{
+	return k < 64 && (mask >> k) & 1;
 }
 
 /**

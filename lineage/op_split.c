@@ -22,6 +22,15 @@
  * cut inputs that every part so far has read are evicted: the pager's
  * victims are the tensors no one pins, and at this point the op holds
  * most of what is resident.
+ *
+ * An op whose split may sum (struct tp_op_split, sums) does so where
+ * the parts above do not fit: a part then reads only its own rows of the
+ * cut inputs, as a TP_OP_SPLIT_LOCAL type's do, and adds its share to the
+ * whole outputs (a weight's gradient over the batch); the parts may go
+ * over the rows more than once (a mean, then a variance, then the outputs
+ * that need both). Until the last pass every row is read again, so none
+ * is evicted: those of a cut input that does not stream are held from row
+ * 0, and a streaming one's leave by offload only.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -45,6 +54,10 @@ struct split_run {
 	size_t params_len;
 	const struct tp_op_split *s;
 	bool recompute;
+	bool sums;		/* the parts sum into the whole outputs */
+	bool local;		/* a part reads its rows of the cut inputs alone */
+	unsigned passes;	/* over the rows: 1 unless the split sums */
+	size_t granule;		/* rows the parts begin at multiples of */
 	/* A part's rows of a resident input too may come a part at a time. */
 	bool stream_resident;
 	struct split_io *in, *out;
@@ -54,11 +67,6 @@ struct split_run {
 	void **in_addr, **out_addr;
 	size_t *in_len, *out_len, *whole_in;
 };
-
-static bool is_cut(uint64_t mask, unsigned k)
-{
-	return k < 64 && (mask >> k) & 1;
-}
 
 static int hold(struct split_run *r, struct split_io *io, size_t off,
 		size_t len, unsigned mode)
@@ -88,7 +96,7 @@ static bool streams(const struct split_run *r, unsigned k)
 {
 	const struct tp_tensor *t = r->in[k].t;
 
-	if (!(r->type->flags & TP_OP_SPLIT_LOCAL) || !r->in[k].row_bytes ||
+	if (!r->local || !r->in[k].row_bytes ||
 	    t->pins || tp_pager_has_evicted(t) ||
 	    (!tp_pager_swapped_pages(t) && !r->stream_resident) ||
 	    !tp_lineage_can_regenerate(r->lin, t))
@@ -125,6 +133,28 @@ static bool first_use(const struct split_run *r, unsigned k)
 	return true;
 }
 
+/* The first row of part @i of @parts, at a multiple of the granule. */
+static size_t part_row(const struct split_run *r, unsigned i, unsigned parts)
+{
+	size_t g = r->granule, rows = r->s->rows;
+	size_t row = (rows + g - 1) / g * i / parts * g;
+
+	return row < rows ? row : rows;
+}
+
+/* The most pages of a cut tensor of @pages that one of @p parts holds. */
+static size_t part_pages(const struct split_run *r, size_t pages, unsigned p)
+{
+	size_t g = r->granule, rows = r->s->rows, most;
+
+	if (g <= 1)
+		return (pages + p - 1) / p;
+	most = ((rows + g - 1) / g + p - 1) / p * g;
+	if (most > rows)
+		most = rows;
+	return (pages * most + rows - 1) / rows;
+}
+
 /*
  * The fewest parts from @min on whose peak fits in @room chunks, 0 if
  * none up to @max. A part holds the whole tensors, the cut inputs from its rows on
@@ -138,7 +168,7 @@ static unsigned choose_parts(struct split_run *r, size_t room, unsigned min,
 {
 	size_t whole = 0, cut_in = 0, cut_out = 0, edges = 0;
 	size_t st_res = 0, st_swap = 0;
-	size_t handle = tp_pager_handle_max(r->pg);
+	size_t handle = tp_pager_handle_max(r->pg), units;
 	unsigned k, p;
 
 	for (k = 0; k < r->n_in; k++) {
@@ -176,13 +206,18 @@ static unsigned choose_parts(struct split_run *r, size_t room, unsigned min,
 	/* a plan made under other limits takes the most they allow */
 	if (min > max)
 		min = max;
-	if (min > r->s->rows)
-		min = (unsigned)r->s->rows;
-	for (p = min > 2 ? min : 2; p <= max && p <= r->s->rows; p++) {
+	units = (r->s->rows + r->granule - 1) / r->granule;
+	if (min > units)
+		min = (unsigned)units;
+	for (p = min > 2 ? min : 2; p <= max && p <= units; p++) {
 		/* a part's rows and the next's, taken before these go */
-		size_t st = st_res + 2 * ((st_swap + p - 1) / p);
-		size_t a = cut_in + (cut_out + p - 1) / p + st;
-		size_t b = (cut_in + p - 1) / p + cut_out + st;
+		size_t st = st_res + 2 * part_pages(r, st_swap, p);
+		/*
+		 * (a pass before the last holds the cut inputs whole and no
+		 * cut output: at most a)
+		 */
+		size_t a = cut_in + part_pages(r, cut_out, p) + st;
+		size_t b = part_pages(r, cut_in, p) + cut_out + st;
 
 		if (whole + (a > b ? a : b) + edges <= room)
 			return p;
@@ -322,55 +357,90 @@ static int hold_first(struct split_run *r)
 	return 0;
 }
 
-static int run_part(struct split_run *r, unsigned i, unsigned parts,
-		    uint64_t *ns)
+/*
+ * Hold rows [@r0, @r1) of the cut outputs (@out: those of the last
+ * pass's parts), or of the streaming inputs.
+ */
+static int hold_part_rows(struct split_run *r, bool out, size_t r0,
+			  size_t r1)
 {
-	size_t rows = r->s->rows;
-	size_t r0 = rows * i / parts, r1 = rows * (i + 1) / parts;
-	size_t r2 = rows * (i + 2) / parts;
-	struct tp_lin_part part = {
-		.part = i, .parts = parts, .row0 = r0, .rows = r1 - r0,
-		.total = rows, .whole_in_bytes = r->whole_in,
-	};
-	uint64_t part_ns = 0;
-	unsigned k;
-	int ret;
+	struct split_io *ios = out ? r->out : r->in;
+	unsigned n = out ? r->n_out : r->n_in;
 
-	for (k = 0; k < r->n_out; k++) {
-		struct split_io *io = &r->out[k];
+	for (unsigned k = 0; k < n; k++) {
+		struct split_io *io = &ios[k];
+		int ret;
 
-		if (!io->row_bytes)
+		if (out ? !io->row_bytes : !io->stream)
 			continue;
 		ret = hold(r, io, r0 * io->row_bytes, (r1 - r0) * io->row_bytes,
-			   TP_WRITE);
+			   out ? TP_WRITE : TP_READ);
 		if (ret)
 			return ret;
 	}
-	/* A streaming input's rows: part 0's here, the next ones below. */
-	for (k = 0; !i && k < r->n_in; k++) {
+	return 0;
+}
+
+/* Let go of the streaming inputs' rows. */
+static void let_go_streams(struct split_run *r)
+{
+	for (unsigned k = 0; k < r->n_in; k++) {
 		struct split_io *io = &r->in[k];
 
-		if (!io->stream)
+		if (!io->stream || !io->len)
 			continue;
-		ret = hold(r, io, r0 * io->row_bytes, (r1 - r0) * io->row_bytes,
-			   TP_READ);
-		if (ret)
-			return ret;
+		tp_pager_release(r->pg, io->t, io->off, io->len);
+		io->len = 0;
 	}
-	for (k = 0; k < r->n_in; k++) {
+}
+
+/* Where the launch of rows [@r0, @r1) finds its tensors. */
+static void part_addrs(struct split_run *r, size_t r0, size_t r1, bool last)
+{
+	for (unsigned k = 0; k < r->n_in; k++) {
 		struct split_io *io = &r->in[k];
 		size_t b = io->row_bytes;
 
 		r->in_addr[k] = io->base + (b ? r0 * b : 0);
 		r->in_len[k] = b ? (r1 - r0) * b : io->t->bytes;
 	}
-	for (k = 0; k < r->n_out; k++) {
+	for (unsigned k = 0; k < r->n_out; k++) {
 		struct split_io *io = &r->out[k];
 		size_t b = io->row_bytes;
 
-		r->out_addr[k] = io->base + (b ? r0 * b : 0);
-		r->out_len[k] = b ? (r1 - r0) * b : io->t->bytes;
+		/* a pass before the last writes no cut output */
+		r->out_addr[k] = b && !last ? NULL :
+				 io->base + (b ? r0 * b : 0);
+		r->out_len[k] = b ? (last ? (r1 - r0) * b : 0) : io->t->bytes;
 	}
+}
+
+/* Part @i of @parts in pass @pass over the rows. */
+static int run_part(struct split_run *r, unsigned pass, unsigned i,
+		    unsigned parts, uint64_t *ns)
+{
+	size_t r0 = part_row(r, i, parts), r1 = part_row(r, i + 1, parts);
+	size_t r2 = part_row(r, i + 2, parts);
+	bool last = pass + 1 == r->passes;
+	struct tp_lin_part part = {
+		.part = i, .parts = parts, .row0 = r0, .rows = r1 - r0,
+		.total = r->s->rows, .whole_in_bytes = r->whole_in,
+		.sums = r->sums, .pass = pass, .passes = r->passes,
+	};
+	uint64_t part_ns = 0;
+	unsigned k;
+	int ret;
+
+	ret = last ? hold_part_rows(r, true, r0, r1) : 0;
+	/*
+	 * A streaming input's rows: part 0's here, the next ones below; in a
+	 * pass before the last, each part's here.
+	 */
+	if (!ret && (!i || !last))
+		ret = hold_part_rows(r, false, r0, r1);
+	if (ret)
+		return ret;
+	part_addrs(r, r0, r1, last);
 	ret = tp_lin_launch(r->lin, r->type, r->params, r->params_len,
 			    r->in_addr, r->in_len,
 			    r->n_in, r->out_addr, r->out_len, r->n_out,
@@ -379,6 +449,17 @@ static int run_part(struct split_run *r, unsigned i, unsigned parts,
 	if (ret)
 		return ret;
 	*ns += part_ns;
+	/*
+	 * Before the last pass a streaming input is let go between parts:
+	 * none of its rows is evicted (it leaves by offload only, see
+	 * tp_pager_hold_rows()), so a range of it comes back alone, and
+	 * unpinned it may leave for host swap whole as the next part needs
+	 * the room.
+	 */
+	if (!last) {
+		let_go_streams(r);
+		return 0;
+	}
 	if (i + 1 == parts)
 		return 0;
 	/* The next part holds the cut inputs from its first row on. */
@@ -399,17 +480,7 @@ static int run_part(struct split_run *r, unsigned i, unsigned parts,
 	 * is; one of a tensor no one pins would be regenerated whole, as it
 	 * has evicted pages).
 	 */
-	for (k = 0; k < r->n_in; k++) {
-		struct split_io *io = &r->in[k];
-
-		if (!io->stream)
-			continue;
-		ret = hold(r, io, r1 * io->row_bytes, (r2 - r1) * io->row_bytes,
-			   TP_READ);
-		if (ret)
-			return ret;
-	}
-	return 0;
+	return hold_part_rows(r, false, r1, r2);
 }
 
 static int split_alloc(struct split_run *r)
@@ -432,49 +503,37 @@ static int split_alloc(struct split_run *r)
 	return 0;
 }
 
-/* Whether @s cuts the run sizes as tp_op_split says it must. */
-static bool cut_fits(const struct tp_op_split *s, const size_t *in_bytes,
-		     unsigned n_in, const size_t *out_bytes, unsigned n_out)
+/* Whether the parts sum (struct tp_op_split), in its passes. */
+static void sum_parts(struct split_run *r, bool sums)
 {
-	unsigned k;
+	const struct tp_op_split *s = r->s;
 
-	if (s->rows < 2 || !(s->in | s->out) ||
-	    (n_in < 64 && s->in >> n_in) || (n_out < 64 && s->out >> n_out))
-		return false;
-	for (k = 0; k < n_in; k++)
-		if (is_cut(s->in, k) && in_bytes[k] % s->rows)
-			return false;
-	for (k = 0; k < n_out; k++)
-		if (is_cut(s->out, k) && out_bytes[k] % s->rows)
-			return false;
-	return true;
+	r->sums = sums;
+	r->local = sums || (r->type->flags & TP_OP_SPLIT_LOCAL);
+	r->passes = sums && s->passes > 1 ? s->passes : 1;
+	r->granule = sums && s->granule > 1 ? s->granule : 1;
 }
 
-bool tp_lin_split_cut(struct tp_lineage *lin, const struct tp_op_type *type,
-		      const void *params, size_t params_len,
-		      struct tp_tensor *const *in, unsigned n_in,
-		      const size_t *out_bytes, unsigned n_out,
-		      struct tp_op_split *s)
+/*
+ * The parts that fit, 0 if no number does: with the inputs that stream
+ * now, then, for an op local to its rows, with the resident ones
+ * streaming too, their unread rows sent to host swap as the parts need
+ * the room (two resident 2 GB inputs of an add in 4 GiB).
+ */
+static unsigned fit_parts(struct split_run *r, unsigned want)
 {
-	size_t few[16], *in_bytes = few;
-	bool ok;
+	unsigned max = r->lin->conf.split_max_parts, parts, k;
 
-	if (!(type->flags & TP_OP_SPLITTABLE) || !type->split ||
-	    (type->flags & TP_OP_INPLACE) || !tp_pager_split_allowed(lin->pg))
-		return false;
-	/* Asked of every op a plan may cut: no allocation for most. */
-	if (n_in > sizeof(few) / sizeof(few[0]))
-		in_bytes = calloc(n_in, sizeof(*in_bytes));
-	if (!in_bytes)
-		return false;
-	for (unsigned k = 0; k < n_in; k++)
-		in_bytes[k] = in[k]->bytes;
-	*s = (struct tp_op_split){ 0 };
-	ok = !type->split(params, params_len, in_bytes, n_in, out_bytes, n_out,
-			  s) && cut_fits(s, in_bytes, n_in, out_bytes, n_out);
-	if (in_bytes != few)
-		free(in_bytes);
-	return ok;
+	r->stream_resident = false;
+	for (k = 0; k < r->n_in; k++)
+		r->in[k].stream = streams(r, k);
+	parts = choose_parts(r, room(r), want, max);
+	if (parts || !r->local)
+		return parts;
+	r->stream_resident = true;
+	for (k = 0; k < r->n_in; k++)
+		r->in[k].stream = streams(r, k);
+	return choose_parts(r, room(r), want, max);
 }
 
 int tp_lin_run_split(struct tp_lineage *lin, const struct tp_op_type *type,
@@ -489,10 +548,11 @@ int tp_lin_run_split(struct tp_lineage *lin, const struct tp_op_type *type,
 		.params_len = params_len, .s = s, .recompute = recompute,
 		.n_in = n_in, .n_out = n_out,
 	};
-	unsigned k, parts, i;
+	unsigned k, parts, i, pass;
 	int ret;
 
 	*ns = 0;
+	sum_parts(&r, false);
 	ret = split_alloc(&r);
 	if (ret)
 		return ret;
@@ -500,30 +560,19 @@ int tp_lin_run_split(struct tp_lineage *lin, const struct tp_op_type *type,
 	for (k = 0; k < n_in; k++) {
 		r.in[k].t = in[k];
 		r.whole_in[k] = in[k]->bytes;
-		if (is_cut(s->in, k))
+		if (tp_lin_is_cut(s->in, k))
 			r.in[k].row_bytes = in[k]->bytes / s->rows;
 	}
 	for (k = 0; k < n_out; k++) {
 		r.out[k].t = out[k];
-		if (is_cut(s->out, k))
+		if (tp_lin_is_cut(s->out, k))
 			r.out[k].row_bytes = out[k]->bytes / s->rows;
 	}
-	for (k = 0; k < n_in; k++)
-		r.in[k].stream = streams(&r, k);
-	parts = choose_parts(&r, room(&r), want,
-			     lin->conf.split_max_parts);
-	/*
-	 * No number of parts fits with the resident inputs held from each
-	 * part's rows to the end: let those an op local to its rows reads
-	 * stream too, their unread rows sent to host swap as the parts need
-	 * the room (two resident 2 GB inputs of an add in 4 GiB).
-	 */
-	if (!parts && (type->flags & TP_OP_SPLIT_LOCAL)) {
-		r.stream_resident = true;
-		for (k = 0; k < n_in; k++)
-			r.in[k].stream = streams(&r, k);
-		parts = choose_parts(&r, room(&r), want,
-				     lin->conf.split_max_parts);
+	parts = fit_parts(&r, want);
+	/* Where the parts reading every row do not fit, they may sum. */
+	if (!parts && s->sums) {
+		sum_parts(&r, true);
+		parts = fit_parts(&r, want);
 	}
 	if (!parts) {
 		ret = -ENOMEM;
@@ -531,11 +580,12 @@ int tp_lin_run_split(struct tp_lineage *lin, const struct tp_op_type *type,
 	}
 	hold_rows(&r, true);
 	ret = hold_first(&r);
-	for (i = 0; !ret && i < parts; i++) {
-		ret = tp_pager_work(r.pg, 1, true);
-		if (!ret)
-			ret = run_part(&r, i, parts, ns);
-	}
+	for (pass = 0; !ret && pass < r.passes; pass++)
+		for (i = 0; !ret && i < parts; i++) {
+			ret = tp_pager_work(r.pg, 1, true);
+			if (!ret)
+				ret = run_part(&r, pass, i, parts, ns);
+		}
 	if (!ret)
 		tp_pager_note_split(r.pg, parts);
 	let_go(&r);

@@ -60,6 +60,9 @@ struct split_case {
 	size_t ws_max;		/* the launch's workspace_max (0: any) */
 	enum tp_op_math math;	/* the launch's math (the CPU's: FP32) */
 	bool ties;		/* inputs clamped at 0: max pooling ties */
+	/* a split that sums: its passes over the rows (0: none), granule */
+	unsigned passes;
+	size_t granule;
 };
 
 /* --- random inputs --------------------------------------------------- */
@@ -200,8 +203,9 @@ static int host_launch(struct tp_op_launch *l, const struct op_io *io,
 
 	for (k = 0; k < io->n_in; k++)
 		pin[k] = in[k].base + in[k].off;
+	/* a pass before the last has no cut output */
 	for (k = 0; k < io->n_out; k++)
-		pout[k] = out[k].base + out[k].off;
+		pout[k] = out[k].base ? out[k].base + out[k].off : NULL;
 	l->in = pin;
 	l->out = pout;
 	return guarded_launch(l);
@@ -227,6 +231,9 @@ static int device_launch(struct tp_op_launch *l, const struct op_io *io,
 		pin[k] = (char *)din[k] + in[k].off;
 	}
 	for (k = 0; k < io->n_out && !rc; k++) {
+		pout[k] = NULL;
+		if (!out[k].base)
+			continue;
 		rc = cudaMalloc(&dout[k], out[k].size) ||
 		     cudaMemcpy(dout[k], out[k].base, out[k].size,
 				cudaMemcpyHostToDevice) ? -EIO : 0;
@@ -240,7 +247,8 @@ static int device_launch(struct tp_op_launch *l, const struct op_io *io,
 		if (cudaStreamSynchronize((cudaStream_t)l->stream) && !rc)
 			rc = -EIO;
 		for (k = 0; k < io->n_out; k++)
-			if (cudaMemcpy(out[k].base, dout[k], out[k].size,
+			if (out[k].base &&
+			    cudaMemcpy(out[k].base, dout[k], out[k].size,
 				       cudaMemcpyDeviceToHost) && !rc)
 				rc = -EIO;
 	}
@@ -252,19 +260,30 @@ static int device_launch(struct tp_op_launch *l, const struct op_io *io,
 }
 #endif
 
+/*
+ * Where a launch is: part @part of @parts in pass @pass, its rows; @sums:
+ * of parts that sum (struct tp_op_split).
+ */
+struct part_at {
+	unsigned part, parts, pass;
+	size_t row0, rows;
+	bool sums;
+};
+
 static int launch_slots(const struct split_case *c, const struct op_io *io,
-			struct slot *in, struct slot *out, unsigned part,
-			unsigned parts, size_t row0, size_t rows,
-			const struct backend *be)
+			struct slot *in, struct slot *out,
+			const struct part_at *at, const struct backend *be)
 {
 	size_t in_bytes[MAX_IO], out_bytes[MAX_IO];
+	bool sums = at->sums;
 	struct tp_op_launch l = {
 		.type = io->t, .params = c->params,
 		.params_len = c->params_len, .in_bytes = in_bytes,
 		.n_in = io->n_in, .out_bytes = out_bytes, .n_out = io->n_out,
-		.stream = be->stream, .part = part, .parts = parts,
-		.row0 = row0, .rows = rows, .workspace_max = c->ws_max,
-		.math = c->math,
+		.stream = be->stream, .part = at->part, .parts = at->parts,
+		.row0 = at->row0, .rows = at->rows,
+		.workspace_max = c->ws_max, .math = c->math,
+		.sums = sums, .pass = at->pass, .passes = sums ? c->passes : 0,
 	};
 	unsigned k;
 
@@ -296,7 +315,8 @@ static int run_whole(const struct split_case *c, struct op_io *io,
 					.size = io->out_bytes[k],
 					.bytes = io->out_bytes[k] };
 	}
-	return launch_slots(c, io, in, out, 0, 1, 0, 0, be);
+	return launch_slots(c, io, in, out, &(struct part_at){ .parts = 1 },
+			    be);
 }
 
 /* --- a run in parts -------------------------------------------------- */
@@ -326,23 +346,27 @@ static void protect(struct slot *out, const struct op_io *io,
 			mprotect(out[k].base, page_round(out[k].size), prot);
 }
 
-/* Whether the registry says the op's parts read their rows alone. */
-static bool split_local(const struct split_case *c)
+/*
+ * Whether the op's parts read their rows alone: the registry says so
+ * (TP_OP_SPLIT_LOCAL), or they sum (@sums).
+ */
+static bool split_local(const struct split_case *c, bool sums)
 {
 	const struct tp_op_type *t = tp_kernels_find(c->op);
 
-	return t && (t->flags & TP_OP_SPLIT_LOCAL);
+	return sums || (t && (t->flags & TP_OP_SPLIT_LOCAL));
 }
 
 /*
  * Part [@r0, @r1)'s slots: cut inputs NaN before @r0 (and from @r1 on for
- * an op whose parts read their rows alone, TP_OP_SPLIT_LOCAL), fresh cut
- * outputs.
+ * an op whose parts read their rows alone), fresh cut outputs, none in a
+ * pass before the @last.
  */
 static int part_slots(const struct split_case *c, const struct op_io *io,
-		      size_t r0, size_t r1, struct slot *in, struct slot *out,
-		      struct slot *whole_out)
+		      const struct part_at *at, struct slot *in,
+		      struct slot *out, struct slot *whole_out, bool last)
 {
+	size_t r0 = at->row0, r1 = at->row0 + at->rows;
 	unsigned k;
 
 	for (k = 0; k < io->n_in; k++) {
@@ -361,7 +385,7 @@ static int part_slots(const struct split_case *c, const struct op_io *io,
 			return -ENOMEM;
 		memcpy(in[k].base, io->in[k], io->in_bytes[k]);
 		memset(in[k].base, 0xff, r0 * rb);
-		if (split_local(c))
+		if (split_local(c, at->sums))
 			memset((char *)in[k].base + r1 * rb, 0xff,
 			       io->in_bytes[k] - r1 * rb);
 	}
@@ -370,6 +394,10 @@ static int part_slots(const struct split_case *c, const struct op_io *io,
 
 		if (!is_cut(c->out, k)) {
 			out[k] = whole_out[k];
+			continue;
+		}
+		if (!last) {
+			out[k] = (struct slot){ 0 };
 			continue;
 		}
 		out[k] = (struct slot){ .base = malloc(io->out_bytes[k]),
@@ -385,29 +413,31 @@ static int part_slots(const struct split_case *c, const struct op_io *io,
 
 /*
  * One part: launched, its cut outputs' rows kept in @got, nothing written
- * outside them; whole outputs unchanged after part 0.
+ * outside them; whole outputs unchanged after part 0, unless the split
+ * sums into them.
  */
 static bool run_part(const struct split_case *c, const struct op_io *io,
-		     unsigned i, unsigned parts, size_t r0, size_t r1,
-		     struct slot *whole_out, char **got,
-		     const struct backend *be)
+		     const struct part_at *at, struct slot *whole_out,
+		     char **got, const struct backend *be)
 {
 	struct slot in[MAX_IO] = { 0 }, out[MAX_IO] = { 0 };
 	char *before[MAX_IO] = { 0 };
-	bool fine = true;
-	unsigned k;
+	size_t r0 = at->row0, r1 = at->row0 + at->rows;
+	unsigned i = at->part, parts = at->parts, k;
+	bool fine = true, kept = i && !at->sums;
+	bool last = !at->sums || at->pass + 1 == c->passes;
 	int rc;
 
-	rc = part_slots(c, io, r0, r1, in, out, whole_out);
-	for (k = 0; !rc && i && k < io->n_out; k++)
+	rc = part_slots(c, io, at, in, out, whole_out, last);
+	for (k = 0; !rc && kept && k < io->n_out; k++)
 		if (!is_cut(c->out, k) &&
 		    (before[k] = malloc(out[k].size)) != NULL)
 			memcpy(before[k], out[k].base, out[k].size);
 	if (!rc) {
-		if (i && !be->device)
+		if (kept && !be->device)
 			protect(out, io, c, PROT_READ);
-		rc = launch_slots(c, io, in, out, i, parts, r0, r1 - r0, be);
-		if (i && !be->device)
+		rc = launch_slots(c, io, in, out, at, be);
+		if (kept && !be->device)
 			protect(out, io, c, PROT_READ | PROT_WRITE);
 	}
 	if (rc == -ENOTSUP && be->device && !i && be->refused) {
@@ -432,6 +462,8 @@ static bool run_part(const struct split_case *c, const struct op_io *io,
 			}
 			continue;
 		}
+		if (!out[k].base)
+			continue;
 		if (!untouched(out[k].base, out[k].off) ||
 		    !untouched(out[k].base + end, out[k].size - end)) {
 			diag("%s: part %u wrote output %u outside its rows",
@@ -453,13 +485,13 @@ static bool run_part(const struct split_case *c, const struct op_io *io,
 
 /* The run in the parts whose first rows are @bounds (then c->rows). */
 static bool run_parts(const struct split_case *c, const struct op_io *io,
-		      const size_t *bounds, unsigned parts,
+		      const size_t *bounds, unsigned parts, bool sums,
 		      const struct backend *be)
 {
 	struct slot whole_out[MAX_IO] = { 0 };
 	char *got[MAX_IO] = { 0 };
 	bool fine = true;
-	unsigned i, k;
+	unsigned i, k, pass;
 
 	for (k = 0; k < io->n_out; k++) {
 		if (is_cut(c->out, k)) {
@@ -476,10 +508,17 @@ static bool run_parts(const struct split_case *c, const struct op_io *io,
 		if (whole_out[k].base)
 			memset(whole_out[k].base, SENTINEL, io->out_bytes[k]);
 	}
-	for (i = 0; fine && i < parts; i++)
-		fine = run_part(c, io, i, parts, bounds[i],
-				i + 1 < parts ? bounds[i + 1] : c->rows,
-				whole_out, got, be);
+	for (pass = 0; fine && pass < (sums ? c->passes : 1); pass++)
+		for (i = 0; fine && i < parts; i++) {
+			size_t end = i + 1 < parts ? bounds[i + 1] : c->rows;
+			struct part_at at = {
+				.part = i, .parts = parts, .pass = pass,
+				.row0 = bounds[i], .rows = end - bounds[i],
+				.sums = sums,
+			};
+
+			fine = run_part(c, io, &at, whole_out, got, be);
+		}
 	for (k = 0; fine && k < io->n_out; k++) {
 		const char *have = is_cut(c->out, k) ? got[k] :
 						      whole_out[k].base;
@@ -511,24 +550,27 @@ static const char *const cut_name[N_CUTS] = {
 };
 
 /* The first row of each part of cut @how; returns the number of parts. */
-static unsigned cut_bounds(unsigned how, size_t rows, size_t *b)
+/* The first rows of the parts, at multiples of @g rows (0: any). */
+static unsigned cut_bounds(unsigned how, size_t rows, size_t g, size_t *b)
 {
-	size_t i;
+	size_t i, units;
 
+	g = g > 1 ? g : 1;
+	units = (rows + g - 1) / g;
 	switch (how) {
 	case TWO:
 		b[0] = 0;
-		b[1] = rows / 2;
+		b[1] = units / 2 * g;
 		return 2;
 	case UNEVEN:
 		b[0] = 0;
-		b[1] = 1;
-		b[2] = rows - 2;
+		b[1] = g;
+		b[2] = (units - 2) * g;
 		return 3;
 	default:
-		for (i = 0; i < rows; i++)
-			b[i] = i;
-		return (unsigned)rows;
+		for (i = 0; i < units; i++)
+			b[i] = i * g;
+		return (unsigned)units;
 	}
 }
 
@@ -551,6 +593,11 @@ static const struct tp_conv2d_params conv = {
 static const struct tp_conv2d_params conv_1x1 = {
 	.n = 7, .c = 5, .h = 4, .w = 3, .k = 6, .r = 1, .s = 1,
 	.stride_h = 1, .stride_w = 1,
+};
+/* more images than a weight-gradient call takes: the parts sum dW */
+static const struct tp_conv2d_params conv_tall = {
+	.n = 400, .c = 2, .h = 5, .w = 4, .k = 3, .r = 3, .s = 3,
+	.stride_h = 1, .stride_w = 1, .pad_h = 1, .pad_w = 1, .bias = 1,
 };
 static const struct tp_batchnorm_params bn = {
 	.n = 7, .c = 3, .hw = 10, .eps = 1e-5f,
@@ -609,8 +656,16 @@ static const struct split_case cases[] = {
 	     B(0) | B(1), B(0), .math = TP_MATH_TF32),
 	CASE("gemm A^T B, tf32", "gemm", gemm_tn, 7, B(0) | B(1), B(0),
 	     .math = TP_MATH_TF32),
-	CASE("batchnorm", "batchnorm", bn, 7, B(0), B(0)),
-	CASE("batchnorm_bwd", "batchnorm_bwd", bn, 7, B(0) | B(1), B(0)),
+	CASE("conv2d_bwd 3x3 bias, 400 images, workspace", "conv2d_bwd",
+	     conv_tall, 400, B(0) | B(1), B(0), .ws = true, .passes = 1,
+	     .granule = TP_CONV_DW_ROWS),
+	CASE("conv2d_bwd 3x3 bias, 400 images, tf32", "conv2d_bwd", conv_tall,
+	     400, B(0) | B(1), B(0), .ws = true, .passes = 1,
+	     .granule = TP_CONV_DW_ROWS, .math = TP_MATH_TF32),
+	/* the sums, then the outputs: passes over the rows */
+	CASE("batchnorm", "batchnorm", bn, 7, B(0), B(0), .passes = 3),
+	CASE("batchnorm_bwd", "batchnorm_bwd", bn, 7, B(0) | B(1), B(0),
+	     .passes = 2),
 	CASE("relu", "relu", elt, 42, B(0), B(0)),
 	CASE("relu_bwd", "relu_bwd", elt, 42, B(0) | B(1), B(0)),
 	CASE("gelu", "gelu", elt, 42, B(0), B(0)),
@@ -662,10 +717,13 @@ static void check_split(const struct split_case *c, const struct op_io *io)
 
 	rc = call_split(c, c->params, io, io->in_bytes, io->out_bytes, &s);
 	ok(!rc && (io->t->flags & TP_OP_SPLITTABLE) && s.rows == c->rows &&
-	   s.in == c->in && s.out == c->out,
+	   s.in == c->in && s.out == c->out && !s.sums == !c->passes &&
+	   s.passes == c->passes && s.granule == c->granule,
 	   "%s: splittable, %zu rows, cut in %#" PRIx64 " out %#" PRIx64
-	   " (got %d: %zu, %#" PRIx64 ", %#" PRIx64 ")", c->what, c->rows,
-	   c->in, c->out, rc, s.rows, s.in, s.out);
+	   ", sums in %u passes from multiples of %zu (got %d: %zu, %#"
+	   PRIx64 ", %#" PRIx64 ", %u, %zu)", c->what, c->rows, c->in, c->out,
+	   c->passes, c->granule, rc, s.rows, s.in, s.out, s.passes,
+	   s.granule);
 
 	/* one row more on a cut tensor: refused; on a whole one: fine */
 	for (k = 0; k < io->n_in + io->n_out; k++) {
@@ -704,7 +762,7 @@ static void check_parts_host(const struct split_case *c, struct op_io *io)
 {
 	const struct backend host = { 0 };
 	int rc = run_whole(c, io, &host);
-	size_t bounds[64];
+	size_t bounds[512];
 	unsigned how, parts;
 
 	if (rc) {
@@ -714,10 +772,17 @@ static void check_parts_host(const struct split_case *c, struct op_io *io)
 		return;
 	}
 	for (how = 0; how < N_CUTS; how++) {
-		parts = cut_bounds(how, c->rows, bounds);
-		ok(run_parts(c, io, bounds, parts, &host),
-		   "%s: %s give the whole run's bits", c->what,
-		   cut_name[how]);
+		bool fine;
+
+		parts = cut_bounds(how, c->rows, 0, bounds);
+		fine = run_parts(c, io, bounds, parts, false, &host);
+		if (c->passes) {
+			parts = cut_bounds(how, c->rows, c->granule, bounds);
+			fine &= run_parts(c, io, bounds, parts, true, &host);
+		}
+		ok(fine, "%s: %s give the whole run's bits%s", c->what,
+		   cut_name[how], c->passes ? ", part 0 reading every row "
+			"and the parts summing" : "");
 	}
 }
 
@@ -729,7 +794,7 @@ static void check_parts_device(const struct split_case *c, struct op_io *io,
 	const struct backend dev = {
 		.device = true, .stream = stream, .refused = &refused,
 	};
-	size_t bounds[64];
+	size_t bounds[512];
 	unsigned how, parts, nr_refused = 0;
 	int rc = run_whole(c, io, &dev);
 
@@ -740,9 +805,13 @@ static void check_parts_device(const struct split_case *c, struct op_io *io,
 	for (how = 0; how < N_CUTS; how++) {
 		bool same;
 
-		parts = cut_bounds(how, c->rows, bounds);
+		parts = cut_bounds(how, c->rows, 0, bounds);
 		refused = false;
-		same = run_parts(c, io, bounds, parts, &dev);
+		same = run_parts(c, io, bounds, parts, false, &dev);
+		if (c->passes && !refused) {
+			parts = cut_bounds(how, c->rows, c->granule, bounds);
+			same &= run_parts(c, io, bounds, parts, true, &dev);
+		}
 		if (refused)
 			nr_refused++;
 		else
@@ -874,6 +943,7 @@ static void check_launches(void)
 		.params_len = sizeof(bn), .in = in, .in_bytes = in_bytes,
 		.n_in = 3, .out = out, .out_bytes = out_bytes, .n_out = 3,
 		.part = 1, .parts = 3, .row0 = 2, .rows = 3,
+		.sums = 1, .pass = 2, .passes = 3,	/* the outputs' pass */
 	};
 	size_t emb_in_bytes[] = { 16, 8 }, emb_out_bytes[] = { 16 };
 	void *emb_in[] = { x, x + 4 }, *emb_out[] = { y };

@@ -1,0 +1,274 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Split runs whose parts may sum (struct tp_op_split, sums), host backend
+ * with data: an op whose part 0 reads every row of its cut input (a
+ * batch's mean) runs so where that fits; where it does not, its parts
+ * read their own rows alone and sum into the whole output, in two passes
+ * (the sums, then the outputs that need them), and the cut input streams
+ * through host swap once a pass.
+ *  - The results are a whole run's without a budget, byte for byte.
+ *  - Nothing is regenerated and nothing is left held.
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <stdbool.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "tpager.h"
+#include "ctx/ctx.h"
+#include "pager/pager.h"
+#include "tests/tap.h"
+
+struct gen_params {
+	uint32_t seed;
+	uint32_t floats;
+};
+
+/* x[i] from a hash of (seed, i): an op with no input, regenerable. */
+static int gen_launch(const struct tp_op_launch *l)
+{
+	const struct gen_params *p = l->params;
+	float *x = l->out[0];
+
+	if (l->n_out != 1 || l->out_bytes[0] != p->floats * sizeof(float))
+		return -EINVAL;
+	for (uint32_t i = 0; i < p->floats; i++) {
+		uint32_t h = (i + 1) * 2654435761u ^ p->seed;
+
+		h ^= h >> 15;
+		h *= 2246822519u;
+		h ^= h >> 13;
+		x[i] = (float)(h % 20001) / 1000.0f - 10.0f;
+	}
+	return 0;
+}
+
+static const struct tp_op_type gen = { .name = "gen", .launch = gen_launch };
+
+/*
+ * rowmix(x[rows][cols], w[cols]) -> y[rows], m[cols]: m the mean of x's
+ * rows, each row added to m's float in turn; y[r] = sum over j of
+ * (x[r][j] - m[j]) w[j]. Cut: x, y.
+ */
+struct mix_params {
+	uint32_t rows, cols;
+};
+
+static unsigned long launches, summing, bad;
+
+static void add_rows(const struct mix_params *p, const float *x, size_t n,
+		     bool first, float *m)
+{
+	for (uint32_t j = 0; j < p->cols; j++) {
+		float acc = first ? 0.0f : m[j];
+
+		for (size_t r = 0; r < n; r++)
+			acc = (float)((double)acc + x[r * p->cols + j]);
+		m[j] = acc;
+	}
+}
+
+/* y's @n rows; @first: m holds the sum yet, made the mean first. */
+static void write_rows(const struct mix_params *p, const float *x,
+		       const float *w, size_t n, bool first, float *m,
+		       float *y)
+{
+	for (uint32_t j = 0; first && j < p->cols; j++)
+		m[j] = (float)((double)m[j] / p->rows);
+	for (size_t r = 0; r < n; r++) {
+		double d = 0;
+
+		for (uint32_t j = 0; j < p->cols; j++)
+			d += (double)(x[r * p->cols + j] - m[j]) * w[j];
+		y[r] = (float)d;
+	}
+}
+
+static int mix_launch(const struct tp_op_launch *l)
+{
+	const struct mix_params *p = l->params;
+	size_t row = p->cols * sizeof(float), n = l->rows ? l->rows : p->rows;
+	bool last = !l->sums || l->pass + 1 == l->passes;
+	const float *x = l->in[0], *w = l->in[1];
+	float *y = l->out[0], *m = l->out[1];
+
+	launches++;
+	summing += l->sums;
+	if (l->in_bytes[0] != n * row || l->out_bytes[1] != row ||
+	    (l->sums && l->passes != 2) ||
+	    (last ? !y || l->out_bytes[0] != n * sizeof(float) :
+		    y || l->out_bytes[0])) {
+		bad++;
+		return -EINVAL;
+	}
+	if (l->sums && !l->pass) {
+		add_rows(p, x, n, !l->row0, m);
+		return 0;
+	}
+	/* part 0 of parts that read every row: x's rows from row 0 on */
+	if (!l->sums && !l->part)
+		add_rows(p, x, p->rows, true, m);
+	write_rows(p, x, w, n, !l->row0, m, y);
+	return 0;
+}
+
+static int mix_split(const void *params, size_t len, const size_t *in_bytes,
+		     unsigned n_in, const size_t *out_bytes, unsigned n_out,
+		     struct tp_op_split *s)
+{
+	const struct mix_params *p = params;
+
+	if (len != sizeof(*p) || n_in != 2 || n_out != 2)
+		return -EINVAL;
+	*s = (struct tp_op_split){ .rows = p->rows, .in = 1, .out = 1 };
+	return 0;
+}
+
+static int sums_split(const void *params, size_t len, const size_t *in_bytes,
+		      unsigned n_in, const size_t *out_bytes, unsigned n_out,
+		      struct tp_op_split *s)
+{
+	int ret = mix_split(params, len, in_bytes, n_in, out_bytes, n_out, s);
+
+	s->sums = 1;
+	s->passes = 2;
+	return ret;
+}
+
+/* The same op, whose parts read every row, and one whose parts may sum. */
+static const struct tp_op_type mix_plain = {
+	.name = "rowmix", .launch = mix_launch,
+	.flags = TP_OP_SPLITTABLE, .split = mix_split,
+};
+
+static const struct tp_op_type mix_sums = {
+	.name = "rowmix-sums", .launch = mix_launch,
+	.flags = TP_OP_SPLITTABLE, .split = sums_split,
+};
+
+struct run {
+	struct tp_ctx *ctx;
+	struct tp_tensor *x, *w, *y, *m;
+	struct tp_stats st;
+	int ret;
+};
+
+#define CONF(budget) \
+	"vmm.backend=host,pager.rescue=0,vmm.chunk_size=64K,pager.budget=" \
+	budget ",pager.slab_fraction=0,pager.high_watermark=100," \
+	"policy.prefetch=0,policy.director=delta-overlap," \
+	"policy.filter=overlap,policy.costs=model"
+
+/* gen -> x (sent to host swap with @offload_x); rowmix(x, w) -> y, m. */
+static struct run run_op(const char *conf, const struct mix_params *mp,
+			 const struct tp_op_type *type, const float *wv,
+			 bool offload_x)
+{
+	struct gen_params gp = { 7, mp->rows * mp->cols };
+	size_t row = mp->cols * sizeof(float);
+	struct run r = { .ctx = tp_ctx_create(conf) };
+	struct tp_tensor *in[2], *out[2] = { NULL, NULL };
+	size_t ob[2] = { mp->rows * sizeof(float), row };
+
+	if (!r.ctx)
+		bail_out("tp_ctx_create: %s", strerror(errno));
+	r.ret = tp_op_run(r.ctx, &gen, &gp, sizeof(gp), NULL, 0, &r.x,
+			  &(size_t){ gp.floats * sizeof(float) }, 1);
+	r.w = tp_tensor_create(r.ctx, row, 0);
+	if (r.ret || !r.w || tp_tensor_write(r.ctx, r.w, 0, wv, row) ||
+	    (offload_x && tp_tensor_offload(r.ctx, r.x)))
+		bail_out("setting up x and w");
+	in[0] = r.x;
+	in[1] = r.w;
+	launches = summing = bad = 0;
+	r.ret = tp_op_run(r.ctx, type, mp, sizeof(*mp), in, 2, out, ob, 2);
+	r.y = out[0];
+	r.m = out[1];
+	tp_stats_get(r.ctx, &r.st);
+	return r;
+}
+
+static void *contents(struct tp_ctx *ctx, struct tp_tensor *t)
+{
+	size_t len = tp_tensor_size(t);
+	void *buf = malloc(len);
+
+	if (!buf || tp_tensor_read(ctx, t, 0, buf, len))
+		bail_out("reading a tensor");
+	return buf;
+}
+
+static bool same(struct run *r, struct tp_tensor *t, const void *ref)
+{
+	void *got = contents(r->ctx, t);
+	bool eq = !memcmp(got, ref, tp_tensor_size(t));
+
+	free(got);
+	return eq;
+}
+
+static bool nothing_held(const struct run *r)
+{
+	return !r->x->rows_held && !r->x->pins && !r->w->pins &&
+	       !r->y->pins && !r->m->pins;
+}
+
+int main(void)
+{
+	enum { COLS = 4096 };		/* a row 16K, 4 to a chunk */
+	struct mix_params wide = { 20, COLS };	/* x: 5 chunks, y: 1 */
+	static float wv[COLS];
+	struct run ref, r;
+	void *rx, *ry, *rm;
+
+	plan_tests(8);
+	for (size_t j = 0; j < COLS; j++)
+		wv[j] = 0.5f + (float)(j % 7) / 8.0f;
+	ref = run_op(CONF("64M"), &wide, &mix_sums, wv, false);
+	if (ref.ret)
+		bail_out("the whole run: %s", tp_strerror(ref.ret));
+	rx = contents(ref.ctx, ref.x);
+	ry = contents(ref.ctx, ref.y);
+	rm = contents(ref.ctx, ref.m);
+	tp_ctx_destroy(ref.ctx);
+
+	/*
+	 * In 7 chunks part 0 cannot hold x's 5 with w, m, y and the chunks
+	 * where parts meet: an op whose parts cannot sum does not fit; one
+	 * whose parts can, with x in host swap or resident, streams x once a
+	 * pass.
+	 */
+	for (int in_swap = 1; in_swap >= 0; in_swap--) {
+		const char *where = in_swap ? "in swap" : "resident";
+
+		r = run_op(CONF("448K"), &wide, &mix_plain, wv, in_swap);
+		ok(r.ret == -ENOMEM && !launches,
+		   "x %s: parts reading every row do not fit (%s)", where,
+		   tp_strerror(r.ret));
+		tp_ctx_destroy(r.ctx);
+
+		r = run_op(CONF("448K"), &wide, &mix_sums, wv, in_swap);
+		ok(!r.ret && r.st.split_runs == 1 && r.st.split_parts >= 2 &&
+		   launches == 2 * r.st.split_parts && summing == launches &&
+		   !bad && r.st.phys_peak <= r.st.budget_bytes &&
+		   (in_swap || r.st.offloads > 0),
+		   "x %s: the parts sum, in 2 passes of %llu parts, within the "
+		   "budget, %llu offloads (%s)", where,
+		   (unsigned long long)r.st.split_parts,
+		   (unsigned long long)r.st.offloads, tp_strerror(r.ret));
+		ok(!r.ret && !r.st.recomputes && nothing_held(&r),
+		   "x %s: nothing regenerated (%llu), nothing held after",
+		   where, (unsigned long long)r.st.recomputes);
+		ok(!r.ret && same(&r, r.y, ry) && same(&r, r.m, rm) &&
+		   same(&r, r.x, rx),
+		   "x %s: y and m are a whole run's, byte for byte; x reads "
+		   "back right", where);
+		tp_ctx_destroy(r.ctx);
+	}
+	free(rx);
+	free(ry);
+	free(rm);
+	return exit_status();
+}

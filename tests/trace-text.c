@@ -127,8 +127,8 @@ static const struct {
 	{ "", 0, "empty file: no 'tpager-trace VERSION' header" },
 	{ "tensor 1 8 input\n", 1,
 	  "not a tpager-trace file: the first line must be 'tpager-trace VERSION'" },
-	{ "tpager-trace 4\n", 1, "unsupported version 4 (this reader knows 1 to 3)" },
-	{ "tpager-trace 0\n", 1, "unsupported version 0 (this reader knows 1 to 3)" },
+	{ "tpager-trace 5\n", 1, "unsupported version 5 (this reader knows 1 to 4)" },
+	{ "tpager-trace 0\n", 1, "unsupported version 0 (this reader knows 1 to 4)" },
 	{ "tpager-trace\n", 1, "header: expected 'tpager-trace VERSION'" },
 	{ "tpager-trace 1\nfrob 1\n", 2, "unknown record 'frob'" },
 	{ "tpager-trace 1\ntensor 1 8\n", 2,
@@ -192,11 +192,13 @@ static const struct {
 	{ "tpager-trace 2\ntensor 1 8 input\nop f 1 split=0:0:- 1 =>\n", 3,
 	  "op: split rows must be at least 2, not 0" },
 	{ "tpager-trace 2\ntensor 1 8 input\nop f 1 split= 1 =>\n", 3,
-	  "op: expected split=ROWS:INS:OUTS, not 'split='" },
+	  "op: expected split=ROWS:INS:OUTS[:KIND], not 'split='" },
 	{ "tpager-trace 2\ntensor 1 8 input\nop f 1 split=2:0 1 =>\n", 3,
-	  "op: expected split=ROWS:INS:OUTS, not 'split=2:0'" },
+	  "op: expected split=ROWS:INS:OUTS[:KIND], not 'split=2:0'" },
 	{ "tpager-trace 2\ntensor 1 8 input\nop f 1 split=2:0:-:0 1 =>\n", 3,
-	  "op: expected split=ROWS:INS:OUTS, not 'split=2:0:-:0'" },
+	  "op: split='s KIND field needs 'tpager-trace 4' (the header says 2)" },
+	{ "tpager-trace 4\ntensor 1 8 input\nop f 1 split=2:0:-:0 1 =>\n", 3,
+	  "op: split kind '0': expected local or sums=PASSES[/GRANULE], each once" },
 	{ "tpager-trace 2\ntensor 1 8 input\nop f 1 split=2::- 1 =>\n", 3,
 	  "op: empty split input list (write '-' for none)" },
 	{ "tpager-trace 2\ntensor 1 8 input\nop f 1 split=2:0: 1 => 2:8:-\n", 3,
@@ -243,6 +245,21 @@ static const struct {
 	  "op: split= must come right after the cost" },
 	{ "tpager-trace 2\ntensor 1 8 input\nop f 1 split=2:0:- 1\n", 3,
 	  "op: missing '=>'" },
+	/* split='s KIND field (version 4) */
+	{ "tpager-trace 3\ntensor 1 8 input\nop f 1 split=2:0:-:local 1 =>\n",
+	  3, "op: split='s KIND field needs 'tpager-trace 4' (the header says 3)" },
+	{ "tpager-trace 4\ntensor 1 8 input\nop f 1 split=2:0:-:sums=0 1 =>\n",
+	  3, "op: split passes must be 1 to 4294967295, not 0" },
+	{ "tpager-trace 4\ntensor 1 8 input\nop f 1 split=2:0:-:sums=1/2 1 =>\n",
+	  3, "op: split granule 2 is not below its 2 rows" },
+	{ "tpager-trace 4\ntensor 1 8 input\nop f 1 split=2:0:-:sums=x 1 =>\n",
+	  3, "bad split passes 'x': not a decimal number" },
+	{ "tpager-trace 4\ntensor 1 8 input\nop f 1 split=2:0:-:loca 1 =>\n",
+	  3, "op: split kind 'loca': expected local or sums=PASSES[/GRANULE], each once" },
+	{ "tpager-trace 4\ntensor 1 8 input\nop f 1 split=2:0:-:local,local 1 =>\n",
+	  3, "op: split kind 'local': expected local or sums=PASSES[/GRANULE], each once" },
+	{ "tpager-trace 4\ntensor 1 8 input\nop f 1 split=2:0:-:local: 1 =>\n",
+	  3, "op: expected split=ROWS:INS:OUTS[:KIND], not 'split=2:0:-:local:'" },
 	{ "tpager-trace 2\ntensor 1 8 input\nop f 1 split=2:0:- 1 =>\nop g 1 split=2:0:- 2 =>\n",
 	  4, "tensor 2 is not defined" },
 	/* The end record (version 3). */
@@ -383,6 +400,69 @@ static void test_split(void)
 	   "version 2 without marks parses, and is written as version 3");
 	tp_trace_free(t);
 	free(text);
+}
+
+/*
+ * How the parts read (version 4): local, or summing in passes from a
+ * granule's rows, read and written back as they were, part of a trace's
+ * equality; a new split mark drops them; a trace without them is written
+ * as version 3.
+ */
+static void test_split_kind(void)
+{
+	const char *text =
+		"tpager-trace 4\n"
+		"tensor 0 4096 input\n"
+		"tensor 1 4096 input\n"
+		"op conv2d_bwd 9 split=512:0,1:0:sums=1/128 0 1 => 2:4096:grad,computable 3:64:grad,computable\n"
+		"op batchnorm 3 split=8:0:0:sums=3 2 => 4:4096:computable 5:8:computable\n"
+		"op relu 1 split=8:0:0:local 4 => 6:4096:computable\n"
+		"op odd 1 split=8:0:0:local,sums=2/2 6 => 7:4096:computable\n"
+		"end\n";
+	struct tp_trace *t = NULL, *t2 = NULL;
+	struct tp_trace_error err;
+	char *out = NULL;
+	size_t len = 0;
+	FILE *f;
+	int rc;
+
+	rc = tp_trace_parse(text, strlen(text), "sums.trace", &t, &err);
+	if (!ok_rc(rc, "version 4 with the parts' kinds parses"))
+		bail_out("%s:%lu: %s", err.file, err.line, err.reason);
+	ok(t->ops[0].split_passes == 1 && t->ops[0].split_granule == 128 &&
+	   t->ops[1].split_passes == 3 && !t->ops[1].split_granule &&
+	   !t->ops[0].split_local && !t->ops[1].split_local &&
+	   t->ops[2].split_local && !t->ops[2].split_passes &&
+	   t->ops[3].split_local && t->ops[3].split_passes == 2 &&
+	   t->ops[3].split_granule == 2,
+	   "local, passes and granule as written");
+	f = open_memstream(&out, &len);
+	rc = tp_trace_write(t, f);
+	fclose(f);
+	ok(!rc && len == strlen(text) && !memcmp(out, text, len),
+	   "written back byte for byte, as version 4");
+	free(out);
+	rc = tp_trace_parse(text, strlen(text), "sums.trace", &t2, &err);
+	t2->ops[1].split_passes = 2;
+	ok(!rc && !tp_trace_equal(t, t2), "traces differing in passes differ");
+	ok(tp_trace_set_split_kind(t, 1, false, 0, 2) == -EINVAL &&
+	   tp_trace_set_split_kind(t, 1, false, 1, 8) == -EINVAL &&
+	   tp_trace_set_split_kind(t, 9, true, 1, 0) == -EINVAL &&
+	   t->ops[1].split_passes == 3 && !t->ops[1].split_local,
+	   "tp_trace_set_split_kind: a granule without passes, a granule of every row, no such op: -EINVAL, the mark unchanged");
+	out = NULL;
+	f = open_memstream(&out, &len);
+	rc = tp_trace_set_split(t, 0, 512, 1, 1) ||
+	     tp_trace_set_split(t, 1, 8, 1, 1) ||
+	     tp_trace_set_split(t, 2, 8, 1, 1) ||
+	     tp_trace_set_split(t, 3, 8, 1, 1) || tp_trace_write(t, f);
+	fclose(f);
+	ok(!rc && !t->ops[0].split_passes && !strncmp(out, "tpager-trace 3\n", 15) &&
+	   strstr(out, " split=512:0:0 0 1 => "),
+	   "a new split mark drops them; without any, written as version 3");
+	free(out);
+	tp_trace_free(t);
+	tp_trace_free(t2);
 }
 
 /* Only the first 64 operands can be cut; a full record still fits. */
@@ -686,12 +766,13 @@ static void test_man_example(void)
 
 int main(void)
 {
-	plan_tests(17 + ARRAY_SIZE(bad) + 9 + 3 + 4 + 2 + 11 + 2 + 5);
+	plan_tests(17 + ARRAY_SIZE(bad) + 9 + 6 + 3 + 4 + 2 + 11 + 2 + 5);
 	test_man_example();
 	test_sample();
 	test_malformed();
 	test_end();
 	test_split();
+	test_split_kind();
 	test_split_limits();
 	test_set_split();
 	test_error_str();

@@ -73,7 +73,7 @@ trains() {
 		"$name: the unconstrained run never pages"
 }
 
-echo "1..80"
+echo "1..83"
 echo "# seed $seed"
 
 # The director chooses between evicting and offloading from op and copy
@@ -104,11 +104,12 @@ u4=$(misses 4 --set pager.range_cache_freed=0)
 ok $([ -n "$u2" ] && [ "$u4" -gt "$u2" ]; echo $?) \
 	"without it every step misses ($u2 then $u4 misses)"
 
-# The trace of 2 steps: header (version 3), two iterations, the second
-# measured, the end record, and tpager-sim replays it.
+# The trace of 2 steps: header (version 4: its linear ops' parts read
+# their own rows), two iterations, the second measured, the end record,
+# and tpager-sim replays it.
 "$train" --backend host --model mlp --steps 2 --seed "$seed" --quiet \
 	--trace-out "$tmp/mlp.trace" > "$tmp/out" 2>"$tmp/err"; rc=$?
-ok $([ $rc = 0 ] && [ "$(head -n 1 "$tmp/mlp.trace")" = "tpager-trace 3" ] &&
+ok $([ $rc = 0 ] && [ "$(head -n 1 "$tmp/mlp.trace")" = "tpager-trace 4" ] &&
      [ "$(tail -n 1 "$tmp/mlp.trace")" = "end" ] &&
      [ "$(grep -c '^iter ' "$tmp/mlp.trace")" = 2 ] &&
      grep -q '^measure begin' "$tmp/mlp.trace" &&
@@ -116,6 +117,30 @@ ok $([ $rc = 0 ] && [ "$(head -n 1 "$tmp/mlp.trace")" = "tpager-trace 3" ] &&
 	"--trace-out writes two iterations of three linear layers"
 "$sim" "$tmp/mlp.trace" --chunk-size 16K --json > "$tmp/out" 2>"$tmp/err"
 ok $? "tpager-sim replays the trace ($(head -c 200 "$tmp/err"))"
+
+# A trace says how its ops' parts read (version 4): ResNet-50 at its
+# largest batch in 4 GiB on the h200 profile replays in tpager-sim as it
+# trained; without those fields an add's resident inputs cannot stream
+# and the replay runs out of memory.
+"$train" --backend sim --set vmm.sim.profile=h200 --model resnet-50 \
+	--batch 637 --steps 2 --quiet \
+	--trace-out "$tmp/r50.trace" > "$tmp/out" 2>"$tmp/err"; rc=$?
+kinds=$(grep -c ' split=[^ ]*:\(local\|sums=\)' "$tmp/r50.trace")
+ok $([ $rc = 0 ] && [ "$(head -n 1 "$tmp/r50.trace")" = "tpager-trace 4" ] &&
+     grep -q ' split=637:0,1:0:sums=1/128 ' "$tmp/r50.trace" &&
+     grep -q '^op batchnorm [0-9]* split=637:0:0:sums=3 ' "$tmp/r50.trace" &&
+     grep -q '^op relu [0-9]* split=[0-9]*:0:0:local ' "$tmp/r50.trace"
+     echo $?) \
+	"--trace-out marks $kinds ops' parts local or summing ($(head -c 200 "$tmp/err"))"
+"$sim" "$tmp/r50.trace" --budget 4G --set vmm.sim.profile=h200 --json \
+	> "$tmp/out" 2>"$tmp/err"
+ok $? "tpager-sim replays it in 4 GiB ($(head -c 200 "$tmp/err"))"
+sed '1s/ 4$/ 3/; s/\( split=[^ :]*:[^ :]*:[^ :]*\):[^ ]*/\1/' \
+	"$tmp/r50.trace" > "$tmp/r50-v3.trace"
+"$sim" "$tmp/r50-v3.trace" --budget 4G --set vmm.sim.profile=h200 \
+	> "$tmp/out" 2>"$tmp/err"; rc=$?
+ok $([ $rc != 0 ] && grep -q 'result  *OOM' "$tmp/out"; echo $?) \
+	"without them it runs out of memory ($(grep -m1 result "$tmp/out"))"
 
 # sim: shapes only, no weights to compare, still exit 0.
 "$train" --backend sim --model resnet-mini --steps 2 --json \

@@ -273,8 +273,13 @@ static void record_split(const struct tp_op_type *type, const void *params,
 	if (type->split(params, params_len, in_bytes, n_in, out_bytes, n_out,
 			&s))
 		return;
-	tp_trace_set_split(rec.t, (uint32_t)rec.t->n_ops - 1, s.rows, s.in,
-			   s.out);
+	if (tp_trace_set_split(rec.t, (uint32_t)rec.t->n_ops - 1, s.rows, s.in,
+			       s.out))
+		return;
+	tp_trace_set_split_kind(rec.t, (uint32_t)rec.t->n_ops - 1,
+				type->flags & TP_OP_SPLIT_LOCAL,
+				s.sums ? (s.passes ? s.passes : 1) : 0,
+				s.sums ? (uint32_t)s.granule : 0);
 }
 
 /* Append the op that just ran; its outputs are in @outputs. */

@@ -85,6 +85,7 @@ struct rp_params {
 	uint64_t cost_ns;
 	uint64_t rows;		/* 0: it runs whole */
 	uint64_t in, out;	/* out: bits of tp_op_run's outputs */
+	uint32_t passes, granule;	/* of parts that sum; passes 0: none */
 };
 
 static uint64_t op_cost(const void *params, size_t params_len,
@@ -113,6 +114,9 @@ static int op_split(const void *params, size_t params_len,
 	s->rows = p.rows;
 	s->in = p.in;
 	s->out = p.out;
+	s->sums = p.passes != 0;
+	s->passes = p.passes;
+	s->granule = p.granule;
 	return 0;
 }
 
@@ -127,6 +131,15 @@ static const struct tp_op_type replay_op = {
 	.launch = op_launch,
 	.cost_ns = op_cost,
 	.flags = TP_OP_SPLITTABLE,
+	.split = op_split,
+};
+
+/* An op whose parts read their own rows alone (split_local). */
+static const struct tp_op_type replay_local_op = {
+	.name = "replay",
+	.launch = op_launch,
+	.cost_ns = op_cost,
+	.flags = TP_OP_SPLITTABLE | TP_OP_SPLIT_LOCAL,
 	.split = op_split,
 };
 
@@ -300,6 +313,8 @@ static void split_marks(const struct replay *rp, const struct tp_trace_op *op,
 
 	p->rows = op->split_rows;
 	p->in = op->split_in;
+	p->passes = op->split_passes;
+	p->granule = op->split_granule;
 	for (j = 0; j < op->n_outs; j++) {
 		if (outs[j].kind != TP_TRACE_OUT_FRESH)
 			continue;
@@ -323,8 +338,11 @@ static int run_op(struct replay *rp, const struct tp_trace_op *op,
 	struct tp_tensor *x = NULL;
 	int ret;
 
-	if (op->split_rows && ip_arg < 0)
+	if (op->split_rows && ip_arg < 0) {
 		split_marks(rp, op, &p);
+		if (op->split_local)
+			type = &replay_local_op;
+	}
 	if (ip_arg >= 0) {
 		x = rp->in[ip_arg];
 		type = inplace_type(rp, (int)n_fresh, ip_arg);

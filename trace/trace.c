@@ -237,6 +237,8 @@ int tp_trace_add_op(struct tp_trace *t, const char *name, size_t name_len,
 	op->n_args = (uint8_t)n_args;
 	op->n_outs = (uint8_t)n_outs;
 	op->split_in = op->split_out = op->split_rows = 0;
+	op->split_passes = op->split_granule = 0;
+	op->split_local = 0;
 	if (n_args)	/* args may still be NULL */
 		memcpy(t->args + t->n_args, args, n_args * sizeof(*args));
 	t->n_args += n_args;
@@ -320,6 +322,25 @@ int tp_trace_set_split(struct tp_trace *t, uint32_t op, uint64_t rows,
 	x->split_rows = rows;
 	x->split_in = in;
 	x->split_out = out;
+	x->split_passes = x->split_granule = 0;
+	x->split_local = 0;
+	return 0;
+}
+
+int tp_trace_set_split_kind(struct tp_trace *t, uint32_t op, bool local,
+			    uint32_t passes, uint32_t granule)
+{
+	struct tp_trace_op *x;
+
+	if (op >= t->n_ops)
+		return -EINVAL;
+	x = &t->ops[op];
+	if (!x->split_rows || (granule && !passes) ||
+	    granule >= x->split_rows)
+		return -EINVAL;
+	x->split_local = local;
+	x->split_passes = passes;
+	x->split_granule = granule;
 	return 0;
 }
 
@@ -399,6 +420,9 @@ bool tp_trace_equal(const struct tp_trace *a, const struct tp_trace *b)
 		    x->split_rows != y->split_rows ||
 		    x->split_in != y->split_in ||
 		    x->split_out != y->split_out ||
+		    x->split_local != y->split_local ||
+		    x->split_passes != y->split_passes ||
+		    x->split_granule != y->split_granule ||
 		    strcmp(tp_trace_op_name(a, (uint32_t)i),
 			   tp_trace_op_name(b, (uint32_t)i)))
 			return false;

@@ -99,11 +99,20 @@ struct tp_trace_op {
 	 */
 	uint64_t split_in, split_out;
 	uint64_t split_rows;
+	/*
+	 * How the parts read (tp_trace_set_split_kind()): split_local, each
+	 * its own rows alone (TP_OP_SPLIT_LOCAL); and where the parts above
+	 * do not fit, they may sum instead (struct tp_op_split, sums), in
+	 * split_passes passes over the rows (0: they may not), beginning at
+	 * multiples of split_granule rows (0: any).
+	 */
+	uint32_t split_passes, split_granule;
 	uint32_t name;		/* offset of the NUL-terminated name in names */
 	uint32_t first_arg;	/* inputs: args[first_arg .. + n_args) */
 	uint32_t first_out;	/* outputs: outs[first_out .. + n_outs) */
 	uint8_t n_args;
 	uint8_t n_outs;
+	uint8_t split_local;
 };
 
 /* Operand limits: a record with more is rejected, not truncated. */
@@ -253,6 +262,21 @@ int tp_trace_add_mark(struct tp_trace *t, enum tp_trace_event_kind kind);
  */
 int tp_trace_set_split(struct tp_trace *t, uint32_t op, uint64_t rows,
 		       uint64_t in, uint64_t out);
+
+/**
+ * tp_trace_set_split_kind() - say how the parts of op @op, split by
+ * tp_trace_set_split(), read: with @local, each its own rows alone
+ * (TP_OP_SPLIT_LOCAL); with @passes (0: not), where the parts do not fit
+ * so, they may instead sum into the whole outputs (struct tp_op_split,
+ * sums) in that many passes over the rows, beginning at multiples of
+ * @granule rows (0: any; else fewer than the split's rows).
+ *
+ * Return: 0; -EINVAL no such op, an op without split marks, a granule
+ * without passes, or one of the split's rows or more. On error the trace
+ * is unchanged.
+ */
+int tp_trace_set_split_kind(struct tp_trace *t, uint32_t op, bool local,
+			    uint32_t passes, uint32_t granule);
 
 /** tp_trace_op_name() - the NUL-terminated name of op @op. */
 static inline const char *tp_trace_op_name(const struct tp_trace *t,

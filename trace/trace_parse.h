@@ -8,14 +8,16 @@
 #include "trace/trace.h"
 
 /*
- * The versions of tpager-trace(5) this code reads. The writer gives the
- * newest, so that every trace it writes says where it ends; the older
- * ones read as they always did.
+ * The versions of tpager-trace(5) this code reads. The writer gives
+ * version 3, so that every trace it writes says where it ends, or 4 where
+ * a split mark says how its parts read; the older ones read as they
+ * always did.
  */
 #define TP_TRACE_TEXT_V1	1
 #define TP_TRACE_TEXT_V2	2	/* adds split= to op records */
 #define TP_TRACE_TEXT_V3	3	/* adds the end record, required */
-#define TP_TRACE_TEXT_LAST	TP_TRACE_TEXT_V3
+#define TP_TRACE_TEXT_V4	4	/* adds split='s KIND field */
+#define TP_TRACE_TEXT_LAST	TP_TRACE_TEXT_V4
 
 /**
  * tp_trace_verror() - fill @err (may be NULL) with @file, @line and the

@@ -289,9 +289,11 @@ static int parse_out(struct text_parser *p, const struct tok *k,
 	return 0;
 }
 
-/* The split marks of an op record (tp_trace_set_split()). */
+/* The split marks of an op record (tp_trace_set_split(), _sums()). */
 struct split_mark {
 	uint64_t rows, in, out;
+	uint64_t passes, granule;	/* passes 0: the parts never sum */
+	bool local;
 };
 
 static bool is_split(const struct tok *k)
@@ -377,28 +379,87 @@ static int check_split(struct text_parser *p, const struct split_mark *m,
 	return 0;
 }
 
-/* split=ROWS:INS:OUTS of an op whose operands are parsed; sets the marks. */
+/* sums=PASSES[/GRANULE] of split='s KIND field, into @m. */
+static int parse_sums(struct text_parser *p, const char *s, size_t len,
+		      struct split_mark *m)
+{
+	size_t slash = 0;
+	int rc;
+
+	while (slash < len && s[slash] != '/')
+		slash++;
+	rc = parse_u64(p, s, slash, "split passes", &m->passes);
+	if (!rc && slash < len)
+		rc = parse_u64(p, s + slash + 1, len - slash - 1,
+			       "split granule", &m->granule);
+	if (rc)
+		return rc;
+	if (!m->passes || m->passes > UINT32_MAX)
+		return fail(p, "op: split passes must be 1 to %u, not %llu",
+			    UINT32_MAX, (unsigned long long)m->passes);
+	if (m->granule >= m->rows)
+		return fail(p, "op: split granule %llu is not below its %llu rows",
+			    (unsigned long long)m->granule,
+			    (unsigned long long)m->rows);
+	return 0;
+}
+
+/* split='s KIND field (version 4): local and sums=..., each at most once. */
+static int parse_kind(struct text_parser *p, const char *s, size_t len,
+		      struct split_mark *m)
+{
+	size_t i = 0;
+
+	if (p->version < TP_TRACE_TEXT_V4)
+		return fail(p, "op: split='s KIND field needs 'tpager-trace %d' (the header says %u)",
+			    TP_TRACE_TEXT_V4, p->version);
+	while (i <= len) {
+		size_t b = i;
+		int rc = 0;
+
+		while (i < len && s[i] != ',')
+			i++;
+		if (i - b == 5 && !memcmp(s + b, "local", 5) && !m->local)
+			m->local = true;
+		else if (i - b > 5 && !memcmp(s + b, "sums=", 5) &&
+			 !m->passes)
+			rc = parse_sums(p, s + b + 5, i - b - 5, m);
+		else
+			return fail(p, "op: split kind '%.*s': expected local or sums=PASSES[/GRANULE], each once",
+				    (int)(i - b > 40 ? 40 : i - b), s + b);
+		if (rc)
+			return rc;
+		i++;
+	}
+	return 0;
+}
+
+/*
+ * split=ROWS:INS:OUTS[:KIND] of an op whose operands are parsed; sets the
+ * marks.
+ */
 static int parse_split(struct text_parser *p, const struct tok *k,
 		       const uint32_t *args, unsigned n_args,
 		       const struct tp_trace_out_spec *outs, unsigned n_outs,
 		       struct split_mark *m)
 {
-	const char *f[3];
-	size_t fl[3], n = 0, b = 6;
+	const char *f[4];
+	size_t fl[4], n = 0, b = 6;
 	int rc;
 
+	*m = (struct split_mark){ 0 };
 	for (size_t i = 6; i <= k->len; i++) {
 		if (i < k->len && k->s[i] != ':')
 			continue;
-		if (n == 3)
-			return fail(p, "op: expected split=ROWS:INS:OUTS, not '%.*s'",
+		if (n == 4)
+			return fail(p, "op: expected split=ROWS:INS:OUTS[:KIND], not '%.*s'",
 				    (int)(k->len > 40 ? 40 : k->len), k->s);
 		f[n] = k->s + b;
 		fl[n++] = i - b;
 		b = i + 1;
 	}
 	if (n < 3)
-		return fail(p, "op: expected split=ROWS:INS:OUTS, not '%.*s'",
+		return fail(p, "op: expected split=ROWS:INS:OUTS[:KIND], not '%.*s'",
 			    (int)(k->len > 40 ? 40 : k->len), k->s);
 	if ((rc = parse_u64(p, f[0], fl[0], "split rows", &m->rows)))
 		return rc;
@@ -410,6 +471,8 @@ static int parse_split(struct text_parser *p, const struct tok *k,
 		return rc;
 	if (!(m->in | m->out))
 		return fail(p, "op: split cuts no tensor (INS and OUTS are both '-')");
+	if (n == 4 && (rc = parse_kind(p, f[3], fl[3], m)))
+		return rc;
 	return check_split(p, m, args, n_args, outs, n_outs);
 }
 
@@ -486,6 +549,11 @@ static int rec_op(struct text_parser *p)
 	if (!rc && split_tok)
 		rc = tp_trace_set_split(p->t, (uint32_t)p->t->n_ops - 1,
 					split.rows, split.in, split.out);
+	if (!rc && split_tok && (split.local || split.passes))
+		rc = tp_trace_set_split_kind(p->t, (uint32_t)p->t->n_ops - 1,
+					     split.local,
+					     (uint32_t)split.passes,
+					     (uint32_t)split.granule);
 	if (rc)
 		return builder_error(p, rc);
 	for (unsigned j = 0; j < n_outs; j++) {

@@ -44,6 +44,34 @@ static void write_cut_list(FILE *f, uint64_t mask)
 	}
 }
 
+/* Whether an op says how its parts read: a version 4 field. */
+static bool has_kind(const struct tp_trace_op *op)
+{
+	return op->split_local || op->split_passes;
+}
+
+static bool kinds_marked(const struct tp_trace *t)
+{
+	for (size_t i = 0; i < t->n_ops; i++)
+		if (has_kind(&t->ops[i]))
+			return true;
+	return false;
+}
+
+/* split='s KIND field: ":local", ":sums=P[/G]", or both, comma-separated. */
+static void write_split_kind(FILE *f, const struct tp_trace_op *op)
+{
+	if (!has_kind(op))
+		return;
+	fputc(':', f);
+	if (op->split_local)
+		fputs(op->split_passes ? "local," : "local", f);
+	if (op->split_passes)
+		fprintf(f, "sums=%" PRIu32, op->split_passes);
+	if (op->split_granule)
+		fprintf(f, "/%" PRIu32, op->split_granule);
+}
+
 static void write_op(const struct tp_trace *t, uint32_t id, FILE *f)
 {
 	const struct tp_trace_op *op = &t->ops[id];
@@ -54,6 +82,7 @@ static void write_op(const struct tp_trace *t, uint32_t id, FILE *f)
 		write_cut_list(f, op->split_in);
 		fputc(':', f);
 		write_cut_list(f, op->split_out);
+		write_split_kind(f, op);
 	}
 	for (unsigned i = 0; i < op->n_args; i++)
 		fprintf(f, " %" PRIu32, t->args[op->first_arg + i]);
@@ -74,8 +103,12 @@ static void write_op(const struct tp_trace *t, uint32_t id, FILE *f)
 
 int tp_trace_write(const struct tp_trace *t, FILE *f)
 {
-	/* The newest version: its end record tells a whole file from a cut. */
-	fprintf(f, "tpager-trace %d\n", TP_TRACE_TEXT_LAST);
+	/*
+	 * Version 3, whose end record tells a whole file from a cut, or 4
+	 * where a split mark says how its parts read.
+	 */
+	fprintf(f, "tpager-trace %d\n", kinds_marked(t) ? TP_TRACE_TEXT_V4 :
+							TP_TRACE_TEXT_V3);
 	for (size_t i = 0; i < t->n_events; i++) {
 		const struct tp_trace_event *e = &t->events[i];
 		const struct tp_trace_tensor *x;

@@ -130,7 +130,7 @@ static void conv_bwd_params(const struct tp_op_launch *l,
 {
 	const struct tp_conv2d_params *p = TP_PARAMS(l, tp_conv2d_params);
 	const float *dy = TP_IN(l, 0), *x = TP_IN(l, 1);
-	float *dw = TP_OUT(l, 1), *db = TP_OUT(l, 2);
+	float *dw = TP_OUT(l, 1);
 	uint32_t k;
 	size_t i, j;
 
@@ -141,6 +141,7 @@ static void conv_bwd_params(const struct tp_op_launch *l,
 			     dw);
 	}
 	for (k = 0; p->bias && k < p->k; k++) {
+		float *db = TP_OUT(l, 2);	/* an output only with a bias */
 		float acc = first ? 0.0f : db[k];
 
 		for (i = 0; i < n; i++) {

@@ -46,11 +46,10 @@ struct tp_kernel {
 	uint32_t (*rows)(const void *p);
 	uint64_t cut_in, cut_out;
 	/*
-	 * Where @sum_passes is set, the parts add to the whole outputs
-	 * (struct tp_op_split, sums) in that many passes over the rows,
-	 * beginning at multiples of @sum_granule rows (0: any); a run of
-	 * no more rows than that cuts as the others do: part 0 writes the
-	 * whole outputs from every row.
+	 * Where @sum_passes is set, the parts may instead add to the whole
+	 * outputs (struct tp_op_split, sums) in that many passes over the
+	 * rows, beginning at multiples of @sum_granule rows (0: any); a run
+	 * of no more rows than that may not.
 	 */
 	unsigned sum_passes;
 	uint32_t sum_granule;

@@ -870,9 +870,9 @@ static int launch(const struct tp_op_launch *l)
 	KERNEL_X(op, ptype, shp, flp, TP_OP_SPLITTABLE, true, split_##op, \
 		 rows_##rws, cin, cout)
 /*
- * The same, whose parts read only their rows of the cut inputs and add
- * to the whole outputs in @sp passes over the rows, from multiples of @sg
- * rows (struct tp_op_split, sums).
+ * The same, whose parts may instead read only their rows of the cut
+ * inputs and add to the whole outputs in @sp passes over the rows, from
+ * multiples of @sg rows (struct tp_op_split, sums).
  */
 #define KERNEL_SUMS(op, ptype, shp, flp, rws, cin, cout, sp, sg) \
 	KERNEL_XS(op, ptype, shp, flp, TP_OP_SPLITTABLE, false, split_##op, \
@@ -926,17 +926,18 @@ static const struct tp_kernel kernels[K_COUNT] = {
 	KERNEL_LOCAL(gemm_bwd, tp_gemm_params, gemm_bwd, gemm_bwd, gemm,
 		   B(0) | B(1) | B(2), B(0) | B(1))
 	/*
-	 * x | y; dy x | dx (dW, db: summed by the parts, from multiples of
-	 * TP_CONV_DW_ROWS images; part 0's, over the batch, in a run of no
-	 * more)
+	 * x | y; dy x | dx (dW, db: part 0's, over the batch, or, in a run
+	 * of more than TP_CONV_DW_ROWS images, summed by parts from
+	 * multiples of it)
 	 */
 	KERNEL_LOCAL_WS(conv2d, tp_conv2d_params, conv2d, conv2d, conv,
 		      B(0), B(0))
 	KERNEL_SUMS_WS(conv2d_bwd, tp_conv2d_params, conv2d_bwd, conv2d_bwd,
 		       conv, B(0) | B(1), B(0), 1, TP_CONV_DW_ROWS)
 	/*
-	 * x | y (mean, invstd: summed in two passes, y in a third); dy x | dx
-	 * (dgamma, dbeta: summed in one pass, dx in a second)
+	 * x | y (mean, invstd: part 0's, or summed by the parts in two
+	 * passes, y in a third); dy x | dx (dgamma, dbeta: part 0's, or
+	 * summed in one pass, dx in a second)
 	 */
 	KERNEL_SUMS(batchnorm, tp_batchnorm_params, batchnorm, batchnorm,
 		    batchnorm, B(0), B(0), 3, 0)

@@ -12,9 +12,10 @@
  * same whatever rows a launch has. A whole run makes the passes over every
  * row; part 0 of a split run makes the sums over every row, then its rows'
  * outputs, and later parts their outputs; parts that sum (l->sums) make
- * each pass in parts, part 0 of a pass starting the sums (and finishing
- * those of the pass before). The per-element outputs depend on nothing
- * but the element and its channel's float statistics.
+ * each pass in parts, part 0 of a pass starting its sums and the last
+ * part making them the statistic (the mean, invstd). The per-element
+ * outputs depend on nothing but the element and its channel's float
+ * statistics.
  */
 #include "config.h"
 
@@ -56,32 +57,30 @@ static void bn_add_images(const struct tp_batchnorm_params *p,
 		}
 }
 
-/* Pass @pass over images [0, @n) of the launch's; @first: the batch's. */
+/*
+ * Pass @pass over images [0, @n) of the launch's; @first: from the
+ * batch's image 0, @last: to its last image, which finishes the pass's
+ * statistic.
+ */
 static void bn_fwd_pass(const struct tp_op_launch *l, unsigned pass,
-			size_t n, bool first)
+			size_t n, bool first, bool last)
 {
 	const struct tp_batchnorm_params *p = TP_PARAMS(l, tp_batchnorm_params);
 	const float *x = TP_IN(l, 0), *gamma = TP_IN(l, 1), *beta = TP_IN(l, 2);
 	float *y = TP_OUT(l, 0), *mean = TP_OUT(l, 1), *invstd = TP_OUT(l, 2);
+	float *acc = pass == BN_SUM ? mean : invstd;
 	double m = bn_count(p);
 	uint32_t c;
 
-	if (pass == BN_SUM) {
+	if (pass != BN_OUTPUT) {
 		for (c = 0; first && c < p->c; c++)
-			mean[c] = 0;
-		bn_add_images(p, x, n, NULL, mean);
+			acc[c] = 0;
+		bn_add_images(p, x, n, pass == BN_SUM ? NULL : mean, acc);
+		for (c = 0; last && c < p->c; c++)
+			acc[c] = pass == BN_SUM ? (float)(acc[c] / m) :
+				 (float)(1.0 / sqrt(acc[c] / m + p->eps));
 		return;
 	}
-	if (pass == BN_DEVIATION) {
-		for (c = 0; first && c < p->c; c++) {
-			mean[c] = (float)(mean[c] / m);
-			invstd[c] = 0;
-		}
-		bn_add_images(p, x, n, mean, invstd);
-		return;
-	}
-	for (c = 0; first && c < p->c; c++)
-		invstd[c] = (float)(1.0 / sqrt(invstd[c] / m + p->eps));
 	for (size_t i = 0; i < n; i++)
 		for (c = 0; c < p->c; c++) {
 			const float *xc = BN_AT(p, x, i, c);
@@ -99,15 +98,16 @@ int tp_cpu_batchnorm(const struct tp_op_launch *l)
 	const struct tp_batchnorm_params *p = TP_PARAMS(l, tp_batchnorm_params);
 
 	if (l->sums) {
-		bn_fwd_pass(l, l->pass, l->rows, !l->row0);
+		bn_fwd_pass(l, l->pass, l->rows, !l->row0,
+			    l->row0 + l->rows == p->n);
 		return 0;
 	}
 	/* part 0 (or a whole run): the statistics over every row */
 	if (tp_writes_whole(l)) {
-		bn_fwd_pass(l, BN_SUM, p->n, true);
-		bn_fwd_pass(l, BN_DEVIATION, p->n, true);
+		bn_fwd_pass(l, BN_SUM, p->n, true, true);
+		bn_fwd_pass(l, BN_DEVIATION, p->n, true, true);
 	}
-	bn_fwd_pass(l, BN_OUTPUT, tp_rows(l, p->n), tp_writes_whole(l));
+	bn_fwd_pass(l, BN_OUTPUT, tp_rows(l, p->n), false, false);
 	return 0;
 }
 

@@ -9,7 +9,7 @@
  * one thread per channel: the sums come out the same whatever rows a
  * launch has. Part 0 of a split run makes them over every row, as a whole
  * run does; parts that sum (l->sums) make each pass in parts, part 0 of a
- * pass starting the sums and finishing those of the pass before.
+ * pass starting its sums and the last part making them the statistic.
  *
  * cuDNN's batch-norm computes the statistics and the outputs at once over
  * whatever batch it is given; a part of a split run has only its rows.
@@ -92,34 +92,39 @@ static __global__ void bn_seg_kernel(const float *x, const float *dy,
 		s2[seg] = b;
 }
 
-/* acc[ch] += the @n images' sums in order, from 0 where @first. */
-static __global__ void bn_carry_kernel(const double *s, float *acc, size_t n,
-				       uint32_t c, bool first)
+/* What the carry makes of a channel's sum once its last image is in. */
+enum bn_finish { FIN_NONE, FIN_MEAN, FIN_INVSTD };
+
+/*
+ * acc[ch] += the @n images' sums in order, from 0 where @first (acc2
+ * likewise from s2, where given); then, per @fin, the statistic over @m
+ * elements, as cpu_batchnorm.c makes it.
+ */
+static __global__ void bn_carry_kernel(const double *s, float *acc,
+				       const double *s2, float *acc2,
+				       size_t n, uint32_t c, bool first,
+				       enum bn_finish fin, double m, float eps)
 {
 	uint32_t ch = blockIdx.x * blockDim.x + threadIdx.x;
-	float a;
+	float a, b;
 
 	if (ch >= c)
 		return;
 	a = first ? 0.0f : acc[ch];
+	b = first || !acc2 ? 0.0f : acc2[ch];
 #pragma unroll 8
-	for (size_t i = 0; i < n; i++)
+	for (size_t i = 0; i < n; i++) {
 		a = (float)((double)a + s[i * c + ch]);
+		if (acc2)
+			b = (float)((double)b + s2[i * c + ch]);
+	}
+	if (fin == FIN_MEAN)
+		a = (float)(a / m);
+	else if (fin == FIN_INVSTD)
+		a = (float)(1.0 / sqrt(a / m + eps));
 	acc[ch] = a;
-}
-
-/* The sums of a pass made statistics: the mean, or invstd. */
-static __global__ void bn_finish_kernel(float *mean, float *invstd, uint32_t c,
-					double m, float eps, bool to_mean)
-{
-	uint32_t ch = blockIdx.x * blockDim.x + threadIdx.x;
-
-	if (ch >= c)
-		return;
-	if (to_mean)
-		mean[ch] = (float)(mean[ch] / m);
-	else
-		invstd[ch] = (float)(1.0 / sqrt(invstd[ch] / m + eps));
+	if (acc2)
+		acc2[ch] = b;
 }
 
 template <typename I>
@@ -162,13 +167,14 @@ static unsigned bn_channel_blocks(uint32_t c)
 
 /*
  * Add @n images of a launch's tensors to the channels' float sums @acc
- * (and @acc2, backward), from 0 where @first: the per-image sums in
- * stream-ordered scratch, then the carry.
+ * (and @acc2, backward), from 0 where @first, then @fin: the per-image
+ * sums in stream-ordered scratch, then the carry.
  */
 static int bn_add_images(const struct tp_op_launch *l, const float *x,
 			 const float *dy, const float *mean,
 			 const float *invstd, float *acc, float *acc2,
-			 size_t n, bool first, enum bn_seg what)
+			 size_t n, bool first, enum bn_seg what,
+			 enum bn_finish fin)
 {
 	const struct tp_batchnorm_params *p = TP_PARAMS(l, tp_batchnorm_params);
 	size_t segs = n * p->c, bytes = segs * sizeof(double);
@@ -188,49 +194,35 @@ static int bn_add_images(const struct tp_op_launch *l, const float *x,
 	rc = tp_cuda_launched(l, "bn_seg_kernel");
 	if (!rc) {
 		bn_carry_kernel<<<bn_channel_blocks(p->c), BN_CARRY_BLOCK, 0,
-				  st>>>(s, acc, n, p->c, first);
-		rc = tp_cuda_launched(l, "bn_carry_kernel");
-	}
-	if (!rc && acc2) {
-		bn_carry_kernel<<<bn_channel_blocks(p->c), BN_CARRY_BLOCK, 0,
-				  st>>>(s + segs, acc2, n, p->c, first);
+				  st>>>(s, acc, acc2 ? s + segs : NULL, acc2,
+					n, p->c, first, fin,
+					(double)p->n * p->hw, p->eps);
 		rc = tp_cuda_launched(l, "bn_carry_kernel");
 	}
 	cudaFreeAsync(s, st);
 	return rc;
 }
 
-/* Finish the sums of the pass before @pass into its statistic. */
-static int bn_finish(const struct tp_op_launch *l, bool to_mean)
-{
-	const struct tp_batchnorm_params *p = TP_PARAMS(l, tp_batchnorm_params);
-
-	bn_finish_kernel<<<bn_channel_blocks(p->c), BN_CARRY_BLOCK, 0,
-			   TP_STREAM(l)>>>(TP_OUT(l, 1), TP_OUT(l, 2), p->c,
-					   (double)p->n * p->hw, p->eps,
-					   to_mean);
-	return tp_cuda_launched(l, "bn_finish_kernel");
-}
-
-/* Pass @pass over @n images of the launch's; @first: from the batch's 0. */
+/*
+ * Pass @pass over @n images of the launch's; @first: from the batch's 0,
+ * @last: to its last image, which finishes the pass's statistic.
+ */
 template <typename I>
 static int bn_fwd_pass(const struct tp_op_launch *l, unsigned pass, size_t n,
-		       bool first)
+		       bool first, bool last)
 {
 	const struct tp_batchnorm_params *p = TP_PARAMS(l, tp_batchnorm_params);
 	size_t elems = n * p->c * p->hw;
-	int rc;
 
 	if (pass == BN_SUM)
 		return bn_add_images(l, TP_IN(l, 0), NULL, NULL, NULL,
-				     TP_OUT(l, 1), NULL, n, first, SEG_X);
-	rc = first ? bn_finish(l, pass == BN_DEVIATION) : 0;
-	if (rc)
-		return rc;
+				     TP_OUT(l, 1), NULL, n, first, SEG_X,
+				     last ? FIN_MEAN : FIN_NONE);
 	if (pass == BN_DEVIATION)
 		return bn_add_images(l, TP_IN(l, 0), NULL, TP_OUT(l, 1), NULL,
 				     TP_OUT(l, 2), NULL, n, first,
-				     SEG_DEVIATION);
+				     SEG_DEVIATION,
+				     last ? FIN_INVSTD : FIN_NONE);
 	bn_apply_kernel<I><<<tp_grid(elems), TP_BLOCK, 0, TP_STREAM(l)>>>(
 		TP_IN(l, 0), TP_IN(l, 1), TP_IN(l, 2), TP_OUT(l, 1),
 		TP_OUT(l, 2), TP_OUT(l, 0), p->c, p->hw, elems);
@@ -244,15 +236,16 @@ static int bn_fwd(const struct tp_op_launch *l)
 	int rc = 0;
 
 	if (l->sums)
-		return bn_fwd_pass<I>(l, l->pass, l->rows, !l->row0);
+		return bn_fwd_pass<I>(l, l->pass, l->rows, !l->row0,
+				      l->row0 + l->rows == p->n);
 	/* part 0 (or a whole run): the statistics over every row */
 	if (tp_writes_whole(l)) {
-		rc = bn_fwd_pass<I>(l, BN_SUM, p->n, true);
+		rc = bn_fwd_pass<I>(l, BN_SUM, p->n, true, true);
 		if (!rc)
-			rc = bn_fwd_pass<I>(l, BN_DEVIATION, p->n, true);
+			rc = bn_fwd_pass<I>(l, BN_DEVIATION, p->n, true, true);
 	}
 	return rc ? rc : bn_fwd_pass<I>(l, BN_OUTPUT, tp_rows(l, p->n),
-					tp_writes_whole(l));
+					false, false);
 }
 
 template <typename I>
@@ -273,7 +266,7 @@ static int bn_bwd_sums(const struct tp_op_launch *l, size_t n, bool first)
 {
 	return bn_add_images(l, TP_IN(l, 1), TP_IN(l, 0), TP_IN(l, 3),
 			     TP_IN(l, 4), TP_OUT(l, 2), TP_OUT(l, 1), n, first,
-			     SEG_BWD);
+			     SEG_BWD, FIN_NONE);
 }
 
 template <typename I>

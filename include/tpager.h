@@ -331,14 +331,6 @@ struct tp_op_launch {
 	 */
 	unsigned part, parts;
 	size_t row0, rows;
-	/*
-	 * A part that sums (struct tp_op_split, sums): pass @pass of
-	 * @passes over the rows. Part 0 of a pass starts the whole outputs
-	 * it sums into, and every part adds its rows' share. A whole run
-	 * makes every pass over every row at once.
-	 */
-	int sums;
-	unsigned pass, passes;
 	/* Where in[] and out[] are: the implementation to run. */
 	enum tp_device device;
 	/*
@@ -354,6 +346,15 @@ struct tp_op_launch {
 	 * recompute's bits are the first run's.
 	 */
 	enum tp_op_math math;
+	/*
+	 * A part that sums (struct tp_op_split, sums): pass @pass of
+	 * @passes over the rows. Part 0 of a pass starts the whole outputs
+	 * it sums into, and every part adds its rows' share. A whole run
+	 * makes every pass over every row at once. (Last: the fields above
+	 * keep their offsets for op libraries built before them.)
+	 */
+	int sums;
+	unsigned pass, passes;
 };
 
 /**

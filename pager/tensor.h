@@ -51,6 +51,9 @@ struct tp_tensor {
 		void *rec;
 		unsigned out;
 		void *p;
+		/* c_r's walk over evicted ancestors saw it in walk number
+		 * mark (lineage/cost.c) */
+		uint64_t mark;
 	} lin;
 
 	/* --- the pager's ---------------------------------------------- */

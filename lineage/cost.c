@@ -367,39 +367,43 @@ static bool evicted_ancestry_ns(struct tp_lineage *lin,
 				size_t *pages)
 {
 	struct tp_lin_rec *rec = t->lin.rec;
+	struct tp_lin_ptrs *stk = &lin->anc_stk;
 	uint64_t epoch = ++lin->cr_epoch;
-	struct tp_lin_node **stk = lin->uf_stk;
-	size_t sp = 0, seen = 0;
+	size_t seen = 0;
 	double c = 0;
 	size_t np = 0;
 	unsigned k;
 
+	/*
+	 * The policy asks for every candidate of every choice: the walk
+	 * reads the inputs' tensors and their records, not the nodes, and
+	 * most inputs (weights, resident activations) cost one read.
+	 */
+	stk->n = 0;
 	for (;;) {
 		for (k = 0; k < rec->n_in; k++) {
-			struct tp_lin_node *y = rec->in[k].node;
+			struct tp_tensor *y = rec->in[k].t;
 
-			if (y->cr_mark == epoch || !tp_pager_has_evicted(y->t))
+			if (!tp_pager_has_evicted(y) || y->lin.mark == epoch)
 				continue;
-			y->cr_mark = epoch;
-			if (!y->t->lin.rec) {
+			y->lin.mark = epoch;
+			if (!y->lin.rec) {
 				*cost = INFINITY;	/* cannot come back */
 				return true;
 			}
 			if (++seen > CR_WALK_MAX)
 				return false;
-			c += rec_cost(y->t->lin.rec);
-			np += tp_pager_evicted_pages(y->t);
-			if (stk_push(&lin->uf_stk, &lin->uf_stk_cap, sp, y))
+			c += rec_cost(y->lin.rec);
+			np += tp_pager_evicted_pages(y);
+			if (tp_lin_ptrs_push(stk, y->lin.rec))
 				return false;
-			stk = lin->uf_stk;
-			sp++;
 		}
-		if (!sp) {
+		if (!stk->n) {
 			*cost = c;
 			*pages = np;
 			return true;
 		}
-		rec = stk[--sp]->t->lin.rec;
+		rec = stk->v[--stk->n];
 	}
 }
 
@@ -580,4 +584,6 @@ void tp_lin_cost_fini(struct tp_lineage *lin)
 	free(lin->uf_stk);
 	lin->uf_stk = NULL;
 	lin->uf_stk_cap = 0;
+	free(lin->anc_stk.v);
+	lin->anc_stk = (struct tp_lin_ptrs){ 0 };
 }

@@ -99,14 +99,13 @@ void tp_lineage_destroy(struct tp_lineage *lin)
 	free(lin);
 }
 
-int tp_lin_ptrs_push(struct tp_lin_ptrs *p, void *x)
+int tp_lin_ptrs_grow(struct tp_lin_ptrs *p)
 {
 	void **v = tp_array_grow(p->v, &p->cap, p->n + 1, sizeof(*v), 16);
 
 	if (!v)
 		return -ENOMEM;
 	p->v = v;
-	p->v[p->n++] = x;
 	return 0;
 }
 

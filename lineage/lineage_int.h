@@ -51,7 +51,9 @@ struct tp_lin_node {
 	/* union-find for c_r (cost.c); valid while uf_epoch matches */
 	uint32_t uf;
 	uint32_t uf_epoch;
-	/* c_r's walk (cost.c): seen in walk number cr_mark */
+	/* c_r's walks over users and the projected one (cost.c, settle.c):
+	 * seen in walk number cr_mark (the walk over evicted ancestors
+	 * marks the tensor, t->lin.mark) */
 	uint64_t cr_mark;
 	/* work stack mark (regen.c, inplace.c) */
 	uint64_t mark;
@@ -104,8 +106,20 @@ struct tp_lin_ptrs {
 	size_t n, cap;
 };
 
-/* Append @x to @p. Return: 0, or -ENOMEM with @p unchanged. */
-int tp_lin_ptrs_push(struct tp_lin_ptrs *p, void *x);
+/* Room for one more in @p. Return: 0, or -ENOMEM with @p unchanged. */
+int tp_lin_ptrs_grow(struct tp_lin_ptrs *p);
+
+/*
+ * Append @x to @p. Return: 0, or -ENOMEM with @p unchanged. Inline: c_r's
+ * walk pushes once per evicted ancestor of every candidate it is asked.
+ */
+static inline int tp_lin_ptrs_push(struct tp_lin_ptrs *p, void *x)
+{
+	if (p->n == p->cap && tp_lin_ptrs_grow(p))
+		return -ENOMEM;
+	p->v[p->n++] = x;
+	return 0;
+}
 
 struct tp_lineage {
 	struct tp_pager *pg;
@@ -128,6 +142,7 @@ struct tp_lineage {
 	uint64_t cr_epoch;		/* c_r's walks so far */
 	struct tp_lin_node **uf_stk;	/* the class walk's stack */
 	size_t uf_stk_cap;
+	struct tp_lin_ptrs anc_stk;	/* records c_r's exact walk is to read */
 
 	struct cds_list_head nodes;
 	struct cds_list_head recs;

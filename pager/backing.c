@@ -202,7 +202,7 @@ static void commit(struct backing *b)
 
 		if (!b->mapped[i - b->first])
 			continue;
-		p->chunk = b->chunks[k++];
+		tp_page_set_chunk(t, p, b->chunks[k++]);
 		if (p->state == TP_PAGE_OFFLOADED) {
 			void *buf = p->swap;
 

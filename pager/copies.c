@@ -26,7 +26,7 @@ static void page_complete(struct tp_pager *pg, struct tp_tensor *t,
 {
 	if (p->state == TP_PAGE_OFFLOADING) {
 		/* The vmm returns the chunk through its deferred unmap. */
-		p->chunk = NULL;
+		tp_page_set_chunk(t, p, NULL);
 		tp_page_set(t, p, TP_PAGE_OFFLOADED);
 	} else if (p->state == TP_PAGE_RELOADING) {
 		void *buf = p->swap;

@@ -111,6 +111,8 @@ void tp_page_set(struct tp_tensor *t, struct tp_page *p, enum tp_page_state to)
 	if (p->pins && (from == TP_PAGE_RESIDENT) != (to == TP_PAGE_RESIDENT))
 		tp_tensor_pinned_add(t, to == TP_PAGE_RESIDENT ? 1 : -1);
 	p->state = to;
+	if ((from == TP_PAGE_RESIDENT) != (to == TP_PAGE_RESIDENT))
+		t->runs_valid = false;
 	/* Back, or never left: nothing to rescue. */
 	if (to == TP_PAGE_RESIDENT || to == TP_PAGE_RELOADING ||
 	    to == TP_PAGE_UNBACKED)

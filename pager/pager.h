@@ -245,9 +245,10 @@ uint64_t tp_pager_access_seq(const struct tp_pager *pg);
 /*
  * The runs of consecutive chunk indices behind @t's RESIDENT pages, in
  * page order, each through @fn (chunk_runs.c); slab tensors have none.
+ * @t keeps them until its pages move.
  * Return: the number of runs.
  */
-size_t tp_pager_chunk_runs(const struct tp_tensor *t,
+size_t tp_pager_chunk_runs(struct tp_tensor *t,
 			   void (*fn)(void *arg, const struct tp_tensor *t,
 				      size_t start, size_t len),
 			   void *arg);

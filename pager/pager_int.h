@@ -55,6 +55,12 @@ struct tp_page {
 	unsigned pins;
 };
 
+/* Consecutive chunk indices behind consecutive pages (chunk_runs.c). */
+struct tp_chunk_run {
+	size_t start;
+	size_t len;
+};
+
 /* One node of the address table: a chunk-aligned address -> its owner. */
 struct tp_lnode {
 	struct cds_lfht_node node;
@@ -230,6 +236,14 @@ bool tp_page_legal(enum tp_page_state from, enum tp_page_state to);
  * transition; this is the only place a page's state changes.
  */
 void tp_page_set(struct tp_tensor *t, struct tp_page *p, enum tp_page_state to);
+
+/* Page @p of @t is backed by chunk @c now (NULL: by none). */
+static inline void tp_page_set_chunk(struct tp_tensor *t, struct tp_page *p,
+				     struct tp_chunk *c)
+{
+	p->chunk = c;
+	t->runs_valid = false;
+}
 
 const char *tp_page_state_name(enum tp_page_state s);
 

@@ -44,7 +44,7 @@ static bool cache_range(struct tp_pager *pg, struct tp_tensor *t)
 	t->last_use = NULL;
 	for (size_t i = 0; i < t->nr_pages; i++) {
 		r->chunks[i] = t->pages[i].chunk;
-		t->pages[i].chunk = NULL;
+		tp_page_set_chunk(t, &t->pages[i], NULL);
 	}
 	cds_list_add_tail(&r->link, &rc->ranges);
 	cds_list_add_tail(&r->size_link,
@@ -89,7 +89,7 @@ bool tp_range_cache_get(struct tp_pager *pg, struct tp_tensor *t)
 			tp_vmm_event_put(pg->vmm, t->last_use);
 		t->last_use = r->last_use;
 		for (size_t i = 0; i < r->nr_pages; i++) {
-			t->pages[i].chunk = r->chunks[i];
+			tp_page_set_chunk(t, &t->pages[i], r->chunks[i]);
 			tp_page_set(t, &t->pages[i], TP_PAGE_RESIDENT);
 		}
 		rc->chunks -= r->nr_pages;

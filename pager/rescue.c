@@ -45,7 +45,7 @@ static void rescue_page(struct tp_pager *pg, struct tp_tensor *t,
 	void *buf = p->swap;
 	struct tp_event *ev = p->ev;
 
-	p->chunk = c;
+	tp_page_set_chunk(t, p, c);
 	p->swap = NULL;
 	p->ev = NULL;
 	tp_page_set(t, p, TP_PAGE_RESIDENT);

@@ -78,6 +78,7 @@ struct tp_tensor *tp_pager_tensor_new(struct tp_pager *pg, size_t bytes,
 	return t;
 
 err_free:
+	free(t->runs);
 	free(t->pages);
 	free(t->lk);
 	free(t);
@@ -96,6 +97,7 @@ static void tensor_free_rcu(struct rcu_head *head)
 	struct tp_lnodes *lk = caa_container_of(head, struct tp_lnodes, rcu);
 	struct tp_tensor *t = lk->t;
 
+	free(t->runs);
 	free(t->pages);
 	free(t);
 	free(lk);
@@ -114,7 +116,7 @@ void tp_pager_drop_offloading(struct tp_pager *pg, struct tp_tensor *t,
 
 		if (p->state != TP_PAGE_OFFLOADING)
 			continue;
-		p->chunk = NULL;
+		tp_page_set_chunk(t, p, NULL);
 		tp_page_set(t, p, to);
 		tp_swap_put_after(pg, p->swap, p->ev);
 		p->swap = NULL;
@@ -170,7 +172,7 @@ static void tensor_teardown(struct tp_pager *pg, struct tp_tensor *t)
 				tp_vmm_chunks_put(pg->vmm, run, end - i);
 			tp_pager_held_add(pg, -(long)(end - i));
 			for (; i < end; i++)
-				t->pages[i].chunk = NULL;
+				tp_page_set_chunk(t, &t->pages[i], NULL);
 		}
 	}
 	if (ev)

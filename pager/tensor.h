@@ -13,6 +13,7 @@
 
 #include <urcu/list.h>
 
+struct tp_chunk_run;
 struct tp_event;
 struct tp_page;
 struct tp_lnodes;
@@ -50,6 +51,9 @@ struct tp_tensor {
 		void *rec;
 		unsigned out;
 		void *p;
+		/* c_r's walk over evicted ancestors saw it in walk number
+		 * mark (lineage/cost.c) */
+		uint64_t mark;
 	} lin;
 
 	/* --- the pager's ---------------------------------------------- */
@@ -68,6 +72,14 @@ struct tp_tensor {
 	size_t *pinned_sum;		/* the pager's sum of pinned_pages;
 					 * NULL in a slab */
 	size_t inflight_pages;		/* pages OFFLOADING or RELOADING */
+	/*
+	 * tp_pager_chunk_runs()'s last answer, while runs_valid: a page
+	 * that takes or gives back a chunk, or becomes or stops being
+	 * RESIDENT, clears it (tp_page_set(), tp_page_set_chunk()).
+	 */
+	struct tp_chunk_run *runs;
+	size_t nr_runs, runs_cap;
+	bool runs_valid;
 	unsigned refs;			/* user's + lineage's references */
 	unsigned rows_held;		/* ops in parts reading its rows:
 					 * offload only (tp_pager_hold_rows) */

@@ -53,7 +53,7 @@ int tp_pager_unmap_range(struct tp_pager *pg, struct tp_tensor *t,
 		for (size_t j = start; j < start + n; j++) {
 			/* Evicted or torn down: its copy goes with it. */
 			tp_pager_uncache_page(pg, t, &t->pages[j]);
-			t->pages[j].chunk = NULL;
+			tp_page_set_chunk(t, &t->pages[j], NULL);
 			t->pages[j].left_mapped = how == TP_UNMAP_EVICT;
 			if (how != TP_UNMAP_TEARDOWN)
 				tp_page_set(t, &t->pages[j], TP_PAGE_EVICTED);

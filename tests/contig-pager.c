@@ -4,7 +4,7 @@
  * enough free chunks in total reports fragmentation, the same sequence in
  * chunked mode succeeds with none; victims leave until one run fits; data
  * written, offloaded and reloaded under pressure, whole and in part, reads
- * back byte for byte.
+ * back byte for byte, and the chunk runs each tensor keeps follow its pages.
  */
 #include "config.h"
 
@@ -25,6 +25,57 @@ static long one_run(const struct tp_tensor *t)
 		    t->pages[i].chunk->index != t->pages[0].chunk->index + i)
 			return -1;
 	return (long)t->pages[0].chunk->index;
+}
+
+/* The runs tp_pager_chunk_runs() gives, up to RUNS_MAX of them. */
+#define RUNS_MAX 16
+struct runs_seen {
+	size_t n;
+	size_t start[RUNS_MAX], len[RUNS_MAX];
+};
+
+static void note_run(void *arg, const struct tp_tensor *t, size_t start,
+		     size_t len)
+{
+	struct runs_seen *r = arg;
+
+	(void)t;
+	if (r->n < RUNS_MAX) {
+		r->start[r->n] = start;
+		r->len[r->n] = len;
+	}
+	r->n++;
+}
+
+/*
+ * Whether tp_pager_chunk_runs(), which keeps its answer with the tensor,
+ * says what @t's pages say now.
+ */
+static bool runs_agree(struct tp_tensor *t)
+{
+	struct runs_seen r = { 0 };
+	size_t n = 0;
+
+	tp_pager_chunk_runs(t, note_run, &r);
+	for (size_t i = 0; i < t->nr_pages;) {
+		const struct tp_page *p = &t->pages[i];
+		size_t j = i + 1;
+
+		if (!p->chunk || p->state != TP_PAGE_RESIDENT) {
+			i++;
+			continue;
+		}
+		while (j < t->nr_pages && t->pages[j].chunk &&
+		       t->pages[j].state == TP_PAGE_RESIDENT &&
+		       t->pages[j].chunk->index == p->chunk->index + (j - i))
+			j++;
+		if (n >= RUNS_MAX || r.start[n] != p->chunk->index ||
+		    r.len[n] != j - i)
+			return false;
+		n++;
+		i = j;
+	}
+	return n == r.n;
 }
 
 static uint64_t frag(struct tp_ctx *ctx, uint64_t *phys)
@@ -122,7 +173,7 @@ static void round_trip(uint64_t seed)
 	size_t c = pt_chunk(ctx), size[RT];
 	unsigned char *ref[RT], *buf = malloc(4 * c);
 	struct tp_tensor *t[RT];
-	size_t bad = 0, reads = 0, split = 0;
+	size_t bad = 0, reads = 0, split = 0, runs_wrong = 0;
 	struct tp_stats st;
 	uint64_t s = seed;
 
@@ -170,6 +221,8 @@ static void round_trip(uint64_t seed)
 			    t[i]->nr_pages || one_run(t[i]) < 0)
 				split++;
 		}
+		for (int k = 0; k < RT; k++)
+			runs_wrong += !runs_agree(t[k]);
 	}
 	for (int i = 0; i < RT && !bad; i++) {
 		if (tp_tensor_read(ctx, t[i], 0, buf, size[i]) ||
@@ -185,6 +238,8 @@ static void round_trip(uint64_t seed)
 	   "contiguous: under pressure, %" PRIu64 " offloads, %" PRIu64
 	   " reloads, peak %" PRIu64 " <= budget", st.offloads, st.reloads,
 	   st.phys_peak);
+	ok(!runs_wrong, "contiguous: the chunk runs kept with each tensor are its pages' after every round (%zu not)",
+	   runs_wrong);
 	diag("fragmentation %" PRIu64 " ppm", st.fragmentation_ppm);
 	for (int i = 0; i < RT; i++) {
 		tp_tensor_free(ctx, t[i]);
@@ -201,7 +256,7 @@ int main(void)
 	pt_skip_unless_contiguous_backend();
 	pt_probe();
 	seed = pt_seed();
-	plan_tests(10);
+	plan_tests(11);
 	holes("contiguous");
 	holes("chunked");
 	round_trip(seed);

@@ -578,11 +578,12 @@ out:
 
 /*
  * dW (and db) of the images of @q at @x and @dy, added to what is there
- * unless @first: one weight-gradient call. Lock held.
+ * unless @first: one weight-gradient call, in the scratch @have of
+ * @have_bytes where it is enough. Lock held.
  */
 static int conv_dw(const struct tp_op_launch *l,
 		   const struct tp_conv2d_params *q, const float *x,
-		   const float *dy, bool first)
+		   const float *dy, bool first, void *have, size_t have_bytes)
 {
 	const float *beta = first ? &zero : &one;
 	struct dnn_desc d = { 0 };
@@ -594,7 +595,9 @@ static int conv_dw(const struct tp_op_launch *l,
 	rc = conv_desc(l, q, &d);
 	if (!rc)
 		rc = conv_choose(l, q, &d, &a);
-	if (!rc)
+	if (!rc && a->bwd_ws <= have_bytes)
+		ws = have;
+	else if (!rc)
 		rc = ws_get(l, 3, a->bwd_ws, &ws, &owned);
 	if (rc)
 		goto out;
@@ -613,9 +616,11 @@ out:
 
 /*
  * dW (and db) of @n images at the launch's dy and x, TP_CONV_DW_ROWS at a
- * time in order, from 0 where @first (the batch's image 0). Lock held.
+ * time in order, from 0 where @first (the batch's image 0), in @ws of
+ * @ws_bytes where it is enough. Lock held.
  */
-static int conv_dw_blocks(const struct tp_op_launch *l, size_t n, bool first)
+static int conv_dw_blocks(const struct tp_op_launch *l, size_t n, bool first,
+			  void *ws, size_t ws_bytes)
 {
 	const struct tp_conv2d_params *p = TP_PARAMS(l, tp_conv2d_params);
 	struct tp_conv2d_params q = *p;
@@ -626,7 +631,7 @@ static int conv_dw_blocks(const struct tp_op_launch *l, size_t n, bool first)
 		q.n = (uint32_t)(n - i < TP_CONV_DW_ROWS ? n - i :
 			      TP_CONV_DW_ROWS);
 		rc = conv_dw(l, &q, TP_IN(l, 1) + i * xi, TP_IN(l, 0) + i * yi,
-			     first && !i);
+			     first && !i, ws, ws_bytes);
 	}
 	return rc;
 }
@@ -653,31 +658,15 @@ int tp_cuda_conv2d_bwd(const struct tp_op_launch *l)
 		rc = conv_images(l, p, a, CONV_DATA, rows, TP_IN(l, 2),
 				 TP_IN(l, 0), TP_OUT(l, 0), ws,
 				 ws ? a->bwd_ws : 0);
-	if (rc)
-		goto out;
-	if (l->sums) {
-		rc = conv_dw_blocks(l, rows, !l->row0);
-		goto out;
-	}
-	if (!tp_writes_whole(l))
-		goto out;
-	if (p->n > TP_CONV_DW_ROWS) {
-		rc = conv_dw_blocks(l, p->n, true);
-		goto out;
-	}
 	/*
-	 * Part 0 (or a whole run) sums the weight and bias gradients over
-	 * the whole batch, whose rows it may read: a whole run's very call.
+	 * The weight and bias gradients: summed by the parts over their
+	 * rows, or part 0's (or a whole run's) over the whole batch, whose
+	 * rows it may read: one call up to TP_CONV_DW_ROWS images.
 	 */
-	DNN(cudnnSetConvolutionMathType(d.conv, a->filter_math));
-	DNN(cudnnConvolutionBackwardFilter(dnn, &one, d.x, TP_IN(l, 1), d.y,
-					   TP_IN(l, 0), d.conv, a->bwd_filter,
-					   ws, a->bwd_ws, &zero, d.w,
-					   TP_OUT(l, 1)));
-	if (p->bias)
-		DNN(cudnnConvolutionBackwardBias(dnn, &one, d.y, TP_IN(l, 0),
-						 &zero, d.b, TP_OUT(l, 2)));
-out:
+	if (!rc && l->sums)
+		rc = conv_dw_blocks(l, rows, !l->row0, ws, ws ? a->bwd_ws : 0);
+	else if (!rc && tp_writes_whole(l))
+		rc = conv_dw_blocks(l, p->n, true, ws, ws ? a->bwd_ws : 0);
 	ws_put(l, ws, owned);
 	return dnn_end(&d, rc);
 }

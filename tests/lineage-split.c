@@ -32,35 +32,10 @@
 #include "pager/hooks.h"
 #include "pager/pager.h"
 #include "policy/policy_priv.h"
+#include "tests/lineage-testops.h"
 #include "tests/tap.h"
 
 #define CHUNK	65536
-
-struct gen_params {
-	uint32_t seed;
-	uint32_t floats;
-};
-
-/* x[i] from a hash of (seed, i): an op with no input, regenerable. */
-static int gen_launch(const struct tp_op_launch *l)
-{
-	const struct gen_params *p = l->params;
-	float *x = l->out[0];
-
-	if (l->n_out != 1 || l->out_bytes[0] != p->floats * sizeof(float))
-		return -EINVAL;
-	for (uint32_t i = 0; i < p->floats; i++) {
-		uint32_t h = (i + 1) * 2654435761u ^ p->seed;
-
-		h ^= h >> 15;
-		h *= 2246822519u;
-		h ^= h >> 13;
-		x[i] = (float)(h % 20001) / 1000.0f - 10.0f;
-	}
-	return 0;
-}
-
-static const struct tp_op_type gen = { .name = "gen", .launch = gen_launch };
 
 /*
  * rowmix(x[rows][cols], w[cols]) -> y[rows][cols], m[cols]:
@@ -216,7 +191,7 @@ static struct run run_op(const char *conf, const struct mix_params *mp,
 			 const struct tp_op_type *type, const float *wv,
 			 bool offload_x)
 {
-	struct gen_params gp = { 7, mp->rows * mp->cols };
+	struct tops_gen_params gp = { 7, mp->rows * mp->cols };
 	size_t row = mp->cols * sizeof(float);
 	struct run r = { .ctx = tp_ctx_create(conf) };
 	struct tp_tensor *in[2], *out[2] = { NULL, NULL };
@@ -230,7 +205,7 @@ static struct run run_op(const char *conf, const struct mix_params *mp,
 
 	if (!r.ctx)
 		bail_out("tp_ctx_create: %s", strerror(errno));
-	r.ret = tp_op_run(r.ctx, &gen, &gp, sizeof(gp), NULL, 0, &r.x,
+	r.ret = tp_op_run(r.ctx, &tops_gen, &gp, sizeof(gp), NULL, 0, &r.x,
 			  &(size_t){ gp.floats * sizeof(float) }, 1);
 	r.w = tp_tensor_create(r.ctx, row, 0);
 	if (r.ret || !r.w || tp_tensor_write(r.ctx, r.w, 0, wv, row) ||

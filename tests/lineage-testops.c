@@ -314,3 +314,24 @@ struct tp_tensor *tops_nop_run(struct tp_ctx *ctx, struct tp_tensor *a,
 			 tp_last_error(ctx));
 	return out;
 }
+
+/* x[i] from a hash of (seed, i). */
+static int gen_launch(const struct tp_op_launch *l)
+{
+	const struct tops_gen_params *p = l->params;
+	float *x = l->out[0];
+
+	if (l->n_out != 1 || l->out_bytes[0] != p->floats * sizeof(float))
+		return -EINVAL;
+	for (uint32_t i = 0; i < p->floats; i++) {
+		uint32_t h = (i + 1) * 2654435761u ^ p->seed;
+
+		h ^= h >> 15;
+		h *= 2246822519u;
+		h ^= h >> 13;
+		x[i] = (float)(h % 20001) / 1000.0f - 10.0f;
+	}
+	return 0;
+}
+
+const struct tp_op_type tops_gen = { .name = "gen", .launch = gen_launch };

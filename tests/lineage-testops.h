@@ -43,6 +43,17 @@ struct tops_scale_params {
 extern const struct tp_op_type tops_nop;
 
 /*
+ * gen: no input, one output of @floats floats, each from a hash of
+ * (@seed, its index): a tensor lineage can regenerate, with data.
+ */
+struct tops_gen_params {
+	uint32_t seed;
+	uint32_t floats;
+};
+
+extern const struct tp_op_type tops_gen;
+
+/*
  * tops_nop on @a, and @b where it is not NULL, into a new output of
  * @bytes; a failure bails out of the test, naming the library's error.
  */

@@ -40,8 +40,9 @@
  * The summary gives, per trace, the largest rise against its limit, the
  * budgets where the default is behind, and the minimum budgets; and the
  * largest wall time of a replay as a multiple of the unconstrained
- * replay's (the fastest of three), how many replays took more than ten
- * times it, and the largest multiple for each policy. The six traces
+ * replay's (the fastest of three; a replay past ten times it, the faster
+ * of two), how many replays took more than ten times it, and the largest
+ * multiple for each policy. The six traces
  * take a few minutes of one core.
  *
  * A bench program, past the usual length: its sweeps share the option
@@ -180,6 +181,21 @@ static int run(struct bench_trace *bt, const struct column *c, int pct,
 		fprintf(stderr, "budget-sweep: %s: %s at %d%%: %s (%s)\n",
 			base_name(bt->path), c->name, pct, r.error, last_log);
 		return ret ? ret : (r.err ? r.err : -EIO);
+	}
+	/*
+	 * A replay past the wall limit is timed once more and the faster
+	 * kept, as the unconstrained one is the fastest of three: on a
+	 * shared machine one slow run says more about its load than about
+	 * the replay (the same code gave 6 to 38 replays past 10x in four
+	 * sweeps on a 2-core VM). The replay is deterministic; only the
+	 * wall time can differ.
+	 */
+	if (bt->base_wall > 0 && r.wall_s / bt->base_wall > WALL_LIMIT) {
+		struct tp_replay_result again;
+
+		if (!tp_replay_run(bt->t, &o, &again) &&
+		    again.time_ns == r.time_ns && again.wall_s < r.wall_s)
+			r.wall_s = again.wall_s;
 	}
 	out->done = true;
 	out->status = r.status;

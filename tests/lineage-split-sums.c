@@ -165,25 +165,6 @@ static struct run run_op(const char *conf, const struct mix_params *mp,
 	return r;
 }
 
-static void *contents(struct tp_ctx *ctx, struct tp_tensor *t)
-{
-	size_t len = tp_tensor_size(t);
-	void *buf = malloc(len);
-
-	if (!buf || tp_tensor_read(ctx, t, 0, buf, len))
-		bail_out("reading a tensor");
-	return buf;
-}
-
-static bool same(struct run *r, struct tp_tensor *t, const void *ref)
-{
-	void *got = contents(r->ctx, t);
-	bool eq = !memcmp(got, ref, tp_tensor_size(t));
-
-	free(got);
-	return eq;
-}
-
 static bool nothing_held(const struct run *r)
 {
 	return !r->x->rows_held && !r->x->pins && !r->w->pins &&
@@ -204,9 +185,9 @@ int main(void)
 	ref = run_op(CONF("64M"), &wide, &mix_sums, wv, false);
 	if (ref.ret)
 		bail_out("the whole run: %s", tp_strerror(ref.ret));
-	rx = contents(ref.ctx, ref.x);
-	ry = contents(ref.ctx, ref.y);
-	rm = contents(ref.ctx, ref.m);
+	rx = tops_contents(ref.ctx, ref.x);
+	ry = tops_contents(ref.ctx, ref.y);
+	rm = tops_contents(ref.ctx, ref.m);
 	tp_ctx_destroy(ref.ctx);
 
 	/*
@@ -236,8 +217,8 @@ int main(void)
 		ok(!r.ret && !r.st.recomputes && nothing_held(&r),
 		   "x %s: nothing regenerated (%llu), nothing held after",
 		   where, (unsigned long long)r.st.recomputes);
-		ok(!r.ret && same(&r, r.y, ry) && same(&r, r.m, rm) &&
-		   same(&r, r.x, rx),
+		ok(!r.ret && tops_same(r.ctx, r.y, ry) && tops_same(r.ctx, r.m, rm) &&
+		   tops_same(r.ctx, r.x, rx),
 		   "x %s: y and m are a whole run's, byte for byte; x reads "
 		   "back right", where);
 		tp_ctx_destroy(r.ctx);

@@ -229,27 +229,6 @@ static struct run run_mix(const char *conf, const struct mix_params *mp,
 	return run_op(conf, mp, type, wv, false);
 }
 
-static bool same(struct run *r, struct tp_tensor *t, const void *ref,
-		 size_t len)
-{
-	void *got = malloc(len);
-	bool eq = got && !tp_tensor_read(r->ctx, t, 0, got, len) &&
-		  !memcmp(got, ref, len);
-
-	free(got);
-	return eq;
-}
-
-static void *contents(struct run *r, struct tp_tensor *t)
-{
-	size_t len = tp_tensor_size(t);
-	void *buf = malloc(len);
-
-	if (!buf || tp_tensor_read(r->ctx, t, 0, buf, len))
-		bail_out("reading the reference");
-	return buf;
-}
-
 static struct tp_stats stats(struct run *r)
 {
 	struct tp_stats st;
@@ -279,9 +258,9 @@ static void shape(const char *what, uint32_t rows, uint32_t cols,
 
 	if (ref.ret)
 		bail_out("reference run: %s", tp_strerror(ref.ret));
-	ry = contents(&ref, ref.y);
-	rm = contents(&ref, ref.m);
-	rx = contents(&ref, ref.x);
+	ry = tops_contents(ref.ctx, ref.y);
+	rm = tops_contents(ref.ctx, ref.m);
+	rx = tops_contents(ref.ctx, ref.x);
 
 	mix_launches = 0;
 	r = run_mix(budget_conf, &mp, &mix, wv);
@@ -294,10 +273,10 @@ static void shape(const char *what, uint32_t rows, uint32_t cols,
 	ok(st.phys_peak <= st.budget_bytes,
 	   "%s: the peak, %llu bytes, stayed within the budget", what,
 	   (unsigned long long)st.phys_peak);
-	ok(!r.ret && same(&r, r.y, ry, tp_tensor_size(r.y)) &&
-	   same(&r, r.m, rm, tp_tensor_size(r.m)),
+	ok(!r.ret && tops_same(r.ctx, r.y, ry) &&
+	   tops_same(r.ctx, r.m, rm),
 	   "%s: y and the batch mean m are a whole run's, byte for byte", what);
-	ok(!r.ret && same(&r, r.x, rx, tp_tensor_size(r.x)) && !r.x->pins &&
+	ok(!r.ret && tops_same(r.ctx, r.x, rx) && !r.x->pins &&
 	   !r.y->pins && !r.w->pins,
 	   "%s: x reads back right; nothing is left pinned", what);
 	free(ry);
@@ -327,9 +306,9 @@ int main(void)
 	shape("aligned", ROWS, COLS, CONF("576K", ""), 4, wv);
 	{
 		struct run ref = run_mix(CONF("64M", ""), &mp, &mix_whole, wv);
-		void *ry = contents(&ref, ref.y);
+		void *ry = tops_contents(ref.ctx, ref.y);
 
-		rx = contents(&ref, ref.x);
+		rx = tops_contents(ref.ctx, ref.x);
 		tp_ctx_destroy(ref.ctx);
 		/* The same run: x's pages read by all parts left. */
 		r = run_mix(CONF("576K", ""), &mp, &mix, wv);
@@ -341,11 +320,11 @@ int main(void)
 		 * y's replay, with x resident and m evicted to make room for
 		 * it, does not fit whole either: it runs in parts too.
 		 */
-		ok(same(&r, r.x, rx, tp_tensor_size(r.x)) &&
+		ok(tops_same(r.ctx, r.x, rx) &&
 		   !tp_tensor_evict(r.ctx, r.y) && r.y->evicted_pages == 4,
 		   "x regenerated whole; y evicted");
 		st = stats(&r);
-		ok(same(&r, r.y, ry, tp_tensor_size(r.y)) &&
+		ok(tops_same(r.ctx, r.y, ry) &&
 		   stats(&r).split_runs == st.split_runs + 1 &&
 		   stats(&r).recomputes > st.recomputes &&
 		   stats(&r).phys_peak <= stats(&r).budget_bytes,
@@ -361,14 +340,14 @@ int main(void)
 	 */
 	{
 		struct run ref = run_mix(CONF("64M", ""), &mp, &mix_whole, wv);
-		void *ry = contents(&ref, ref.y);
+		void *ry = tops_contents(ref.ctx, ref.y);
 
 		tp_ctx_destroy(ref.ctx);
 		planned_parts = 2;
 		mix_launches = 0;
 		r = run_mix(CONF("576K", ""), &mp, &mix, wv);
 		planned_parts = 0;
-		ok(!r.ret && same(&r, r.y, ry, tp_tensor_size(r.y)) &&
+		ok(!r.ret && tops_same(r.ctx, r.y, ry) &&
 		   stats(&r).split_runs == 1 && stats(&r).split_parts == 4 &&
 		   !mix_bad_parts,
 		   "a plan of 2 parts that do not fit: the op ran in 4, byte for byte (%s; %llu parts, %lu launches)",
@@ -383,7 +362,7 @@ int main(void)
 		mix_launches = 0;
 		r = run_mix(CONF("64M", ""), &mp, &mix, wv);
 		planned_parts = 0;
-		ok(!r.ret && same(&r, r.y, ry, tp_tensor_size(r.y)) &&
+		ok(!r.ret && tops_same(r.ctx, r.y, ry) &&
 		   stats(&r).split_parts == ROWS && mix_launches == ROWS &&
 		   !mix_bad_parts,
 		   "a plan of more parts than rows: one row a part, byte for byte (%s; %lu launches)",
@@ -424,7 +403,7 @@ int main(void)
 	{
 		struct run ref = run_mix(CONF("64M", ""), &mp, &mix_whole, wv);
 
-		rx = contents(&ref, ref.x);
+		rx = tops_contents(ref.ctx, ref.x);
 		tp_ctx_destroy(ref.ctx);
 	}
 	mp.fail_part = 2;
@@ -433,7 +412,7 @@ int main(void)
 	ok(r.ret == -EIO && st.tensors_live == 2 && !r.x->pins && !r.w->pins,
 	   "part 2 fails: -EIO, no output left, nothing pinned (%s, %llu live)",
 	   tp_strerror(r.ret), (unsigned long long)st.tensors_live);
-	ok(same(&r, r.x, rx, tp_tensor_size(r.x)) &&
+	ok(tops_same(r.ctx, r.x, rx) &&
 	   stats(&r).phys_bytes <= 6 * CHUNK,
 	   "x reads back right, and the outputs' chunks were returned");
 	tp_ctx_destroy(r.ctx);
@@ -451,9 +430,9 @@ int main(void)
 		struct mix_params wide = { 20, COLS, -1 };
 		struct run ref = run_mix(CONF("64M", ""), &wide, &scale_local,
 					 wv);
-		void *ry = contents(&ref, ref.y);
+		void *ry = tops_contents(ref.ctx, ref.y);
 
-		rx = contents(&ref, ref.x);
+		rx = tops_contents(ref.ctx, ref.x);
 		tp_ctx_destroy(ref.ctx);
 		r = run_op(CONF("384K", ""), &wide, &scale_held, wv, true);
 		ok(r.ret == -ENOMEM && !stats(&r).split_runs,
@@ -473,8 +452,8 @@ int main(void)
 		   !r.w->pins && !r.y->pins,
 		   "nothing regenerated, nothing held after (%llu recomputes)",
 		   (unsigned long long)st.recomputes);
-		ok(!r.ret && same(&r, r.y, ry, tp_tensor_size(r.y)) &&
-		   same(&r, r.x, rx, tp_tensor_size(r.x)),
+		ok(!r.ret && tops_same(r.ctx, r.y, ry) &&
+		   tops_same(r.ctx, r.x, rx),
 		   "y is a whole run's, byte for byte; x reads back right");
 		tp_ctx_destroy(r.ctx);
 
@@ -494,8 +473,8 @@ int main(void)
 		   "x resident: it streams through host swap, the op fits in %llu parts, %llu offloads (%s)",
 		   (unsigned long long)st.split_parts,
 		   (unsigned long long)st.offloads, tp_strerror(r.ret));
-		ok(!r.ret && same(&r, r.y, ry, tp_tensor_size(r.y)) &&
-		   same(&r, r.x, rx, tp_tensor_size(r.x)),
+		ok(!r.ret && tops_same(r.ctx, r.y, ry) &&
+		   tops_same(r.ctx, r.x, rx),
 		   "x resident: y is a whole run's, byte for byte; x reads back right");
 		tp_ctx_destroy(r.ctx);
 		free(ry);

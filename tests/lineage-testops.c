@@ -335,3 +335,22 @@ static int gen_launch(const struct tp_op_launch *l)
 }
 
 const struct tp_op_type tops_gen = { .name = "gen", .launch = gen_launch };
+
+void *tops_contents(struct tp_ctx *ctx, struct tp_tensor *t)
+{
+	size_t len = tp_tensor_size(t);
+	void *buf = malloc(len);
+
+	if (!buf || tp_tensor_read(ctx, t, 0, buf, len))
+		bail_out("reading tensor %p back", (void *)t);
+	return buf;
+}
+
+bool tops_same(struct tp_ctx *ctx, struct tp_tensor *t, const void *ref)
+{
+	void *got = tops_contents(ctx, t);
+	bool eq = !memcmp(got, ref, tp_tensor_size(t));
+
+	free(got);
+	return eq;
+}

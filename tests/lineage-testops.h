@@ -8,6 +8,7 @@
 #ifndef TP_TESTS_LINEAGE_TESTOPS_H
 #define TP_TESTS_LINEAGE_TESTOPS_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -52,6 +53,12 @@ struct tops_gen_params {
 };
 
 extern const struct tp_op_type tops_gen;
+
+/* @t's bytes, read into a new buffer (the test bails out on failure). */
+void *tops_contents(struct tp_ctx *ctx, struct tp_tensor *t);
+
+/* Whether @t reads back as the tp_tensor_size(@t) bytes at @ref. */
+bool tops_same(struct tp_ctx *ctx, struct tp_tensor *t, const void *ref);
 
 /*
  * tops_nop on @a, and @b where it is not NULL, into a new output of

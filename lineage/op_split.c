@@ -31,42 +31,21 @@
  * that need both). Until the last pass every row is read again, so none
  * is evicted: those of a cut input that does not stream are held from row
  * 0, and a streaming one's leave by offload only.
+ *
+ * Where none of these fit with the cut outputs held to the end, their
+ * rows written leave for host swap between parts (split_fit.c says which
+ * way a run takes). A part that finds no room all the same runs on in
+ * smaller parts from where it stopped (resume_finer()).
  */
 #include <errno.h>
 #include <stdlib.h>
 
 #include "base/log.h"
 #include "lineage/lineage_int.h"
+#include "lineage/split_run.h"
 
-struct split_io {
-	struct tp_tensor *t;
-	size_t row_bytes;	/* 0: whole */
-	bool stream;		/* a part holds its rows alone */
-	size_t off, len;	/* the range held, len 0: none */
-	char *base;		/* address of byte 0 once acquired */
-};
-
-struct split_run {
-	struct tp_lineage *lin;
-	struct tp_pager *pg;
-	const struct tp_op_type *type;
-	const void *params;
-	size_t params_len;
-	const struct tp_op_split *s;
-	bool recompute;
-	bool sums;		/* the parts sum into the whole outputs */
-	bool local;		/* a part reads its rows of the cut inputs alone */
-	unsigned passes;	/* over the rows: 1 unless the split sums */
-	size_t granule;		/* rows the parts begin at multiples of */
-	/* A part's rows of a resident input too may come a part at a time. */
-	bool stream_resident;
-	struct split_io *in, *out;
-	struct tp_tensor *const *args;	/* the inputs as given */
-	unsigned *order;		/* the order part 0 holds them in */
-	unsigned n_in, n_out;
-	void **in_addr, **out_addr;
-	size_t *in_len, *out_len, *whole_in;
-};
+/* Runs on in smaller parts after one found no room (resume_finer()). */
+#define SPLIT_RESUMES	4
 
 static int hold(struct split_run *r, struct split_io *io, size_t off,
 		size_t len, unsigned mode)
@@ -85,162 +64,29 @@ static int hold(struct split_run *r, struct split_io *io, size_t off,
 }
 
 /*
- * Whether cut input @k streams: the op's parts read their rows alone, the
- * tensor is in host swap in part (what streaming saves) or, with
- * r->stream_resident, wholly resident (its unread rows may then leave by
- * offload as the parts need room), read once by the op, pinned by no one
- * else, and its rows read can be evicted (lineage regenerates it) while
- * those unread come back without a regeneration (none is evicted now).
+ * Keep the streaming inputs' unread rows from eviction (@hold), or not;
+ * and the cut outputs', where their rows written leave for host swap
+ * (the pager then brings back no more of them than a part asks for).
  */
-static bool streams(const struct split_run *r, unsigned k)
-{
-	const struct tp_tensor *t = r->in[k].t;
-
-	if (!r->local || !r->in[k].row_bytes ||
-	    t->pins || tp_pager_has_evicted(t) ||
-	    (!tp_pager_swapped_pages(t) && !r->stream_resident) ||
-	    !tp_lineage_can_regenerate(r->lin, t))
-		return false;
-	for (unsigned j = 0; j < r->n_in; j++)
-		if (j != k && r->in[j].t == t)
-			return false;
-	return true;
-}
-
-/* Keep the streaming inputs' unread rows from eviction (@hold), or not. */
 static void hold_rows(struct split_run *r, bool hold)
 {
 	for (unsigned k = 0; k < r->n_in; k++)
 		if (r->in[k].stream)
 			tp_pager_hold_rows(r->pg, r->in[k].t, hold);
+	for (unsigned k = 0; r->out_leave && k < r->n_out; k++)
+		if (r->out[k].row_bytes)
+			tp_pager_hold_rows(r->pg, r->out[k].t, hold);
 }
 
 /* Release what is held: r->out follows r->in in one array. */
 static void let_go(struct split_run *r)
 {
-	for (unsigned k = 0; k < r->n_in + r->n_out; k++)
+	for (unsigned k = 0; k < r->n_in + r->n_out; k++) {
 		if (r->in[k].len)
 			tp_pager_release(r->pg, r->in[k].t, r->in[k].off,
 					 r->in[k].len);
-}
-
-/* Whether @k is the first of the inputs holding its tensor. */
-static bool first_use(const struct split_run *r, unsigned k)
-{
-	for (unsigned j = 0; j < k; j++)
-		if (r->in[j].t == r->in[k].t)
-			return false;
-	return true;
-}
-
-/* The first row of part @i of @parts, at a multiple of the granule. */
-static size_t part_row(const struct split_run *r, unsigned i, unsigned parts)
-{
-	size_t g = r->granule, rows = r->s->rows;
-	size_t row = (rows + g - 1) / g * i / parts * g;
-
-	return row < rows ? row : rows;
-}
-
-/* The most pages of a cut tensor of @pages that one of @p parts holds. */
-static size_t part_pages(const struct split_run *r, size_t pages, unsigned p)
-{
-	size_t g = r->granule, rows = r->s->rows, most;
-
-	if (g <= 1)
-		return (pages + p - 1) / p;
-	most = ((rows + g - 1) / g + p - 1) / p * g;
-	if (most > rows)
-		most = rows;
-	return (pages * most + rows - 1) / rows;
-}
-
-/*
- * The fewest parts from @min on whose peak fits in @room chunks, 0 if
- * none up to @max. A part holds the whole tensors, the cut inputs from its rows on
- * (those lineage cannot regenerate, or someone else pins, never leave),
- * and the cut outputs up to its rows; at most one page more per cut
- * output where parts meet, and per cut input a handle's worth (the
- * handle where parts meet leaves only once every row of it was read).
- */
-static unsigned choose_parts(struct split_run *r, size_t room, unsigned min,
-			     unsigned max)
-{
-	size_t whole = 0, cut_in = 0, cut_out = 0, edges = 0;
-	size_t st_res = 0, st_swap = 0;
-	size_t handle = tp_pager_handle_max(r->pg), units;
-	unsigned k, p;
-
-	for (k = 0; k < r->n_in; k++) {
-		size_t pages = tp_pager_span_pages(r->pg, 0, r->in[k].t->bytes);
-
-		if (!first_use(r, k))
-			continue;
-		if (r->in[k].stream) {
-			size_t sw = r->stream_resident ? pages :
-				    tp_pager_swapped_pages(r->in[k].t);
-
-			/* what is here stays; what is in swap (or may
-			 * go there) comes a part's rows at a time */
-			st_swap += sw;
-			st_res += pages - sw;
-			edges += handle < pages ? handle : pages;
-		} else if (r->in[k].row_bytes && !r->in[k].t->pins &&
-		    tp_lineage_can_regenerate(r->lin, r->in[k].t)) {
-			cut_in += pages;
-			edges += handle < pages ? handle : pages;
-		} else {
-			whole += pages;
-		}
+		r->in[k].len = 0;
 	}
-	for (k = 0; k < r->n_out; k++) {
-		size_t pages = tp_pager_span_pages(r->pg, 0, r->out[k].t->bytes);
-
-		if (r->out[k].row_bytes) {
-			cut_out += pages;
-			edges++;
-		} else {
-			whole += pages;
-		}
-	}
-	/* a plan made under other limits takes the most they allow */
-	if (min > max)
-		min = max;
-	units = (r->s->rows + r->granule - 1) / r->granule;
-	if (min > units)
-		min = (unsigned)units;
-	for (p = min > 2 ? min : 2; p <= max && p <= units; p++) {
-		/* a part's rows and the next's, taken before these go */
-		size_t st = st_res + 2 * part_pages(r, st_swap, p);
-		/*
-		 * (a pass before the last holds the cut inputs whole and no
-		 * cut output: at most a)
-		 */
-		size_t a = cut_in + part_pages(r, cut_out, p) + st;
-		size_t b = part_pages(r, cut_in, p) + cut_out + st;
-
-		if (whole + (a > b ? a : b) + edges <= room)
-			return p;
-	}
-	return 0;
-}
-
-/*
- * Chunks the parts may have: the pool less what others pin. The op's own
- * tensors pinned already (a replay's inputs, held by its frames) are
- * counted in its peak, not twice.
- */
-static size_t room(struct split_run *r)
-{
-	size_t n = tp_pager_room_pages(r->pg);
-	unsigned k;
-
-	for (k = 0; k < r->n_in; k++)
-		if (first_use(r, k))
-			n += tp_pager_pinned_pages(r->in[k].t);
-	for (k = 0; k < r->n_out; k++)
-		n += tp_pager_pinned_pages(r->out[k].t);
-	return n;
 }
 
 /* Pages the cut outputs' rows [@r0, @r1) may need. */
@@ -259,7 +105,9 @@ static size_t rows_need(struct split_run *r, size_t r0, size_t r1)
  * Make room for rows [@r1, @r2) (of the cut outputs, and of the streaming
  * inputs, which may come back from swap) from the cut inputs' rows before
  * @r1, those of the part that ended, [@r0, @r1), held yet by a streaming
- * input.
+ * input; and, with r->out_leave, from the cut outputs' rows written
+ * before @r0 (those of the part that ended are held until the next
+ * part's are).
  */
 static void drop_read_rows(struct split_run *r, size_t r0, size_t r1,
 			   size_t r2)
@@ -276,16 +124,20 @@ static void drop_read_rows(struct split_run *r, size_t r0, size_t r1,
 	for (unsigned k = 0; k < r->n_in; k++) {
 		struct split_io *io = &r->in[k];
 
-		if (!io->row_bytes || !first_use(r, k))
+		if (!io->row_bytes || !tp_split_first_use(r, k))
 			continue;
 		/* -EPERM: it cannot be regenerated, and stays. */
 		if (io->stream && r0)
-			tp_pager_evict_read_rows(r->pg, io->t, 0,
-						 r0 * io->row_bytes);
+			tp_pager_rows_done(r->pg, io->t, 0, r0 * io->row_bytes,
+					   false);
 		else if (!io->stream)
 			tp_pager_evict_range(r->pg, io->t, 0,
 					     r1 * io->row_bytes);
 	}
+	for (unsigned k = 0; r->out_leave && r0 && k < r->n_out; k++)
+		if (r->out[k].row_bytes)
+			tp_pager_rows_done(r->pg, r->out[k].t, 0,
+					   r0 * r->out[k].row_bytes, true);
 }
 
 /*
@@ -415,15 +267,24 @@ static void part_addrs(struct split_run *r, size_t r0, size_t r1, bool last)
 	}
 }
 
-/* Part @i of @parts in pass @pass over the rows. */
+/* Where a part stopped: holding its rows, in its launch, or after it. */
+enum part_stage {
+	PART_HOLD,
+	PART_LAUNCH,
+	PART_NEXT,
+};
+
+/* Part @i of @parts in pass @pass over the rows; *@stage: how far it got. */
 static int run_part(struct split_run *r, unsigned pass, unsigned i,
-		    unsigned parts, uint64_t *ns)
+		    unsigned parts, uint64_t *ns, enum part_stage *stage)
 {
-	size_t r0 = part_row(r, i, parts), r1 = part_row(r, i + 1, parts);
-	size_t r2 = part_row(r, i + 2, parts);
+	size_t r0 = tp_split_part_row(r, i, parts);
+	size_t r1 = tp_split_part_row(r, i + 1, parts);
+	size_t r2 = tp_split_part_row(r, i + 2, parts);
 	bool last = pass + 1 == r->passes;
 	struct tp_lin_part part = {
-		.part = i, .parts = parts, .row0 = r0, .rows = r1 - r0,
+		.part = r->base + i, .parts = r->base + parts,
+		.row0 = r0, .rows = r1 - r0,
 		.total = r->s->rows, .whole_in_bytes = r->whole_in,
 		.sums = r->sums, .pass = pass, .passes = r->passes,
 	};
@@ -441,6 +302,7 @@ static int run_part(struct split_run *r, unsigned pass, unsigned i,
 	if (ret)
 		return ret;
 	part_addrs(r, r0, r1, last);
+	*stage = PART_LAUNCH;
 	ret = tp_lin_launch(r->lin, r->type, r->params, r->params_len,
 			    r->in_addr, r->in_len,
 			    r->n_in, r->out_addr, r->out_len, r->n_out,
@@ -449,6 +311,7 @@ static int run_part(struct split_run *r, unsigned pass, unsigned i,
 	if (ret)
 		return ret;
 	*ns += part_ns;
+	*stage = PART_NEXT;
 	/*
 	 * Before the last pass a streaming input is let go between parts:
 	 * none of its rows is evicted (it leaves by offload only, see
@@ -503,37 +366,82 @@ static int split_alloc(struct split_run *r)
 	return 0;
 }
 
-/* Whether the parts sum (struct tp_op_split), in its passes. */
-static void sum_parts(struct split_run *r, bool sums)
+/*
+ * Where part @i of @parts found no room though the parts were chosen to
+ * fit (copies to host not landed yet, a regeneration holding more than
+ * foreseen, a launch short of scratch), the rows from its first (or,
+ * once it ran, from the next part's) are run on in twice as many parts
+ * as were left, as often as SPLIT_RESUMES. No row is run twice: parts
+ * that sum add each row once, and a summing launch that failed may have
+ * added its share, so that one is not resumed. Return: the parts now, 0
+ * where there are none finer.
+ */
+static unsigned resume_finer(struct split_run *r, unsigned *i, unsigned parts,
+			     enum part_stage stage, unsigned *resumes)
 {
-	const struct tp_op_split *s = r->s;
+	unsigned at = stage == PART_NEXT ? *i + 1 : *i, left = parts - at;
+	size_t units;
 
-	r->sums = sums;
-	r->local = sums || (r->type->flags & TP_OP_SPLIT_LOCAL);
-	r->passes = sums && s->passes > 1 ? s->passes : 1;
-	r->granule = sums && s->granule > 1 ? s->granule : 1;
+	if ((stage == PART_LAUNCH && r->sums) ||
+	    ++*resumes > SPLIT_RESUMES || at >= parts)
+		return 0;
+	r->from = tp_split_part_row(r, at, parts);
+	r->base += at;
+	units = tp_split_part_units(r);
+	if (left >= units ||
+	    r->base + 2 * left > r->lin->conf.split_max_parts)
+		return 0;
+	*i = 0;
+	return 2 * left < units ? 2 * left : (unsigned)units;
 }
 
 /*
- * The parts that fit, 0 if no number does: with the inputs that stream
- * now, then, for an op local to its rows, with the resident ones
- * streaming too, their unread rows sent to host swap as the parts need
- * the room (two resident 2 GB inputs of an add in 4 GiB).
+ * Run the op in *@parts parts over its passes (*@parts: how many it took
+ * in the end); *@ns: the launches' time. What was held is let go
+ * whatever the outcome.
  */
-static unsigned fit_parts(struct split_run *r, unsigned want)
+static int run_parts(struct split_run *r, unsigned *n_parts, uint64_t *ns)
 {
-	unsigned max = r->lin->conf.split_max_parts, parts, k;
+	unsigned parts = *n_parts;
+	unsigned pass, i, resumes = 0;
+	int ret;
 
-	r->stream_resident = false;
-	for (k = 0; k < r->n_in; k++)
-		r->in[k].stream = streams(r, k);
-	parts = choose_parts(r, room(r), want, max);
-	if (parts || !r->local)
-		return parts;
-	r->stream_resident = true;
-	for (k = 0; k < r->n_in; k++)
-		r->in[k].stream = streams(r, k);
-	return choose_parts(r, room(r), want, max);
+	hold_rows(r, true);
+	ret = hold_first(r);
+	for (pass = 0; !ret && pass < r->passes; pass++) {
+		/* A pass goes over every row, in as many parts as the last. */
+		parts += r->base;
+		r->from = 0;
+		r->base = 0;
+		for (i = 0; !ret && i < parts;) {
+			enum part_stage stage = PART_HOLD;
+
+			ret = tp_pager_work(r->pg, 1, true);
+			if (!ret)
+				ret = run_part(r, pass, i, parts, ns, &stage);
+			/*
+			 * A replay that finds no room fails to the reader
+			 * that asked for it, which has its own ways on (the
+			 * regeneration first, with nothing held; its own
+			 * parts resumed finer).
+			 */
+			if (ret == -ENOMEM && !r->recompute) {
+				unsigned finer = resume_finer(r, &i, parts,
+							      stage, &resumes);
+
+				if (finer) {
+					parts = finer;
+					ret = 0;
+					continue;
+				}
+			}
+			i++;
+		}
+	}
+	*n_parts = r->base + parts;
+	let_go(r);
+	hold_rows(r, false);
+	return ret;
 }
 
 int tp_lin_run_split(struct tp_lineage *lin, const struct tp_op_type *type,
@@ -548,11 +456,10 @@ int tp_lin_run_split(struct tp_lineage *lin, const struct tp_op_type *type,
 		.params_len = params_len, .s = s, .recompute = recompute,
 		.n_in = n_in, .n_out = n_out,
 	};
-	unsigned k, parts, i, pass;
+	unsigned k, parts;
 	int ret;
 
 	*ns = 0;
-	sum_parts(&r, false);
 	ret = split_alloc(&r);
 	if (ret)
 		return ret;
@@ -568,32 +475,10 @@ int tp_lin_run_split(struct tp_lineage *lin, const struct tp_op_type *type,
 		if (tp_lin_is_cut(s->out, k))
 			r.out[k].row_bytes = out[k]->bytes / s->rows;
 	}
-	parts = fit_parts(&r, want);
-	/* Where the parts reading every row do not fit, they may sum. */
-	if (!parts && s->sums) {
-		sum_parts(&r, true);
-		parts = fit_parts(&r, want);
-	}
-	if (!parts) {
-		ret = -ENOMEM;
-		goto out;
-	}
-	hold_rows(&r, true);
-	ret = hold_first(&r);
-	for (pass = 0; !ret && pass < r.passes; pass++)
-		for (i = 0; !ret && i < parts; i++) {
-			ret = tp_pager_work(r.pg, 1, true);
-			if (!ret)
-				ret = run_part(&r, pass, i, parts, ns);
-		}
+	parts = tp_split_fit(&r, want);
+	ret = parts ? run_parts(&r, &parts, ns) : -ENOMEM;
 	if (!ret)
 		tp_pager_note_split(r.pg, parts);
-	let_go(&r);
-	hold_rows(&r, false);
-	free(r.in);
-	return ret;
-out:
-	let_go(&r);
 	free(r.in);
 	return ret;
 }

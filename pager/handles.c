@@ -49,6 +49,20 @@ bool tp_pager_handle_can_go(const struct tp_pager *pg,
 	return true;
 }
 
+bool tp_pager_pages_inside(const struct tp_pager *pg,
+			   const struct tp_tensor *t, size_t off, size_t len,
+			   size_t *first, size_t *last)
+{
+	*first = (off + pg->chunk - 1) / pg->chunk;
+	if (off + len == t->bytes)
+		*last = t->nr_pages - 1;
+	else if ((off + len) / pg->chunk)
+		*last = (off + len) / pg->chunk - 1;
+	else
+		return false;
+	return *first <= *last;
+}
+
 struct tp_chunk **tp_pager_run_chunks(struct tp_pager *pg,
 				      const struct tp_tensor *t, size_t start,
 				      size_t n)

@@ -114,6 +114,12 @@ struct tp_victim_ops {
 	 */
 	bool (*split)(void *priv);
 	/*
+	 * Optional: whether the rows of @t an op in parts has read leave for
+	 * host swap rather than by eviction (tp_pager_rows_done()): a later
+	 * reader could not hold its regeneration. NULL: they are evicted.
+	 */
+	bool (*rows_offload)(void *priv, const struct tp_tensor *t);
+	/*
 	 * Optional: whether a free of a resident tensor first lets lineage
 	 * regenerate the evicted tensors it would make dearer (the regen
 	 * ops' settle). NULL: never.

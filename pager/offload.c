@@ -19,6 +19,25 @@ static void note_leave(struct tp_pager *pg, struct tp_tensor *t)
 	}
 }
 
+/*
+ * The pages an offload takes: every resident one of an unpinned tensor
+ * (@range false), or, of a range, the whole handles inside it that are
+ * resident and unpinned (a handle leaves whole or not at all).
+ */
+struct leave_span {
+	size_t first, last;
+	bool range;
+};
+
+static bool leaves(const struct tp_pager *pg, const struct tp_tensor *t,
+		   size_t i, const struct leave_span *s)
+{
+	if (!s->range)
+		return t->pages[i].state == TP_PAGE_RESIDENT;
+	return i >= s->first && i <= s->last &&
+	       tp_pager_handle_can_go(pg, t, i, s->first, s->last);
+}
+
 /* Order the d2h stream after the compute work issued so far. */
 static int d2h_after_compute(struct tp_pager *pg)
 {
@@ -33,16 +52,17 @@ static int d2h_after_compute(struct tp_pager *pg)
 }
 
 /*
- * Whether every resident page of @t has its copy in the swap cache, landed:
+ * Whether every page of @t leaving has its copy in the swap cache, landed:
  * its chunks then wait for compute only (as an eviction's do), not for
  * whatever else is queued on the d2h stream.
  */
-static bool cache_landed(struct tp_pager *pg, const struct tp_tensor *t)
+static bool cache_landed(struct tp_pager *pg, const struct tp_tensor *t,
+			 const struct leave_span *s)
 {
-	for (size_t i = 0; i < t->nr_pages; i++) {
+	for (size_t i = s->first; i <= s->last; i++) {
 		const struct tp_page *p = &t->pages[i];
 
-		if (p->state == TP_PAGE_RESIDENT &&
+		if (leaves(pg, t, i, s) &&
 		    (!p->swap || (p->ev && tp_vmm_event_query(pg->vmm, p->ev))))
 			return false;
 	}
@@ -50,31 +70,30 @@ static bool cache_landed(struct tp_pager *pg, const struct tp_tensor *t)
 }
 
 /*
- * Hand the resident pages, run by run, to deferred unmaps after @ev; each
+ * Hand the pages leaving, run by run, to deferred unmaps after @ev; each
  * page takes its buffer from @bufs (its cached copy's, or a fresh one its
  * contents were copied into). A run that cannot be handed over stays
  * RESIDENT: a fresh buffer is freed once the copy into it is done, a
  * cached copy stays cached.
  */
 static int offload_commit(struct tp_pager *pg, struct tp_tensor *t,
-			  void **bufs, struct tp_event *ev, size_t *moved,
-			  size_t *copied)
+			  const struct leave_span *s, void **bufs,
+			  struct tp_event *ev, size_t *moved, size_t *copied)
 {
 	struct tp_chunk **run;
-	size_t i = 0, k = 0;
+	size_t i = s->first, k = 0;
 	int ret = 0;
 
 	*moved = *copied = 0;
-	while (i < t->nr_pages) {
+	while (i <= s->last) {
 		size_t start = i, m = 0;
 
-		if (t->pages[i].state != TP_PAGE_RESIDENT) {
+		if (!leaves(pg, t, i, s)) {
 			i++;
 			continue;
 		}
-		/* Every page of a handle is resident with it: whole handles. */
-		while (i < t->nr_pages &&
-		       t->pages[i].state == TP_PAGE_RESIDENT) {
+		/* Pages leave with their whole handles (leaves()). */
+		while (i <= s->last && leaves(pg, t, i, s)) {
 			m++;
 			i++;
 		}
@@ -116,12 +135,13 @@ static int offload_commit(struct tp_pager *pg, struct tp_tensor *t,
 }
 
 /*
- * Fresh buffers for the @n pages of @t that host swap holds no copy of,
- * dropping other tensors' cached copies when swap is full; into @bufs
- * (one per resident page, in page order) with the cached copies' own.
+ * Fresh buffers for the @n pages of @t leaving that host swap holds no
+ * copy of, dropping other tensors' cached copies when swap is full; into
+ * @bufs (one per page leaving, in page order) with the cached copies' own.
  */
 static int take_buffers(struct tp_pager *pg, struct tp_tensor *t,
-			   void **bufs, void **fresh, size_t n)
+			const struct leave_span *s, void **bufs, void **fresh,
+			size_t n)
 {
 	size_t room, k = 0, f = 0;
 	int ret;
@@ -134,31 +154,31 @@ static int take_buffers(struct tp_pager *pg, struct tp_tensor *t,
 		if (ret)
 			return ret;
 	}
-	for (size_t i = 0; i < t->nr_pages; i++) {
+	for (size_t i = s->first; i <= s->last; i++) {
 		struct tp_page *p = &t->pages[i];
 
-		if (p->state == TP_PAGE_RESIDENT)
+		if (leaves(pg, t, i, s))
 			bufs[k++] = p->swap ? p->swap : fresh[f++];
 	}
 	return 0;
 }
 
 /*
- * Copy the resident pages of @t that host swap holds no copy of into
- * their buffers in @bufs (one per resident page, in page order) on the
+ * Copy the pages of @t leaving that host swap holds no copy of into
+ * their buffers in @bufs (one per page leaving, in page order) on the
  * d2h stream; *@bytes: how much.
  */
-static int copy_out(struct tp_pager *pg, struct tp_tensor *t, void **bufs,
-		    uint64_t *bytes)
+static int copy_out(struct tp_pager *pg, struct tp_tensor *t,
+		    const struct leave_span *s, void **bufs, uint64_t *bytes)
 {
 	size_t k = 0;
 	int ret;
 
 	*bytes = 0;
-	for (size_t i = 0; i < t->nr_pages;) {
+	for (size_t i = s->first; i <= s->last;) {
 		size_t len, m;
 
-		if (t->pages[i].state != TP_PAGE_RESIDENT) {
+		if (!leaves(pg, t, i, s)) {
 			i++;
 			continue;
 		}
@@ -170,8 +190,7 @@ static int copy_out(struct tp_pager *pg, struct tp_tensor *t, void **bufs,
 		}
 		/* Adjacent pages into adjacent buffers: one copy. */
 		len = tp_page_len(pg, t, i);
-		for (m = 1; i + m < t->nr_pages &&
-		     t->pages[i + m].state == TP_PAGE_RESIDENT &&
+		for (m = 1; i + m <= s->last && leaves(pg, t, i + m, s) &&
 		     !t->pages[i + m].swap &&
 		     tp_swap_follows(pg, bufs[k + m - 1], bufs[k + m]); m++)
 			len += tp_page_len(pg, t, i + m);
@@ -216,32 +235,36 @@ static int settle_to_leave(struct tp_pager *pg, struct tp_tensor *t)
 	return tp_pager_settle(pg, t, 0, t->nr_pages - 1);
 }
 
-int tp_pager_offload(struct tp_pager *pg, struct tp_tensor *t)
+/*
+ * Offload the pages of @t in @s (settled: no copy of them in flight) to
+ * host swap: copies after compute, the chunks unmapped once they land.
+ */
+static int offload_span(struct tp_pager *pg, struct tp_tensor *t,
+			const struct leave_span *s)
 {
 	struct tp_event *ev = NULL, *start = NULL;
-	size_t n, dirty, moved, copied;
+	size_t n = 0, dirty = 0, moved, copied;
 	void **bufs, **fresh;
 	uint64_t t0, bytes;
 	bool landed;
 	int ret;
 
-	if (!tp_pager_can_offload(t))
-		return -EPERM;
-	ret = settle_to_leave(pg, t);
-	if (ret)
-		return ret;
-	n = t->resident_pages;
+	for (size_t i = s->first; i <= s->last; i++) {
+		if (!leaves(pg, t, i, s))
+			continue;
+		n++;
+		dirty += !t->pages[i].swap;
+	}
 	if (!n)
 		return 0;
-	dirty = n - t->cached_pages;
 	bufs = calloc(n + dirty, sizeof(*bufs));
 	if (!bufs)
 		return -ENOMEM;
 	fresh = bufs + n;
-	ret = take_buffers(pg, t, bufs, fresh, dirty);
+	ret = take_buffers(pg, t, s, bufs, fresh, dirty);
 	if (ret)
 		goto out_free;
-	landed = !dirty && cache_landed(pg, t);
+	landed = !dirty && cache_landed(pg, t, s);
 	if (!landed) {
 		/* The copies, new and cached, come after compute. */
 		ret = d2h_after_compute(pg);
@@ -251,7 +274,7 @@ int tp_pager_offload(struct tp_pager *pg, struct tp_tensor *t)
 			start = tp_pager_copy_start(pg, TP_STREAM_D2H);
 	}
 	t0 = tp_vmm_now_ns(pg->vmm);
-	ret = copy_out(pg, t, bufs, &bytes);
+	ret = copy_out(pg, t, s, bufs, &bytes);
 	if (ret)
 		goto err_sync;
 	if (landed) {
@@ -265,7 +288,7 @@ int tp_pager_offload(struct tp_pager *pg, struct tp_tensor *t)
 		if (ret)
 			goto err_sync;
 	}
-	ret = offload_commit(pg, t, bufs, ev, &moved, &copied);
+	ret = offload_commit(pg, t, s, bufs, ev, &moved, &copied);
 	if (moved) {
 		if (copied) {
 			tp_pager_copy_issued(pg, start, ev, t0, bytes, true);
@@ -292,6 +315,38 @@ out_free:
 	return copy_finish(pg, ev, start, bufs, ret);
 }
 
+int tp_pager_offload(struct tp_pager *pg, struct tp_tensor *t)
+{
+	struct leave_span s = { 0, t->nr_pages - 1, false };
+	int ret;
+
+	if (!tp_pager_can_offload(t))
+		return -EPERM;
+	ret = settle_to_leave(pg, t);
+	if (ret || !t->resident_pages)
+		return ret;
+	return offload_span(pg, t, &s);
+}
+
+int tp_pager_offload_range(struct tp_pager *pg, struct tp_tensor *t,
+			   size_t off, size_t len)
+{
+	struct leave_span s = { .range = true };
+	int ret;
+
+	if (!len || off > t->bytes || len > t->bytes - off)
+		return -EINVAL;
+	if (!tp_pager_can_offload(t) || tp_vmm_pool_contiguous(pg->vmm))
+		return -EPERM;
+	if (!tp_pager_pages_inside(pg, t, off, len, &s.first, &s.last))
+		return 0;
+	tp_pager_poll(pg);
+	ret = tp_pager_settle(pg, t, s.first, s.last);
+	if (ret)
+		return ret;
+	return offload_span(pg, t, &s);
+}
+
 /*
  * Copy @t's resident pages that host swap holds no copy of into the swap
  * cache, on the d2h stream after the compute issued so far; @t stays
@@ -300,6 +355,7 @@ out_free:
  */
 int tp_pager_writeback(struct tp_pager *pg, struct tp_tensor *t)
 {
+	struct leave_span s = { 0, t->nr_pages - 1, false };
 	struct tp_event *ev = NULL, *start = NULL;
 	size_t res = t->resident_pages, n = res - t->cached_pages, k = 0;
 	void **bufs, **fresh;
@@ -320,7 +376,7 @@ int tp_pager_writeback(struct tp_pager *pg, struct tp_tensor *t)
 		return -ENOMEM;
 	fresh = bufs + res;
 	/* Free buffers suffice: no cached copy is dropped for these. */
-	ret = take_buffers(pg, t, bufs, fresh, n);
+	ret = take_buffers(pg, t, &s, bufs, fresh, n);
 	if (ret)
 		goto out_free;
 	ret = d2h_after_compute(pg);
@@ -328,7 +384,7 @@ int tp_pager_writeback(struct tp_pager *pg, struct tp_tensor *t)
 		goto err_put;
 	start = tp_pager_copy_start(pg, TP_STREAM_D2H);
 	t0 = tp_vmm_now_ns(pg->vmm);
-	ret = copy_out(pg, t, bufs, &bytes);
+	ret = copy_out(pg, t, &s, bufs, &bytes);
 	if (ret)
 		goto err_sync;
 	ret = tp_pager_copy_event(pg, TP_STREAM_D2H, &ev);
@@ -439,15 +495,7 @@ int tp_pager_evict_range_checked(struct tp_pager *pg, struct tp_tensor *t,
 		return -EINVAL;
 	if (t->slab || tp_vmm_pool_contiguous(pg->vmm))
 		return -EPERM;
-	/* Only pages wholly inside: a page shared with bytes outside stays. */
-	first = (off + pg->chunk - 1) / pg->chunk;
-	if (off + len == t->bytes)
-		last = t->nr_pages - 1;
-	else if ((off + len) / pg->chunk)
-		last = (off + len) / pg->chunk - 1;
-	else
-		return 0;
-	if (first > last)
+	if (!tp_pager_pages_inside(pg, t, off, len, &first, &last))
 		return 0;
 	tp_pager_poll(pg);
 	ret = tp_pager_settle(pg, t, first, last);

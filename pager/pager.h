@@ -185,11 +185,34 @@ bool tp_pager_is_freed(const struct tp_tensor *t);
  * many calls without: an op run in parts reads its rows one part at a
  * time (TP_OP_SPLIT_LOCAL), and an unread row evicted would bring the
  * whole tensor back by regeneration, where one in host swap comes back
- * alone. tp_pager_evict_read_rows() evicts the rows already read.
+ * alone.
  */
 void tp_pager_hold_rows(struct tp_pager *pg, struct tp_tensor *t, bool hold);
-int tp_pager_evict_read_rows(struct tp_pager *pg, struct tp_tensor *t,
-			     size_t off, size_t len);
+/*
+ * tp_pager_rows_done() - bytes [@off, @off + @len) of @t, which an op in
+ * parts has read (or, @written, written and will not touch again), leave
+ * now: the whole handles inside them that no one pins. Rows read are
+ * evicted, or offloaded where the victim ops say so (rows_offload) or
+ * @t cannot be regenerated; rows written are offloaded. Return: 0, or
+ * -errno with those that could not leave still resident (-EPERM: they
+ * can do neither, -ENOSPC: host swap is full).
+ */
+int tp_pager_rows_done(struct tp_pager *pg, struct tp_tensor *t, size_t off,
+		       size_t len, bool written);
+/*
+ * tp_pager_offload_range() - offload the whole handles of @t inside bytes
+ * [@off, @off + @len) that are resident and unpinned, the rest of @t as
+ * it is (pinned or not). Return: 0, -EINVAL (a range outside @t),
+ * -EPERM (@t never goes to host swap, or the pool is contiguous),
+ * -ENOSPC (host swap full), -ENOMEM.
+ */
+int tp_pager_offload_range(struct tp_pager *pg, struct tp_tensor *t,
+			   size_t off, size_t len);
+/* Whether @t may go to host swap at all (not slab, scratch or pinned to
+ * the device by its flags). */
+bool tp_pager_can_offload(const struct tp_tensor *t);
+/* Pages host swap could take now, its cached copies dropped for room. */
+size_t tp_pager_swap_room_pages(struct tp_pager *pg);
 
 /*
  * tp_pager_leave_flags() - @t's flags as a policy must read them: with

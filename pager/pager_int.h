@@ -300,11 +300,10 @@ void tp_pager_held_add(struct tp_pager *pg, long delta);
 __attribute__((format(printf, 3, 4)))
 void tp_pager_error(struct tp_pager *pg, int err, const char *fmt, ...);
 
-bool tp_pager_can_offload(const struct tp_tensor *t);
 /*
  * Whether @t may be evicted at all; tp_pager_can_evict(): and now, its
  * rows held by no op in parts (pager/rows.c), whose own rows read only
- * that op evicts (tp_pager_evict_read_rows()).
+ * that op lets go (tp_pager_rows_done()).
  */
 bool tp_pager_evictable(struct tp_pager *pg, const struct tp_tensor *t);
 bool tp_pager_can_evict(struct tp_pager *pg, const struct tp_tensor *t);
@@ -489,6 +488,15 @@ size_t tp_pager_handle_end(const struct tp_pager *pg,
 bool tp_pager_handle_can_go(const struct tp_pager *pg,
 			    const struct tp_tensor *t, size_t i,
 			    size_t first, size_t last);
+
+/*
+ * tp_pager_pages_inside() - the pages [*@first, *@last] of @t wholly
+ * inside bytes [@off, @off + @len) (a page shared with bytes outside
+ * stays out; the tensor's last page ends at its last byte). False: none.
+ */
+bool tp_pager_pages_inside(const struct tp_pager *pg,
+			   const struct tp_tensor *t, size_t off, size_t len,
+			   size_t *first, size_t *last);
 
 /*
  * tp_pager_run_chunks() - the per-page handles of pages [@start, @start +

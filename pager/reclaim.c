@@ -20,6 +20,28 @@ int tp_pager_leave(struct tp_pager *pg, struct tp_tensor *t, enum tp_leave how,
 }
 
 /*
+ * Whether @t, in flight, keeps resident pages no one pins (an op in parts
+ * sent some of its rows to host swap): a candidate once its copies land.
+ */
+static bool inflight_candidate(const struct tp_tensor *t)
+{
+	return !t->prefetched && !t->pins && t->resident_pages && t->refs &&
+	       !(t->flags & TP_NO_PAGING);
+}
+
+static void count_reclaimable(struct tp_pager *pg, struct tp_tensor *t,
+			      size_t *sum, size_t *room)
+{
+	if (tp_pager_can_evict(pg, t)) {
+		*sum += t->resident_pages;
+	} else if (tp_pager_can_offload(t) && t->resident_pages <= *room) {
+		/* An offload moves the whole tensor or nothing. */
+		*sum += t->resident_pages;
+		*room -= t->resident_pages;
+	}
+}
+
+/*
  * Whether the candidates could give back @want chunks: evictable pages
  * all, offloadable tensors as far as host swap has room for them whole.
  * An upper bound of what the victim ops can find, so that a request
@@ -29,22 +51,21 @@ int tp_pager_leave(struct tp_pager *pg, struct tp_tensor *t, enum tp_leave how,
 static bool reclaimable(struct tp_pager *pg, size_t want, size_t extra_room)
 {
 	size_t room = tp_swap_room(pg), sum = 0;
+	struct tp_tensor *t;
 
 	if (room != SIZE_MAX)
 		room += extra_room;
-	struct tp_tensor *t;
-
 	cds_list_for_each_entry(t, &pg->cands, cand) {
 		if (sum >= want)
 			return true;
-		if (tp_pager_can_evict(pg, t)) {
-			sum += t->resident_pages;
-		} else if (tp_pager_can_offload(t) &&
-			   t->resident_pages <= room) {
-			/* An offload moves the whole tensor or nothing. */
-			sum += t->resident_pages;
-			room -= t->resident_pages;
-		}
+		count_reclaimable(pg, t, &sum, &room);
+	}
+	/* Those that are candidates once their copies land (wait_pending()). */
+	cds_list_for_each_entry(t, &pg->inflight, inflight) {
+		if (sum >= want)
+			return true;
+		if (inflight_candidate(t))
+			count_reclaimable(pg, t, &sum, &room);
 	}
 	return sum >= want;
 }
@@ -228,6 +249,31 @@ static int send_victim(struct tp_pager *pg, size_t need, bool ahead,
 }
 
 /*
+ * Whether a tensor whose rows an op in parts sent to host swap keeps
+ * other pages resident, unpinned: no victim while its copies are in
+ * flight, a candidate once they land.
+ */
+static bool inflight_rest(struct tp_pager *pg)
+{
+	struct tp_tensor *t;
+
+	cds_list_for_each_entry(t, &pg->inflight, inflight)
+		if (inflight_candidate(t))
+			return true;
+	return false;
+}
+
+/* Wait for the chunks on their way out, and for such tensors' copies. */
+static int wait_pending(struct tp_pager *pg)
+{
+	int ret = tp_vmm_reap_wait(pg->vmm);
+
+	if (!ret && inflight_rest(pg))
+		tp_pager_poll(pg);
+	return ret;
+}
+
+/*
  * Free @n chunks in the pool. For a demand (@ahead_of NULL), chunks on
  * their way back and prefetches in flight are waited for, and copies in
  * swap that lineage can regenerate dropped as the last resort. For room
@@ -321,7 +367,7 @@ static int free_chunks(struct tp_pager *pg, size_t n,
 		ret = 0;
 		/* What is left must be offloaded and swap is full: copies
 		 * lineage can regenerate make room. */
-		if (!ahead_of && ((pending && !tp_vmm_reap_wait(vmm)) ||
+		if (!ahead_of && ((pending && !wait_pending(pg)) ||
 				  land_prefetch(pg) || swap_droppable(pg, 1, true)))
 			continue;
 		ret = -ENOMEM;

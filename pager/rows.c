@@ -4,7 +4,8 @@
  * streams is read a part's rows at a time, and while it is, its unread
  * rows leave by offload only (an evicted one would bring the whole tensor
  * back by regeneration, where one in host swap comes back alone); the
- * rows read are the holder's to evict.
+ * rows read, and a cut output's rows written, are the holder's to let go
+ * (tp_pager_rows_done()).
  */
 #include "config.h"
 
@@ -26,13 +27,21 @@ void tp_pager_hold_rows(struct tp_pager *pg, struct tp_tensor *t, bool hold)
 	tp_pager_cand_update(pg, t);
 }
 
-int tp_pager_evict_read_rows(struct tp_pager *pg, struct tp_tensor *t,
-			     size_t off, size_t len)
+int tp_pager_rows_done(struct tp_pager *pg, struct tp_tensor *t, size_t off,
+		       size_t len, bool written)
 {
-	/* Rows its holder has read: theirs to let go. */
-	if (!tp_pager_evictable(pg, t))
-		return -EPERM;
-	return tp_pager_evict_range_checked(pg, t, off, len);
+	bool evict = !written && tp_pager_evictable(pg, t) &&
+		     !(pg->victim.rows_offload &&
+		       pg->victim.rows_offload(pg->victim.priv, t));
+	int ret;
+
+	if (evict)
+		return tp_pager_evict_range_checked(pg, t, off, len);
+	ret = tp_pager_offload_range(pg, t, off, len);
+	/* Host swap full: what can be regenerated goes all the same. */
+	if (ret == -ENOSPC && !written && tp_pager_evictable(pg, t))
+		return tp_pager_evict_range_checked(pg, t, off, len);
+	return ret;
 }
 
 size_t tp_pager_swapped_pages(const struct tp_tensor *t)

@@ -160,6 +160,11 @@ size_t tp_swap_room(struct tp_pager *pg)
 	return room == SIZE_MAX ? room : room + pg->swap.cached;
 }
 
+size_t tp_pager_swap_room_pages(struct tp_pager *pg)
+{
+	return tp_swap_room(pg);
+}
+
 static int cmp_ptr(const void *a, const void *b)
 {
 	uintptr_t x = (uintptr_t)*(void *const *)a;

@@ -151,6 +151,16 @@ bool tp_policy_computable(struct tp_policy *pol, const struct tp_tensor *t)
 	return t->computable;
 }
 
+/*
+ * The rows of @t an op in parts has read leave as @t would whole: for
+ * host swap where its regeneration is too big (policy.regen_max), so
+ * that a later reader takes it back by rows.
+ */
+bool tp_policy_rows_offload(struct tp_policy *pol, const struct tp_tensor *t)
+{
+	return regen_too_big(pol, t);
+}
+
 /* Whether a replay the regeneration under way is to run reads @t. */
 static bool regen_reads(struct tp_policy *pol, const struct tp_tensor *t)
 {

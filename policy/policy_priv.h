@@ -84,6 +84,8 @@ double tp_policy_evict_cost(struct tp_policy *pol, const struct tp_tensor *t);
 double tp_policy_regen_cost(struct tp_policy *pol, const struct tp_tensor *t,
 			    size_t *anc_pages);
 bool tp_policy_computable(struct tp_policy *pol, const struct tp_tensor *t);
+/* Whether rows of @t an op in parts has read go to host swap (victim ops). */
+bool tp_policy_rows_offload(struct tp_policy *pol, const struct tp_tensor *t);
 /*
  * What unmapping @pages pages now and mapping them back costs the host
  * (policy.remap_ns a chunk, else per handle as the vmm measures or

@@ -519,6 +519,11 @@ static bool victim_split(void *priv)
 	return tp_policy_split(priv);
 }
 
+static bool victim_rows_offload(void *priv, const struct tp_tensor *t)
+{
+	return tp_policy_rows_offload(priv, t);
+}
+
 static bool victim_settle_on_free(void *priv)
 {
 	return tp_policy_settle_on_free(priv);
@@ -543,6 +548,7 @@ void tp_policy_victim_init(struct tp_policy *pol)
 		.recompute_back = victim_recompute_back,
 		.partial_evict = victim_partial_evict,
 		.split = victim_split,
+		.rows_offload = victim_rows_offload,
 		.settle_on_free = victim_settle_on_free,
 		.priv = pol,
 	};

@@ -44,7 +44,7 @@ static void usage(FILE *f)
 		"       [--backend auto|host|cuda|sim] [--seed N] [--optim sgd|adam]\n"
 		"       [--lr X] [--chunk-size B] [--set KEY=VALUE]... [--trace-out FILE]\n"
 		"       [--json] [--quiet] [--verbose] [--max-batch] [--max-batch-steps N]\n"
-		"       [--max-batch-time SECONDS]\n"
+		"       [--max-batch-confirm N] [--max-batch-time SECONDS]\n"
 		"FILTER: delta|lru|greedy|dtr|msps|coop|overlap\n"
 		"DIRECTOR: delta|delta-overlap|evict|offload\n", prog);
 }
@@ -393,6 +393,7 @@ int main(int argc, char **argv)
 		O_IMAGE, O_CLASSES, O_BATCH, O_STEPS, O_BUDGET, O_POLICY, O_BACKEND,
 		O_SEED, O_TRACE, O_JSON, O_MAXB, O_CHUNK, O_SET, O_OPTIM, O_LR,
 		O_QUIET, O_HELP, O_MAXB_STEPS, O_MAXB_TIME, O_VERBOSE,
+		O_MAXB_CONFIRM,
 	};
 	static const struct option lopts[] = {
 		{ "model", required_argument, NULL, O_MODEL },
@@ -420,11 +421,14 @@ int main(int argc, char **argv)
 		{ "max-batch", no_argument, NULL, O_MAXB },
 		{ "max-batch-steps", required_argument, NULL, O_MAXB_STEPS },
 		{ "max-batch-time", required_argument, NULL, O_MAXB_TIME },
+		{ "max-batch-confirm", required_argument, NULL,
+		  O_MAXB_CONFIRM },
 		{ "help", no_argument, NULL, O_HELP },
 		{ NULL, 0, NULL, 0 },
 	};
 	struct train_args a = {
 		.steps = 20, .try_steps = TRY_STEPS, .time_limit = SEARCH_TIME,
+		.confirm_steps = CONFIRM_STEPS,
 	};
 	bool search_opts = false;
 	unsigned long long v;
@@ -510,6 +514,11 @@ int main(int argc, char **argv)
 					       1000);
 			search_opts = true;
 			break;
+		case O_MAXB_CONFIRM:
+			a.confirm_steps = opt_uint("max-batch-confirm", optarg,
+						   0, 1000);
+			search_opts = true;
+			break;
 		case O_MAXB_TIME: {
 			double t;
 
@@ -549,7 +558,7 @@ int main(int argc, char **argv)
 	if (a.max_batch && a.trace_out)
 		die("--trace-out and --max-batch do not go together");
 	if (search_opts && !a.max_batch)
-		die("--max-batch-steps and --max-batch-time apply to --max-batch only");
+		die("--max-batch-steps, --max-batch-confirm and --max-batch-time apply to --max-batch only");
 	resolve_conf(&a);
 	return a.max_batch ? max_batch(&a) : train(&a);
 }

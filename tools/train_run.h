@@ -19,6 +19,8 @@
 #define MAX_BATCH_LIMIT	(1u << 20)
 /* --max-batch: steps of each try, and the whole search's limit (s) */
 #define TRY_STEPS	3
+/* steps the largest batch found trains again before it is the answer */
+#define CONFIRM_STEPS	10
 #define SEARCH_TIME	1800
 
 struct train_args {
@@ -35,6 +37,7 @@ struct train_args {
 	const char *trace_out;
 	bool json, max_batch, quiet;
 	unsigned try_steps;		/* --max-batch-steps */
+	unsigned confirm_steps;		/* --max-batch-confirm; 0: none */
 	double time_limit;		/* --max-batch-time, s; 0: none */
 	char extra[512];		/* --set KEY=VALUE, comma-joined */
 	struct tp_conf conf;		/* the defaults and --set, to check

@@ -2,7 +2,9 @@
 /*
  * tpager-train --max-batch: the largest batch that trains under the
  * budget, with paging and without, found by doubling then bisection,
- * each try told as it completes, within --max-batch-time.
+ * each try told as it completes, within --max-batch-time; with paging,
+ * the batch found trains again for --max-batch-confirm steps before it
+ * is the answer.
  */
 #include "config.h"
 
@@ -38,11 +40,14 @@ struct search {
 	/* with paging: the smallest batch that did not, and why */
 	unsigned no_fit;
 	struct run no_fit_run;
+	/* the answer trained --max-batch-confirm steps (0: not, or none) */
+	unsigned confirmed;
 };
 
 /* One try as it completes: a line on stderr, or a JSON line. */
 static void print_try(const struct search *s, unsigned batch, bool paging,
-		      const struct run *r, enum try_result res, double secs)
+		      unsigned steps, const struct run *r,
+		      enum try_result res, double secs)
 {
 	const struct train_args *a = s->a;
 	char peak[32], host[32];
@@ -51,7 +56,7 @@ static void print_try(const struct search *s, unsigned batch, bool paging,
 		printf("{\"try\":%u,\"paging\":%s,\"batch\":%u,\"result\":\"%s\","
 		       "\"steps\":%u,\"step_s\":", s->tries,
 		       paging ? "true" : "false", batch, try_words[res],
-		       paging ? a->try_steps : 1);
+		       steps);
 		if (paging && res == TRY_FITS)
 			printf("%.6f,\"images_per_s\":%.3f", r->step_s,
 			       images_per_s(batch, r));
@@ -80,12 +85,13 @@ static void print_try(const struct search *s, unsigned batch, bool paging,
 		return;
 	}
 	if (res == TRY_FITS)
-		fprintf(stderr, "%s: with paging: batch %u fits: %.3f ms a step, %.1f samples/s, peak %s, host swap %s, %" PRIu64 " split runs (%" PRIu64 " parts) [%.1f s]\n",
-			prog, batch, r->step_s * 1e3, images_per_s(batch, r),
-			peak, host, r->st.split_runs, r->st.split_parts, secs);
+		fprintf(stderr, "%s: with paging: batch %u fits %u steps: %.3f ms a step, %.1f samples/s, peak %s, host swap %s, %" PRIu64 " split runs (%" PRIu64 " parts) [%.1f s]\n",
+			prog, batch, steps, r->step_s * 1e3,
+			images_per_s(batch, r), peak, host, r->st.split_runs,
+			r->st.split_parts, secs);
 	else
-		fprintf(stderr, "%s: with paging: batch %u %s%s%s (%" PRIu64 " split runs, host swap %s) [%.1f s]\n",
-			prog, batch, try_words[res],
+		fprintf(stderr, "%s: with paging: batch %u over %u steps %s%s%s (%" PRIu64 " split runs, host swap %s) [%.1f s]\n",
+			prog, batch, steps, try_words[res],
 			r->why[0] && res != TRY_STOPPED ? ": " : "",
 			res != TRY_STOPPED ? r->why : "", r->st.split_runs,
 			host, secs);
@@ -111,14 +117,14 @@ static void note_fit(struct search *s, unsigned batch, const struct run *r)
 }
 
 /*
- * Try @batch: with paging, --max-batch-steps steps under the budget must
- * complete; without, one unconstrained step must peak within it (the same
+ * Try @batch: with paging, @steps steps under the budget must complete;
+ * without, one unconstrained step must peak within it (the same
  * allocator with nothing allowed to leave fits exactly then, and the peak
  * is measured rather than found by a run that fails). What a try says,
  * it says as it completes.
  */
-static enum try_result try_batch(struct search *s, unsigned batch,
-				 bool paging, struct run *r)
+static enum try_result try_steps(struct search *s, unsigned batch,
+				 bool paging, unsigned steps, struct run *r)
 {
 	const struct train_args *a = s->a;
 	enum try_result res;
@@ -128,8 +134,10 @@ static enum try_result try_batch(struct search *s, unsigned batch,
 		s->stopped = true;
 		return TRY_STOPPED;
 	}
-	run_training(a, batch, paging ? a->try_steps : 1,
-		     paging ? s->budget : 0, s->deadline, false, NULL, r);
+	if (!paging)
+		steps = 1;
+	run_training(a, batch, steps, paging ? s->budget : 0, s->deadline,
+		     false, NULL, r);
 	s->tries++;
 	if (!r->rc)
 		res = paging || r->st.phys_peak <= s->budget ? TRY_FITS :
@@ -152,7 +160,7 @@ static enum try_result try_batch(struct search *s, unsigned batch,
 	if (res == TRY_NO_FIT && swap_failed(r))
 		snprintf(r->why, sizeof(r->why), "host swap is full (limit %" PRIu64 " bytes, reached %" PRIu64 ")",
 			 r->host_limit, r->st.host_peak);
-	print_try(s, batch, paging, r, res, now_s() - t0);
+	print_try(s, batch, paging, steps, r, res, now_s() - t0);
 	if (paging && res == TRY_FITS)
 		note_fit(s, batch, r);
 	if (paging && res == TRY_NO_FIT && (!s->no_fit || batch < s->no_fit)) {
@@ -160,6 +168,49 @@ static enum try_result try_batch(struct search *s, unsigned batch,
 		s->no_fit_run = *r;
 	}
 	return res;
+}
+
+/* A try of the search: --max-batch-steps steps with paging. */
+static enum try_result try_batch(struct search *s, unsigned batch,
+				 bool paging, struct run *r)
+{
+	return try_steps(s, batch, paging, s->a->try_steps, r);
+}
+
+/*
+ * The largest batch the tries found, *@with, trained again for
+ * --max-batch-confirm steps: a batch whose first steps fit and whose
+ * later ones do not (the policy learns the iteration as it goes) is no
+ * answer. Where it fails, the batch a sixty-fourth below (at least one
+ * less) is confirmed instead, at most CONFIRM_ROUNDS times; *@with is
+ * the batch confirmed, or stays the tries' answer, said unconfirmed, when
+ * none was. -1: a run failed for another reason than memory.
+ */
+#define CONFIRM_ROUNDS	8
+
+static int confirm(struct search *s, unsigned *with)
+{
+	unsigned b = *with, steps = s->a->confirm_steps;
+	enum try_result res;
+	struct run r;
+
+	if (!steps || steps <= s->a->try_steps || b <= 1)
+		return 0;
+	for (unsigned round = 0; round < CONFIRM_ROUNDS && b >= 1; round++) {
+		res = try_steps(s, b, true, steps, &r);
+		if (res == TRY_ERROR)
+			return -1;
+		if (res == TRY_STOPPED)
+			return 0;
+		if (res == TRY_FITS) {
+			/* The longer run's step time is the steadier. */
+			s->best = *with = s->confirmed = b;
+			s->best_run = r;
+			return 0;
+		}
+		b -= b / 64 ? b / 64 : 1;
+	}
+	return 0;
 }
 
 /*
@@ -219,10 +270,12 @@ static void report_max_batch(const struct search *s, unsigned without,
 		printf("{\"model\":\"%s\",\"depth\":%u,\"backend\":\"%s\","
 		       "\"budget_bytes\":%" PRIu64 ",\"max_batch_without\":%u,"
 		       "\"max_batch_with\":%u,\"steps_per_try\":%u,"
+		       "\"confirm_steps\":%u,\"confirmed\":%s,"
 		       "\"time_limit_s\":%g,\"complete\":%s,\"tries\":%u,"
 		       "\"elapsed_s\":%.3f,\"workspace_max\":", a->model,
 		       a->mo.depth, a->backend, s->budget, without, with,
-		       a->try_steps, a->time_limit,
+		       a->try_steps, a->confirm_steps,
+		       s->confirmed ? "true" : "false", a->time_limit,
 		       s->stopped ? "false" : "true", s->tries, secs);
 		if (s->workspace_max < 0)
 			printf("null,\"at_max\":");
@@ -295,6 +348,12 @@ static void report_max_batch(const struct search *s, unsigned without,
 		       n->why[0] ? n->why : tp_strerror(n->rc));
 	printf("%u tries of %u steps in %.1f s\n", s->tries, a->try_steps,
 	       secs);
+	if (s->confirmed)
+		printf("batch %u trained %u steps again before it was the answer\n",
+		       s->confirmed, a->confirm_steps);
+	else if (with > 1 && a->confirm_steps > a->try_steps && !s->stopped)
+		printf("not confirmed: no batch from %u down trained %u steps\n",
+		       with, a->confirm_steps);
 	if (s->stopped)
 		printf("stopped at the time limit (--max-batch-time %g s): the largest batch is at least %u\n",
 		       a->time_limit, with);
@@ -375,7 +434,7 @@ static int search_batches(struct train_args *a)
 		return 1;
 	}
 	s.tries++;
-	print_try(&s, 1, true, &r, TRY_FITS, now_s() - t0);
+	print_try(&s, 1, true, a->try_steps, &r, TRY_FITS, now_s() - t0);
 	note_fit(&s, 1, &r);
 	with = 1;
 	/*
@@ -384,7 +443,8 @@ static int search_batches(struct train_args *a)
 	 * the batch that fit with it: one unconstrained step of a batch many
 	 * times the budget is the slowest try there is, and says nothing.
 	 */
-	if (search(&s, true, 1, start, MAX_BATCH_LIMIT, &with))
+	if (search(&s, true, 1, start, MAX_BATCH_LIMIT, &with) ||
+	    (!s.stopped && confirm(&s, &with)))
 		return 1;
 	/* Stopped with paging, the search without it is not begun. */
 	if (!s.stopped && search(&s, false, 0, 1, with, &without))

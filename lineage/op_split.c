@@ -107,7 +107,8 @@ static size_t rows_need(struct split_run *r, size_t r0, size_t r1)
  * @r1, those of the part that ended, [@r0, @r1), held yet by a streaming
  * input; and, with r->out_leave, from the cut outputs' rows written
  * before @r0 (those of the part that ended are held until the next
- * part's are).
+ * part's are). A streaming input's rows that go to host swap leave
+ * whether the room is short or not.
  */
 static void drop_read_rows(struct split_run *r, size_t r0, size_t r1,
 			   size_t r2)
@@ -119,6 +120,19 @@ static void drop_read_rows(struct split_run *r, size_t r0, size_t r1,
 			need += tp_pager_span_pages(r->pg,
 						    r1 * r->in[k].row_bytes,
 						    (r2 - r1) * r->in[k].row_bytes);
+	/*
+	 * A streaming input's rows read that go to host swap go now, room
+	 * short or not: their copy runs beside the next part, and the room
+	 * is there when a part after it needs it, not waited for then.
+	 */
+	for (unsigned k = 0; r0 && k < r->n_in; k++) {
+		struct split_io *io = &r->in[k];
+
+		if (io->stream && tp_split_first_use(r, k) &&
+		    tp_pager_rows_offloaded(r->pg, io->t))
+			tp_pager_rows_done(r->pg, io->t, 0, r0 * io->row_bytes,
+					   false);
+	}
 	if (tp_pager_fits_now(r->pg, need))
 		return;
 	for (unsigned k = 0; k < r->n_in; k++) {

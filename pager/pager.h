@@ -199,6 +199,8 @@ void tp_pager_hold_rows(struct tp_pager *pg, struct tp_tensor *t, bool hold);
  */
 int tp_pager_rows_done(struct tp_pager *pg, struct tp_tensor *t, size_t off,
 		       size_t len, bool written);
+/* Whether the rows of @t an op in parts has read go to host swap. */
+bool tp_pager_rows_offloaded(struct tp_pager *pg, const struct tp_tensor *t);
 /*
  * tp_pager_offload_range() - offload the whole handles of @t inside bytes
  * [@off, @off + @len) that are resident and unpinned, the rest of @t as

@@ -27,12 +27,17 @@ void tp_pager_hold_rows(struct tp_pager *pg, struct tp_tensor *t, bool hold)
 	tp_pager_cand_update(pg, t);
 }
 
+bool tp_pager_rows_offloaded(struct tp_pager *pg, const struct tp_tensor *t)
+{
+	return !tp_pager_evictable(pg, t) ||
+	       (pg->victim.rows_offload &&
+		pg->victim.rows_offload(pg->victim.priv, t));
+}
+
 int tp_pager_rows_done(struct tp_pager *pg, struct tp_tensor *t, size_t off,
 		       size_t len, bool written)
 {
-	bool evict = !written && tp_pager_evictable(pg, t) &&
-		     !(pg->victim.rows_offload &&
-		       pg->victim.rows_offload(pg->victim.priv, t));
+	bool evict = !written && !tp_pager_rows_offloaded(pg, t);
 	int ret;
 
 	if (evict)

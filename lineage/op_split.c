@@ -78,14 +78,13 @@ static void hold_rows(struct split_run *r, bool hold)
 			tp_pager_hold_rows(r->pg, r->out[k].t, hold);
 }
 
-/* Release what is held: r->out follows r->in in one array. */
-static void let_go(struct split_run *r)
+/* Release what @n ios from @io hold (r->out follows r->in in one array). */
+static void let_go_ios(struct split_run *r, struct split_io *io, unsigned n)
 {
-	for (unsigned k = 0; k < r->n_in + r->n_out; k++) {
-		if (r->in[k].len)
-			tp_pager_release(r->pg, r->in[k].t, r->in[k].off,
-					 r->in[k].len);
-		r->in[k].len = 0;
+	for (unsigned k = 0; k < n; k++) {
+		if (io[k].len)
+			tp_pager_release(r->pg, io[k].t, io[k].off, io[k].len);
+		io[k].len = 0;
 	}
 }
 
@@ -179,18 +178,6 @@ static int hold_inputs(struct split_run *r, struct tp_tensor **failed,
 	return 0;
 }
 
-/* Let go of the inputs held. */
-static void let_go_inputs(struct split_run *r)
-{
-	for (unsigned k = 0; k < r->n_in; k++) {
-		struct split_io *io = &r->in[k];
-
-		if (io->len)
-			tp_pager_release(r->pg, io->t, io->off, io->len);
-		io->len = 0;
-	}
-}
-
 /*
  * Acquire what part 0 holds besides the cut outputs and the streaming
  * inputs. An input to be regenerated that finds no room while others are
@@ -208,7 +195,7 @@ static int hold_first(struct split_run *r)
 	ret = hold_inputs(r, &failed, &held);
 	if (tp_lin_regen_retry(ret, failed, held)) {
 		tp_lin_regen_first(r->args, r->n_in, r->order);
-		let_go_inputs(r);
+		let_go_ios(r, r->in, r->n_in);
 		ret = hold_inputs(r, &failed, &held);
 	}
 	if (ret)
@@ -394,17 +381,18 @@ static unsigned resume_finer(struct split_run *r, unsigned *i, unsigned parts,
 			     enum part_stage stage, unsigned *resumes)
 {
 	unsigned at = stage == PART_NEXT ? *i + 1 : *i, left = parts - at;
-	size_t units;
+	size_t from, units;
 
 	if ((stage == PART_LAUNCH && r->sums) ||
-	    ++*resumes > SPLIT_RESUMES || at >= parts)
+	    ++*resumes > SPLIT_RESUMES || at >= parts ||
+	    r->base + at + 2 * left > r->lin->conf.split_max_parts)
 		return 0;
-	r->from = tp_split_part_row(r, at, parts);
+	from = tp_split_part_row(r, at, parts);
+	units = tp_split_part_units(r, from);
+	if (left >= units)
+		return 0;
+	r->from = from;
 	r->base += at;
-	units = tp_split_part_units(r);
-	if (left >= units ||
-	    r->base + 2 * left > r->lin->conf.split_max_parts)
-		return 0;
 	*i = 0;
 	return 2 * left < units ? 2 * left : (unsigned)units;
 }
@@ -453,7 +441,7 @@ static int run_parts(struct split_run *r, unsigned *n_parts, uint64_t *ns)
 		}
 	}
 	*n_parts = r->base + parts;
-	let_go(r);
+	let_go_ios(r, r->in, r->n_in + r->n_out);
 	hold_rows(r, false);
 	return ret;
 }

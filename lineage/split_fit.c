@@ -108,7 +108,7 @@ static unsigned choose_parts(struct split_run *r, size_t room, unsigned min,
 	/* a plan made under other limits takes the most they allow */
 	if (min > max)
 		min = max;
-	units = tp_split_part_units(r);
+	units = tp_split_part_units(r, r->from);
 	if (min > units)
 		min = (unsigned)units;
 	for (p = min > 2 ? min : 2; p <= max && p <= units; p++) {

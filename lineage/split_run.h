@@ -70,10 +70,11 @@ static inline size_t tp_split_part_row(const struct split_run *r, unsigned i,
 	return row < rows ? row : rows;
 }
 
-/* Granules in the rows from r->from: the most parts they make. */
-static inline size_t tp_split_part_units(const struct split_run *r)
+/* Granules in the rows from @from: the most parts they make. */
+static inline size_t tp_split_part_units(const struct split_run *r,
+					 size_t from)
 {
-	return (r->s->rows - r->from + r->granule - 1) / r->granule;
+	return (r->s->rows - from + r->granule - 1) / r->granule;
 }
 
 /*

@@ -137,6 +137,8 @@ static size_t swap_droppable(struct tp_pager *pg, size_t want, bool drop)
 struct skipped {
 	struct tp_tensor **t;
 	size_t n, cap;
+	/* a victim could not be offloaded for want of host swap */
+	bool swap_short;
 };
 
 /* Keep @t out of this round: it was chosen and could not leave. */
@@ -241,6 +243,8 @@ static int send_victim(struct tp_pager *pg, size_t need, bool ahead,
 	most = how == TP_LEAVE_EVICT && partial_evict(pg) ? need : SIZE_MAX;
 	tp_pager_cand_drop(pg, v);
 	ret = tp_pager_leave(pg, v, how, most);
+	if (ret == -ENOSPC)
+		s->swap_short = true;
 	/* What could not leave sits out the round; a partial eviction's
 	 * rest stays a candidate. */
 	if (ret || (v->resident_pages && most == SIZE_MAX))
@@ -365,10 +369,18 @@ static int free_chunks(struct tp_pager *pg, size_t n,
 		if (ret == -TP_EWORK)
 			break;
 		ret = 0;
-		/* What is left must be offloaded and swap is full: copies
-		 * lineage can regenerate make room. */
+		/*
+		 * What is left must be offloaded and swap is full: copies
+		 * lineage can regenerate make room. Only then: dropping a
+		 * copy frees host memory, never a chunk, and turns a tensor
+		 * that was one reload away into one a regeneration must
+		 * bring back (a gradient evicted so must replay the backward
+		 * it came from when its weight is updated).
+		 */
 		if (!ahead_of && ((pending && !wait_pending(pg)) ||
-				  land_prefetch(pg) || swap_droppable(pg, 1, true)))
+				  land_prefetch(pg) ||
+				  ((s.swap_short || !tp_swap_room(pg)) &&
+				   swap_droppable(pg, 1, true))))
 			continue;
 		ret = -ENOMEM;
 		break;

@@ -40,7 +40,9 @@ static bool reads_back(struct tp_ctx *ctx, struct tp_tensor *t,
 
 static void test_enospc(void)
 {
-	struct tp_ctx *ctx = pt_ctx("pager.budget=16C,pager.host_budget=2C");
+	/* The swap cache off: a reload gives its swap back. */
+	struct tp_ctx *ctx = pt_ctx("pager.budget=16C,pager.host_budget=2C,"
+				    "pager.swap_cache=0");
 	size_t chunk = pt_chunk(ctx);
 	unsigned char *sa, *sb;
 	struct tp_tensor *a, *b;

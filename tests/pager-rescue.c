@@ -195,7 +195,7 @@ static void host_offload_case(bool cache)
 {
 	struct tp_ctx *ctx = pt_ctx(cache ?
 		"pager.budget=16C,pager.range_cache=0,pager.rescue=1,pager.swap_cache=1" :
-		"pager.budget=16C,pager.range_cache=0,pager.rescue=1");
+		"pager.budget=16C,pager.range_cache=0,pager.rescue=1,pager.swap_cache=0");
 	size_t bytes = 4 * pt_chunk(ctx);
 	unsigned char *buf = malloc(bytes), *got = calloc(1, bytes);
 	struct reader r = { .ctx = ctx, .buf = got, .bytes = bytes };

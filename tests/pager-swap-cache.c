@@ -115,7 +115,7 @@ static void reload_and_write(uint64_t seed)
 /* A writeback copies ahead; the tensor stays resident and usable. */
 static void writeback(uint64_t seed)
 {
-	struct tp_ctx *ctx = pt_ctx("pager.budget=16C");
+	struct tp_ctx *ctx = pt_ctx("pager.budget=16C,pager.swap_cache=0");
 	size_t chunk = pt_chunk(ctx), n = 2 * chunk;
 	unsigned char *c = malloc(n);
 	struct tp_stats s0, s1;

@@ -5,7 +5,8 @@
  * from max(stream, host), events carrying their stream's time. The h100
  * profile charges what its table says: device memory, a handle's map and
  * set access, a copy. The h200 profile prices a convolution's scratch and
- * time by the bound on it (vmm.workspace_max).
+ * time by the bound on it (vmm.workspace_max), and a copy one way while
+ * the other way copies at the shared rate it measured.
  */
 #include "config.h"
 
@@ -118,6 +119,94 @@ static void h100(void)
 	tp_vmm_close(vmm);
 }
 
+/* The copies' clock: when the last copy queued on @st lands. */
+static uint64_t lands(struct tp_vmm *vmm, enum tp_stream st)
+{
+	struct tp_event *e = tp_vmm_event_create(vmm);
+	uint64_t t;
+
+	if (!e || tp_vmm_event_record(vmm, e, st) || tp_vmm_event_sync(vmm, e))
+		bail_out("h200: an event");
+	t = tp_vmm_now_ns(vmm);
+	tp_vmm_event_put(vmm, e);
+	return t;
+}
+
+/*
+ * The h200 link: alone, each way at link_bytes_per_ns; a copy into the
+ * device issued while a copy out still runs goes at link_duplex_h2d
+ * for as long as they overlap, then at the full rate; one out while one
+ * in runs, at link_duplex_d2h.
+ */
+static void h200_duplex(void)
+{
+	const struct tp_sim_profile *p = &tp_sim_profile_h200;
+	const uint64_t g = 2u << 20, lat = p->copy_latency_ns;
+	const size_t big = 64u << 20, small = 8u << 20;
+	struct tp_chunk *c[32];
+	struct tp_vmm *vmm;
+	uint64_t t0, alone, out_end, want;
+	void *h = NULL;
+	uintptr_t va;
+	char why[256];
+	double both;
+
+	vmm = vt_open("sim", g, "vmm.sim.profile=h200,vmm.map_ahead=off", why,
+		      sizeof(why));
+	if (!vmm || tp_vmm_pool_create(vmm, 64 * g) ||
+	    tp_vmm_reserve(vmm, 32 * g, &va) || tp_vmm_chunks_take(vmm, c, 32) ||
+	    tp_vmm_map(vmm, va, c, 32) || !(h = tp_vmm_host_alloc(vmm, big)))
+		bail_out("h200: %s", why);
+	ok(p->link_duplex_h2d > 0 && p->link_duplex_h2d < p->link_bytes_per_ns &&
+	   p->link_duplex_d2h > 0 && p->link_duplex_d2h < p->link_bytes_per_ns,
+	   "h200: each way is slower while the other copies (%.1f, %.1f < %.1f GB/s)",
+	   p->link_duplex_d2h, p->link_duplex_h2d, p->link_bytes_per_ns);
+
+	/* Out alone. */
+	t0 = tp_vmm_now_ns(vmm);
+	tp_vmm_copy_d2h(vmm, h, va, big, TP_STREAM_D2H);
+	alone = lands(vmm, TP_STREAM_D2H) - t0;
+	ok(alone == tp_vmm_sim_copy_ns(vmm, big),
+	   "h200: 64 MiB out alone in %llu ns, the link's rate",
+	   (unsigned long long)alone);
+
+	/* 8 MiB in, issued with 64 MiB out in flight: shared all along. */
+	t0 = tp_vmm_now_ns(vmm);
+	tp_vmm_copy_d2h(vmm, h, va, big, TP_STREAM_D2H);
+	tp_vmm_copy_h2d(vmm, va, h, small, TP_STREAM_H2D);
+	want = t0 + lat + (uint64_t)llround(small / p->link_duplex_h2d);
+	ok(lands(vmm, TP_STREAM_H2D) == want,
+	   "h200: 8 MiB in beside 64 MiB out at the shared %.1f GB/s",
+	   p->link_duplex_h2d);
+	lands(vmm, TP_STREAM_D2H);
+
+	/* 64 MiB in beside 8 MiB out: shared until the out lands. */
+	t0 = tp_vmm_now_ns(vmm);
+	tp_vmm_copy_d2h(vmm, h, va, small, TP_STREAM_D2H);
+	tp_vmm_copy_h2d(vmm, va, h, big, TP_STREAM_H2D);
+	out_end = t0 + tp_vmm_sim_copy_ns(vmm, small);
+	both = (double)(out_end - (t0 + lat)) * p->link_duplex_h2d;
+	want = out_end + (uint64_t)llround((big - both) / p->link_bytes_per_ns);
+	ok(lands(vmm, TP_STREAM_H2D) == want,
+	   "h200: 64 MiB in, shared while 8 MiB go out, then alone: lands at %llu ns",
+	   (unsigned long long)(want - t0));
+
+	/* Out beside in: the other way's shared rate. */
+	t0 = tp_vmm_now_ns(vmm);
+	tp_vmm_copy_h2d(vmm, va, h, big, TP_STREAM_H2D);
+	tp_vmm_copy_d2h(vmm, h, va, small, TP_STREAM_D2H);
+	want = t0 + lat + (uint64_t)llround(small / p->link_duplex_d2h);
+	ok(lands(vmm, TP_STREAM_D2H) == want,
+	   "h200: 8 MiB out beside 64 MiB in at the shared %.1f GB/s",
+	   p->link_duplex_d2h);
+	lands(vmm, TP_STREAM_H2D);
+	tp_vmm_host_free(vmm, h, big);
+	tp_vmm_unmap(vmm, va, c, 32);
+	tp_vmm_chunks_put(vmm, c, 32);
+	tp_vmm_release(vmm, va, 32 * g);
+	tp_vmm_close(vmm);
+}
+
 /*
  * The h200 profile's convolutions: the fastest algorithms' scratch
  * (1780/392 of the largest tensor) within vmm.workspace_max; under a
@@ -200,7 +289,7 @@ int main(void)
 	void *a, *b;
 	uintptr_t r1, r2;
 
-	plan_tests(22);
+	plan_tests(27);
 	vmm = vt_open("sim", CHUNK, OPTS, why, sizeof(why));
 	if (!vmm || tp_vmm_pool_create(vmm, 16 * CHUNK))
 		bail_out("%s", why);
@@ -243,6 +332,7 @@ int main(void)
 	tp_vmm_close(vmm);
 
 	h100();
+	h200_duplex();
 	workspace();
 	return exit_status();
 }

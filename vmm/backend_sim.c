@@ -135,6 +135,40 @@ static void run_on(struct sim_backend *s, enum tp_stream st, uint64_t cost)
 	pthread_mutex_unlock(&s->lock);
 }
 
+/*
+ * A copy of @len bytes on stream @st, to host where @to_host, after what
+ * the stream holds: where the profile says the other way slows it, the
+ * part that runs while the other way's stream still copies goes at the
+ * shared rate. The
+ * copy already queued the other way keeps its time: the one issued later
+ * carries the whole slowdown, which keeps the model a clock per stream.
+ */
+static void run_copy(struct sim_backend *s, enum tp_stream st,
+		     bool to_host, size_t len)
+{
+	const struct tp_sim_profile *p = s->profile;
+	double shared = !p ? 0 : to_host ? p->link_duplex_d2h :
+					   p->link_duplex_h2d;
+	enum tp_stream other = to_host ? TP_STREAM_H2D : TP_STREAM_D2H;
+	uint64_t start, busy, cost;
+	double both;
+
+	pthread_mutex_lock(&s->lock);
+	start = max_u64(s->stream[st], s->host) + s->copy_latency_ns;
+	busy = s->stream[other] > start ? s->stream[other] - start : 0;
+	if (shared <= 0 || !busy) {
+		cost = (uint64_t)llround((double)len / s->bytes_per_ns);
+	} else {
+		both = (double)busy * shared;
+		cost = (double)len <= both ?
+		       (uint64_t)llround((double)len / shared) :
+		       busy + (uint64_t)llround(((double)len - both) /
+						s->bytes_per_ns);
+	}
+	s->stream[st] = start + cost;
+	pthread_mutex_unlock(&s->lock);
+}
+
 /* Whether a copy engine has work the host has not waited for. */
 static bool copies_queued(struct sim_backend *s)
 {
@@ -358,7 +392,7 @@ static int sim_copy_d2h(struct tp_vmm *vmm, void *host, uintptr_t va,
 
 	if (ret)
 		return ret;
-	run_on(sb(vmm), st, tp_vmm_sim_copy_ns(vmm, len));
+	run_copy(sb(vmm), st, true, len);
 	copy_note(sb(vmm), va, len, st);
 	return 0;
 }
@@ -370,7 +404,7 @@ static int sim_copy_h2d(struct tp_vmm *vmm, uintptr_t va, const void *host,
 
 	if (ret)
 		return ret;
-	run_on(sb(vmm), st, tp_vmm_sim_copy_ns(vmm, len));
+	run_copy(sb(vmm), st, false, len);
 	copy_note(sb(vmm), va, len, st);
 	return 0;
 }

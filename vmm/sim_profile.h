@@ -62,6 +62,12 @@ struct tp_sim_profile {
 	double pin_bytes_per_ns;
 	/* Host <-> device copies (each way) and device <-> device. */
 	double link_bytes_per_ns;
+	/*
+	 * Each way's rate while the other way copies too (0: the link is
+	 * full duplex at link_bytes_per_ns): host to device and back share
+	 * more than the wire on a real machine.
+	 */
+	double link_duplex_d2h, link_duplex_h2d;
 	uint64_t copy_latency_ns;
 	double d2d_bytes_per_ns;
 	uint64_t d2d_latency_ns;

@@ -3,8 +3,9 @@
  * The "h200" sim profile: what an NVIDIA H200 (driver 580.159.04, CUDA
  * 13.0) measured on 2026-11-26. The driver's costs are medians of nine
  * create/map/set_access/unmap/release cycles of one handle per size; the
- * copies are pinned host <-> device at 55 GB/s each way (2 MiB in
- * 40.5 us) and device <-> device at 2.1 TB/s (2 MiB in 5.6 us). With
+ * copies were pinned host <-> device at 55 GB/s each way (2 MiB in
+ * 40.5 us; the job's own rates below) and device <-> device at 2.1 TB/s
+ * (2 MiB in 5.6 us). With
  * 10 ms of copies queued on a stream, an unmap took 62 us (13.3 idle)
  * and a set access 52 us (19.4 idle), on 2 MiB handles. The op
  * fits come from the GPU-timed ops of tpager-train's ResNet-50 (batch
@@ -66,7 +67,19 @@ const struct tp_sim_profile tp_sim_profile_h200 = {
 	 * more than the next, 450 ms of it not in the sim).
 	 */
 	.pin_bytes_per_ns = 7.65,
-	.link_bytes_per_ns = 55.0,
+	/*
+	 * The link as the main job uses it (2026-11-27: ResNet-50 at batch
+	 * 600 in 4 GiB, the GPU's own trace, copies of 100 MB or more):
+	 * out 51.3 GB/s and in 49.3 with the other way idle; while the
+	 * other way copied, out 48.3 and in 34.1. The micro-benchmark's 55
+	 * (2 MiB, nothing beside) left the sim's step 12-28% short at
+	 * batches 400-650; with these, 5-9% with the swap cache and 17-23%
+	 * without it, where the GPU also copied more (its policy timed its
+	 * own ops).
+	 */
+	.link_bytes_per_ns = 50.3,
+	.link_duplex_d2h = 48.3,
+	.link_duplex_h2d = 34.1,
 	.copy_latency_ns = 2400,
 	.d2d_bytes_per_ns = 2100.0,
 	.d2d_latency_ns = 4600,

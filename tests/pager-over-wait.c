@@ -16,6 +16,7 @@
 
 #include "ctx/ctx.h"
 #include "pager/pager_int.h"
+#include "tests/pager-hooks-util.h"
 #include "tests/pager-util.h"
 #include "vmm/vmm.h"
 
@@ -23,38 +24,18 @@
 #define BYTES (2 * CHUNK)
 
 static struct {
-	struct tp_tensor *cand[8];
-	unsigned ncand;
 	struct tp_tensor *instead;	/* what choose_over_wait answers */
 	bool any;			/* or any candidate resident */
 	uint64_t wait_bytes;		/* what it was told */
 	unsigned asked;
 } h;
 
-static void h_add(void *priv, struct tp_tensor *t)
-{
-	h.cand[h.ncand++] = t;
-}
-
-static void h_del(void *priv, struct tp_tensor *t)
-{
-	for (unsigned i = 0; i < h.ncand; i++)
-		if (h.cand[i] == t) {
-			h.cand[i] = h.cand[--h.ncand];
-			return;
-		}
-}
-
-static void h_touch(void *priv, struct tp_tensor *t)
-{
-}
-
 static int h_choose(void *priv, size_t need, bool no_offload,
 		    struct tp_tensor **victim, enum tp_leave *how)
 {
-	if (!h.ncand)
+	if (!pt_cands.n)
 		return -ENOENT;
-	*victim = h.cand[0];
+	*victim = pt_cands.t[0];
 	*how = TP_LEAVE_OFFLOAD;
 	return 0;
 }
@@ -65,9 +46,9 @@ static int h_over_wait(void *priv, size_t need, uint64_t wait_bytes,
 {
 	h.asked++;
 	h.wait_bytes = wait_bytes;
-	for (unsigned i = 0; h.any && i < h.ncand; i++)
-		if (h.cand[i]->resident_pages) {
-			*victim = h.cand[i];
+	for (unsigned i = 0; h.any && i < pt_cands.n; i++)
+		if (pt_cands.t[i]->resident_pages) {
+			*victim = pt_cands.t[i];
 			*how = TP_LEAVE_EVICT;
 			return 0;
 		}
@@ -76,30 +57,6 @@ static int h_over_wait(void *priv, size_t need, uint64_t wait_bytes,
 	*victim = h.instead;
 	*how = TP_LEAVE_EVICT;
 	return 0;
-}
-
-static bool r_can(void *priv, const struct tp_tensor *t)
-{
-	return true;
-}
-
-static unsigned regens;
-
-static int r_regen(void *priv, struct tp_tensor *t)
-{
-	void *addr;
-	int ret = tp_pager_acquire(priv, t, 0, t->bytes,
-				   TP_WRITE | TP_ACQ_NO_REGEN, &addr);
-
-	if (ret)
-		return ret;
-	regens++;
-	return tp_pager_release(priv, t, 0, t->bytes);
-}
-
-static bool r_on_free(void *priv, struct tp_tensor *t)
-{
-	return false;
 }
 
 static struct tp_tensor *written(struct tp_ctx *ctx)
@@ -127,13 +84,9 @@ static bool back(struct tp_ctx *ctx, struct tp_tensor *t)
 static void one(const char *what, bool hook, bool give)
 {
 	struct tp_victim_ops ops = {
-		.add = h_add, .del = h_del, .touch = h_touch,
+		.add = pt_cand_add, .del = pt_cand_del, .touch = pt_cand_touch,
 		.choose = h_choose,
 		.choose_over_wait = hook ? h_over_wait : NULL,
-	};
-	struct tp_regen_ops regen = {
-		.can_regenerate = r_can, .regenerate = r_regen,
-		.on_free = r_on_free,
 	};
 	struct tp_tensor *a, *b, *c;
 	struct tp_ctx *ctx;
@@ -149,10 +102,7 @@ static void one(const char *what, bool hook, bool give)
 	if (!ctx)
 		bail_out("tp_ctx_create(sim): %s", strerror(errno));
 	memset(&h, 0, sizeof(h));
-	regens = 0;
-	tp_pager_set_victim_ops(ctx->pager, &ops);
-	regen.priv = ctx->pager;
-	tp_pager_set_regen_ops(ctx->pager, &regen);
+	pt_hooks_set(ctx, &ops);
 	copy_ns = (uint64_t)BYTES * 1000;	/* 0.001 bytes per ns */
 
 	a = written(ctx);
@@ -182,7 +132,7 @@ static void one(const char *what, bool hook, bool give)
 		   ctx->pager->c.stall_ns - stall0 == copy_ns &&
 		   b->resident_pages == 2,
 		   "%s: refused, so waited the copy out", what);
-	ok(back(ctx, a) && back(ctx, b) && regens == (give ? 1u : 0u),
+	ok(back(ctx, a) && back(ctx, b) && pt_regens == (give ? 1u : 0u),
 	   "%s: a reloaded, b %s", what, give ? "regenerated" : "resident");
 	tp_ctx_destroy(ctx);
 }
@@ -194,12 +144,8 @@ static void one(const char *what, bool hook, bool give)
 static void busy(void)
 {
 	struct tp_victim_ops ops = {
-		.add = h_add, .del = h_del, .touch = h_touch,
+		.add = pt_cand_add, .del = pt_cand_del, .touch = pt_cand_touch,
 		.choose = h_choose, .choose_over_wait = h_over_wait,
-	};
-	struct tp_regen_ops regen = {
-		.can_regenerate = r_can, .regenerate = r_regen,
-		.on_free = r_on_free,
 	};
 	const uint64_t op_ns = 10000000;
 	struct tp_tensor *t[4], *e;
@@ -217,10 +163,7 @@ static void busy(void)
 		bail_out("tp_ctx_create(sim): %s", strerror(errno));
 	memset(&h, 0, sizeof(h));
 	h.any = true;
-	regens = 0;
-	tp_pager_set_victim_ops(ctx->pager, &ops);
-	regen.priv = ctx->pager;
-	tp_pager_set_regen_ops(ctx->pager, &regen);
+	pt_hooks_set(ctx, &ops);
 
 	for (unsigned i = 0; i < 4; i++)
 		t[i] = written(ctx);

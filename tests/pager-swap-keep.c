@@ -15,67 +15,23 @@
 
 #include "ctx/ctx.h"
 #include "pager/pager_int.h"
+#include "tests/pager-hooks-util.h"
 #include "tests/tap.h"
 
 #define CHUNK (4u << 10)
 #define BYTES (2 * CHUNK)
 
-static struct {
-	struct tp_tensor *cand[8];
-	unsigned ncand;
-	bool refuse;
-	unsigned regens;
-} h;
-
-static void h_add(void *priv, struct tp_tensor *t)
-{
-	h.cand[h.ncand++] = t;
-}
-
-static void h_del(void *priv, struct tp_tensor *t)
-{
-	for (unsigned i = 0; i < h.ncand; i++)
-		if (h.cand[i] == t) {
-			h.cand[i] = h.cand[--h.ncand];
-			return;
-		}
-}
-
-static void h_touch(void *priv, struct tp_tensor *t)
-{
-}
+static bool refuse;
 
 /* A policy that, asked while refusing, finds no victim it would send. */
 static int h_choose(void *priv, size_t need, bool no_offload,
 		    struct tp_tensor **victim, enum tp_leave *how)
 {
-	if (h.refuse || !h.ncand)
+	if (refuse || !pt_cands.n)
 		return -ENOENT;
-	*victim = h.cand[0];
+	*victim = pt_cands.t[0];
 	*how = TP_LEAVE_OFFLOAD;
 	return 0;
-}
-
-static bool r_can(void *priv, const struct tp_tensor *t)
-{
-	return true;
-}
-
-static int r_regen(void *priv, struct tp_tensor *t)
-{
-	void *addr;
-	int ret = tp_pager_acquire(priv, t, 0, t->bytes,
-				   TP_WRITE | TP_ACQ_NO_REGEN, &addr);
-
-	if (ret)
-		return ret;
-	h.regens++;
-	return tp_pager_release(priv, t, 0, t->bytes);
-}
-
-static bool r_on_free(void *priv, struct tp_tensor *t)
-{
-	return false;
 }
 
 static struct tp_tensor *written(struct tp_ctx *ctx, int byte)
@@ -105,12 +61,8 @@ static bool holds(struct tp_ctx *ctx, struct tp_tensor *t, int byte)
 int main(void)
 {
 	struct tp_victim_ops ops = {
-		.add = h_add, .del = h_del, .touch = h_touch,
+		.add = pt_cand_add, .del = pt_cand_del, .touch = pt_cand_touch,
 		.choose = h_choose,
-	};
-	struct tp_regen_ops regen = {
-		.can_regenerate = r_can, .regenerate = r_regen,
-		.on_free = r_on_free,
 	};
 	struct tp_tensor *a, *b, *c;
 	struct tp_ctx *ctx;
@@ -125,9 +77,7 @@ int main(void)
 			    "pager.low_watermark=100");
 	if (!ctx)
 		bail_out("tp_ctx_create(host): %s", strerror(errno));
-	tp_pager_set_victim_ops(ctx->pager, &ops);
-	regen.priv = ctx->pager;
-	tp_pager_set_regen_ops(ctx->pager, &regen);
+	pt_hooks_set(ctx, &ops);
 
 	a = written(ctx, 0xa5);
 	b = written(ctx, 0x5b);
@@ -138,7 +88,7 @@ int main(void)
 	   "a's two pages are in swap, which has room left");
 
 	/* Three chunks wanted, two free, b a candidate the policy refuses. */
-	h.refuse = true;
+	refuse = true;
 	c = tp_tensor_create(ctx, 3 * CHUNK, 0);
 	ok(c && !tp_tensor_acquire(ctx, c, TP_WRITE) && errno == ENOMEM,
 	   "a demand no victim can meet fails with ENOMEM");
@@ -146,10 +96,10 @@ int main(void)
 	   a->nr_pages - a->resident_pages == 2,
 	   "a's copies are still in swap (%zu evicted)", a->evicted_pages);
 
-	h.refuse = false;
-	ok(holds(ctx, a, 0xa5) && h.regens == 0,
+	refuse = false;
+	ok(holds(ctx, a, 0xa5) && pt_regens == 0,
 	   "a comes back by reload, byte for byte (%u regenerated)",
-	   h.regens);
+	   pt_regens);
 	ok(holds(ctx, b, 0x5b), "b as written");
 	tp_tensor_free(ctx, c);
 	tp_ctx_destroy(ctx);

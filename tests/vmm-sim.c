@@ -136,13 +136,15 @@ static uint64_t lands(struct tp_vmm *vmm, enum tp_stream st)
  * The h200 link: alone, each way at link_bytes_per_ns; a copy into the
  * device issued while a copy out still runs goes at link_duplex_h2d
  * for as long as they overlap, then at the full rate; one out while one
- * in runs, at link_duplex_d2h.
+ * in runs, at link_duplex_d2h. A copy out queued behind compute is not
+ * copying while it waits: a copy in meanwhile goes at the full rate.
  */
 static void h200_duplex(void)
 {
 	const struct tp_sim_profile *p = &tp_sim_profile_h200;
 	const uint64_t g = 2u << 20, lat = p->copy_latency_ns;
 	const size_t big = 64u << 20, small = 8u << 20;
+	struct tp_event *ec = NULL;
 	struct tp_chunk *c[32];
 	struct tp_vmm *vmm;
 	uint64_t t0, alone, out_end, want;
@@ -200,6 +202,20 @@ static void h200_duplex(void)
 	   "h200: 8 MiB out beside 64 MiB in at the shared %.1f GB/s",
 	   p->link_duplex_d2h);
 	lands(vmm, TP_STREAM_H2D);
+
+	/* Out behind 10 ms of compute; in now, done long before. */
+	if (!(ec = tp_vmm_event_create(vmm)) ||
+	    tp_vmm_launch(vmm, TP_STREAM_COMPUTE, 10000000, NULL, NULL) ||
+	    tp_vmm_event_record(vmm, ec, TP_STREAM_COMPUTE) ||
+	    tp_vmm_stream_wait(vmm, TP_STREAM_D2H, ec))
+		bail_out("h200: compute to wait for");
+	t0 = tp_vmm_now_ns(vmm);
+	tp_vmm_copy_d2h(vmm, h, va, small, TP_STREAM_D2H);
+	tp_vmm_copy_h2d(vmm, va, h, big, TP_STREAM_H2D);
+	ok(lands(vmm, TP_STREAM_H2D) == t0 + tp_vmm_sim_copy_ns(vmm, big),
+	   "h200: 64 MiB in while a copy out waits for compute: the link's rate");
+	lands(vmm, TP_STREAM_D2H);
+	tp_vmm_event_put(vmm, ec);
 	tp_vmm_host_free(vmm, h, big);
 	tp_vmm_unmap(vmm, va, c, 32);
 	tp_vmm_chunks_put(vmm, c, 32);
@@ -289,7 +305,7 @@ int main(void)
 	void *a, *b;
 	uintptr_t r1, r2;
 
-	plan_tests(27);
+	plan_tests(28);
 	vmm = vt_open("sim", CHUNK, OPTS, why, sizeof(why));
 	if (!vmm || tp_vmm_pool_create(vmm, 16 * CHUNK))
 		bail_out("%s", why);

@@ -85,6 +85,13 @@ struct sim_backend {
 	 */
 	struct tp_sim_copies landing;
 	uint64_t stream[TP_NR_STREAMS];
+	/*
+	 * Each way's copies (0: to host, 1: to the device): when the run of
+	 * copies that ended last began and ended, back to back. A stream
+	 * waiting for an event is not copying: run_copy() asks these, not
+	 * the streams' clocks, whether the other way is busy.
+	 */
+	uint64_t copy_from[2], copy_to[2];
 	uintptr_t next_va;
 	uintptr_t next_host;
 	uint64_t map_ns, set_access_ns, unmap_ns, copy_latency_ns;
@@ -137,11 +144,11 @@ static void run_on(struct sim_backend *s, enum tp_stream st, uint64_t cost)
 
 /*
  * A copy of @len bytes on stream @st, to host where @to_host, after what
- * the stream holds: where the profile says the other way slows it, the
- * part that runs while the other way's stream still copies goes at the
- * shared rate. The
- * copy already queued the other way keeps its time: the one issued later
- * carries the whole slowdown, which keeps the model a clock per stream.
+ * the stream holds. Where the profile says the other way slows it, the
+ * part that runs while the other way's copies run goes at the shared
+ * rate, before and after at the link's. The copies already queued the
+ * other way keep their times: the one issued later carries the whole
+ * slowdown, which keeps the model a clock per stream.
  */
 static void run_copy(struct sim_backend *s, enum tp_stream st,
 		     bool to_host, size_t len)
@@ -149,23 +156,37 @@ static void run_copy(struct sim_backend *s, enum tp_stream st,
 	const struct tp_sim_profile *p = s->profile;
 	double shared = !p ? 0 : to_host ? p->link_duplex_d2h :
 					   p->link_duplex_h2d;
-	enum tp_stream other = to_host ? TP_STREAM_H2D : TP_STREAM_D2H;
-	uint64_t start, busy, cost;
-	double both;
+	double full = s->bytes_per_ns, left = (double)len, room;
+	unsigned way = to_host ? 0 : 1;
+	uint64_t start, from, to, cost = 0;
 
 	pthread_mutex_lock(&s->lock);
 	start = max_u64(s->stream[st], s->host) + s->copy_latency_ns;
-	busy = s->stream[other] > start ? s->stream[other] - start : 0;
-	if (shared <= 0 || !busy) {
-		cost = (uint64_t)llround((double)len / s->bytes_per_ns);
-	} else {
-		both = (double)busy * shared;
-		cost = (double)len <= both ?
-		       (uint64_t)llround((double)len / shared) :
-		       busy + (uint64_t)llround(((double)len - both) /
-						s->bytes_per_ns);
+	from = max_u64(s->copy_from[!way], start);
+	to = s->copy_to[!way];
+	if (shared > 0 && to > from) {
+		/* At the link's rate until the other way copies... */
+		room = (double)(from - start) * full;
+		if (left <= room)
+			goto rest;
+		cost = from - start;
+		left -= room;
+		/* ...then shared while it does. */
+		room = (double)(to - from) * shared;
+		if (left <= room) {
+			cost += (uint64_t)llround(left / shared);
+			left = 0;
+		} else {
+			cost += to - from;
+			left -= room;
+		}
 	}
+rest:
+	cost += (uint64_t)llround(left / full);
 	s->stream[st] = start + cost;
+	if (start > s->copy_to[way])
+		s->copy_from[way] = start;
+	s->copy_to[way] = start + cost;
 	pthread_mutex_unlock(&s->lock);
 }
 

@@ -73,7 +73,7 @@ const struct tp_sim_profile tp_sim_profile_h200 = {
 	 * out 51.3 GB/s and in 49.3 with the other way idle; while the
 	 * other way copied, out 48.3 and in 34.1. The micro-benchmark's 55
 	 * (2 MiB, nothing beside) left the sim's step 12-28% short at
-	 * batches 400-650; with these, 5-9% with the swap cache and 17-23%
+	 * batches 400-650; with these, 6-9% with the swap cache and 17-24%
 	 * without it, where the GPU also copied more (its policy timed its
 	 * own ops).
 	 */

@@ -24,6 +24,10 @@ void tp_pager_inflight_add(struct tp_pager *pg, struct tp_tensor *t)
 static void page_complete(struct tp_pager *pg, struct tp_tensor *t,
 			  struct tp_page *p)
 {
+	/* Taken first: the swap cache sets the page's event anew. */
+	struct tp_event *ev = p->ev;
+
+	p->ev = NULL;
 	if (p->state == TP_PAGE_OFFLOADING) {
 		/* The vmm returns the chunk through its deferred unmap. */
 		tp_page_set_chunk(t, p, NULL);
@@ -36,8 +40,7 @@ static void page_complete(struct tp_pager *pg, struct tp_tensor *t,
 		/* The copy is complete: nothing uses the buffer now. */
 		tp_pager_reloaded_buffer(pg, t, p, buf, NULL);
 	}
-	tp_vmm_event_put(pg->vmm, p->ev);
-	p->ev = NULL;
+	tp_vmm_event_put(pg->vmm, ev);
 }
 
 

@@ -133,6 +133,32 @@ static uint64_t lands(struct tp_vmm *vmm, enum tp_stream st)
 }
 
 /*
+ * @small bytes one way, issued with @big already going the other way:
+ * whether they land at the shared @rate (copies to host where @out).
+ */
+static bool beside(struct tp_vmm *vmm, void *h, uintptr_t va, bool out,
+		   size_t small, size_t big, double rate)
+{
+	enum tp_stream st = out ? TP_STREAM_D2H : TP_STREAM_H2D;
+	enum tp_stream other = out ? TP_STREAM_H2D : TP_STREAM_D2H;
+	uint64_t t0 = tp_vmm_now_ns(vmm), want;
+	bool good;
+
+	if (out) {
+		tp_vmm_copy_h2d(vmm, va, h, big, other);
+		tp_vmm_copy_d2h(vmm, h, va, small, st);
+	} else {
+		tp_vmm_copy_d2h(vmm, h, va, big, other);
+		tp_vmm_copy_h2d(vmm, va, h, small, st);
+	}
+	want = t0 + tp_sim_profile_h200.copy_latency_ns +
+	       (uint64_t)llround(small / rate);
+	good = lands(vmm, st) == want;
+	lands(vmm, other);
+	return good;
+}
+
+/*
  * The h200 link: alone, each way at link_bytes_per_ns; a copy into the
  * device issued while a copy out still runs goes at link_duplex_h2d
  * for as long as they overlap, then at the full rate; one out while one
@@ -173,14 +199,9 @@ static void h200_duplex(void)
 	   (unsigned long long)alone);
 
 	/* 8 MiB in, issued with 64 MiB out in flight: shared all along. */
-	t0 = tp_vmm_now_ns(vmm);
-	tp_vmm_copy_d2h(vmm, h, va, big, TP_STREAM_D2H);
-	tp_vmm_copy_h2d(vmm, va, h, small, TP_STREAM_H2D);
-	want = t0 + lat + (uint64_t)llround(small / p->link_duplex_h2d);
-	ok(lands(vmm, TP_STREAM_H2D) == want,
+	ok(beside(vmm, h, va, false, small, big, p->link_duplex_h2d),
 	   "h200: 8 MiB in beside 64 MiB out at the shared %.1f GB/s",
 	   p->link_duplex_h2d);
-	lands(vmm, TP_STREAM_D2H);
 
 	/* 64 MiB in beside 8 MiB out: shared until the out lands. */
 	t0 = tp_vmm_now_ns(vmm);
@@ -194,14 +215,9 @@ static void h200_duplex(void)
 	   (unsigned long long)(want - t0));
 
 	/* Out beside in: the other way's shared rate. */
-	t0 = tp_vmm_now_ns(vmm);
-	tp_vmm_copy_h2d(vmm, va, h, big, TP_STREAM_H2D);
-	tp_vmm_copy_d2h(vmm, h, va, small, TP_STREAM_D2H);
-	want = t0 + lat + (uint64_t)llround(small / p->link_duplex_d2h);
-	ok(lands(vmm, TP_STREAM_D2H) == want,
+	ok(beside(vmm, h, va, true, small, big, p->link_duplex_d2h),
 	   "h200: 8 MiB out beside 64 MiB in at the shared %.1f GB/s",
 	   p->link_duplex_d2h);
-	lands(vmm, TP_STREAM_H2D);
 
 	/* Out behind 10 ms of compute; in now, done long before. */
 	if (!(ec = tp_vmm_event_create(vmm)) ||

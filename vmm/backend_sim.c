@@ -164,14 +164,11 @@ static void run_copy(struct sim_backend *s, enum tp_stream st,
 	start = max_u64(s->stream[st], s->host) + s->copy_latency_ns;
 	from = max_u64(s->copy_from[!way], start);
 	to = s->copy_to[!way];
-	if (shared > 0 && to > from) {
-		/* At the link's rate until the other way copies... */
-		room = (double)(from - start) * full;
-		if (left <= room)
-			goto rest;
+	/* At the link's rate until the other way copies... */
+	if (shared > 0 && to > from && left > (double)(from - start) * full) {
 		cost = from - start;
-		left -= room;
-		/* ...then shared while it does. */
+		left -= (double)(from - start) * full;
+		/* ...then shared while it does, then alone again. */
 		room = (double)(to - from) * shared;
 		if (left <= room) {
 			cost += (uint64_t)llround(left / shared);
@@ -181,7 +178,6 @@ static void run_copy(struct sim_backend *s, enum tp_stream st,
 			left -= room;
 		}
 	}
-rest:
 	cost += (uint64_t)llround(left / full);
 	s->stream[st] = start + cost;
 	if (start > s->copy_to[way])

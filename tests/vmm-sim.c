@@ -240,6 +240,40 @@ static void h200_duplex(void)
 }
 
 /*
+ * The h200 profile's launch window: the host issues launch_window
+ * launches on the compute stream at issue_ns each and goes on; the next
+ * one waits until the first has ended, as the cuda backend waits for the
+ * oldest of its timed launches. Copies do not count.
+ */
+static void launch_window(void)
+{
+	const struct tp_sim_profile *p = &tp_sim_profile_h200;
+	const uint64_t cost = 1000000, issue = p->issue_ns;
+	const unsigned w = p->launch_window;
+	struct tp_vmm *vmm;
+	uint64_t t0, ahead;
+	char why[256];
+
+	vmm = vt_open("sim", 2u << 20, "vmm.sim.profile=h200,vmm.map_ahead=off",
+		      why, sizeof(why));
+	if (!vmm)
+		bail_out("h200: %s", why);
+	t0 = tp_vmm_now_ns(vmm);
+	for (unsigned i = 0; i < w; i++)
+		tp_vmm_launch(vmm, TP_STREAM_COMPUTE, cost, NULL, NULL);
+	ahead = tp_vmm_now_ns(vmm) - t0;
+	ok(w > 0 && ahead == w * issue,
+	   "h200: %u launches of 1 ms cost the host their issue alone (%llu ns)",
+	   w, (unsigned long long)ahead);
+	tp_vmm_launch(vmm, TP_STREAM_COMPUTE, cost, NULL, NULL);
+	ok(tp_vmm_now_ns(vmm) - t0 == issue + cost,
+	   "h200: launch %u waits for the first to end (host at %llu ns, want %llu)",
+	   w + 1, (unsigned long long)(tp_vmm_now_ns(vmm) - t0),
+	   (unsigned long long)(issue + cost));
+	tp_vmm_close(vmm);
+}
+
+/*
  * The h200 profile's convolutions: the fastest algorithms' scratch
  * (1780/392 of the largest tensor) within vmm.workspace_max; under a
  * bound below it, an algorithm taking the bound (at least the leanest's
@@ -321,7 +355,7 @@ int main(void)
 	void *a, *b;
 	uintptr_t r1, r2;
 
-	plan_tests(28);
+	plan_tests(30);
 	vmm = vt_open("sim", CHUNK, OPTS, why, sizeof(why));
 	if (!vmm || tp_vmm_pool_create(vmm, 16 * CHUNK))
 		bail_out("%s", why);
@@ -365,6 +399,7 @@ int main(void)
 
 	h100();
 	h200_duplex();
+	launch_window();
 	workspace();
 	return exit_status();
 }

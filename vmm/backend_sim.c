@@ -98,6 +98,13 @@ struct sim_backend {
 	uint64_t driver_granule;	/* bytes a driver cost covers */
 	bool sync;			/* vmm.sim.sync: the host waits for
 					 * each launch on the compute stream */
+	/*
+	 * When the compute stream's last launches end, oldest first
+	 * (profile->launch_window of them at most): the host waits for
+	 * the oldest before it issues one past the window.
+	 */
+	uint64_t *window;
+	unsigned window_head, window_count;
 	double bytes_per_ns;		/* GB/s == bytes/ns */
 	const struct tp_sim_profile *profile;	/* NULL: the keys' costs */
 	/*
@@ -548,6 +555,34 @@ static void sim_host_free(struct tp_vmm *vmm, void *p, size_t len)
 }
 
 /*
+ * The launch window (profile->launch_window): before the host issues a
+ * launch past it, it waits until the oldest launch in it has ended.
+ */
+static void window_wait(struct sim_backend *s)
+{
+	unsigned w = s->profile->launch_window;
+
+	pthread_mutex_lock(&s->lock);
+	if (s->window_count == w) {
+		s->host = max_u64(s->host, s->window[s->window_head]);
+		s->window_head = (s->window_head + 1) % w;
+		s->window_count--;
+	}
+	pthread_mutex_unlock(&s->lock);
+}
+
+static void window_push(struct sim_backend *s)
+{
+	unsigned w = s->profile->launch_window;
+
+	pthread_mutex_lock(&s->lock);
+	s->window[(s->window_head + s->window_count) % w] =
+		s->stream[TP_STREAM_COMPUTE];
+	s->window_count++;
+	pthread_mutex_unlock(&s->lock);
+}
+
+/*
  * There is no data to compute on: the work is its cost. @fn is not called
  * (it would be handed addresses that must not be dereferenced).
  */
@@ -559,7 +594,11 @@ static int sim_launch(struct tp_vmm *vmm, enum tp_stream st, uint64_t cost_ns,
 	/* The host issues the op, then the stream runs it. */
 	if (s->profile)
 		charge_host(vmm, s->profile->issue_ns);
+	if (st == TP_STREAM_COMPUTE && s->window)
+		window_wait(s);
 	run_on(s, st, cost_ns);
+	if (st == TP_STREAM_COMPUTE && s->window)
+		window_push(s);
 	if (s->sync && st == TP_STREAM_COMPUTE) {
 		pthread_mutex_lock(&s->lock);
 		s->host = max_u64(s->host, s->stream[st]);
@@ -810,8 +849,18 @@ static int sim_open(struct tp_vmm *vmm, const struct tp_vmm_conf *conf)
 		s->copy_latency_ns = s->profile->copy_latency_ns;
 		s->bytes_per_ns = s->profile->link_bytes_per_ns;
 	}
+	if (s->profile && s->profile->launch_window && !s->sync) {
+		s->window = calloc(s->profile->launch_window,
+				   sizeof(*s->window));
+		if (!s->window) {
+			pthread_mutex_destroy(&s->lock);
+			free(s);
+			return -ENOMEM;
+		}
+	}
 	if (s->bytes_per_ns <= 0) {
 		pthread_mutex_destroy(&s->lock);
+		free(s->window);
 		free(s);
 		return -EINVAL;
 	}
@@ -824,6 +873,7 @@ static void sim_close(struct tp_vmm *vmm)
 	struct sim_backend *s = sb(vmm);
 
 	pthread_mutex_destroy(&s->lock);
+	free(s->window);
 	free(s);
 	vmm->priv = NULL;
 }

@@ -74,6 +74,13 @@ struct tp_sim_profile {
 	/* Host time to issue one op (the launch API and the library). */
 	uint64_t issue_ns;
 	/*
+	 * Launches on the compute stream the host may have in flight: the
+	 * cuda backend times each with a pair of events and, past this many
+	 * pairs pending, waits for the oldest (lineage/op_timing.c), so
+	 * the host runs at most this far ahead of the device. 0: no bound.
+	 */
+	unsigned launch_window;
+	/*
 	 * The scratch a convolution's fastest algorithms take, per byte of
 	 * its largest tensor (0: none); that of the leanest, and how many
 	 * times as long the convolution takes with it. Under a

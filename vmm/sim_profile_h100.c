@@ -52,6 +52,7 @@ const struct tp_sim_profile tp_sim_profile_h100 = {
 	.d2d_bytes_per_ns = 2100.0 * 3.35 / 4.8,
 	.d2d_latency_ns = 4600,
 	.issue_ns = H100_ISSUE_NS,
+	.launch_window = 64,
 	/* The H100 took the same 1780 MiB workspace at batch 128. */
 	.conv_workspace = 1780.0 / 392.0,
 	/*

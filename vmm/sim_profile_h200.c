@@ -84,6 +84,7 @@ const struct tp_sim_profile tp_sim_profile_h200 = {
 	.d2d_bytes_per_ns = 2100.0,
 	.d2d_latency_ns = 4600,
 	.issue_ns = H200_ISSUE_NS,
+	.launch_window = 64,
 	/*
 	 * tpager-train's ResNet-50 (batch 128) took a 1780 MiB workspace for
 	 * the convolutions cuDNN chose, whose largest tensors are 392 MiB

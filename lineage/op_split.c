@@ -101,6 +101,28 @@ static size_t rows_need(struct split_run *r, size_t r0, size_t r1)
 }
 
 /*
+ * A streaming input's rows from @r2 on, not read yet in this pass, leave
+ * for host swap (never evicted: tp_pager_hold_rows()), to come back a
+ * part at a time. A pass before this one brought them back and left them
+ * resident while room lasted; pinned by the part the op holds, the
+ * tensor is no victim, and the room its unread rows take is none the
+ * pager can find. Where they came from host swap, the swap cache still
+ * holds their copies: leaving copies nothing.
+ */
+static void drop_unread_rows(struct split_run *r, size_t r2)
+{
+	for (unsigned k = 0; k < r->n_in; k++) {
+		struct split_io *io = &r->in[k];
+		size_t off = r2 * io->row_bytes;
+
+		if (io->stream && tp_split_first_use(r, k) &&
+		    off < io->t->bytes)
+			tp_pager_offload_range(r->pg, io->t, off,
+					       io->t->bytes - off);
+	}
+}
+
+/*
  * Make room for rows [@r1, @r2) (of the cut outputs, and of the streaming
  * inputs, which may come back from swap) from the cut inputs' rows before
  * @r1, those of the part that ended, [@r0, @r1), held yet by a streaming
@@ -151,6 +173,8 @@ static void drop_read_rows(struct split_run *r, size_t r0, size_t r1,
 		if (r->out[k].row_bytes)
 			tp_pager_rows_done(r->pg, r->out[k].t, 0,
 					   r0 * r->out[k].row_bytes, true);
+	if (!tp_pager_fits_now(r->pg, need))
+		drop_unread_rows(r, r2);
 }
 
 /*

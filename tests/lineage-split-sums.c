@@ -32,6 +32,7 @@
  */
 struct mix_params {
 	uint32_t rows, cols;
+	uint32_t wide;		/* rowcenter: y as wide as x */
 };
 
 static unsigned long launches, summing, bad;
@@ -64,10 +65,22 @@ static void write_rows(const struct mix_params *p, const float *x,
 	}
 }
 
+/* rowcenter's y rows: (x - m) w, elementwise; @first as write_rows(). */
+static void center_rows(const struct mix_params *p, const float *x,
+			const float *w, size_t n, bool first, float *m,
+			float *y)
+{
+	for (uint32_t j = 0; first && j < p->cols; j++)
+		m[j] = (float)((double)m[j] / p->rows);
+	for (size_t i = 0; i < n * p->cols; i++)
+		y[i] = (x[i] - m[i % p->cols]) * w[i % p->cols];
+}
+
 static int mix_launch(const struct tp_op_launch *l)
 {
 	const struct mix_params *p = l->params;
 	size_t row = p->cols * sizeof(float), n = l->rows ? l->rows : p->rows;
+	size_t y_row = p->wide ? row : sizeof(float);
 	bool last = !l->sums || l->pass + 1 == l->passes;
 	const float *x = l->in[0], *w = l->in[1];
 	float *y = l->out[0], *m = l->out[1];
@@ -76,7 +89,7 @@ static int mix_launch(const struct tp_op_launch *l)
 	summing += l->sums;
 	if (l->in_bytes[0] != n * row || l->out_bytes[1] != row ||
 	    (l->sums && l->passes != 2) ||
-	    (last ? !y || l->out_bytes[0] != n * sizeof(float) :
+	    (last ? !y || l->out_bytes[0] != n * y_row :
 		    y || l->out_bytes[0])) {
 		bad++;
 		return -EINVAL;
@@ -88,7 +101,10 @@ static int mix_launch(const struct tp_op_launch *l)
 	/* part 0 of parts that read every row: x's rows from row 0 on */
 	if (!l->sums && !l->part)
 		add_rows(p, x, p->rows, true, m);
-	write_rows(p, x, w, n, !l->row0, m, y);
+	if (p->wide)
+		center_rows(p, x, w, n, !l->row0, m, y);
+	else
+		write_rows(p, x, w, n, !l->row0, m, y);
 	return 0;
 }
 
@@ -127,41 +143,12 @@ static const struct tp_op_type mix_sums = {
 };
 
 /*
- * rowcenter(x[rows][cols], w[cols]) -> y[rows][cols], m[cols]: m as
- * rowmix's, y[r][j] = (x[r][j] - m[j]) w[j]. Cut: x, y, rows as wide:
- * the last pass's parts need as much room for y as for x.
+ * rowcenter (mix_params.wide): rowmix's m, y[rows][cols] with y[r][j] =
+ * (x[r][j] - m[j]) w[j]. Cut: x, y, rows as wide: the last pass's parts
+ * need as much room for y as for x.
  */
-static int center_launch(const struct tp_op_launch *l)
-{
-	const struct mix_params *p = l->params;
-	size_t row = p->cols * sizeof(float), n = l->rows ? l->rows : p->rows;
-	bool last = !l->sums || l->pass + 1 == l->passes;
-	const float *x = l->in[0], *w = l->in[1];
-	float *y = l->out[0], *m = l->out[1];
-
-	launches++;
-	summing += l->sums;
-	if (l->in_bytes[0] != n * row || l->out_bytes[1] != row ||
-	    (last ? !y || l->out_bytes[0] != n * row :
-		    y || l->out_bytes[0])) {
-		bad++;
-		return -EINVAL;
-	}
-	if (l->sums && !l->pass) {
-		add_rows(p, x, n, !l->row0, m);
-		return 0;
-	}
-	if (!l->sums && !l->part)
-		add_rows(p, x, p->rows, true, m);
-	for (uint32_t j = 0; !l->row0 && j < p->cols; j++)
-		m[j] = (float)((double)m[j] / p->rows);
-	for (size_t i = 0; i < n * p->cols; i++)
-		y[i] = (x[i] - m[i % p->cols]) * w[i % p->cols];
-	return 0;
-}
-
 static const struct tp_op_type center_sums = {
-	.name = "rowcenter", .launch = center_launch,
+	.name = "rowcenter", .launch = mix_launch,
 	.flags = TP_OP_SPLITTABLE, .split = sums_split,
 };
 
@@ -187,8 +174,7 @@ static struct run run_op(const char *conf, const struct mix_params *mp,
 	size_t row = mp->cols * sizeof(float);
 	struct run r = { .ctx = tp_ctx_create(conf) };
 	struct tp_tensor *in[2], *out[2] = { NULL, NULL };
-	size_t ob[2] = { type == &center_sums ? mp->rows * row :
-			 mp->rows * sizeof(float), row };
+	size_t ob[2] = { mp->rows * (mp->wide ? row : sizeof(float)), row };
 
 	if (!r.ctx)
 		bail_out("tp_ctx_create: %s", strerror(errno));
@@ -278,7 +264,7 @@ int main(void)
 	 * host swap (they failed at 11 and 12 chunks, fitting at 10).
 	 */
 	{
-		struct mix_params tall = { 32, COLS };	/* x, y: 8 chunks */
+		struct mix_params tall = { 32, COLS, 1 };	/* x, y: 8 chunks */
 		unsigned fits = 0, same = 0, tries = 0;
 		char failed[128] = "";
 

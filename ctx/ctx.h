@@ -30,7 +30,7 @@ struct tp_ctx {
 	struct tp_pager *pager;
 	struct tp_lineage *lineage;
 	struct tp_policy *policy;
-	char last_error[256];
+	char last_error[512];		/* tp_error()'s message and the errno's */
 	/* tp_iteration_begin/end: counted here, told to the policy. */
 	uint64_t iterations;		/* completed */
 	bool in_iteration;

@@ -32,7 +32,7 @@ TP_API const char *tp_last_error(struct tp_ctx *ctx)
 void tp_ctx_error(struct tp_ctx *ctx, int err, const char *fmt, ...)
 {
 	va_list ap;
-	char msg[200];
+	char msg[448];
 
 	va_start(ap, fmt);
 	vsnprintf(msg, sizeof(msg), fmt, ap);

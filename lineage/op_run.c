@@ -20,6 +20,7 @@
  * struct op_run, whose in-place and split paths share the steps.
  */
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -275,6 +276,35 @@ static bool beyond_room(struct op_run *o, const size_t *out_bytes,
 	return need > tp_pager_room_pages(pg) + own;
 }
 
+/*
+ * Where an op in parts found no room: the first input that has evicted
+ * pages, which a part cannot take by its rows alone but only once its
+ * producer is replayed whole (or in parts of its own), and what that
+ * replay's operands take. "" when every input was there to be read.
+ */
+static void regen_note(const struct op_run *o, unsigned n_in, char *buf,
+		       size_t len)
+{
+	buf[0] = 0;
+	for (unsigned k = 0; k < n_in; k++) {
+		const struct tp_tensor *t = o->in[k];
+		const struct tp_lin_rec *rec = t->lin.rec;
+		double bytes = 0;
+
+		if (!tp_pager_has_evicted(t) || !rec)
+			continue;
+		for (unsigned j = 0; j < rec->n_in; j++)
+			bytes += (double)rec->in[j].t->bytes;
+		for (unsigned j = 0; j < rec->n_out; j++)
+			bytes += (double)rec->out_bytes[j];
+		snprintf(buf, len, "; input %u (tensor %llu) comes back whole, by a replay of %s on %.1f MiB of operands",
+			 k, (unsigned long long)t->id,
+			 rec->type->name ? rec->type->name : "its op",
+			 bytes / (1 << 20));
+		return;
+	}
+}
+
 static int run_split(struct op_run *o, const void *params, size_t params_len,
 		     const size_t *out_bytes, unsigned n_in, unsigned n_out,
 		     const struct tp_op_split *cut, unsigned parts,
@@ -309,11 +339,15 @@ static int run_split(struct op_run *o, const void *params, size_t params_len,
 	}
 	if (ret == -ENOMEM) {
 		struct tp_pager *pg = o->lin->pg;
+		char note[256];
 
-		/* What others hold is what a user can act on. */
-		tp_error(&o->lin->errors, ret, "tp_op_run(%s): did not fit whole, nor in parts of its %zu rows (%zu of the budget's %zu pages not held by others)",
+		/* What others hold is what a user can act on; and where an
+		 * input must come back whole, that replay. */
+		regen_note(o, n_in, note, sizeof(note));
+		tp_error(&o->lin->errors, ret, "tp_op_run(%s): did not fit whole, nor in parts of its %zu rows (%zu of the budget's %zu pages not held by others%s)",
 			 name, cut->rows, tp_pager_room_pages(pg),
-			 tp_pager_span_pages(pg, 0, tp_pager_budget_bytes(pg)));
+			 tp_pager_span_pages(pg, 0, tp_pager_budget_bytes(pg)),
+			 note);
 	}
 	else if (ret)
 		tp_error(&o->lin->errors, ret, "tp_op_run(%s): a part of a split run failed",

@@ -156,13 +156,54 @@ static void resumed(int fail, void *const *y)
 	tp_ctx_destroy(r.ctx);
 }
 
+/*
+ * fan2(y) where y = scale(x) was evicted, with x, and a tensor of 16
+ * chunks is held beside: a part cannot take y by its rows (scale replays
+ * whole), and y's replay (x and y, 32 chunks) finds no room in the 24 of
+ * 40 left. The op fails, saying which input comes back whole and by what
+ * replay; y is left evicted, as it was.
+ */
+static void whole_replay_named(void)
+{
+	struct tops_gen_params gp = { 11, ROWS * COLS };
+	struct tops_scale_params sp = { 3.0f, 0.5f };
+	struct tp_ctx *ctx = tp_ctx_create(CONF("2560K", ""));
+	struct tp_tensor *x = NULL, *y = NULL, *held = NULL;
+	struct tp_tensor *out[2] = { NULL, NULL };
+	size_t ob[2] = { BYTES, BYTES };
+	char want[128];
+	int ret;
+
+	if (!ctx ||
+	    tp_op_run(ctx, &tops_gen, &gp, sizeof(gp), NULL, 0, &x,
+		      &(size_t){ BYTES }, 1) ||
+	    tp_op_run(ctx, &tops_scale, &sp, sizeof(sp), &x, 1, &y,
+		      &(size_t){ BYTES }, 1) ||
+	    tp_tensor_evict(ctx, y) || tp_tensor_evict(ctx, x) ||
+	    !(held = tp_tensor_create(ctx, BYTES, 0)) ||
+	    !tp_tensor_acquire(ctx, held, TP_WRITE))
+		bail_out("setting up y = scale(x): %s",
+			 ctx ? tp_last_error(ctx) : strerror(errno));
+	ret = tp_op_run(ctx, &fan2, NULL, 0, &y, 1, out, ob, 2);
+	snprintf(want, sizeof(want),
+		 "input 0 (tensor %llu) comes back whole, by a replay of scale on 2.0 MiB of operands",
+		 (unsigned long long)y->id);
+	ok(ret == -ENOMEM && strstr(tp_last_error(ctx), want),
+	   "y evicted, its replay too big: -ENOMEM naming y and scale (%s)",
+	   tp_last_error(ctx));
+	ok(!out[0] && !out[1] && y->evicted_pages == y->nr_pages && !y->pins &&
+	   !y->rows_held, "no output made; y left evicted, held by no one");
+	tp_tensor_release(ctx, held);
+	tp_ctx_destroy(ctx);
+}
+
 int main(void)
 {
 	struct run ref, r, full;
 	void *x0, *y[2];
 	struct tp_stats st;
 
-	plan_tests(15);
+	plan_tests(17);
 	ref = run(CONF("64M", ""));
 	if (ref.ret)
 		bail_out("the whole run: %s", tp_last_error(ref.ctx));
@@ -206,6 +247,7 @@ int main(void)
 	tp_ctx_destroy(r.ctx);
 	resumed(0, y);
 	resumed((int)st.split_parts / 2, y);
+	whole_replay_named();
 
 	tp_ctx_destroy(ref.ctx);
 	free(x0);

@@ -141,11 +141,29 @@ static void charge_host(struct tp_vmm *vmm, uint64_t ns)
 	pthread_mutex_unlock(&s->lock);
 }
 
-/* Run @cost on stream @st: it starts once stream and host are there. */
+/*
+ * Run @cost on stream @st: it starts once stream and host are there. On
+ * the compute stream the host first waits, past the launch window
+ * (profile->launch_window), for the oldest launch in it to end, and with
+ * vmm.sim.sync for this one.
+ */
 static void run_on(struct sim_backend *s, enum tp_stream st, uint64_t cost)
 {
+	bool compute = st == TP_STREAM_COMPUTE;
+	unsigned w = compute && s->window ? s->profile->launch_window : 0;
+
 	pthread_mutex_lock(&s->lock);
+	if (w && s->window_count == w) {
+		s->host = max_u64(s->host, s->window[s->window_head]);
+		s->window_head = (s->window_head + 1) % w;
+		s->window_count--;
+	}
 	s->stream[st] = max_u64(s->stream[st], s->host) + cost;
+	if (w)
+		s->window[(s->window_head + s->window_count++) % w] =
+			s->stream[st];
+	if (compute && s->sync)
+		s->host = s->stream[st];
 	pthread_mutex_unlock(&s->lock);
 }
 
@@ -555,34 +573,6 @@ static void sim_host_free(struct tp_vmm *vmm, void *p, size_t len)
 }
 
 /*
- * The launch window (profile->launch_window): before the host issues a
- * launch past it, it waits until the oldest launch in it has ended.
- */
-static void window_wait(struct sim_backend *s)
-{
-	unsigned w = s->profile->launch_window;
-
-	pthread_mutex_lock(&s->lock);
-	if (s->window_count == w) {
-		s->host = max_u64(s->host, s->window[s->window_head]);
-		s->window_head = (s->window_head + 1) % w;
-		s->window_count--;
-	}
-	pthread_mutex_unlock(&s->lock);
-}
-
-static void window_push(struct sim_backend *s)
-{
-	unsigned w = s->profile->launch_window;
-
-	pthread_mutex_lock(&s->lock);
-	s->window[(s->window_head + s->window_count) % w] =
-		s->stream[TP_STREAM_COMPUTE];
-	s->window_count++;
-	pthread_mutex_unlock(&s->lock);
-}
-
-/*
  * There is no data to compute on: the work is its cost. @fn is not called
  * (it would be handed addresses that must not be dereferenced).
  */
@@ -594,16 +584,7 @@ static int sim_launch(struct tp_vmm *vmm, enum tp_stream st, uint64_t cost_ns,
 	/* The host issues the op, then the stream runs it. */
 	if (s->profile)
 		charge_host(vmm, s->profile->issue_ns);
-	if (st == TP_STREAM_COMPUTE && s->window)
-		window_wait(s);
 	run_on(s, st, cost_ns);
-	if (st == TP_STREAM_COMPUTE && s->window)
-		window_push(s);
-	if (s->sync && st == TP_STREAM_COMPUTE) {
-		pthread_mutex_lock(&s->lock);
-		s->host = max_u64(s->host, s->stream[st]);
-		pthread_mutex_unlock(&s->lock);
-	}
 	return 0;
 }
 

@@ -20,12 +20,22 @@ bool tp_lineage_can_regenerate(struct tp_lineage *lin,
 	return t->computable && n && rec && rec->replayable && !n->severed;
 }
 
+double tp_lin_rec_bytes(const struct tp_lin_rec *rec)
+{
+	double bytes = 0;
+	unsigned k;
+
+	for (k = 0; k < rec->n_in; k++)
+		bytes += (double)rec->in[k].t->bytes;
+	for (k = 0; k < rec->n_out; k++)
+		bytes += (double)rec->out_bytes[k];
+	return bytes;
+}
+
 double tp_lineage_regen_bytes(struct tp_lineage *lin,
 			      const struct tp_tensor *t, bool *by_rows)
 {
 	const struct tp_lin_rec *rec = t->lin.rec;
-	double bytes = 0;
-	unsigned k;
 
 	*by_rows = false;
 	/* A flag before the record's checks and its walk. */
@@ -33,11 +43,7 @@ double tp_lineage_regen_bytes(struct tp_lineage *lin,
 	    !tp_lineage_can_regenerate(lin, t))
 		return 0;
 	*by_rows = true;
-	for (k = 0; k < rec->n_in; k++)
-		bytes += (double)rec->in[k].t->bytes;
-	for (k = 0; k < rec->n_out; k++)
-		bytes += (double)rec->out_bytes[k];
-	return bytes;
+	return tp_lin_rec_bytes(rec);
 }
 
 static bool can_regenerate_cb(void *priv, const struct tp_tensor *t)

@@ -357,6 +357,9 @@ static inline bool tp_lin_is_cut(uint64_t mask, unsigned k)
 	return k < 64 && (mask >> k) & 1;
 }
 
+/* The bytes @rec's inputs and outputs take: what a replay of it holds. */
+double tp_lin_rec_bytes(const struct tp_lin_rec *rec);
+
 /**
  * tp_lin_split_cut() - whether a run of @type with these params, inputs
  * and output sizes may run in parts, and how (@s): splittable, not in place, the

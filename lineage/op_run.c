@@ -289,18 +289,13 @@ static void regen_note(const struct op_run *o, unsigned n_in, char *buf,
 	for (unsigned k = 0; k < n_in; k++) {
 		const struct tp_tensor *t = o->in[k];
 		const struct tp_lin_rec *rec = t->lin.rec;
-		double bytes = 0;
 
 		if (!tp_pager_has_evicted(t) || !rec)
 			continue;
-		for (unsigned j = 0; j < rec->n_in; j++)
-			bytes += (double)rec->in[j].t->bytes;
-		for (unsigned j = 0; j < rec->n_out; j++)
-			bytes += (double)rec->out_bytes[j];
 		snprintf(buf, len, "; input %u (tensor %llu) comes back whole, by a replay of %s on %.1f MiB of operands",
 			 k, (unsigned long long)t->id,
 			 rec->type->name ? rec->type->name : "its op",
-			 bytes / (1 << 20));
+			 tp_lin_rec_bytes(rec) / (1 << 20));
 		return;
 	}
 }

@@ -54,6 +54,8 @@ TP_API void *tp_tensor_acquire_range(struct tp_ctx *ctx, struct tp_tensor *t,
 		errno = ret < 0 ? -ret : ret;
 		return NULL;
 	}
+	/* Where the user was told it is, it stays (pager.move_evicted). */
+	tp_pager_address_given(t);
 	return addr;
 }
 

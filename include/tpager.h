@@ -468,6 +468,11 @@ struct tp_stats {
 	 * them: work issued before they were made */
 	uint64_t maps_ahead;
 	uint64_t gate_waits;
+	/* pager.move_evicted: evictions that left their range mapped in
+	 * the range cache, and tensors backed by such a range (a new
+	 * tensor, or one coming back) instead of mapping their own */
+	uint64_t ranges_moved;
+	uint64_t ranges_adopted;
 };
 
 /** tp_stats_get() - a snapshot of the context's counters. */

@@ -206,9 +206,13 @@ int tp_pager_rereserve(struct tp_pager *pg, struct tp_tensor *t)
 	if (!t->unreserved)
 		return 0;
 	ret = tp_vmm_reserve(pg->vmm, t->nr_pages * pg->chunk, &t->va);
-	if (!ret)
-		t->unreserved = false;
-	return ret;
+	if (ret)
+		return ret;
+	t->unreserved = false;
+	/* A live tensor moved out of its range is found at its new one. */
+	if (!t->dead)
+		tp_lookup_add_tensor(pg, t);
+	return 0;
 }
 
 void tp_pager_cand_update(struct tp_pager *pg, struct tp_tensor *t)

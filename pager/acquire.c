@@ -239,12 +239,21 @@ static int back_range(struct tp_pager *pg, struct tp_tensor *t, size_t first,
 			(*need)++;
 	if (!*need)
 		return 0;
+	/* A range of its size kept mapped serves the whole tensor. */
+	if (*need == t->nr_pages && tp_range_cache_adopt(pg, t))
+		return 0;
 	if (mode & TP_ACQ_NO_RECLAIM) {
 		tp_vmm_reap(pg->vmm);
 		ret = tp_vmm_chunks_fit(pg->vmm, *need) ? 0 : -ENOMEM;
 	} else {
-		ret = tp_pager_make_room(pg, *need);
+		ret = tp_pager_make_room_for(pg, t, *need);
 	}
+	if (ret)
+		return ret;
+	/* The room made may be a range of its size. */
+	if (*need == t->nr_pages && tp_range_cache_adopt(pg, t))
+		return 0;
+	ret = tp_pager_rereserve(pg, t);
 	if (ret)
 		return ret;
 	return tp_pager_back_pages(pg, t, first, last, discard, false);
@@ -314,11 +323,6 @@ static int acquire(struct tp_pager *pg, struct tp_tensor *t, size_t off,
 		pg->victim.on_acquire(pg->victim.priv, t);
 	if (t->slab)
 		return acquire_slab(pg, t, off, addr);
-	if (t->unreserved) {
-		ret = tp_pager_rereserve(pg, t);
-		if (ret)
-			return ret;
-	}
 	first = off / pg->chunk;
 	last = (off + len - 1) / pg->chunk;
 	if (tp_vmm_pool_contiguous(pg->vmm))
@@ -422,6 +426,11 @@ int tp_pager_release(struct tp_pager *pg, struct tp_tensor *t, size_t off,
  * from them nor @t itself may be regenerated from what the user is
  * about to overwrite.
  */
+void tp_pager_address_given(struct tp_tensor *t)
+{
+	t->addr_shown = true;
+}
+
 int tp_pager_user_acquire(struct tp_pager *pg, struct tp_tensor *t, size_t off,
 			size_t len, unsigned mode, void **addr)
 {

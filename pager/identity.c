@@ -40,7 +40,12 @@ int tp_pager_swap_identity(struct tp_pager *pg, struct tp_tensor *a,
 	SWAP(a->prefetched, b->prefetched);
 	SWAP(a->last_use, b->last_use);
 	SWAP(a->lk, b->lk);
+	SWAP(a->own_range, b->own_range);
 #undef SWAP
+	if (a->own_range)
+		a->own_range->owner = a;
+	if (b->own_range)
+		b->own_range->owner = b;
 	/* Each node array keeps its keys (addresses) and changes owner. */
 	a->lk->t = a;
 	b->lk->t = b;

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * The ways a tensor's pages leave and come back ahead of use: offload to
- * host swap, evict, prefetch.
+ * host swap, prefetch (eviction: evict.c).
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -11,7 +11,7 @@
 #include "pager/pager_int.h"
 
 /* A prefetched tensor leaving again before anyone used it. */
-static void note_leave(struct tp_pager *pg, struct tp_tensor *t)
+void tp_pager_note_leave(struct tp_pager *pg, struct tp_tensor *t)
 {
 	if (t->prefetched) {
 		pg->c.prefetch_wasted++;
@@ -225,7 +225,7 @@ static int copy_finish(struct tp_pager *pg, struct tp_event *ev,
  * Before @t's pages leave (offload, evict): -EBUSY while pinned, else
  * its copies in flight have landed.
  */
-static int settle_to_leave(struct tp_pager *pg, struct tp_tensor *t)
+int tp_pager_settle_to_leave(struct tp_pager *pg, struct tp_tensor *t)
 {
 	if (t->pins)
 		return -EBUSY;
@@ -299,7 +299,7 @@ static int offload_span(struct tp_pager *pg, struct tp_tensor *t,
 		tp_tracer_copy(pg->tracer, TP_STREAM_D2H, false, t->id,
 			       bytes, t0, (uint64_t)pg->swap.used * pg->chunk);
 		pg->c.offloads++;
-		note_leave(pg, t);
+		tp_pager_note_leave(pg, t);
 		tp_pager_inflight_add(pg, t);
 	}
 	tp_pager_cand_update(pg, t);
@@ -322,7 +322,7 @@ int tp_pager_offload(struct tp_pager *pg, struct tp_tensor *t)
 
 	if (!tp_pager_can_offload(t))
 		return -EPERM;
-	ret = settle_to_leave(pg, t);
+	ret = tp_pager_settle_to_leave(pg, t);
 	if (ret || !t->resident_pages)
 		return ret;
 	return offload_span(pg, t, &s);
@@ -426,82 +426,6 @@ void tp_pager_writeback_run(struct tp_pager *pg)
 		return;
 	if (pg->victim.writeback_pick(pg->victim.priv, &t, 1) == 1)
 		tp_pager_writeback(pg, t);
-}
-
-int tp_pager_evict(struct tp_pager *pg, struct tp_tensor *t)
-{
-	return tp_pager_evict_part(pg, t, SIZE_MAX);
-}
-
-/* Evict the unpinned resident pages of @t in [@first, @last], @most. */
-static int evict_pages(struct tp_pager *pg, struct tp_tensor *t, size_t first,
-		       size_t last, size_t most)
-{
-	struct tp_event *ev;
-	size_t before;
-	int ret;
-
-	if (!t->resident_pages)
-		return 0;
-	ev = tp_pager_leave_fence(pg, t);
-	if (!ev)
-		return -errno;
-	before = t->resident_pages;
-	ret = tp_pager_unmap_range(pg, t, first, last, ev, TP_UNMAP_EVICT,
-				   most);
-	tp_vmm_event_put(pg->vmm, ev);
-	if (t->resident_pages != before) {
-		pg->c.evictions++;
-		if (t->resident_pages)
-			pg->c.partial_evictions++;
-		tp_tracer_evict(pg->tracer, t->id,
-				(uint64_t)(before - t->resident_pages) * pg->chunk,
-				(uint64_t)pg->swap.used * pg->chunk);
-		note_leave(pg, t);
-	}
-	tp_pager_cand_update(pg, t);
-	return ret;
-}
-
-int tp_pager_evict_part(struct tp_pager *pg, struct tp_tensor *t, size_t most)
-{
-	int ret;
-
-	if (!tp_pager_can_evict(pg, t))
-		return -EPERM;
-	ret = settle_to_leave(pg, t);
-	if (ret)
-		return ret;
-	return evict_pages(pg, t, 0, t->nr_pages - 1, most);
-}
-
-int tp_pager_evict_range(struct tp_pager *pg, struct tp_tensor *t, size_t off,
-			 size_t len)
-{
-	if (!len || off > t->bytes || len > t->bytes - off)
-		return -EINVAL;
-	if (!tp_pager_can_evict(pg, t))
-		return -EPERM;
-	return tp_pager_evict_range_checked(pg, t, off, len);
-}
-
-int tp_pager_evict_range_checked(struct tp_pager *pg, struct tp_tensor *t,
-				 size_t off, size_t len)
-{
-	size_t first, last;
-	int ret;
-
-	if (!len || off > t->bytes || len > t->bytes - off)
-		return -EINVAL;
-	if (t->slab || tp_vmm_pool_contiguous(pg->vmm))
-		return -EPERM;
-	if (!tp_pager_pages_inside(pg, t, off, len, &first, &last))
-		return 0;
-	tp_pager_poll(pg);
-	ret = tp_pager_settle(pg, t, first, last);
-	if (ret)
-		return ret;
-	return evict_pages(pg, t, first, last, SIZE_MAX);
 }
 
 /*

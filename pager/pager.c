@@ -58,6 +58,7 @@ void tp_pager_set_conf(struct tp_pager *pg, const struct tp_pager_conf *pc)
 	/* The options read while running; the rest were used at creation. */
 	pg->conf.range_cache = pc->range_cache;
 	pg->conf.range_cache_freed = pc->range_cache_freed;
+	pg->conf.move_evicted = pc->move_evicted;
 	pg->conf.range_cache_max = pc->range_cache_max;
 	pg->conf.rescue = pc->rescue;
 	pg->conf.work_limit = pc->work_limit;

@@ -33,6 +33,7 @@ struct tp_pager_conf {
 	/* run_time: */
 	bool range_cache;		/* pager.range_cache */
 	bool range_cache_freed;		/* pager.range_cache_freed */
+	bool move_evicted;		/* pager.move_evicted */
 	uint64_t range_cache_max;	/* pager.range_cache_max, bytes */
 	bool rescue;			/* pager.rescue */
 	int64_t work_limit;		/* pager.work_limit */
@@ -94,6 +95,12 @@ int tp_pager_release(struct tp_pager *pg, struct tp_tensor *t, size_t off,
  */
 int tp_pager_user_acquire(struct tp_pager *pg, struct tp_tensor *t,
 			  size_t off, size_t len, unsigned mode, void **addr);
+/*
+ * tp_pager_address_given() - the user holds @t's address (an acquire of
+ * the API returned it): @t stays at it for good, never moved out of its
+ * range by an eviction (pager.move_evicted).
+ */
+void tp_pager_address_given(struct tp_tensor *t);
 
 /*
  * tp_pager_note_use() - with ordered reuse, remember that the work issued

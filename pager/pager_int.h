@@ -114,6 +114,9 @@ struct tp_cached_range {
 	uintptr_t va;
 	size_t nr_pages;
 	struct tp_event *last_use;	/* its tensor's, or NULL */
+	/* The evicted tensor whose bytes it still holds (pager.move_evicted),
+	 * which a rescue gives them back to; NULL once free memory. */
+	struct tp_tensor *owner;
 	struct tp_chunk *chunks[];
 };
 
@@ -168,6 +171,7 @@ struct tp_pager_counters {
 	uint64_t writebacks, cache_offloads;
 	uint64_t bytes_d2h, bytes_h2d, stall_ns, compute_ns;
 	uint64_t cache_hits, cache_misses;
+	uint64_t ranges_moved, ranges_adopted;	/* pager.move_evicted */
 	uint64_t held_peak;
 	uint64_t copy_d2h_ns, copy_h2d_ns;
 	uint64_t swap_full;
@@ -307,6 +311,12 @@ void tp_pager_error(struct tp_pager *pg, int err, const char *fmt, ...);
  */
 bool tp_pager_evictable(struct tp_pager *pg, const struct tp_tensor *t);
 bool tp_pager_can_evict(struct tp_pager *pg, const struct tp_tensor *t);
+/* A tensor's pages leave: a prefetch of it that was never used is
+ * counted wasted. */
+void tp_pager_note_leave(struct tp_pager *pg, struct tp_tensor *t);
+/* Before @t's pages leave (offload, evict): -EBUSY while pinned, else its
+ * copies in flight have landed. */
+int tp_pager_settle_to_leave(struct tp_pager *pg, struct tp_tensor *t);
 /* tp_pager_evict_range() once the caller has checked that it may. */
 int tp_pager_evict_range_checked(struct tp_pager *pg, struct tp_tensor *t,
 				 size_t off, size_t len);
@@ -572,6 +582,13 @@ int tp_pager_make_room_ahead(struct tp_pager *pg, struct tp_tensor *t,
  * known up front, nothing is moved).
  */
 int tp_pager_make_room(struct tp_pager *pg, size_t n);
+/*
+ * tp_pager_make_room_for() - tp_pager_make_room() for @n pages of @t: where
+ * they are all of @t and @t may take a cached range (pager.move_evicted),
+ * a range of its size, one a victim just left say, is room enough.
+ */
+int tp_pager_make_room_for(struct tp_pager *pg, const struct tp_tensor *t,
+			   size_t n);
 
 /**
  * tp_pager_watermark() - above pager.high_watermark, start releasing down
@@ -637,6 +654,31 @@ bool tp_range_cache_put_dead(struct tp_pager *pg, struct tp_tensor *t);
  */
 bool tp_range_cache_get(struct tp_pager *pg, struct tp_tensor *t);
 /* Unmap and release the oldest cached range. Return: chunks freed or 0. */
+/**
+ * tp_range_cache_put_evicted() - evict @t, resident whole, by moving its
+ * range, mapped, into the cache (pager.move_evicted): the next tensor of
+ * its size takes it with no driver call. @t keeps no address until it
+ * comes back. False where @t may not move (its address was given to the
+ * user, it is pinned or in flight...): evict it the usual way.
+ */
+bool tp_range_cache_put_evicted(struct tp_pager *pg, struct tp_tensor *t);
+/**
+ * tp_range_cache_adopt() - back the whole of @t, none of whose pages
+ * hold data on the device or in host swap, with a cached range of its
+ * size, in place of its own range. False where none fits or @t may not
+ * move.
+ */
+bool tp_range_cache_adopt(struct tp_pager *pg, struct tp_tensor *t);
+/**
+ * tp_range_cache_rescue() - give @t, moved out of its range by an
+ * eviction, that range back while no one has taken it: its bytes are
+ * still there. Return: the pages rescued (all of @t's, or 0).
+ */
+size_t tp_range_cache_rescue(struct tp_pager *pg, struct tp_tensor *t);
+/* Whether tp_range_cache_adopt() would back @t now. */
+bool tp_range_cache_fits(struct tp_pager *pg, const struct tp_tensor *t);
+/* tp_range_cache_forget() - @t goes: its moved range is free memory. */
+void tp_range_cache_forget(struct tp_tensor *t);
 size_t tp_range_cache_shrink(struct tp_pager *pg);
 void tp_range_cache_fini(struct tp_pager *pg);
 

@@ -285,7 +285,8 @@ static int wait_pending(struct tp_pager *pg)
  * nothing is waited for (-EAGAIN: the room is still on its way back).
  */
 static int free_chunks(struct tp_pager *pg, size_t n,
-		       const struct tp_tensor *ahead_of)
+		       const struct tp_tensor *ahead_of,
+		       const struct tp_tensor *whole)
 {
 	struct tp_vmm *vmm = pg->vmm;
 	struct skipped s = { 0 };
@@ -300,6 +301,9 @@ static int free_chunks(struct tp_pager *pg, size_t n,
 		/* Contiguous pool: enough free is not enough, it must be
 		 * one run (contig_pool.c). */
 		if (tp_vmm_chunks_fit(vmm, n))
+			break;
+		/* A range of its size, a victim's say, is its room whole. */
+		if (whole && tp_range_cache_fits(pg, whole))
 			break;
 		/* Free memory kept mapped goes before anything waits. */
 		if (tp_range_cache_shrink(pg))
@@ -418,14 +422,16 @@ static size_t room_have(struct tp_pager *pg)
 	       pg->cache.chunks + pg->slabs.idle + prefetch_pages(pg);
 }
 
-static int make_room(struct tp_pager *pg, size_t n)
+static int make_room(struct tp_pager *pg, size_t n,
+		     const struct tp_tensor *whole)
 {
 	struct tp_vmm *vmm = pg->vmm;
 	size_t have;
 	int ret;
 
 	tp_vmm_reap(vmm);
-	if (tp_vmm_chunks_fit(vmm, n))
+	if (tp_vmm_chunks_fit(vmm, n) ||
+	    (whole && tp_range_cache_fits(pg, whole)))
 		return 0;
 	/*
 	 * Cached ranges are free memory kept mapped, and the first to go
@@ -446,7 +452,7 @@ static int make_room(struct tp_pager *pg, size_t n)
 	     !reclaimable(pg, n - have, swap_droppable(pg, SIZE_MAX, false))))
 		ret = -ENOMEM;
 	else
-		ret = free_chunks(pg, n, NULL);
+		ret = free_chunks(pg, n, NULL, whole);
 	if (ret == -ENOMEM) {
 		have = room_have(pg);
 		/* Blame the swap only where its room is what fell short. */
@@ -462,7 +468,18 @@ int tp_pager_make_room(struct tp_pager *pg, size_t n)
 	int ret;
 
 	tp_pager_work_begin(pg);
-	ret = make_room(pg, n);
+	ret = make_room(pg, n, NULL);
+	tp_pager_work_end(pg);
+	return ret;
+}
+
+int tp_pager_make_room_for(struct tp_pager *pg, const struct tp_tensor *t,
+			   size_t n)
+{
+	int ret;
+
+	tp_pager_work_begin(pg);
+	ret = make_room(pg, n, n == t->nr_pages ? t : NULL);
 	tp_pager_work_end(pg);
 	return ret;
 }
@@ -514,7 +531,7 @@ int tp_pager_make_room_ahead(struct tp_pager *pg, struct tp_tensor *t,
 	t->pins++;
 	tp_pager_cand_update(pg, t);
 	tp_pager_work_begin(pg);
-	ret = free_chunks(pg, n, t);
+	ret = free_chunks(pg, n, t, NULL);
 	tp_pager_work_end(pg);
 	t->pins--;
 	tp_pager_cand_update(pg, t);

@@ -139,8 +139,9 @@ size_t tp_pager_rescue(struct tp_pager *pg, struct tp_tensor *t,
 	 * looks (it reserves a new range), and the range's release would
 	 * take their addresses away under them.
 	 */
-	if (t->slab || t->unreserved || t->resident_pages == t->nr_pages ||
-	    !pg->conf.rescue)
+	if (t->unreserved)
+		return tp_range_cache_rescue(pg, t);
+	if (t->slab || t->resident_pages == t->nr_pages || !pg->conf.rescue)
 		return 0;
 	got = calloc(last - first + 1, sizeof(*got));
 	if (!got)

@@ -52,6 +52,8 @@ void tp_pager_stats(struct tp_pager *pg, struct tp_stats *st)
 	st->stall_ns = pg->c.stall_ns;
 	st->compute_ns = pg->c.compute_ns;
 	st->range_cache_hits = pg->c.cache_hits;
+	st->ranges_moved = pg->c.ranges_moved;
+	st->ranges_adopted = pg->c.ranges_adopted;
 	st->range_cache_misses = pg->c.cache_misses;
 	st->driver_calls = 0;
 	st->driver_ns = 0;

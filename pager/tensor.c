@@ -197,8 +197,9 @@ void tp_pager_tensor_put(struct tp_pager *pg, struct tp_tensor *t)
 	if (--t->refs)
 		return;
 	tp_pager_cand_update(pg, t);
-	if (!t->dead)
+	if (!t->dead && !t->unreserved)
 		tp_lookup_del_tensor(pg, t);
+	tp_range_cache_forget(t);
 	if (t->pol_prefetch)
 		tp_pager_prefetch_answer(pg, t, false);
 	if (pg->victim.forget)
@@ -241,7 +242,8 @@ int tp_pager_tensor_free(struct tp_pager *pg, struct tp_tensor *t)
 	    pg->victim.settle_on_free &&
 	    pg->victim.settle_on_free(pg->victim.priv))
 		pg->regen.settle(pg->regen.priv, t);
-	tp_lookup_del_tensor(pg, t);
+	if (!t->unreserved)
+		tp_lookup_del_tensor(pg, t);
 	t->dead = true;
 	/*
 	 * Lineage hears of every free, slab tensors included. A slab tensor

@@ -18,10 +18,11 @@ struct tp_event;
 struct tp_page;
 struct tp_lnodes;
 struct tp_slab;
+struct tp_cached_range;
 
 struct tp_tensor {
 	/* --- shared --------------------------------------------------- */
-	uintptr_t va;			/* stable device address */
+	uintptr_t va;			/* device address (see addr_shown) */
 	size_t bytes;			/* size given at creation */
 	size_t nr_pages;		/* chunks covering bytes (1 in a slab) */
 	unsigned flags;			/* TP_* flags */
@@ -84,7 +85,12 @@ struct tp_tensor {
 	unsigned rows_held;		/* ops in parts reading its rows:
 					 * offload only (tp_pager_hold_rows) */
 	bool dead;			/* the user freed it */
-	bool unreserved;		/* dead, memory gone: va released */
+	bool unreserved;		/* memory gone with its range: no va
+					 * (dead, or moved: range cache) */
+	bool addr_shown;		/* the user was given its address
+					 * (tp_tensor_acquire): it stays */
+	struct tp_cached_range *own_range; /* moved: where its bytes are,
+					 * until taken (pager.move_evicted) */
 	bool candidate;			/* offered to the victim ops */
 	bool prefetched;		/* reloaded by prefetch, not yet used */
 	bool pol_prefetch;		/* owes the victim ops a prefetch_done */

@@ -421,6 +421,7 @@ static void print_json_run(const char *name, unsigned batch,
 	       ",\"range_cache_misses\":%" PRIu64 ",\"policy_ns\":%" PRIu64
 	       ",\"handles\":%" PRIu64 ",\"recarves\":%" PRIu64
 	       ",\"rescued_pages\":%" PRIu64
+	       ",\"ranges_moved\":%" PRIu64 ",\"ranges_adopted\":%" PRIu64
 	       ",\"split_runs\":%" PRIu64 ",\"split_parts\":%" PRIu64
 	       ",\"host_peak\":%" PRIu64 ",\"host_limit\":%" PRIu64
 	       ",\"driver_calls_per_step\":%.1f,\"driver_s_per_step\":%.6f"
@@ -431,7 +432,7 @@ static void print_json_run(const char *name, unsigned batch,
 	       r->st.recompute_ns, r->st.compute_ns, r->st.driver_calls,
 	       r->st.driver_ns, r->st.range_cache_misses, r->st.policy_ns,
 	       r->st.handles, r->st.recarves, r->st.rescued_pages,
-	       r->st.split_runs, r->st.split_parts, r->st.host_peak,
+	       r->st.ranges_moved, r->st.ranges_adopted, r->st.split_runs, r->st.split_parts, r->st.host_peak,
 	       r->host_limit, r->driver_calls, r->driver_s, r->bg_calls,
 	       r->bg_s);
 	/* Only where the compute stream is timed: on the device or sim. */

@@ -104,6 +104,7 @@ static void take_range(struct tp_pager *pg, struct tp_tensor *t,
 {
 	disown(r);
 	t->va = r->va;
+	t->unreserved = false;		/* the range comes with the chunks */
 	if (t->last_use)
 		tp_vmm_event_put(pg->vmm, t->last_use);
 	t->last_use = r->last_use;
@@ -163,7 +164,6 @@ size_t tp_range_cache_rescue(struct tp_pager *pg, struct tp_tensor *t)
 	if (!t->own_range || !pg->conf.rescue)
 		return 0;
 	take_range(pg, t, t->own_range);
-	t->unreserved = false;
 	if (!t->dead)
 		tp_lookup_add_tensor(pg, t);
 	pg->c.rescued_pages += n;
@@ -212,7 +212,6 @@ bool tp_range_cache_adopt(struct tp_pager *pg, struct tp_tensor *t)
 		tp_vmm_release(pg->vmm, t->va, t->nr_pages * pg->chunk);
 	}
 	take_range(pg, t, r);
-	t->unreserved = false;
 	tp_lookup_add_tensor(pg, t);
 	pg->c.ranges_adopted++;
 	return true;

@@ -24,12 +24,12 @@ unset TPAGER_CONF TPAGER_OPTS
 progs="vmm-remap vmm-pool vmm-extents vmm-release-behind vmm-copy vmm-inject vmm-elapsed
        vmm-map-ahead
        pager-basic pager-cache pager-faults pager-hooks pager-limits
-       pager-slab pager-states pager-stress pager-swap-blocks pager-swap-cache
+       pager-move pager-slab pager-states pager-stress pager-swap-blocks pager-swap-cache
        pager-threads"
 # Again with every map made late (the driver's calls slowed), so that
 # work a stream was not made to wait for finds its memory unmapped.
-late="pager-basic pager-faults pager-states pager-stress pager-swap-cache
-      pager-threads"
+late="pager-basic pager-faults pager-move pager-states pager-stress
+      pager-swap-cache pager-threads"
 echo "1..$(echo $progs $late | wc -w)"
 n=0
 run() {

@@ -101,14 +101,16 @@ int tp_lin_launch(struct tp_lineage *lin, const struct tp_op_type *type,
 	if (!tp_vmm_has_data(vmm)) {
 		*ns = prior;
 		span = tp_tracer_op_begin(tr);
-		ret = tp_vmm_launch(vmm, TP_STREAM_COMPUTE, prior, NULL, NULL);
+		ret = tp_vmm_launch_op(vmm, TP_STREAM_COMPUTE, type->name,
+				       prior, NULL, NULL);
 		tp_tracer_op_end(tr, span, type->name, recompute, !ret, work);
 		return ret;
 	}
 	a.l.stream = tp_vmm_stream_handle(vmm, TP_STREAM_COMPUTE);
 	timed = a.l.stream && !tp_lin_timing_begin(lin);
 	span = tp_tracer_op_begin(tr);
-	ret = tp_vmm_launch(vmm, TP_STREAM_COMPUTE, prior, launch_fn, &a);
+	ret = tp_vmm_launch_op(vmm, TP_STREAM_COMPUTE, type->name, prior,
+			       launch_fn, &a);
 	if (!ret && a.ret)
 		ret = a.ret;
 	tp_tracer_op_end(tr, span, type->name, recompute, !ret, work);

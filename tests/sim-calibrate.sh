@@ -4,9 +4,13 @@
 # known law: a free fit finds it; --launch-max-us holds the launch term
 # and keeps each op's total; --gemm-tflops prices the GEMMs at one rate;
 # an op the GPU did not time is charged by bytes alone; a trace without
-# steps is refused with a message.
+# steps is refused with a message. scripts/sim-issue-calibrate on a trace
+# with the host's tracks: an op's issue time is its spans less the waits
+# inside them, launches without a span at --default-us, the first step
+# left out; a trace without the host's tracks is refused.
 top_srcdir=${top_srcdir:-.}
 cal="$(cd "$top_srcdir" && pwd)/scripts/sim-calibrate"
+issue="$(cd "$top_srcdir" && pwd)/scripts/sim-issue-calibrate"
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/tp-sim-calibrate.XXXXXX") || exit 1
 trap 'rm -rf "$tmp"' EXIT
 
@@ -49,7 +53,7 @@ field() {
 }
 near() { python3 -c "import sys; a, b, e = map(float, sys.argv[1:]); sys.exit(abs(a - b) > e * abs(b))" "$1" "$2" "$3"; }
 
-echo "1..9"
+echo "1..13"
 python3 "$cal" "$tmp/gpu.json" "$tmp/sim.json" -o "$tmp/free.inc" > "$tmp/free.out" 2>&1
 ok $? "a free fit runs"
 ok $(near "$(field conv2d 1 "$tmp/free.inc")" 50000 0.01 &&
@@ -77,3 +81,46 @@ python3 "$cal" "$tmp/nosteps.json" "$tmp/sim.json" -o "$tmp/x.inc" > "$tmp/noste
 rc=$?
 ok $([ $rc != 0 ] && grep -q 'no step' "$tmp/nosteps.out" && [ ! -e "$tmp/x.inc" ] && echo 0 || echo 1) \
 	"a trace without steps is refused with a message, nothing written ($(tail -n 1 "$tmp/nosteps.out"))"
+
+# Three steps, the first dearer (left out): each issues conv2d_bwd twice
+# in 400 us spans with a 100 us wait in each (a 300 us issue), relu 4
+# times, twice in 150 us spans and twice under 100 us (no span), and
+# synth_image with no span; one step's conv2d_bwd is a replay.
+python3 - "$tmp" <<'PY'
+import json, sys
+d = sys.argv[1]
+tracks = {1: 'compute', 2: 'host: ops issued (over 100 us)',
+          3: 'host: waits on the device'}
+ev = [{'ph': 'M', 'name': 'thread_name', 'pid': 1, 'tid': t,
+       'args': {'name': n}} for t, n in tracks.items()]
+ts = 0.0
+def x(tid, name, dur):
+    ev.append({'ph': 'X', 'name': name, 'pid': 1, 'tid': tid, 'ts': ts,
+               'dur': dur, 'cat': 'op'})
+for step in range(3):
+    x(1, 'synth_image', 10); ts += 20
+    for i in range(2):
+        span = 4000 if step == 0 else 400
+        x(2, 'conv2d_bwd', span)
+        ts += 50; x(3, 'waits for maps made ahead', 100); ts += span - 50
+        x(1, 'conv2d_bwd (recompute)' if step == 2 and i else 'conv2d_bwd', 30)
+        ts += 40
+    for i in range(4):
+        if i < 2:
+            x(2, 'relu', 150); ts += 160
+        x(1, 'relu', 5); ts += 10
+json.dump({'traceEvents': ev}, open(d + '/host.json', 'w'))
+json.dump({'traceEvents': [e for e in ev if e.get('tid') == 1]},
+          open(d + '/nohost.json', 'w'))
+PY
+python3 "$issue" "$tmp/host.json" -o "$tmp/issue.inc" --source host.json > "$tmp/issue.out" 2>&1
+ok $? "sim-issue-calibrate runs ($(tail -n 2 "$tmp/issue.out" | head -n 1))"
+ok $(grep -q '{ "conv2d_bwd", 300000 },' "$tmp/issue.inc" && echo 0 || echo 1) \
+	"conv2d_bwd: its 400 us spans less their 100 us waits, replays counted, the first step left out ($(grep conv2d_bwd "$tmp/issue.inc"))"
+ok $(grep -q '{ "relu", 80000 },' "$tmp/issue.inc" && grep -q '{ "synth_image", 10000 },' "$tmp/issue.inc" && echo 0 || echo 1) \
+	"relu: two 150 us spans and two launches at 10 us, 80 us each; synth_image at 10 us"
+python3 "$issue" "$tmp/nohost.json" -o "$tmp/y.inc" > "$tmp/nohost.out" 2>&1
+rc=$?
+ok $([ $rc != 0 ] && grep -q 'no "host: ops issued' "$tmp/nohost.out" && [ ! -e "$tmp/y.inc" ] && echo 0 || echo 1) \
+	"a trace without the host's tracks is refused, nothing written ($(tail -n 1 "$tmp/nohost.out"))"
+

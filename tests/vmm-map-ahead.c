@@ -294,7 +294,7 @@ static void body(struct tp_vmm *vmm, const char *name)
 		ret = tp_vmm_chunks_take(vmm, d, NR);
 		ret = ret ?: tp_vmm_map_ahead(vmm, vb, d, NR);
 		/* the pages land later on the played thread's clock */
-		vmm->ops->launch(vmm, TP_STREAM_H2D, 0, NULL, NULL);
+		vmm->ops->launch(vmm, TP_STREAM_H2D, NULL, 0, NULL, NULL);
 		ret = ret ?: vmm->ops->copy_h2d(vmm, vb, buf, len,
 						TP_STREAM_H2D);
 		ok(ret == -EINVAL && !tp_vmm_stream_sync(vmm, TP_STREAM_H2D),

@@ -274,6 +274,40 @@ static void launch_window(void)
 }
 
 /*
+ * The h200 profile's host time to issue an op, by the op's name: a
+ * backward convolution's from its table, an op it does not name and work
+ * of no op's at the profile's issue_ns.
+ */
+static void issue_by_name(void)
+{
+	const struct tp_sim_profile *p = &tp_sim_profile_h200;
+	uint64_t t0, conv, other, none;
+	struct tp_vmm *vmm;
+	char why[256];
+
+	vmm = vt_open("sim", 2u << 20, "vmm.sim.profile=h200,vmm.map_ahead=off",
+		      why, sizeof(why));
+	if (!vmm)
+		bail_out("h200: %s", why);
+	t0 = tp_vmm_now_ns(vmm);
+	tp_vmm_launch_op(vmm, TP_STREAM_COMPUTE, "conv2d_bwd", 0, NULL, NULL);
+	conv = tp_vmm_now_ns(vmm) - t0;
+	t0 += conv;
+	tp_vmm_launch_op(vmm, TP_STREAM_COMPUTE, "no_such_op", 0, NULL, NULL);
+	other = tp_vmm_now_ns(vmm) - t0;
+	t0 += other;
+	tp_vmm_launch(vmm, TP_STREAM_COMPUTE, 0, NULL, NULL);
+	none = tp_vmm_now_ns(vmm) - t0;
+	ok(conv == tp_sim_issue_ns(p, "conv2d_bwd") && conv > 20 * p->issue_ns,
+	   "h200: a backward convolution keeps the host %llu ns to issue",
+	   (unsigned long long)conv);
+	ok(other == p->issue_ns && none == p->issue_ns,
+	   "h200: an op the table does not name, and no op, %llu and %llu ns",
+	   (unsigned long long)other, (unsigned long long)none);
+	tp_vmm_close(vmm);
+}
+
+/*
  * The h200 profile's convolutions: the fastest algorithms' scratch
  * (1780/392 of the largest tensor) within vmm.workspace_max; under a
  * bound below it, an algorithm taking the bound (at least the leanest's
@@ -355,7 +389,7 @@ int main(void)
 	void *a, *b;
 	uintptr_t r1, r2;
 
-	plan_tests(30);
+	plan_tests(32);
 	vmm = vt_open("sim", CHUNK, OPTS, why, sizeof(why));
 	if (!vmm || tp_vmm_pool_create(vmm, 16 * CHUNK))
 		bail_out("%s", why);
@@ -400,6 +434,7 @@ int main(void)
 	h100();
 	h200_duplex();
 	launch_window();
+	issue_by_name();
 	workspace();
 	return exit_status();
 }

@@ -556,8 +556,8 @@ static void cuda_host_free(struct tp_vmm *vmm, void *p, size_t len)
 }
 
 /* Launch functions enqueue their own kernels on the stream handle. */
-static int cuda_launch(struct tp_vmm *vmm, enum tp_stream s, uint64_t cost_ns,
-		       int (*fn)(void *arg), void *arg)
+static int cuda_launch(struct tp_vmm *vmm, enum tp_stream s, const char *name,
+		       uint64_t cost_ns, int (*fn)(void *arg), void *arg)
 {
 	return fn ? fn(arg) : 0;
 }

@@ -446,8 +446,8 @@ static int host_stream_sync(struct tp_vmm *vmm, enum tp_stream s)
 	return 0;
 }
 
-static int host_launch(struct tp_vmm *vmm, enum tp_stream s, uint64_t cost_ns,
-		       int (*fn)(void *arg), void *arg)
+static int host_launch(struct tp_vmm *vmm, enum tp_stream s, const char *name,
+		       uint64_t cost_ns, int (*fn)(void *arg), void *arg)
 {
 	struct host_backend *h = hb(vmm);
 	int ret = 0;

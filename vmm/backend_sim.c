@@ -576,14 +576,14 @@ static void sim_host_free(struct tp_vmm *vmm, void *p, size_t len)
  * There is no data to compute on: the work is its cost. @fn is not called
  * (it would be handed addresses that must not be dereferenced).
  */
-static int sim_launch(struct tp_vmm *vmm, enum tp_stream st, uint64_t cost_ns,
-		      int (*fn)(void *arg), void *arg)
+static int sim_launch(struct tp_vmm *vmm, enum tp_stream st, const char *name,
+		      uint64_t cost_ns, int (*fn)(void *arg), void *arg)
 {
 	struct sim_backend *s = sb(vmm);
 
 	/* The host issues the op, then the stream runs it. */
 	if (s->profile)
-		charge_host(vmm, s->profile->issue_ns);
+		charge_host(vmm, tp_sim_issue_ns(s->profile, name));
 	run_on(s, st, cost_ns);
 	return 0;
 }

@@ -71,3 +71,11 @@ uint64_t tp_sim_op_ns(const struct tp_sim_profile *p, const char *name,
 		ns += bytes / c->bytes_per_ns;
 	return (uint64_t)llround(ns);
 }
+
+uint64_t tp_sim_issue_ns(const struct tp_sim_profile *p, const char *name)
+{
+	for (size_t i = 0; name && i < p->nr_issue; i++)
+		if (!strcmp(p->issue[i].name, name))
+			return p->issue[i].issue_ns;
+	return p->issue_ns;
+}

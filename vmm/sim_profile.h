@@ -38,6 +38,13 @@ struct tp_sim_op_cost {
 	double bytes_per_ns;
 };
 
+/* The host's time to issue an op (the launch API, the kernels library and
+ * the library's own work at the launch). */
+struct tp_sim_issue_cost {
+	const char *name;
+	uint64_t issue_ns;
+};
+
 struct tp_sim_profile {
 	const char *name;
 	const char *device;		/* what it was measured on */
@@ -71,8 +78,10 @@ struct tp_sim_profile {
 	uint64_t copy_latency_ns;
 	double d2d_bytes_per_ns;
 	uint64_t d2d_latency_ns;
-	/* Host time to issue one op (the launch API and the library). */
+	/* Host time to issue an op: by name, else @issue_ns. */
 	uint64_t issue_ns;
+	const struct tp_sim_issue_cost *issue;
+	size_t nr_issue;
 	/*
 	 * Launches on the compute stream the host may have in flight: the
 	 * cuda backend times each with a pair of events and, past this many
@@ -113,5 +122,11 @@ uint64_t tp_sim_handle_ns(const struct tp_sim_profile *p,
  */
 uint64_t tp_sim_op_ns(const struct tp_sim_profile *p, const char *name,
 		      double flops, double bytes);
+
+/**
+ * tp_sim_issue_ns() - the host's time to issue op @name (NULL: work of no
+ * op's), by the profile's table, else its time for any op.
+ */
+uint64_t tp_sim_issue_ns(const struct tp_sim_profile *p, const char *name);
 
 #endif /* TP_VMM_SIM_PROFILE_H */

@@ -9,7 +9,9 @@
  * 10 ms of copies queued on a stream, an unmap took 62 us (13.3 idle)
  * and a set access 52 us (19.4 idle), on 2 MiB handles. The op
  * fits come from the GPU-timed ops of tpager-train's ResNet-50 (batch
- * 128) on that machine, by scripts/sim-calibrate.
+ * 128) on that machine, by scripts/sim-calibrate; the host's time to
+ * issue them from a later trace of batch 102 (scripts/calib/), by
+ * scripts/sim-issue-calibrate.
  */
 #include "config.h"
 
@@ -28,6 +30,7 @@ static const struct tp_sim_handle_cost h200_handle[] = {
 };
 
 #include "vmm/sim_profile_h200_ops.inc"
+#include "vmm/sim_profile_h200_issue.inc"
 
 const struct tp_sim_profile tp_sim_profile_h200 = {
 	.name = "h200",
@@ -84,6 +87,15 @@ const struct tp_sim_profile tp_sim_profile_h200 = {
 	.d2d_bytes_per_ns = 2100.0,
 	.d2d_latency_ns = 4600,
 	.issue_ns = H200_ISSUE_NS,
+	/*
+	 * The issuing thread's own time in each op's launch, less its
+	 * waits, from a trace of ResNet-50 at batch 102 in 4 GiB on that
+	 * machine (2026-11-27; scripts/sim-issue-calibrate): a backward
+	 * convolution's two cuDNN calls and their descriptors kept it
+	 * 0.83 ms on average, a forward one 0.41 ms.
+	 */
+	.issue = h200_issue,
+	.nr_issue = sizeof(h200_issue) / sizeof(h200_issue[0]),
 	.launch_window = 64,
 	/*
 	 * tpager-train's ResNet-50 (batch 128) took a 1780 MiB workspace for

@@ -1149,6 +1149,12 @@ void tp_vmm_host_free(struct tp_vmm *vmm, void *p, size_t len)
 int tp_vmm_launch(struct tp_vmm *vmm, enum tp_stream s, uint64_t cost_ns,
 		  int (*fn)(void *arg), void *arg)
 {
+	return tp_vmm_launch_op(vmm, s, NULL, cost_ns, fn, arg);
+}
+
+int tp_vmm_launch_op(struct tp_vmm *vmm, enum tp_stream s, const char *name,
+		     uint64_t cost_ns, int (*fn)(void *arg), void *arg)
+{
 	int ret;
 
 	if ((unsigned)s >= TP_NR_STREAMS)
@@ -1160,7 +1166,7 @@ int tp_vmm_launch(struct tp_vmm *vmm, enum tp_stream s, uint64_t cost_ns,
 		return ret;
 	if (!vmm->ops->launch)
 		return fn ? fn(arg) : 0;
-	return vmm->ops->launch(vmm, s, cost_ns, fn, arg);
+	return vmm->ops->launch(vmm, s, name, cost_ns, fn, arg);
 }
 
 void *tp_vmm_stream_handle(struct tp_vmm *vmm, enum tp_stream s)

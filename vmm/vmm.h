@@ -267,11 +267,12 @@ struct tp_vmm_ops {
 	 * sim advances @s by @cost_ns and does not call @fn, which would be
 	 * given addresses that must not be dereferenced; cuda enqueues
 	 * nothing: the launch function enqueues its own kernels on the
-	 * stream handle).
+	 * stream handle). @name: the op's type, or NULL (work of no op's;
+	 * sim charges the host's time to issue it by it).
 	 * Optional; NULL means run @fn directly.
 	 */
-	int (*launch)(struct tp_vmm *vmm, enum tp_stream s, uint64_t cost_ns,
-		      int (*fn)(void *arg), void *arg);
+	int (*launch)(struct tp_vmm *vmm, enum tp_stream s, const char *name,
+		      uint64_t cost_ns, int (*fn)(void *arg), void *arg);
 	/*
 	 * Optional: the device time of op @name doing work @w by the
 	 * backend's model of its device (the sim's profile).
@@ -677,6 +678,9 @@ void tp_vmm_host_free(struct tp_vmm *vmm, void *p, size_t len);
 
 int tp_vmm_launch(struct tp_vmm *vmm, enum tp_stream s, uint64_t cost_ns,
 		  int (*fn)(void *arg), void *arg);
+/* tp_vmm_launch() of op @name's work (NULL: of no op's). */
+int tp_vmm_launch_op(struct tp_vmm *vmm, enum tp_stream s, const char *name,
+		     uint64_t cost_ns, int (*fn)(void *arg), void *arg);
 void *tp_vmm_stream_handle(struct tp_vmm *vmm, enum tp_stream s);
 uint64_t tp_vmm_now_ns(struct tp_vmm *vmm);
 

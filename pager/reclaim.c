@@ -139,6 +139,9 @@ struct skipped {
 	size_t n, cap;
 	/* a victim could not be offloaded for want of host swap */
 	bool swap_short;
+	/* the tensor the room is for, whole, if it may take a cached
+	 * range (tp_pager_make_room_for) */
+	const struct tp_tensor *room_for;
 };
 
 /* Keep @t out of this round: it was chosen and could not leave. */
@@ -241,6 +244,14 @@ static int send_victim(struct tp_pager *pg, size_t need, bool ahead,
 		return -ENOENT;
 	/* A partial eviction takes only what is lacking. */
 	most = how == TP_LEAVE_EVICT && partial_evict(pg) ? need : SIZE_MAX;
+	/*
+	 * But a victim of the size of the tensor the room is for leaves
+	 * whole: its range, moved, is that room (pager.move_evicted), and
+	 * the pages it would keep are regenerated with the rest anyway.
+	 */
+	if (most != SIZE_MAX && s->room_for &&
+	    v->nr_pages == s->room_for->nr_pages && pg->conf.move_evicted)
+		most = SIZE_MAX;
 	tp_pager_cand_drop(pg, v);
 	ret = tp_pager_leave(pg, v, how, most);
 	if (ret == -ENOSPC)
@@ -289,7 +300,7 @@ static int free_chunks(struct tp_pager *pg, size_t n,
 		       const struct tp_tensor *whole)
 {
 	struct tp_vmm *vmm = pg->vmm;
-	struct skipped s = { 0 };
+	struct skipped s = { .room_for = whole };
 	size_t free_now, pending, owed = 0, p0;
 	bool synced = false;
 	uint64_t wait, t0;

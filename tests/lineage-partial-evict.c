@@ -12,6 +12,9 @@
  *    before it starts on another tensor.
  *  - Off, the same request evicts the victim whole; auto turns it on only
  *    for delta-overlap with a filter that ranks by cost.
+ *  - With pager.move_evicted (off above), a victim of the requesting
+ *    tensor's size leaves whole all the same: the request takes its
+ *    range, and what it would have kept regenerates with the rest.
  */
 #include "config.h"
 
@@ -87,7 +90,7 @@ int main(void)
 	struct tp_stats st;
 	size_t i;
 
-	plan_tests(16);
+	plan_tests(19);
 	ref_x = malloc(bytes);
 	ref_z = malloc(bytes);
 	got = malloc(bytes);
@@ -96,7 +99,7 @@ int main(void)
 			    "pager.slab_fraction=0,pager.high_watermark=100,"
 			    "policy.filter=dtr,policy.director=evict,"
 			    "policy.partial_evict=on,policy.prefetch=0,"
-			    "policy.costs=model");
+			    "policy.costs=model,pager.move_evicted=0");
 	if (!ctx)
 		bail_out("tp_ctx_create: %s", strerror(errno));
 
@@ -166,6 +169,25 @@ int main(void)
 	ok(!partial("delta-overlap", "delta") && !partial("delta-overlap", "lru") &&
 	   !partial("delta", "dtr") && !partial("evict", "overlap"),
 	   "auto: off with a cost-blind filter or another director");
+
+	/* Moves on, partial eviction on: b's size is x's and z's. */
+	ok(!tp_ctl_set(ctx, "policy.partial_evict", "on") &&
+	   !tp_ctl_set(ctx, "policy.filter", "dtr") &&
+	   !tp_ctl_set(ctx, "policy.director", "evict") &&
+	   !tp_ctl_set(ctx, "pager.move_evicted", "1") &&
+	   !tp_tensor_free(ctx, b) && same(x, 0, bytes, ref_x) &&
+	   same(z, 0, bytes, ref_z) && !x->evicted_pages && !z->evicted_pages,
+	   "moves on; x and z resident");
+	st = stats();
+	b = fill(4);
+	ok(b && (x->evicted_pages == 4 || z->evicted_pages == 4) &&
+	   stats().partial_evictions == st.partial_evictions &&
+	   stats().ranges_adopted == st.ranges_adopted + 1,
+	   "a request of a victim's size takes it whole, and its range (%llu partial, %llu taken)",
+	   (unsigned long long)(stats().partial_evictions - st.partial_evictions),
+	   (unsigned long long)(stats().ranges_adopted - st.ranges_adopted));
+	ok(same(x, 0, bytes, ref_x) && same(z, 0, bytes, ref_z),
+	   "both regenerate right");
 
 	tp_ctx_destroy(ctx);
 	free(pa);

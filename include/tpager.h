@@ -6,7 +6,9 @@
  * physical memory is a pool of fixed-size chunks mapped into, and out of,
  * those ranges. Pages of a tensor are evicted (regenerated later by
  * replaying the ops that made them), offloaded to host swap, prefetched
- * back and split, while the tensor's address never changes.
+ * back and split, while an address given to the caller never changes
+ * (a tensor whose address no one was given may come back elsewhere after
+ * an eviction: pager.move_evicted).
  *
  * Conventions: functions that act return 0 or a negative errno; functions
  * that construct return a pointer, or NULL with errno set. A call that

@@ -675,8 +675,14 @@ bool tp_range_cache_adopt(struct tp_pager *pg, struct tp_tensor *t);
  * still there. Return: the pages rescued (all of @t's, or 0).
  */
 size_t tp_range_cache_rescue(struct tp_pager *pg, struct tp_tensor *t);
-/* Whether tp_range_cache_adopt() would back @t now. */
+/* Whether tp_range_cache_adopt() would back @t now; whether it may,
+ * should a range of its size be there. */
 bool tp_range_cache_fits(struct tp_pager *pg, const struct tp_tensor *t);
+bool tp_range_cache_may_adopt(const struct tp_pager *pg,
+			      const struct tp_tensor *t);
+/* Whether tp_range_cache_put_evicted() would move @t, evicted whole. */
+bool tp_range_cache_movable(const struct tp_pager *pg,
+			    const struct tp_tensor *t);
 /* tp_range_cache_forget() - @t goes: its moved range is free memory. */
 void tp_range_cache_forget(struct tp_tensor *t);
 size_t tp_range_cache_shrink(struct tp_pager *pg);

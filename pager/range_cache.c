@@ -134,15 +134,21 @@ bool tp_range_cache_get(struct tp_pager *pg, struct tp_tensor *t)
 static bool may_move(const struct tp_pager *pg, const struct tp_tensor *t)
 {
 	return pg->conf.move_evicted && pg->conf.range_cache &&
-	       !t->addr_shown && !t->dead && !t->slab && !t->rows_held && !t->inflight_pages &&
-	       !tp_vmm_pool_contiguous(pg->vmm);
+	       !t->addr_shown && !t->dead && !t->slab && !t->rows_held &&
+	       !t->inflight_pages && !tp_vmm_pool_contiguous(pg->vmm);
+}
+
+bool tp_range_cache_movable(const struct tp_pager *pg,
+			    const struct tp_tensor *t)
+{
+	return may_move(pg, t) && !t->pins;
 }
 
 bool tp_range_cache_put_evicted(struct tp_pager *pg, struct tp_tensor *t)
 {
 	struct tp_cached_range *r;
 
-	if (!may_move(pg, t) || t->pins)
+	if (!tp_range_cache_movable(pg, t))
 		return false;
 	r = cache_range(pg, t);
 	if (!r)
@@ -181,7 +187,8 @@ void tp_range_cache_forget(struct tp_tensor *t)
  * acquire under way, no address handed out yet while no page is
  * resident; pages that hold data elsewhere (host swap, a copy in flight)
  * come back by the usual way, into their own range. */
-static bool may_adopt(const struct tp_pager *pg, const struct tp_tensor *t)
+bool tp_range_cache_may_adopt(const struct tp_pager *pg,
+			      const struct tp_tensor *t)
 {
 	if (!may_move(pg, t) || t->resident_pages)
 		return false;
@@ -194,14 +201,15 @@ static bool may_adopt(const struct tp_pager *pg, const struct tp_tensor *t)
 
 bool tp_range_cache_fits(struct tp_pager *pg, const struct tp_tensor *t)
 {
-	return may_adopt(pg, t) && (t->own_range || find_range(pg, t->nr_pages));
+	return tp_range_cache_may_adopt(pg, t) &&
+	       (t->own_range || find_range(pg, t->nr_pages));
 }
 
 bool tp_range_cache_adopt(struct tp_pager *pg, struct tp_tensor *t)
 {
 	struct tp_cached_range *r;
 
-	if (!may_adopt(pg, t))
+	if (!tp_range_cache_may_adopt(pg, t))
 		return false;
 	/* Its own, if it is still there, leaves the others' bytes be. */
 	r = t->own_range ? t->own_range : find_range(pg, t->nr_pages);

@@ -250,7 +250,8 @@ static int send_victim(struct tp_pager *pg, size_t need, bool ahead,
 	 * the pages it would keep are regenerated with the rest anyway.
 	 */
 	if (most != SIZE_MAX && s->room_for &&
-	    v->nr_pages == s->room_for->nr_pages && pg->conf.move_evicted)
+	    v->nr_pages == s->room_for->nr_pages &&
+	    tp_range_cache_movable(pg, v))
 		most = SIZE_MAX;
 	tp_pager_cand_drop(pg, v);
 	ret = tp_pager_leave(pg, v, how, most);
@@ -490,7 +491,8 @@ int tp_pager_make_room_for(struct tp_pager *pg, const struct tp_tensor *t,
 	int ret;
 
 	tp_pager_work_begin(pg);
-	ret = make_room(pg, n, n == t->nr_pages ? t : NULL);
+	ret = make_room(pg, n, n == t->nr_pages &&
+			       tp_range_cache_may_adopt(pg, t) ? t : NULL);
 	tp_pager_work_end(pg);
 	return ret;
 }

@@ -239,6 +239,19 @@ static void h200_duplex(void)
 	tp_vmm_close(vmm);
 }
 
+/* The sim backend on the h200 profile, maps on the caller's thread. */
+static struct tp_vmm *open_h200(void)
+{
+	struct tp_vmm *vmm;
+	char why[256];
+
+	vmm = vt_open("sim", 2u << 20, "vmm.sim.profile=h200,vmm.map_ahead=off",
+		      why, sizeof(why));
+	if (!vmm)
+		bail_out("h200: %s", why);
+	return vmm;
+}
+
 /*
  * The h200 profile's launch window: the host issues launch_window
  * launches on the compute stream at issue_ns each and goes on; the next
@@ -250,14 +263,9 @@ static void launch_window(void)
 	const struct tp_sim_profile *p = &tp_sim_profile_h200;
 	const uint64_t cost = 1000000, issue = p->issue_ns;
 	const unsigned w = p->launch_window;
-	struct tp_vmm *vmm;
+	struct tp_vmm *vmm = open_h200();
 	uint64_t t0, ahead;
-	char why[256];
 
-	vmm = vt_open("sim", 2u << 20, "vmm.sim.profile=h200,vmm.map_ahead=off",
-		      why, sizeof(why));
-	if (!vmm)
-		bail_out("h200: %s", why);
 	t0 = tp_vmm_now_ns(vmm);
 	for (unsigned i = 0; i < w; i++)
 		tp_vmm_launch(vmm, TP_STREAM_COMPUTE, cost, NULL, NULL);
@@ -281,14 +289,9 @@ static void launch_window(void)
 static void issue_by_name(void)
 {
 	const struct tp_sim_profile *p = &tp_sim_profile_h200;
+	struct tp_vmm *vmm = open_h200();
 	uint64_t t0, conv, other, none;
-	struct tp_vmm *vmm;
-	char why[256];
 
-	vmm = vt_open("sim", 2u << 20, "vmm.sim.profile=h200,vmm.map_ahead=off",
-		      why, sizeof(why));
-	if (!vmm)
-		bail_out("h200: %s", why);
 	t0 = tp_vmm_now_ns(vmm);
 	tp_vmm_launch_op(vmm, TP_STREAM_COMPUTE, "conv2d_bwd", 0, NULL, NULL);
 	conv = tp_vmm_now_ns(vmm) - t0;

@@ -209,6 +209,9 @@ int tp_pager_rereserve(struct tp_pager *pg, struct tp_tensor *t)
 	if (ret)
 		return ret;
 	t->unreserved = false;
+	/* A moved tensor coming back elsewhere: its old range is free
+	 * memory (a link kept would outlive the state it describes). */
+	tp_range_cache_forget(t);
 	/* A live tensor moved out of its range is found at its new one. */
 	if (!t->dead)
 		tp_lookup_add_tensor(pg, t);

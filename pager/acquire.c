@@ -231,6 +231,7 @@ static int regenerate_evicted(struct tp_pager *pg, struct tp_tensor *t,
 static int back_range(struct tp_pager *pg, struct tp_tensor *t, size_t first,
 		      size_t last, bool discard, unsigned mode, size_t *need)
 {
+	bool whole;
 	int ret;
 
 	*need = 0;
@@ -239,19 +240,20 @@ static int back_range(struct tp_pager *pg, struct tp_tensor *t, size_t first,
 			(*need)++;
 	if (!*need)
 		return 0;
-	/* A range of its size kept mapped serves the whole tensor. */
-	if (*need == t->nr_pages && tp_range_cache_adopt(pg, t))
+	/* A range of its size kept mapped may serve the whole tensor. */
+	whole = *need == t->nr_pages && tp_range_cache_may_adopt(pg, t);
+	if (whole && tp_range_cache_adopt(pg, t))
 		return 0;
 	if (mode & TP_ACQ_NO_RECLAIM) {
 		tp_vmm_reap(pg->vmm);
 		ret = tp_vmm_chunks_fit(pg->vmm, *need) ? 0 : -ENOMEM;
 	} else {
-		ret = tp_pager_make_room_for(pg, t, *need);
+		ret = tp_pager_make_room_for(pg, whole ? t : NULL, *need);
 	}
 	if (ret)
 		return ret;
 	/* The room made may be a range of its size. */
-	if (*need == t->nr_pages && tp_range_cache_adopt(pg, t))
+	if (whole && tp_range_cache_adopt(pg, t))
 		return 0;
 	ret = tp_pager_rereserve(pg, t);
 	if (ret)
@@ -420,17 +422,17 @@ int tp_pager_release(struct tp_pager *pg, struct tp_tensor *t, size_t off,
 	return 0;
 }
 
+void tp_pager_address_given(struct tp_tensor *t)
+{
+	t->addr_shown = true;
+}
+
 /*
  * Pin [off, off + len) of @t for the user; for a write, lineage lets go
  * of @t's contents first (tp_regen_ops.on_write): neither what was made
  * from them nor @t itself may be regenerated from what the user is
  * about to overwrite.
  */
-void tp_pager_address_given(struct tp_tensor *t)
-{
-	t->addr_shown = true;
-}
-
 int tp_pager_user_acquire(struct tp_pager *pg, struct tp_tensor *t, size_t off,
 			size_t len, unsigned mode, void **addr)
 {

@@ -583,11 +583,12 @@ int tp_pager_make_room_ahead(struct tp_pager *pg, struct tp_tensor *t,
  */
 int tp_pager_make_room(struct tp_pager *pg, size_t n);
 /*
- * tp_pager_make_room_for() - tp_pager_make_room() for @n pages of @t: where
- * they are all of @t and @t may take a cached range (pager.move_evicted),
- * a range of its size, one a victim just left say, is room enough.
+ * tp_pager_make_room_for() - tp_pager_make_room() for @n pages, all of
+ * @whole where it is not NULL, a tensor that may take a cached range
+ * (tp_range_cache_may_adopt()): then a range of its size, one a victim
+ * just left say, is room enough.
  */
-int tp_pager_make_room_for(struct tp_pager *pg, const struct tp_tensor *t,
+int tp_pager_make_room_for(struct tp_pager *pg, const struct tp_tensor *whole,
 			   size_t n);
 
 /**
@@ -663,10 +664,10 @@ bool tp_range_cache_get(struct tp_pager *pg, struct tp_tensor *t);
  */
 bool tp_range_cache_put_evicted(struct tp_pager *pg, struct tp_tensor *t);
 /**
- * tp_range_cache_adopt() - back the whole of @t, none of whose pages
- * hold data on the device or in host swap, with a cached range of its
- * size, in place of its own range. False where none fits or @t may not
- * move.
+ * tp_range_cache_adopt() - back the whole of @t, which may take a range
+ * (tp_range_cache_may_adopt(): none of its pages hold data on the device
+ * or in host swap...), with a cached range of its size in place of its
+ * own. False where none is there.
  */
 bool tp_range_cache_adopt(struct tp_pager *pg, struct tp_tensor *t);
 /**
@@ -675,11 +676,11 @@ bool tp_range_cache_adopt(struct tp_pager *pg, struct tp_tensor *t);
  * still there. Return: the pages rescued (all of @t's, or 0).
  */
 size_t tp_range_cache_rescue(struct tp_pager *pg, struct tp_tensor *t);
-/* Whether tp_range_cache_adopt() would back @t now; whether it may,
- * should a range of its size be there. */
-bool tp_range_cache_fits(struct tp_pager *pg, const struct tp_tensor *t);
+/* Whether @t may take a cached range; whether one of its size is there
+ * (its own first). */
 bool tp_range_cache_may_adopt(const struct tp_pager *pg,
 			      const struct tp_tensor *t);
+bool tp_range_cache_holds(struct tp_pager *pg, const struct tp_tensor *t);
 /* Whether tp_range_cache_put_evicted() would move @t, evicted whole. */
 bool tp_range_cache_movable(const struct tp_pager *pg,
 			    const struct tp_tensor *t);

@@ -199,18 +199,15 @@ bool tp_range_cache_may_adopt(const struct tp_pager *pg,
 	return true;
 }
 
-bool tp_range_cache_fits(struct tp_pager *pg, const struct tp_tensor *t)
+bool tp_range_cache_holds(struct tp_pager *pg, const struct tp_tensor *t)
 {
-	return tp_range_cache_may_adopt(pg, t) &&
-	       (t->own_range || find_range(pg, t->nr_pages));
+	return t->own_range || find_range(pg, t->nr_pages);
 }
 
 bool tp_range_cache_adopt(struct tp_pager *pg, struct tp_tensor *t)
 {
 	struct tp_cached_range *r;
 
-	if (!tp_range_cache_may_adopt(pg, t))
-		return false;
 	/* Its own, if it is still there, leaves the others' bytes be. */
 	r = t->own_range ? t->own_range : find_range(pg, t->nr_pages);
 	if (!r)

@@ -315,7 +315,7 @@ static int free_chunks(struct tp_pager *pg, size_t n,
 		if (tp_vmm_chunks_fit(vmm, n))
 			break;
 		/* A range of its size, a victim's say, is its room whole. */
-		if (whole && tp_range_cache_fits(pg, whole))
+		if (whole && tp_range_cache_holds(pg, whole))
 			break;
 		/* Free memory kept mapped goes before anything waits. */
 		if (tp_range_cache_shrink(pg))
@@ -443,7 +443,7 @@ static int make_room(struct tp_pager *pg, size_t n,
 
 	tp_vmm_reap(vmm);
 	if (tp_vmm_chunks_fit(vmm, n) ||
-	    (whole && tp_range_cache_fits(pg, whole)))
+	    (whole && tp_range_cache_holds(pg, whole)))
 		return 0;
 	/*
 	 * Cached ranges are free memory kept mapped, and the first to go
@@ -485,14 +485,13 @@ int tp_pager_make_room(struct tp_pager *pg, size_t n)
 	return ret;
 }
 
-int tp_pager_make_room_for(struct tp_pager *pg, const struct tp_tensor *t,
+int tp_pager_make_room_for(struct tp_pager *pg, const struct tp_tensor *whole,
 			   size_t n)
 {
 	int ret;
 
 	tp_pager_work_begin(pg);
-	ret = make_room(pg, n, n == t->nr_pages &&
-			       tp_range_cache_may_adopt(pg, t) ? t : NULL);
+	ret = make_room(pg, n, whole);
 	tp_pager_work_end(pg);
 	return ret;
 }

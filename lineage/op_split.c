@@ -258,6 +258,34 @@ static int hold_part_rows(struct split_run *r, bool out, size_t r0,
 	return 0;
 }
 
+/*
+ * In a pass before the last, where the streaming inputs' rows [@r1, @r2)
+ * that are not resident lack room, the rows this pass read, [0, @r1),
+ * leave for host swap: a pass after this one reads them again, so none
+ * is evicted, and the pager, making room for a tensor, takes no victim's
+ * pages from that tensor itself. Rows that came from host swap leave
+ * without a copy (the swap cache holds theirs).
+ */
+static void offload_read_rows(struct split_run *r, size_t r1, size_t r2)
+{
+	size_t need = 0;
+
+	for (unsigned k = 0; k < r->n_in; k++)
+		if (r->in[k].stream && tp_split_first_use(r, k))
+			need += tp_pager_missing_pages(r->pg, r->in[k].t,
+						       r1 * r->in[k].row_bytes,
+						       (r2 - r1) * r->in[k].row_bytes);
+	if (!need || tp_pager_fits_now(r->pg, need))
+		return;
+	for (unsigned k = 0; k < r->n_in; k++) {
+		struct split_io *io = &r->in[k];
+
+		if (io->stream && tp_split_first_use(r, k) && r1)
+			tp_pager_offload_range(r->pg, io->t, 0,
+					       r1 * io->row_bytes);
+	}
+}
+
 /* Let go of the streaming inputs' rows. */
 static void let_go_streams(struct split_run *r)
 {
@@ -341,11 +369,12 @@ static int run_part(struct split_run *r, unsigned pass, unsigned i,
 	 * Before the last pass a streaming input is let go between parts:
 	 * none of its rows is evicted (it leaves by offload only, see
 	 * tp_pager_hold_rows()), so a range of it comes back alone, and
-	 * unpinned it may leave for host swap whole as the next part needs
-	 * the room.
+	 * unpinned it may leave for host swap whole as another tensor needs
+	 * the room; as the next part's rows need it, its rows read leave.
 	 */
 	if (!last) {
 		let_go_streams(r);
+		offload_read_rows(r, r1, r1 < r2 ? r2 : r->s->rows);
 		return 0;
 	}
 	if (i + 1 == parts)

@@ -234,6 +234,10 @@ unsigned tp_pager_leave_flags(const struct tp_tensor *t);
  * alone (OFFLOADED, OFFLOADING: their chunks go when the copy lands).
  */
 size_t tp_pager_swapped_pages(const struct tp_tensor *t);
+/* Pages of @t in bytes [@off, @off + @len) that need a chunk to be read. */
+size_t tp_pager_missing_pages(const struct tp_pager *pg,
+			      const struct tp_tensor *t, size_t off,
+			      size_t len);
 
 /* True when @t is packed in a slab chunk: never paged out or evicted. */
 bool tp_pager_in_slab(const struct tp_tensor *t);

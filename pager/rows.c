@@ -58,3 +58,16 @@ size_t tp_pager_swapped_pages(const struct tp_tensor *t)
 		     t->pages[i].state == TP_PAGE_OFFLOADING;
 	return n;
 }
+
+size_t tp_pager_missing_pages(const struct tp_pager *pg,
+			      const struct tp_tensor *t, size_t off,
+			      size_t len)
+{
+	size_t n = 0;
+
+	if (!len || !t->pages)
+		return 0;
+	for (size_t i = off / pg->chunk; i <= (off + len - 1) / pg->chunk; i++)
+		n += tp_page_needs_chunk(&t->pages[i], false);
+	return n;
+}

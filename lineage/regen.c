@@ -92,11 +92,19 @@ static void release_whole(struct tp_lineage *lin, struct tp_tensor *t)
 	tp_pager_release(lin->pg, t, 0, t->bytes);
 }
 
-/* Release the pins of the top frame (its regenerated inputs). */
-static void unpin_to(struct regen *r, size_t base)
+/*
+ * Release the pins of the frames from @base on (their regenerated
+ * inputs); with @offload, send those tensors to host swap as well.
+ */
+static void unpin_to(struct regen *r, size_t base, bool offload)
 {
-	while (r->np > base)
-		release_whole(r->lin, r->pin[--r->np]);
+	while (r->np > base) {
+		struct tp_tensor *t = r->pin[--r->np];
+
+		release_whole(r->lin, t);
+		if (offload && !t->pins)
+			tp_pager_offload_range(r->lin->pg, t, 0, t->bytes);
+	}
 }
 
 /*
@@ -367,6 +375,10 @@ static int replay(struct regen *r, struct tp_lin_rec *rec,
 			ret = 1;
 			goto out_release;
 		}
+		if (ret == -ENOMEM && !r->np) {
+			ret = replay_split(r, rec, &held);
+			goto out_release;
+		}
 		if (ret)
 			goto out_release;
 		r->bytes[k] = u->t->bytes;
@@ -457,7 +469,7 @@ static void pop_frame(struct regen *r, struct tp_lin_rec *rec)
 	struct tp_lineage *lin = r->lin;
 	unsigned k;
 
-	unpin_to(r, r->f[r->nf - 1].pin_base);
+	unpin_to(r, r->f[r->nf - 1].pin_base, false);
 	frame_reads(r, r->nf - 1, -1);
 	r->nf--;
 	if (!r->nf || !rec)
@@ -538,7 +550,7 @@ int tp_lineage_regenerate(struct tp_lineage *lin, struct tp_tensor *t)
 			 * them go and retry. What leaves is regenerated
 			 * again when a frame finds it missing.
 			 */
-			unpin_to(&r, 0);
+			unpin_to(&r, 0, drops > 0);
 			for (size_t i = 0; i < r.nf; i++)
 				r.f[i].pin_base = 0;
 			drops++;
@@ -551,7 +563,7 @@ int tp_lineage_regenerate(struct tp_lineage *lin, struct tp_tensor *t)
 	}
 	while (r.nf)
 		frame_reads(&r, --r.nf, -1);
-	unpin_to(&r, 0);
+	unpin_to(&r, 0, false);
 	tp_pager_replay_end(lin->pg);
 	lin->nesting--;
 	free(r.f);

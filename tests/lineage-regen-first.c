@@ -70,34 +70,6 @@ static struct tp_tensor *to_regenerate(size_t x_chunks, size_t bytes,
 	return r;
 }
 
-/* out = a + b, row by row (a row a float): a part reads its rows alone. */
-static int addrows_launch(const struct tp_op_launch *l)
-{
-	const float *a = l->in[0], *b = l->in[1];
-	float *o = l->out[0];
-
-	for (size_t i = 0; i < l->out_bytes[0] / 4; i++)
-		o[i] = a[i] + b[i];
-	return 0;
-}
-
-static int addrows_split(const void *params, size_t params_len,
-			 const size_t *in_bytes, unsigned n_in,
-			 const size_t *out_bytes, unsigned n_out,
-			 struct tp_op_split *s)
-{
-	if (n_in != 2 || n_out != 1 || in_bytes[0] != out_bytes[0] ||
-	    in_bytes[1] != out_bytes[0])
-		return -EINVAL;
-	*s = (struct tp_op_split){ .rows = out_bytes[0] / 4, .in = 3, .out = 1 };
-	return 0;
-}
-
-static const struct tp_op_type addrows = {
-	.name = "addrows", .launch = addrows_launch,
-	.flags = TP_OP_SPLITTABLE | TP_OP_SPLIT_LOCAL, .split = addrows_split,
-};
-
 static struct tp_tensor *add(struct tp_tensor *a, struct tp_tensor *b,
 			     int *ret)
 {
@@ -146,7 +118,7 @@ static void in_parts(void)
 	in[0] = c;
 	in[1] = d;
 	tp_stats_get(ctx, &st0);
-	ret = tp_lin_run_split(ctx->lineage, &addrows, NULL, 0, in, 2, &o, 1,
+	ret = tp_lin_run_split(ctx->lineage, &tops_addrows, NULL, 0, in, 2, &o, 1,
 			       &cut, false, 2, &ns);
 	tp_stats_get(ctx, &st);
 	if (ret)

@@ -210,6 +210,42 @@ const struct tp_op_type tops_fail_ = {
 	.inplace_out = 0, .inplace_in = 0,
 };
 
+static int addrows_launch(const struct tp_op_launch *l)
+{
+	const float *a = l->in[0], *b = l->in[1];
+	float *o = l->out[0];
+
+	if (l->n_in != 2 || l->n_out != 1 ||
+	    l->in_bytes[0] != l->out_bytes[0] ||
+	    l->in_bytes[1] != l->out_bytes[0])
+		return -EINVAL;
+	count(l);
+	for (size_t i = 0; i < l->out_bytes[0] / sizeof(float); i++)
+		o[i] = a[i] + b[i];
+	return 0;
+}
+
+static int addrows_split(const void *params, size_t params_len,
+			 const size_t *in_bytes, unsigned n_in,
+			 const size_t *out_bytes, unsigned n_out,
+			 struct tp_op_split *s)
+{
+	(void)params;
+	(void)params_len;
+	if (n_in != 2 || n_out != 1 || in_bytes[0] != out_bytes[0] ||
+	    in_bytes[1] != out_bytes[0])
+		return -EINVAL;
+	*s = (struct tp_op_split){
+		.rows = out_bytes[0] / sizeof(float), .in = 3, .out = 1,
+	};
+	return 0;
+}
+
+const struct tp_op_type tops_addrows = {
+	.name = "addrows", .launch = addrows_launch,
+	.flags = TP_OP_SPLITTABLE | TP_OP_SPLIT_LOCAL, .split = addrows_split,
+};
+
 uint64_t tops_rand(uint64_t *s)
 {
 	uint64_t x = *s;

@@ -16,6 +16,11 @@
 
 /* out = a + b (b repeated over a's length); out is a's size. */
 extern const struct tp_op_type tops_add;
+/*
+ * out = a + b, a, b and out of one size, a row a float: splittable, each
+ * part reading its own rows alone (TP_OP_SPLIT_LOCAL).
+ */
+extern const struct tp_op_type tops_addrows;
 /* out = a * s + c; params: struct tops_scale_params. */
 extern const struct tp_op_type tops_scale;
 /* out = a / (1 + |a|) (softsign). */

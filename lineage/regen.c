@@ -44,6 +44,9 @@ struct regen {
 	size_t nf, cap_f;
 	struct tp_tensor **pin;
 	size_t np, cap_p;
+	/* pins let go that leave by offload only until the walk ends */
+	struct tp_tensor **kept;
+	size_t nk, cap_k;
 	/* one launch's arrays, sized for the widest record met */
 	void **addr;
 	size_t *bytes;
@@ -94,16 +97,24 @@ static void release_whole(struct tp_lineage *lin, struct tp_tensor *t)
 
 /*
  * Release the pins of the frames from @base on (their regenerated
- * inputs); with @offload, send those tensors to host swap as well.
+ * inputs). With @keep, what they held may still leave for host swap but
+ * is not evicted until the walk ends (tp_pager_hold_rows()): a tensor
+ * evicted to make room for its sibling is regenerated again, and the
+ * sibling then evicted for it, around a join of two large ones.
  */
-static void unpin_to(struct regen *r, size_t base, bool offload)
+static void unpin_to(struct regen *r, size_t base, bool keep)
 {
+	struct tp_pager *pg = r->lin->pg;
+
 	while (r->np > base) {
 		struct tp_tensor *t = r->pin[--r->np];
 
+		if (keep && !grow((void **)&r->kept, &r->cap_k, r->nk + 1,
+				  sizeof(*r->kept))) {
+			tp_pager_hold_rows(pg, t, true);
+			r->kept[r->nk++] = t;
+		}
 		release_whole(r->lin, t);
-		if (offload && !t->pins)
-			tp_pager_offload_range(r->lin->pg, t, 0, t->bytes);
 	}
 }
 
@@ -255,6 +266,17 @@ static void cost_fell(struct tp_lineage *lin, struct tp_lin_node *n)
 		}
 }
 
+/* @t, if the walk keeps it from eviction, is no longer kept. */
+static void let_go_kept(struct regen *r, struct tp_tensor *t)
+{
+	for (size_t i = r->nk; i-- > 0;) {
+		if (r->kept[i] != t)
+			continue;
+		tp_pager_hold_rows(r->lin->pg, t, false);
+		r->kept[i] = r->kept[--r->nk];
+	}
+}
+
 /*
  * The outputs of @rec did not fit beside its inputs. If its op may run in
  * parts (op_split.c, policy.split): let go of all that r->held holds
@@ -283,6 +305,9 @@ static int replay_split(struct regen *r, struct tp_lin_rec *rec,
 	if (!tp_lin_split_cut(lin, rec->type, rec->params, rec->params_len,
 			      in, rec->n_in, rec->out_bytes, rec->n_out, &cut))
 		goto out;
+	/* The parts read them now, and let go of the rows they read. */
+	for (k = 0; k < rec->n_in; k++)
+		let_go_kept(r, in[k]);
 	for (k = 0; k < *n_held; k++) {
 		release_whole(lin, r->held[k]);
 		if (k < rec->n_in)
@@ -548,7 +573,8 @@ int tp_lineage_regenerate(struct tp_lineage *lin, struct tp_tensor *t)
 			/*
 			 * The pins kept for frames below fill the budget: let
 			 * them go and retry. What leaves is regenerated
-			 * again when a frame finds it missing.
+			 * again when a frame finds it missing; from the
+			 * second time, it leaves for host swap instead.
 			 */
 			unpin_to(&r, 0, drops > 0);
 			for (size_t i = 0; i < r.nf; i++)
@@ -564,10 +590,13 @@ int tp_lineage_regenerate(struct tp_lineage *lin, struct tp_tensor *t)
 	while (r.nf)
 		frame_reads(&r, --r.nf, -1);
 	unpin_to(&r, 0, false);
+	while (r.nk)
+		tp_pager_hold_rows(lin->pg, r.kept[--r.nk], false);
 	tp_pager_replay_end(lin->pg);
 	lin->nesting--;
 	free(r.f);
 	free(r.pin);
+	free(r.kept);
 	free(r.addr);
 	free(r.bytes);
 	free(r.held);

@@ -38,7 +38,7 @@ const char *prog = "tpager-train";
 static void usage(FILE *f)
 {
 	fprintf(f,
-		"usage: %s [--model mlp|resnet-mini|resnet|vgg16|bert] [--depth N]\n"
+		"usage: %s [--model mlp|resnet-mini|resnet[-50]|vgg16|bert[-base]] [--depth N]\n"
 		"       [--layers N] [--hidden N] [--heads N] [--seq N] [--image N]\n"
 		"       [--classes N] [--batch N] [--steps N] [--budget B|P%%] [--policy FILTER[/DIRECTOR]]\n"
 		"       [--backend auto|host|cuda|sim] [--seed N] [--optim sgd|adam]\n"

@@ -100,17 +100,21 @@ static void release_whole(struct tp_lineage *lin, struct tp_tensor *t)
  * inputs). With @keep, what they held may still leave for host swap but
  * is not evicted until the walk ends (tp_pager_hold_rows()): a tensor
  * evicted to make room for its sibling is regenerated again, and the
- * sibling then evicted for it, around a join of two large ones.
+ * sibling then evicted for it, around a join of two large ones. Not
+ * under a policy that never uses host swap (the evict-only baselines
+ * keep their papers' rules).
  */
 static void unpin_to(struct regen *r, size_t base, bool keep)
 {
 	struct tp_pager *pg = r->lin->pg;
 
+	keep = keep && tp_pager_policy_swaps(pg);
 	while (r->np > base) {
 		struct tp_tensor *t = r->pin[--r->np];
 
-		if (keep && !grow((void **)&r->kept, &r->cap_k, r->nk + 1,
-				  sizeof(*r->kept))) {
+		if (keep && tp_pager_can_offload(t) &&
+		    !grow((void **)&r->kept, &r->cap_k, r->nk + 1,
+			  sizeof(*r->kept))) {
 			tp_pager_hold_rows(pg, t, true);
 			r->kept[r->nk++] = t;
 		}

@@ -125,6 +125,11 @@ struct tp_victim_ops {
 	 * ops' settle). NULL: never.
 	 */
 	bool (*settle_on_free)(void *priv);
+	/*
+	 * Optional: whether the policy sends tensors to host swap at all
+	 * (an evict-only baseline does not). NULL: it does.
+	 */
+	bool (*swaps)(void *priv);
 	void *priv;
 };
 

@@ -529,6 +529,13 @@ static bool victim_settle_on_free(void *priv)
 	return tp_policy_settle_on_free(priv);
 }
 
+static bool victim_swaps(void *priv)
+{
+	struct tp_policy *pol = priv;
+
+	return !tp_director_traits(pol->conf->policy_director)->evicts_only;
+}
+
 void tp_policy_victim_init(struct tp_policy *pol)
 {
 	pol->vops = (struct tp_victim_ops){
@@ -550,6 +557,7 @@ void tp_policy_victim_init(struct tp_policy *pol)
 		.split = victim_split,
 		.rows_offload = victim_rows_offload,
 		.settle_on_free = victim_settle_on_free,
+		.swaps = victim_swaps,
 		.priv = pol,
 	};
 }

@@ -13,7 +13,8 @@
  * start of such a file's name). Each replays on the sim backend as
  * tpager-sim replays it: driver costs per 2 MiB, and for a DTR log no
  * remap cost and DTR's thrash rule (recompute past the compute time); a
- * shipped trace stops as thrashing past ten times its compute.
+ * shipped trace stops as thrashing once it has recomputed nine times its
+ * compute or taken ten times its unconstrained time.
  *
  * What is measured differs by kind: a shipped trace measures its third
  * iteration (two before it warm the policy's record and the host swap),
@@ -153,6 +154,8 @@ static void opts_for(const struct bench_trace *bt, const struct column *c,
 	tp_replay_defaults(o, bt->dtr, profile && strcmp(profile, "custom"));
 	if (!budget)
 		o->thrash_limit = 0;
+	else if (!bt->dtr)
+		o->thrash_base_ns = bt->base_ns[c->contiguous];
 	snprintf(extra, len, "vmm.sim.driver_granule=2M%s%s%s%s",
 		 c->contiguous ? ",vmm.mode=contiguous" : "",
 		 profile ? ",vmm.sim.profile=" : "", profile ? profile : "",

@@ -233,6 +233,26 @@ static void test_chain(void)
 	   "chain: and not one of 1.2");
 
 	/*
+	 * In 10 chunks the pass takes 7500 ns against 6500 unconstrained,
+	 * its recompute 1000 ns. DTR's rule with 2.0 lets it fit; the rule
+	 * of tpager's traces (thrash_base_ns) stops it when the pass may
+	 * take no more than 1.1 times its unconstrained 6500 ns (limit 2.0
+	 * times a base of 3575), and lets it be at 1.2 times.
+	 */
+	o = dtr_opts(10 * CH);
+	o.thrash_limit = 2.0;
+	o.thrash_base_ns = 3575;
+	rc = tp_replay_run(t, &o, &r);
+	ok(!rc && r.status == TP_REPLAY_THRASH &&
+	   strstr(r.error, "unconstrained time"),
+	   "chain: 7500 ns against 1.1 times 6500 unconstrained: thrash (%s)",
+	   r.error);
+	o.thrash_base_ns = 3900;
+	rc = tp_replay_run(t, &o, &r);
+	ok(!rc && r.status == TP_REPLAY_OK && r.time_ns == 7500,
+	   "chain: and not against 1.2 times (%s)", r.error);
+
+	/*
 	 * With room to spare, the range cache keeps a freed range mapped
 	 * for the next tensor of its size; across iterations that shows as
 	 * a chunk more than DTR's peak. Without the cache, the peak is the
@@ -480,7 +500,7 @@ int main(void)
 	unsigned seed = env ? (unsigned)strtoul(env, NULL, 0) :
 			  (unsigned)time(NULL);
 
-	plan_tests(18 + 7 + 3 + 6);
+	plan_tests(20 + 7 + 3 + 6);
 	diag("seed %u (set TP_SEED to repeat)", seed);
 	test_chain();
 	test_all_instructions();

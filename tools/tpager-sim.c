@@ -33,6 +33,7 @@ struct sim_args {
 	char filter[32], director[32];
 	bool have_policy, sweep, json;
 	bool profile;		/* a sim profile other than custom is set */
+	bool dtr;		/* the trace is a DTR log */
 	double thrash;		/* < 0: the format's default */
 	struct tp_replay_opts o;
 	char extra[512];
@@ -445,14 +446,35 @@ static int sweep_run(void *priv, int tenths)
 	return r.status == TP_REPLAY_OK;
 }
 
+/*
+ * The replay without a budget, into *@u; and the time a budgeted replay
+ * of tpager's own trace may take before it counts as thrashing
+ * (tp_replay_opts.thrash_base_ns).
+ */
+static void replay_unconstrained(struct sim_args *a, const struct tp_trace *t,
+				 struct tp_replay_result *u)
+{
+	struct tp_replay_opts uo = a->o;
+	unsigned passes = a->o.iterations ? a->o.iterations : 1;
+
+	uo.budget_bytes = 0;
+	uo.thrash_limit = 0;
+	replay(t, &uo, u);
+	if (!a->dtr && a->o.thrash_limit > 0 && u->status == TP_REPLAY_OK)
+		a->o.thrash_base_ns = u->time_ns / passes;
+}
+
 /* Coop's metric, the smallest budget that fits (trace/sweep.h). */
-static int sweep(const struct sim_args *a, const struct tp_trace *t,
+static int sweep(struct sim_args *a, const struct tp_trace *t,
 		 const struct tp_trace_summary *sum)
 {
-	struct sweep_run s = { .a = a, .t = t, .o = a->o,
-			       .peak = sum->peak_bytes };
+	struct sweep_run s = { .a = a, .t = t, .peak = sum->peak_bytes };
+	struct tp_replay_result u;
 	char pct[16];
 	int min;
+
+	replay_unconstrained(a, t, &u);
+	s.o = a->o;
 
 	if (!a->json)
 		printf("%-8s %-7s %-8s %10s %10s %10s %8s\n", "budget",
@@ -477,7 +499,7 @@ int main(int argc, char **argv)
 	struct tp_trace_error err;
 	struct tp_trace_summary sum;
 	struct tp_replay_result u, r;
-	struct tp_replay_opts uo, defaults;
+	struct tp_replay_opts defaults;
 	char msg[512];
 	bool dtr;
 	int ret;
@@ -497,6 +519,7 @@ int main(int argc, char **argv)
 	if (a.o.remap_ns == -2)
 		a.o.remap_ns = defaults.remap_ns;
 	a.o.thrash_limit = a.thrash >= 0 ? a.thrash : defaults.thrash_limit;
+	a.dtr = dtr;
 
 	if (a.sweep) {
 		ret = sweep(&a, t, &sum);
@@ -520,10 +543,7 @@ int main(int argc, char **argv)
 	if (a.bkind != B_NONE && a.o.budget_bytes < tp_replay_chunk(t, &a.o))
 		die("--budget: %" PRIu64 " bytes is less than one chunk",
 		    a.o.budget_bytes);
-	uo = a.o;
-	uo.budget_bytes = 0;
-	uo.thrash_limit = 0;
-	replay(t, &uo, &u);
+	replay_unconstrained(&a, t, &u);
 	if (a.bkind == B_NONE)
 		r = u;
 	else

@@ -74,6 +74,7 @@ struct replay {
 	bool measuring;		/* past the warm-up passes: counted */
 	uint64_t region_compute;	/* of one pass over the region */
 	uint64_t recompute_at_begin;
+	uint64_t now_at_begin;		/* the clock when measuring began */
 	/* Scratch for one op. */
 	struct tp_tensor *in[TP_TRACE_MAX_ARGS];
 	struct tp_tensor *out[TP_TRACE_MAX_OUTS];
@@ -557,15 +558,27 @@ static void region_figures(struct replay *rp, const struct rp_snap *a,
  * then run differently from one that is not (resnet50 at 8%: 1158% extra
  * time against 233%).
  */
-static bool thrashing(struct replay *rp, unsigned passes)
+enum thrash {
+	THRASH_NO,
+	THRASH_RECOMPUTE,	/* DTR's rule */
+	THRASH_TIME,		/* the passes' time in all (thrash_base_ns) */
+};
+
+static enum thrash thrashing(struct replay *rp, unsigned passes)
 {
 	double limit = rp->o->thrash_limit;
+	double compute = (double)rp->region_compute * passes;
 
 	if (limit <= 0 || !rp->measuring)
-		return false;
-	return (double)(tp_pager_recompute_ns(rp->ctx->pager) -
-			rp->recompute_at_begin) >
-	       (limit - 1) * (double)rp->region_compute * passes;
+		return THRASH_NO;
+	if ((double)(tp_pager_recompute_ns(rp->ctx->pager) -
+		     rp->recompute_at_begin) > (limit - 1) * compute)
+		return THRASH_RECOMPUTE;
+	if (rp->o->thrash_base_ns &&
+	    (double)(tp_vmm_now_ns(rp->ctx->vmm) - rp->now_at_begin) >
+	    limit * (double)rp->o->thrash_base_ns * passes)
+		return THRASH_TIME;
+	return THRASH_NO;
 }
 
 /*
@@ -802,6 +815,7 @@ int tp_replay_run(const struct tp_trace *t, const struct tp_replay_opts *o,
 			if (ret)
 				goto out_verdict;
 			rp.recompute_at_begin = a.s.recompute_ns;
+			rp.now_at_begin = a.now;
 			rp.measuring = true;
 		}
 		if (rp.measuring) {
@@ -810,16 +824,20 @@ int tp_replay_run(const struct tp_trace *t, const struct tp_replay_opts *o,
 				goto out_verdict;
 		}
 		for (i = begin; i < end; i++) {
+			enum thrash why = THRASH_NO;
+
 			ret = apply(&rp, &t->events[i]);
+			if (ret || t->events[i].kind == TP_TRACE_EV_OP)
+				why = thrashing(&rp, passes);
 			/* stopped inside by lineage.recompute_limit */
-			if (ret && !(ret == -TP_EWORK &&
-				     thrashing(&rp, passes)))
+			if (ret && !(ret == -TP_EWORK && why))
 				goto out_verdict;
-			if ((ret || t->events[i].kind == TP_TRACE_EV_OP) &&
-			    thrashing(&rp, passes)) {
+			if (why) {
 				r->status = TP_REPLAY_THRASH;
 				r->err = 0;
 				snprintf(r->error, sizeof(r->error),
+					 why == THRASH_TIME ?
+					 "the passes took more than %.2fx their unconstrained time" :
 					 "recompute passed %.2fx the compute time",
 					 o->thrash_limit);
 				goto out_figures;

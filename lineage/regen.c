@@ -578,7 +578,8 @@ int tp_lineage_regenerate(struct tp_lineage *lin, struct tp_tensor *t)
 			 * The pins kept for frames below fill the budget: let
 			 * them go and retry. What leaves is regenerated
 			 * again when a frame finds it missing; from the
-			 * second time, it leaves for host swap instead.
+			 * second time, where the policy uses host swap, it
+			 * leaves for host swap instead.
 			 */
 			unpin_to(&r, 0, drops > 0);
 			for (size_t i = 0; i < r.nf; i++)

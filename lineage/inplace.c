@@ -151,8 +151,8 @@ int tp_lin_on_write(void *priv, struct tp_tensor *t)
 	}
 	/*
 	 * A record left reading the old version fails rather than replay
-	 * from the new one (replay() checks it). Read only now: the node
-	 * goes with the last record that read it.
+	 * from the new one (tp_regen_replay() checks it). Read only now:
+	 * the node goes with the last record that read it.
 	 */
 	n = t->lin.p;
 	if (n)

@@ -132,7 +132,7 @@ ok $([ $rc = 0 ] && [ "$(head -n 1 "$tmp/r50.trace")" = "tpager-trace 4" ] &&
      grep -q '^op relu [0-9]* split=[0-9]*:0:0:local ' "$tmp/r50.trace"
      echo $?) \
 	"--trace-out marks $kinds ops' parts local or summing ($(head -c 200 "$tmp/err"))"
-"$sim" "$tmp/r50.trace" --budget 4G --set vmm.sim.profile=h200 --json \
+"$sim" "$tmp/r50.trace" --budget 4G --set vmm.sim.profile=h200 --thrash 0 --json \
 	> "$tmp/out" 2>"$tmp/err"
 ok $? "tpager-sim replays it in 4 GiB ($(head -c 200 "$tmp/err"))"
 sed '1s/ 4$/ 3/; s/\( split=[^ :]*:[^ :]*:[^ :]*\):[^ ]*/\1/' \

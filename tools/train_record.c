@@ -12,9 +12,11 @@
 #include <string.h>
 #include <time.h>
 
+#include "ctx/ctx.h"
 #include "kernels/ops.h"
 #include "tools/train.h"
 #include "trace/trace_gen.h"
+#include "vmm/vmm.h"
 
 struct tp_tensor *__real_tp_tensor_create(struct tp_ctx *ctx, size_t bytes,
 					  unsigned flags);
@@ -282,6 +284,28 @@ static void record_split(const struct tp_op_type *type, const void *params,
 				s.sums ? (uint32_t)s.granule : 0);
 }
 
+/*
+ * What a replay should charge for the op: on sim with a profile of a GPU,
+ * the profile's time for it, as the sim charged it in this run (the
+ * op's work, tp_vmm_op_ns()); else the roofline model.
+ */
+static uint64_t modelled_ns(const struct tp_op_type *type,
+			    const void *params, size_t params_len,
+			    struct tp_tensor *const *inputs, unsigned n_in,
+			    uint64_t ib, uint64_t ob)
+{
+	size_t in_bytes[TP_TRACE_MAX_ARGS];
+	struct tp_op_work w = { 0 };
+	uint64_t ns;
+
+	for (unsigned i = 0; i < n_in; i++)
+		in_bytes[i] = tp_tensor_size(inputs[i]);
+	if (type->work && !type->work(params, params_len, in_bytes, n_in, &w) &&
+	    !tp_vmm_op_ns(rec.ctx->vmm, type->name, &w, &ns))
+		return ns;
+	return tp_rec_model_cost(type->name, params, params_len, ib, ob);
+}
+
 /* Append the op that just ran; its outputs are in @outputs. */
 static int record_op(const struct tp_op_type *type, const void *params,
 		     size_t params_len, struct tp_tensor *const *inputs,
@@ -324,7 +348,8 @@ static int record_op(const struct tp_op_type *type, const void *params,
 		}
 	}
 	if (rec.cost == TP_REC_MODELLED)
-		ns = tp_rec_model_cost(type->name, params, params_len, ib, ob);
+		ns = modelled_ns(type, params, params_len, inputs, n_in, ib,
+				 ob);
 	rc = tp_trace_add_op(rec.t, type->name, strlen(type->name), ns, args,
 			     n_in, outs, n_out, &first);
 	if (!rc)

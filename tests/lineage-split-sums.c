@@ -211,6 +211,52 @@ static bool nothing_held(const struct run *r)
 	       !r->y->pins && !r->m->pins;
 }
 
+/*
+ * @type on x of @mp (its last @swap_rows rows in host swap) at every
+ * budget of @c0 to @c1 chunks: in parts, within the budget, nothing held
+ * after, and y and m a whole run's, byte for byte.
+ */
+static void in_parts_at(const char *what, const struct mix_params *mp,
+			const struct tp_op_type *type, const float *wv,
+			uint32_t swap_rows, int c0, int c1)
+{
+	unsigned fits = 0, same = 0, tries = 0;
+	char failed[128] = "";
+	struct run ref, r;
+	void *ry, *rm;
+
+	ref = run_op(CONF("64M"), mp, type, wv, 0);
+	if (ref.ret)
+		bail_out("%s, whole: %s", what, tp_strerror(ref.ret));
+	ry = tops_contents(ref.ctx, ref.y);
+	rm = tops_contents(ref.ctx, ref.m);
+	tp_ctx_destroy(ref.ctx);
+	for (int c = c0; c <= c1; c++, tries++) {
+		char conf[512], budget[16];
+		size_t at = strlen(failed);
+
+		snprintf(budget, sizeof(budget), "%dK", c * 64);
+		snprintf(conf, sizeof(conf), CONF("%s"), budget);
+		r = run_op(conf, mp, type, wv, swap_rows);
+		if (!r.ret && !bad && r.st.split_runs == 1 &&
+		    r.st.phys_peak <= r.st.budget_bytes && nothing_held(&r))
+			fits++;
+		else
+			snprintf(failed + at, sizeof(failed) - at, " %d", c);
+		same += !r.ret && tops_same(r.ctx, r.y, ry) &&
+			tops_same(r.ctx, r.m, rm);
+		tp_ctx_destroy(r.ctx);
+	}
+	ok(fits == tries,
+	   "%s: in parts at every budget of %d to %d chunks, within it, nothing held after (failed at:%s)",
+	   what, c0, c1, failed[0] ? failed : " none");
+	ok(same == tries,
+	   "%s: y and m a whole run's, byte for byte, at each (%u of %u)",
+	   what, same, tries);
+	free(ry);
+	free(rm);
+}
+
 int main(void)
 {
 	enum { COLS = 4096 };		/* a row 16K, 4 to a chunk */
@@ -276,44 +322,8 @@ int main(void)
 	 * the op holds, x is no victim; its rows not read yet must leave for
 	 * host swap (they failed at 11 and 12 chunks, fitting at 10).
 	 */
-	{
-		struct mix_params tall = { 32, COLS, 1 };	/* x, y: 8 chunks */
-		unsigned fits = 0, same = 0, tries = 0;
-		char failed[128] = "";
-
-		ref = run_op(CONF("64M"), &tall, &center_sums, wv, 0);
-		if (ref.ret)
-			bail_out("rowcenter, whole: %s", tp_strerror(ref.ret));
-		ry = tops_contents(ref.ctx, ref.y);
-		rm = tops_contents(ref.ctx, ref.m);
-		tp_ctx_destroy(ref.ctx);
-		for (int c = 10; c <= 17; c++, tries++) {
-			char conf[512], budget[16];
-			size_t at = strlen(failed);
-
-			snprintf(budget, sizeof(budget), "%dK", c * 64);
-			snprintf(conf, sizeof(conf), CONF("%s"), budget);
-			r = run_op(conf, &tall, &center_sums, wv, SWAP_ALL);
-			if (!r.ret && !bad && r.st.split_runs == 1 &&
-			    r.st.phys_peak <= r.st.budget_bytes &&
-			    nothing_held(&r))
-				fits++;
-			else
-				snprintf(failed + at, sizeof(failed) - at, " %d",
-					 c);
-			same += !r.ret && tops_same(r.ctx, r.y, ry) &&
-				tops_same(r.ctx, r.m, rm);
-			tp_ctx_destroy(r.ctx);
-		}
-		ok(fits == tries,
-		   "rowcenter, x in swap: in parts at every budget of 10 to 17 chunks, within it, nothing held after (failed at:%s)",
-		   failed[0] ? failed : " none");
-		ok(same == tries,
-		   "rowcenter: y and m a whole run's, byte for byte, at each (%u of %u)",
-		   same, tries);
-		free(ry);
-		free(rm);
-	}
+	in_parts_at("rowcenter, x in swap", &(struct mix_params){ 32, COLS, 1 },
+		    &center_sums, wv, SWAP_ALL, 10, 17);
 
 	/*
 	 * rowmix-sums on x half resident, half in host swap: the first pass
@@ -323,43 +333,7 @@ int main(void)
 	 * swap as the next part's lack room (kept, the run failed at 9
 	 * chunks; whole, it takes 11).
 	 */
-	{
-		struct mix_params mp = { 32, COLS };	/* x: 8 chunks */
-		unsigned fits = 0, same = 0, tries = 0;
-		char failed[128] = "";
-
-		ref = run_op(CONF("64M"), &mp, &mix_sums, wv, 0);
-		if (ref.ret)
-			bail_out("rowmix-sums, whole: %s", tp_strerror(ref.ret));
-		ry = tops_contents(ref.ctx, ref.y);
-		rm = tops_contents(ref.ctx, ref.m);
-		tp_ctx_destroy(ref.ctx);
-		for (int c = 9; c <= 10; c++, tries++) {
-			char conf[512], budget[16];
-			size_t at = strlen(failed);
-
-			snprintf(budget, sizeof(budget), "%dK", c * 64);
-			snprintf(conf, sizeof(conf), CONF("%s"), budget);
-			r = run_op(conf, &mp, &mix_sums, wv, mp.rows / 2);
-			if (!r.ret && !bad && r.st.split_runs == 1 &&
-			    r.st.phys_peak <= r.st.budget_bytes &&
-			    nothing_held(&r))
-				fits++;
-			else
-				snprintf(failed + at, sizeof(failed) - at, " %d",
-					 c);
-			same += !r.ret && tops_same(r.ctx, r.y, ry) &&
-				tops_same(r.ctx, r.m, rm);
-			tp_ctx_destroy(r.ctx);
-		}
-		ok(fits == tries,
-		   "rowmix-sums, x half in swap: in parts at 9 and 10 chunks (whole it takes 11), within them, nothing held after (failed at:%s)",
-		   failed[0] ? failed : " none");
-		ok(same == tries,
-		   "rowmix-sums, x half in swap: y and m a whole run's, byte for byte, at each (%u of %u)",
-		   same, tries);
-		free(ry);
-		free(rm);
-	}
+	in_parts_at("rowmix-sums, x half in swap", &(struct mix_params){ 32, COLS },
+		    &mix_sums, wv, 16, 9, 10);
 	return exit_status();
 }

@@ -134,15 +134,15 @@ ok $([ $rc = 0 ] && [ "$(head -n 1 "$tmp/r50.trace")" = "tpager-trace 4" ] &&
      grep -q '^op relu [0-9]* split=[0-9]*:0:0:local ' "$tmp/r50.trace"
      echo $?) \
 	"--trace-out marks $kinds ops' parts local or summing ($(head -c 200 "$tmp/err"))"
-"$sim" "$tmp/r50.trace" --budget 4G --set vmm.sim.profile=h200 --json \
-	> "$tmp/out" 2>"$tmp/err"
+"$sim" "$tmp/r50.trace" --budget 4G --set vmm.sim.profile=h200 --async \
+	--json > "$tmp/out" 2>"$tmp/err"
 ok $? "tpager-sim replays it in 4 GiB ($(head -c 200 "$tmp/err"))"
 step=$(field unconstrained step_median_s < "$tmp/r50.json")
 rep=$(field "" unlimited_time_ns < "$tmp/out")
 ok $(awk -v s="$step" -v r="$rep" \
-	'BEGIN { exit !(s > 0 && r / 1e9 >= s * 0.9 && r / 1e9 <= s * 1.1) }'
+	'BEGIN { exit !(s > 0 && r / 1e9 >= s * 0.97 && r / 1e9 <= s * 1.03) }'
      echo $?) \
-	"its unconstrained replay takes the training's step within 10% ($rep ns against $step s)"
+	"its unconstrained replay, issued ahead as the run was, takes the run's step within 3% ($rep ns against $step s)"
 sed '1s/ 4$/ 3/; s/\( split=[^ :]*:[^ :]*:[^ :]*\):[^ ]*/\1/' \
 	"$tmp/r50.trace" > "$tmp/r50-v3.trace"
 "$sim" "$tmp/r50-v3.trace" --budget 4G --set vmm.sim.profile=h200 \

@@ -95,8 +95,9 @@ static void let_go_kept(struct regen *r, struct tp_tensor *t)
 }
 
 /*
- * The outputs of @rec did not fit beside its inputs. If its op may run in
- * parts (op_split.c, policy.split): let go of all that r->held holds
+ * @rec did not fit whole: an input found no room (and the frames hold no
+ * pins to let go), or the outputs none beside the inputs. If its op may
+ * run in parts (op_split.c, policy.split): let go of all that r->held holds
  * (*@n_held: the inputs, then the outputs acquired so far; 0 after), and
  * replay it in parts into the outputs that are evicted and scratch for
  * the others, as the whole replay would have. An input the frames

@@ -374,7 +374,7 @@ static int run_part(struct split_run *r, unsigned pass, unsigned i,
 	 */
 	if (!last) {
 		let_go_streams(r);
-		offload_read_rows(r, r1, r1 < r2 ? r2 : r->s->rows);
+		offload_read_rows(r, r1, r2);
 		return 0;
 	}
 	if (i + 1 == parts)

@@ -113,6 +113,11 @@ bool tp_pager_split_allowed(struct tp_pager *pg)
 	       pg->victim.split(pg->victim.priv);
 }
 
+bool tp_pager_policy_swaps(const struct tp_pager *pg)
+{
+	return !pg->victim.swaps || pg->victim.swaps(pg->victim.priv);
+}
+
 void tp_pager_note_split(struct tp_pager *pg, unsigned parts)
 {
 	pg->c.split_runs++;

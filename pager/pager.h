@@ -134,6 +134,8 @@ int tp_pager_evict_part(struct tp_pager *pg, struct tp_tensor *t, size_t most);
  */
 bool tp_pager_split_allowed(struct tp_pager *pg);
 void tp_pager_note_split(struct tp_pager *pg, unsigned parts);
+/* Whether the policy sends tensors to host swap at all. */
+bool tp_pager_policy_swaps(const struct tp_pager *pg);
 /*
  * tp_pager_room_pages() - how many chunks demands could have at most now:
  * the pool less the pages of tensors someone pins (a count the pager
@@ -206,8 +208,6 @@ void tp_pager_hold_rows(struct tp_pager *pg, struct tp_tensor *t, bool hold);
  */
 int tp_pager_rows_done(struct tp_pager *pg, struct tp_tensor *t, size_t off,
 		       size_t len, bool written);
-/* Whether the policy sends tensors to host swap at all. */
-bool tp_pager_policy_swaps(const struct tp_pager *pg);
 /* Whether the rows of @t an op in parts has read go to host swap. */
 bool tp_pager_rows_offloaded(struct tp_pager *pg, const struct tp_tensor *t);
 /*

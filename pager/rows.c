@@ -27,11 +27,6 @@ void tp_pager_hold_rows(struct tp_pager *pg, struct tp_tensor *t, bool hold)
 	tp_pager_cand_update(pg, t);
 }
 
-bool tp_pager_policy_swaps(const struct tp_pager *pg)
-{
-	return !pg->victim.swaps || pg->victim.swaps(pg->victim.priv);
-}
-
 bool tp_pager_rows_offloaded(struct tp_pager *pg, const struct tp_tensor *t)
 {
 	return !tp_pager_evictable(pg, t) ||

@@ -234,10 +234,7 @@ static int back_range(struct tp_pager *pg, struct tp_tensor *t, size_t first,
 	bool whole;
 	int ret;
 
-	*need = 0;
-	for (size_t i = first; i <= last; i++)
-		if (tp_page_needs_chunk(&t->pages[i], discard))
-			(*need)++;
+	*need = tp_pages_needing_chunks(t, first, last, discard);
 	if (!*need)
 		return 0;
 	/* A range of its size kept mapped may serve the whole tensor. */

@@ -276,6 +276,18 @@ static inline bool tp_page_needs_chunk(const struct tp_page *p, bool discard)
 	}
 }
 
+/* Pages [@first, @last] of @t that need a chunk (tp_page_needs_chunk()). */
+static inline size_t tp_pages_needing_chunks(const struct tp_tensor *t,
+					     size_t first, size_t last,
+					     bool discard)
+{
+	size_t n = 0;
+
+	for (size_t i = first; i <= last; i++)
+		n += tp_page_needs_chunk(&t->pages[i], discard);
+	return n;
+}
+
 /* --- accounting.c ---------------------------------------------------- */
 
 /**

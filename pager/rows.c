@@ -63,11 +63,8 @@ size_t tp_pager_missing_pages(const struct tp_pager *pg,
 			      const struct tp_tensor *t, size_t off,
 			      size_t len)
 {
-	size_t n = 0;
-
 	if (!len || !t->pages)
 		return 0;
-	for (size_t i = off / pg->chunk; i <= (off + len - 1) / pg->chunk; i++)
-		n += tp_page_needs_chunk(&t->pages[i], false);
-	return n;
+	return tp_pages_needing_chunks(t, off / pg->chunk,
+				       (off + len - 1) / pg->chunk, false);
 }

@@ -107,12 +107,10 @@ uint64_t tp_lin_type_prior_ns(struct tp_vmm *vmm,
 			      const void *params, size_t params_len,
 			      const size_t *in_bytes, unsigned n_in)
 {
-	struct tp_op_work w = { 0 };
 	uint64_t ns;
 
-	/* The backend's model of its device, where it has one. */
-	if (type->work && !type->work(params, params_len, in_bytes, n_in, &w) &&
-	    !tp_vmm_op_ns(vmm, type->name, &w, &ns))
+	if (!tp_vmm_type_ns(vmm, type, params, params_len, in_bytes, n_in,
+			    &ns))
 		return ns;
 	if (!type->cost_ns)
 		return TP_LIN_DEFAULT_COST_NS;

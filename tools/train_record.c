@@ -287,7 +287,7 @@ static void record_split(const struct tp_op_type *type, const void *params,
 /*
  * What a replay should charge for the op: on sim with a profile of a GPU,
  * the profile's time for it, as the sim charged it in this run (the
- * op's work, tp_vmm_op_ns()); else the roofline model.
+ * op's work, tp_vmm_type_ns()); else the roofline model.
  */
 static uint64_t modelled_ns(const struct tp_op_type *type,
 			    const void *params, size_t params_len,
@@ -295,13 +295,12 @@ static uint64_t modelled_ns(const struct tp_op_type *type,
 			    uint64_t ib, uint64_t ob)
 {
 	size_t in_bytes[TP_TRACE_MAX_ARGS];
-	struct tp_op_work w = { 0 };
 	uint64_t ns;
 
 	for (unsigned i = 0; i < n_in; i++)
 		in_bytes[i] = tp_tensor_size(inputs[i]);
-	if (type->work && !type->work(params, params_len, in_bytes, n_in, &w) &&
-	    !tp_vmm_op_ns(rec.ctx->vmm, type->name, &w, &ns))
+	if (!tp_vmm_type_ns(rec.ctx->vmm, type, params, params_len, in_bytes,
+			    n_in, &ns))
 		return ns;
 	return tp_rec_model_cost(type->name, params, params_len, ib, ob);
 }

@@ -1189,6 +1189,17 @@ int tp_vmm_op_ns(struct tp_vmm *vmm, const char *name,
 	return vmm->ops->op_ns(vmm, name, w, ns);
 }
 
+int tp_vmm_type_ns(struct tp_vmm *vmm, const struct tp_op_type *type,
+		   const void *params, size_t params_len,
+		   const size_t *in_bytes, unsigned n_in, uint64_t *ns)
+{
+	struct tp_op_work w = { 0 };
+
+	if (!type->work || type->work(params, params_len, in_bytes, n_in, &w))
+		return -ENOENT;
+	return tp_vmm_op_ns(vmm, type->name, &w, ns);
+}
+
 double tp_vmm_remap_ns(struct tp_vmm *vmm, size_t pages, bool measured)
 {
 	const struct tp_vmm_call_stats *s = vmm->stats.call;

@@ -693,6 +693,14 @@ uint64_t tp_vmm_now_ns(struct tp_vmm *vmm);
  */
 int tp_vmm_op_ns(struct tp_vmm *vmm, const char *name,
 		 const struct tp_op_work *w, uint64_t *ns);
+/*
+ * tp_vmm_type_ns() - tp_vmm_op_ns() of an op of @type on inputs of
+ * @in_bytes, its work as the type describes it: -ENOENT also where the
+ * type describes none.
+ */
+int tp_vmm_type_ns(struct tp_vmm *vmm, const struct tp_op_type *type,
+		   const void *params, size_t params_len,
+		   const size_t *in_bytes, unsigned n_in, uint64_t *ns);
 
 /**
  * tp_vmm_remap_ns() - what unmapping a run of @pages pages and mapping it

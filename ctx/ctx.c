@@ -67,6 +67,7 @@ void tp_ctx_pager_conf(const struct tp_conf *c, uint64_t device_bytes,
 	*pc = (struct tp_pager_conf){
 		.budget = tp_psize_bytes(&c->pager_budget, device_bytes),
 		.host_budget = c->pager_host_budget,
+		.swap_ahead = c->pager_swap_ahead,
 		.slab_fraction = c->pager_slab_fraction,
 		.swap_cache = c->pager_swap_cache,
 		.contiguous = c->vmm_mode == TP_VMM_MODE_CONTIGUOUS,

@@ -475,6 +475,9 @@ struct tp_stats {
 	 * tensor, or one coming back) instead of mapping their own */
 	uint64_t ranges_moved;
 	uint64_t ranges_adopted;
+	/* host memory obtained for swap, bytes: in use, free, and the
+	 * block prepared ahead (pager.swap_ahead) */
+	uint64_t host_held;
 };
 
 /** tp_stats_get() - a snapshot of the context's counters. */

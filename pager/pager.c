@@ -119,7 +119,7 @@ struct tp_pager *tp_pager_create(struct tp_vmm *vmm, struct tp_tracer *tracer,
 			goto err_free;
 		}
 	}
-	ret = tp_swap_init(pg, pc->host_budget);
+	ret = tp_swap_init(pg, pc->host_budget, pc->swap_ahead);
 	if (ret)
 		goto err_free;
 	tp_slab_init(pg, pc->slab_fraction);

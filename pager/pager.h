@@ -27,6 +27,7 @@ struct tp_vmm;
 struct tp_pager_conf {
 	uint64_t budget;		/* pager.budget, bytes */
 	uint64_t host_budget;		/* pager.host_budget (0: the host's) */
+	uint64_t swap_ahead;		/* pager.swap_ahead, bytes */
 	double slab_fraction;		/* pager.slab_fraction */
 	bool swap_cache;		/* pager.swap_cache */
 	bool contiguous;		/* vmm.mode = contiguous */

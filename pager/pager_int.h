@@ -100,6 +100,15 @@ struct tp_swap {
 	 * in address order. */
 	struct tp_swap_block *blocks;
 	size_t nr_blocks, cap_blocks;
+	/*
+	 * Host memory being prepared ahead of need (tp_vmm_host_prepare()),
+	 * @prep_n buffers, or NULL; the least a preparation asks for.
+	 */
+	void *prep;
+	size_t prep_n;
+	size_t ahead_min;
+	/* What memory obtained at once cost the caller so far. */
+	uint64_t grown_ns, grown_bytes;
 };
 
 struct tp_swap_block {
@@ -621,7 +630,8 @@ void tp_victim_lru_init(struct tp_pager *pg, struct tp_victim_ops *ops);
 
 /* --- swap.c ---------------------------------------------------------- */
 
-int tp_swap_init(struct tp_pager *pg, uint64_t budget_bytes);
+int tp_swap_init(struct tp_pager *pg, uint64_t budget_bytes,
+		 uint64_t ahead_bytes);
 void tp_swap_fini(struct tp_pager *pg);
 /**
  * tp_swap_take() - @n host buffers into @out, all or none.

@@ -54,6 +54,8 @@ void tp_pager_stats(struct tp_pager *pg, struct tp_stats *st)
 	st->range_cache_hits = pg->c.cache_hits;
 	st->ranges_moved = pg->c.ranges_moved;
 	st->ranges_adopted = pg->c.ranges_adopted;
+	st->host_held = (uint64_t)(pg->swap.allocated + pg->swap.prep_n) *
+			pg->chunk;
 	st->range_cache_misses = pg->c.cache_misses;
 	st->driver_calls = 0;
 	st->driver_ns = 0;

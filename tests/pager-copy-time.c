@@ -80,7 +80,9 @@ int main(void)
 	uint64_t want, copies0;
 
 	plan_tests(10);
-	ctx = tp_ctx_create("vmm.backend=sim,vmm.chunk_size=64K,pager.budget=64M");
+	/* Swap blocks of the sizes taken (the case of two below). */
+	ctx = tp_ctx_create("vmm.backend=sim,vmm.chunk_size=64K,pager.budget=64M,"
+			    "pager.swap_ahead=0");
 	if (!ctx)
 		bail_out("tp_ctx_create: %s", strerror(errno));
 	tp_stats_get(ctx, &st);

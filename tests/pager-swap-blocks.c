@@ -90,7 +90,8 @@ int main(void)
 	pt_probe();
 	plan_tests(2);
 	/* The swap cache off: each offload takes buffers anew. */
-	ctx = pt_ctx("pager.budget=32C,pager.swap_cache=0");
+	/* Blocks of the sizes taken: none prepared ahead. */
+	ctx = pt_ctx("pager.budget=32C,pager.swap_cache=0,pager.swap_ahead=0");
 	chunk = pt_chunk(ctx);
 	for (unsigned pages = 2; pages <= 6 && !bad; pages++)
 		bad = round_trip(pages, seed + pages, why, sizeof(why));

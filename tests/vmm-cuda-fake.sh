@@ -24,7 +24,8 @@ unset TPAGER_CONF TPAGER_OPTS
 progs="vmm-remap vmm-pool vmm-extents vmm-release-behind vmm-copy vmm-inject vmm-elapsed
        vmm-map-ahead
        pager-basic pager-cache pager-faults pager-hooks pager-limits
-       pager-move pager-slab pager-states pager-stress pager-swap-blocks pager-swap-cache
+       pager-move pager-slab pager-states pager-stress pager-swap-ahead pager-swap-blocks
+       pager-swap-cache
        pager-threads"
 # Again with every map made late (the driver's calls slowed), so that
 # work a stream was not made to wait for finds its memory unmapped.

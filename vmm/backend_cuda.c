@@ -38,6 +38,7 @@
 #include "vmm/backend_cuda.h"
 #include "vmm/calls.h"
 #include "vmm/event.h"
+#include "vmm/host_prep.h"
 #include "vmm/vmm.h"
 
 #define CU_STR(x)	#x
@@ -507,39 +508,88 @@ static int cuda_stream_sync(struct tp_vmm *vmm, enum tp_stream s)
  * A driver that refuses the first registration (some restrict it) gets
  * cuMemHostAlloc for all.
  */
-static void *cuda_host_alloc(struct tp_vmm *vmm, size_t len)
+static void *cuda_host_alloc_pinned(struct cuda_backend *c, size_t len)
 {
-	struct cuda_backend *c = cb(vmm);
 	void *p = NULL;
-	CUresult r;
 	int ret;
 
-	cu_bind(c);
-	if (c->host_pin != HOST_ALLOC) {
-		p = tp_hostmem_map(len);
-		if (!p)
-			return NULL;		/* errno says why */
-		r = c->p_cuMemHostRegister(p, len,
-					   CU_MEMHOSTREGISTER_PORTABLE);
-		if (r == CUDA_SUCCESS) {
-			c->host_pin = HOST_REGISTER;
-			return p;
-		}
-		tp_hostmem_unmap(p, len);
-		if (c->host_pin == HOST_REGISTER ||
-		    r == CUDA_ERROR_OUT_OF_MEMORY) {
-			errno = -cu_err(c, r, "cuMemHostRegister");
-			return NULL;
-		}
-		tp_log(TP_LOG_WARN, "vmm: cuda: host memory cannot be registered: pinning by cuMemHostAlloc");
-		c->host_pin = HOST_ALLOC;
-	}
 	ret = CU(c, cuMemHostAlloc(&p, len, CU_MEMHOSTALLOC_PORTABLE));
 	if (ret) {
 		errno = -ret;
 		return NULL;
 	}
 	return p;
+}
+
+/* Pin @p, mapped and faulted in, or give it up for cuMemHostAlloc. */
+static void *cuda_host_register(struct cuda_backend *c, void *p, size_t len)
+{
+	CUresult r;
+
+	cu_bind(c);
+	r = c->p_cuMemHostRegister(p, len, CU_MEMHOSTREGISTER_PORTABLE);
+	if (r == CUDA_SUCCESS) {
+		c->host_pin = HOST_REGISTER;
+		return p;
+	}
+	tp_hostmem_unmap(p, len);
+	if (c->host_pin == HOST_REGISTER || r == CUDA_ERROR_OUT_OF_MEMORY) {
+		errno = -cu_err(c, r, "cuMemHostRegister");
+		return NULL;
+	}
+	tp_log(TP_LOG_WARN, "vmm: cuda: host memory cannot be registered: pinning by cuMemHostAlloc");
+	c->host_pin = HOST_ALLOC;
+	return cuda_host_alloc_pinned(c, len);
+}
+
+static void *cuda_host_alloc(struct tp_vmm *vmm, size_t len)
+{
+	struct cuda_backend *c = cb(vmm);
+	void *p;
+
+	cu_bind(c);
+	if (c->host_pin == HOST_ALLOC)
+		return cuda_host_alloc_pinned(c, len);
+	p = tp_hostmem_map(len);
+	if (!p)
+		return NULL;		/* errno says why */
+	return cuda_host_register(c, p, len);
+}
+
+/*
+ * Host swap prepared ahead: the mapping and faulting in (most of the
+ * time) on a thread of its own, which makes no driver call; the
+ * registration on the caller's thread, which holds the context. Not
+ * where registration is refused: cuMemHostAlloc pins as it allocates.
+ */
+static void *map_faulted(size_t len, void *arg)
+{
+	return tp_hostmem_map(len);
+}
+
+static void *cuda_host_prepare(struct tp_vmm *vmm, size_t len)
+{
+	if (cb(vmm)->host_pin == HOST_ALLOC) {
+		errno = ENOTSUP;
+		return NULL;
+	}
+	return tp_host_prep_start(len, map_faulted, NULL);
+}
+
+static void *cuda_host_prepared(struct tp_vmm *vmm, void *token, bool wait,
+				size_t *len)
+{
+	void *p = tp_host_prep_finish(token, wait, len);
+
+	if (!p)
+		return NULL;		/* errno says why */
+	if (cb(vmm)->host_pin == HOST_ALLOC) {
+		/* Registration was refused meanwhile. */
+		tp_hostmem_unmap(p, *len);
+		cu_bind(cb(vmm));
+		return cuda_host_alloc_pinned(cb(vmm), *len);
+	}
+	return cuda_host_register(cb(vmm), p, *len);
 }
 
 static void cuda_host_free(struct tp_vmm *vmm, void *p, size_t len)
@@ -596,6 +646,8 @@ const struct tp_vmm_ops tp_vmm_cuda_ops = {
 	.event_elapsed_ns = cuda_event_elapsed_ns,
 	.stream_sync = cuda_stream_sync,
 	.host_alloc = cuda_host_alloc,
+	.host_prepare = cuda_host_prepare,
+	.host_prepared = cuda_host_prepared,
 	.host_free = cuda_host_free,
 	.launch = cuda_launch,
 	.stream_handle = cuda_stream_handle,

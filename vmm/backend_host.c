@@ -34,6 +34,7 @@
 #include "vmm/backend_host.h"
 #include "vmm/calls.h"
 #include "vmm/event.h"
+#include "vmm/host_prep.h"
 #include "vmm/vmm.h"
 
 #define HOST_DEFAULT_DEVICE_BYTES	(4ULL << 30)
@@ -625,12 +626,12 @@ static int host_unmap(struct tp_vmm *vmm, uintptr_t va,
 
 /* --- host buffers, time ---------------------------------------------- */
 
-static void *host_host_alloc(struct tp_vmm *vmm, size_t len)
+static void *page_aligned(size_t len, size_t page)
 {
 	void *p;
 	int ret;
 
-	ret = posix_memalign(&p, hb(vmm)->page, len);
+	ret = posix_memalign(&p, page, len);
 	if (ret) {
 		errno = ret;
 		return NULL;
@@ -638,9 +639,35 @@ static void *host_host_alloc(struct tp_vmm *vmm, size_t len)
 	return p;
 }
 
+static void *host_host_alloc(struct tp_vmm *vmm, size_t len)
+{
+	return page_aligned(len, hb(vmm)->page);
+}
+
 static void host_host_free(struct tp_vmm *vmm, void *p, size_t len)
 {
 	free(p);
+}
+
+/* Prepared ahead: allocated and written, as cuda's is faulted in. */
+static void *obtain_written(size_t len, void *arg)
+{
+	void *p = page_aligned(len, *(const size_t *)arg);
+
+	if (p)
+		memset(p, 0, len);
+	return p;
+}
+
+static void *host_host_prepare(struct tp_vmm *vmm, size_t len)
+{
+	return tp_host_prep_start(len, obtain_written, &hb(vmm)->page);
+}
+
+static void *host_host_prepared(struct tp_vmm *vmm, void *token, bool wait,
+				size_t *len)
+{
+	return tp_host_prep_finish(token, wait, len);
 }
 
 static uint64_t host_now_ns(struct tp_vmm *vmm)
@@ -797,6 +824,8 @@ const struct tp_vmm_ops tp_vmm_host_ops = {
 	.event_sync = host_event_sync,
 	.stream_sync = host_stream_sync,
 	.host_alloc = host_host_alloc,
+	.host_prepare = host_host_prepare,
+	.host_prepared = host_host_prepared,
 	.host_free = host_host_free,
 	.launch = host_launch,
 	.stream_handle = NULL,

@@ -65,6 +65,8 @@ struct sim_backend {
 	 */
 	uint64_t worker;
 	bool on_worker;
+	/* When the thread preparing host memory is free (host_prepare). */
+	uint64_t prep_free;
 	/* The lane not in @worker (worker_lane()), and which is. */
 	uint64_t other_lane;
 	unsigned lane;
@@ -555,17 +557,84 @@ static int sim_stream_sync(struct tp_vmm *vmm, enum tp_stream st)
 	return host_waits_for(s, &s->stream[st]);
 }
 
+/* Host memory's two halves by the profile: faulting in, registering. */
+static uint64_t fault_ns(const struct sim_backend *s, size_t len)
+{
+	if (!s->profile || s->profile->fault_bytes_per_ns <= 0)
+		return 0;
+	return (uint64_t)((double)len / s->profile->fault_bytes_per_ns);
+}
+
+static uint64_t register_ns(const struct sim_backend *s, size_t len)
+{
+	if (!s->profile || s->profile->register_bytes_per_ns <= 0)
+		return 0;
+	return (uint64_t)((double)len / s->profile->register_bytes_per_ns);
+}
+
+static void *host_token(struct sim_backend *s, size_t len)
+{
+	uintptr_t p = s->next_host;
+
+	s->next_host += (len + SIM_HOST_ALIGN - 1) & ~(uintptr_t)(SIM_HOST_ALIGN - 1);
+	return (void *)p;
+}
+
 static void *sim_host_alloc(struct tp_vmm *vmm, size_t len)
 {
 	struct sim_backend *s = sb(vmm);
-	uintptr_t p = s->next_host;
 
-	/* Pinning host memory is host time, in proportion. */
-	if (s->profile && s->profile->pin_bytes_per_ns > 0)
-		charge_host(vmm, (uint64_t)((double)len /
-					    s->profile->pin_bytes_per_ns));
-	s->next_host += (len + SIM_HOST_ALIGN - 1) & ~(uintptr_t)(SIM_HOST_ALIGN - 1);
-	return (void *)p;
+	/* Host memory is the caller's time, in proportion. */
+	charge_host(vmm, fault_ns(s, len) + register_ns(s, len));
+	return host_token(s, len);
+}
+
+/* Memory prepared ahead: ready when the preparing thread is done. */
+struct sim_prep {
+	size_t len;
+	uint64_t ready;
+};
+
+/*
+ * The preparing thread takes preparations one after the other, each
+ * from when it was asked for: its own clock, s->prep_free.
+ */
+static void *sim_host_prepare(struct tp_vmm *vmm, size_t len)
+{
+	struct sim_backend *s = sb(vmm);
+	struct sim_prep *sp = malloc(sizeof(*sp));
+
+	if (!sp)
+		return NULL;
+	pthread_mutex_lock(&s->lock);
+	sp->len = len;
+	sp->ready = max_u64(s->prep_free, s->on_worker ? s->worker : s->host) +
+		    fault_ns(s, len);
+	s->prep_free = sp->ready;
+	pthread_mutex_unlock(&s->lock);
+	return sp;
+}
+
+static void *sim_host_prepared(struct tp_vmm *vmm, void *token, bool wait,
+			       size_t *len)
+{
+	struct sim_backend *s = sb(vmm);
+	struct sim_prep *sp = token;
+	uint64_t *now;
+
+	pthread_mutex_lock(&s->lock);
+	now = s->on_worker ? &s->worker : &s->host;
+	if (*now < sp->ready && !wait) {
+		pthread_mutex_unlock(&s->lock);
+		errno = EAGAIN;
+		return NULL;
+	}
+	*now = max_u64(*now, sp->ready);
+	pthread_mutex_unlock(&s->lock);
+	charge_host(vmm, register_ns(s, sp->len));
+	*len = sp->len;
+	free(sp);
+	return host_token(s, *len);
 }
 
 static void sim_host_free(struct tp_vmm *vmm, void *p, size_t len)
@@ -882,6 +951,8 @@ const struct tp_vmm_ops tp_vmm_sim_ops = {
 	.event_elapsed_ns = sim_event_elapsed_ns,
 	.stream_sync = sim_stream_sync,
 	.host_alloc = sim_host_alloc,
+	.host_prepare = sim_host_prepare,
+	.host_prepared = sim_host_prepared,
 	.host_free = sim_host_free,
 	.launch = sim_launch,
 	.op_ns = sim_op_ns,

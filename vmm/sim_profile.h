@@ -65,8 +65,13 @@ struct tp_sim_profile {
 	 */
 	double run_factor[TP_SIM_NR_CALLS];
 	uint64_t reserve_ns;		/* one VA reservation or its release */
-	/* Pinning host memory for swap (cuMemHostAlloc), bytes/ns. */
-	double pin_bytes_per_ns;
+	/*
+	 * Host memory for swap, bytes/ns: mapping and faulting it in (no
+	 * driver call: on a thread of its own when prepared ahead), then
+	 * pinning it (cuMemHostRegister, on the caller's thread). Obtained
+	 * at once, the caller pays both.
+	 */
+	double fault_bytes_per_ns, register_bytes_per_ns;
 	/* Host <-> device copies (each way) and device <-> device. */
 	double link_bytes_per_ns;
 	/*

@@ -1140,6 +1140,44 @@ void *tp_vmm_host_alloc(struct tp_vmm *vmm, size_t len)
 	return p;
 }
 
+void *tp_vmm_host_prepare(struct tp_vmm *vmm, size_t len)
+{
+	if (!len) {
+		errno = EINVAL;
+		return NULL;
+	}
+	if (!vmm->ops->host_prepare) {
+		errno = ENOTSUP;
+		return NULL;
+	}
+	return vmm->ops->host_prepare(vmm, len);
+}
+
+void *tp_vmm_host_prepared(struct tp_vmm *vmm, void *token, bool wait,
+			   size_t *len)
+{
+	uint64_t t0 = call_clock(vmm);
+	void *p;
+	int ret;
+
+	*len = 0;
+	p = vmm->ops->host_prepared(vmm, token, wait, len);
+	if (!p) {
+		if (errno != EAGAIN)
+			tp_vmm_call_end(vmm, TP_CALL_HOST_ALLOC, t0, 0);
+		return NULL;
+	}
+	/* Counted, and failed where injected, as the allocation it ends. */
+	ret = tp_vmm_call_begin(vmm, TP_CALL_HOST_ALLOC, true, &(uint64_t){ 0 });
+	tp_vmm_call_end(vmm, TP_CALL_HOST_ALLOC, t0, ret ? 0 : *len);
+	if (ret) {
+		vmm->ops->host_free(vmm, p, *len);
+		errno = -ret;
+		return NULL;
+	}
+	return p;
+}
+
 void tp_vmm_host_free(struct tp_vmm *vmm, void *p, size_t len)
 {
 	if (p)

@@ -260,6 +260,20 @@ struct tp_vmm_ops {
 	 * unique token that must not be dereferenced. */
 	void *(*host_alloc)(struct tp_vmm *vmm, size_t len);
 	void (*host_free)(struct tp_vmm *vmm, void *p, size_t len);
+	/*
+	 * Optional, both or neither: host swap obtained in two halves, the
+	 * slow one off the caller's thread (cuda, host: mapped and faulted
+	 * in by a thread of their own; sim: time on a clock of its own).
+	 * host_prepare starts on @len bytes and returns a token, or NULL
+	 * with errno set. host_prepared finishes it on the caller's thread
+	 * once ready (cuda registers it with the driver) and returns what
+	 * host_alloc would have, its length in *@len; NULL with errno
+	 * EAGAIN, the token kept, when it is not ready and !@wait; any
+	 * other NULL: failed, the token gone.
+	 */
+	void *(*host_prepare)(struct tp_vmm *vmm, size_t len);
+	void *(*host_prepared)(struct tp_vmm *vmm, void *token, bool wait,
+			       size_t *len);
 
 	/*
 	 * Run @fn(@arg) as work on stream @s (an op's launch on the host
@@ -674,6 +688,21 @@ int tp_vmm_sync_all(struct tp_vmm *vmm);
 
 void *tp_vmm_host_alloc(struct tp_vmm *vmm, size_t len);
 void tp_vmm_host_free(struct tp_vmm *vmm, void *p, size_t len);
+/*
+ * tp_vmm_host_prepare() - start obtaining @len bytes of host swap off the
+ * caller's thread. Return: a token for tp_vmm_host_prepared(), or NULL
+ * with errno set (ENOTSUP: the backend cannot; then tp_vmm_host_alloc()).
+ */
+void *tp_vmm_host_prepare(struct tp_vmm *vmm, size_t len);
+/*
+ * tp_vmm_host_prepared() - the memory of @token, as tp_vmm_host_alloc()
+ * returns it (freed by tp_vmm_host_free() with *@len), counted as a host
+ * allocation of what the caller waited and spent. Return: NULL with errno
+ * EAGAIN (the token kept) when it is not ready and !@wait; NULL with
+ * another errno when it failed (the token gone).
+ */
+void *tp_vmm_host_prepared(struct tp_vmm *vmm, void *token, bool wait,
+			   size_t *len);
 
 
 int tp_vmm_launch(struct tp_vmm *vmm, enum tp_stream s, uint64_t cost_ns,

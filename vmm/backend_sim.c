@@ -214,19 +214,6 @@ static void run_copy(struct sim_backend *s, enum tp_stream st,
 }
 
 /* Whether a copy engine has work the host has not waited for. */
-static bool copies_queued(struct sim_backend *s)
-{
-	bool busy;
-	uint64_t now;
-
-	pthread_mutex_lock(&s->lock);
-	now = s->on_worker ? s->worker : s->host;
-	busy = s->stream[TP_STREAM_D2H] > now ||
-	       s->stream[TP_STREAM_H2D] > now;
-	pthread_mutex_unlock(&s->lock);
-	return busy;
-}
-
 /* tp_sim_handle_ns() for the backend's profile, memoised by size. */
 static uint64_t handle_ns(struct sim_backend *s, enum tp_sim_driver_call call,
 			  uint64_t bytes)
@@ -242,35 +229,61 @@ static uint64_t handle_ns(struct sim_backend *s, enum tp_sim_driver_call call,
 	return m->ns[call];
 }
 
-/*
- * What @call costs on the handle @c under the profile: more while copies
- * are queued, where the profile measured it so, and as a training run
- * pays it.
- */
-static void charge_handle(struct tp_vmm *vmm, enum tp_sim_driver_call call,
-			  const struct tp_chunk *c)
+/* The clock of the thread making the call. Under s->lock. */
+static uint64_t *caller_clock(struct sim_backend *s)
 {
-	const struct tp_sim_profile *p = sb(vmm)->profile;
-	double ns = (double)handle_ns(sb(vmm), call, (uint64_t)c->pages *
+	return s->on_worker ? &s->worker : &s->host;
+}
+
+/*
+ * What @call costs on the handle @c under the profile, made at @now:
+ * more while copies are queued, where the profile measured it so, and as
+ * a training run pays it. Under s->lock.
+ */
+static uint64_t handle_charge(struct tp_vmm *vmm, enum tp_sim_driver_call call,
+			      const struct tp_chunk *c, uint64_t now)
+{
+	struct sim_backend *s = sb(vmm);
+	const struct tp_sim_profile *p = s->profile;
+	double ns = (double)handle_ns(s, call, (uint64_t)c->pages *
 				      vmm->granularity);
 
 	if ((call == TP_SIM_SET_ACCESS && p->busy_set_access > 0) ||
 	    (call == TP_SIM_UNMAP && p->busy_unmap > 0)) {
-		if (copies_queued(sb(vmm)))
+		if (s->stream[TP_STREAM_D2H] > now ||
+		    s->stream[TP_STREAM_H2D] > now)
 			ns *= call == TP_SIM_UNMAP ? p->busy_unmap :
 						     p->busy_set_access;
 	}
 	if (p->run_factor[call] > 0)
 		ns *= p->run_factor[call];
-	charge_host(vmm, (uint64_t)llround(ns));
+	return (uint64_t)llround(ns);
 }
 
-/* ... on every handle of a run of @n pages. */
+/*
+ * ... on every handle of a run of @n pages (@n = 0: the one handle @c[0]),
+ * each at the time the ones before it leave: one lock for the call (a
+ * lock per handle was a sixth of a replay's time on the contiguous pool).
+ */
 static void charge_handles(struct tp_vmm *vmm, enum tp_sim_driver_call call,
 			   struct tp_chunk *const *c, size_t n)
 {
+	struct sim_backend *s = sb(vmm);
+	uint64_t *now;
+
+	pthread_mutex_lock(&s->lock);
+	now = caller_clock(s);
+	if (!n)
+		*now += handle_charge(vmm, call, c[0], *now);
 	for (size_t i = 0; i < n; i += c[i]->pages)
-		charge_handle(vmm, call, c[i]);
+		*now += handle_charge(vmm, call, c[i], *now);
+	pthread_mutex_unlock(&s->lock);
+}
+
+static void charge_handle(struct tp_vmm *vmm, enum tp_sim_driver_call call,
+			  struct tp_chunk *c)
+{
+	charge_handles(vmm, call, &c, 0);
 }
 
 static int sim_reserve(struct tp_vmm *vmm, size_t len, uintptr_t *va)

@@ -265,10 +265,17 @@ static void take_prepared(struct tp_pager *pg)
 }
 
 /*
- * Swap grew: prepare the next block, a quarter of the swap so far and at
- * least pager.swap_ahead, within pager.host_budget. Where the backend
- * cannot, swap grows as needed.
+ * Swap grew: prepare the next block, a quarter of the swap so far, at
+ * least pager.swap_ahead and at most SWAP_AHEAD_MAX times it, within
+ * pager.host_budget. Where the backend cannot, swap grows as needed.
+ *
+ * The bound keeps what a run holds beyond its peak to one block (1 GiB by
+ * default; the block is pinned whole when first taken), where a quarter
+ * was 12 GB of ResNet-50's 42 GB at batch 664 in 4 GiB; its step on the
+ * h200 profile is 5.24 s with it, 5.22 without and 5.45 with no block
+ * prepared ahead.
  */
+#define SWAP_AHEAD_MAX	16
 static void prepare_ahead(struct tp_pager *pg)
 {
 	struct tp_swap *sw = &pg->swap;
@@ -278,6 +285,8 @@ static void prepare_ahead(struct tp_pager *pg)
 		return;
 	if (n < sw->ahead_min)
 		n = sw->ahead_min;
+	if (n > SWAP_AHEAD_MAX * sw->ahead_min)
+		n = SWAP_AHEAD_MAX * sw->ahead_min;
 	if (sw->max != SIZE_MAX) {
 		if (sw->allocated >= sw->max)
 			return;

@@ -6,7 +6,8 @@
  * next block faulted in off the caller's thread, so that an offload made
  * once it is ready pays the pinning only, and one made at once waits for
  * the rest. Without it every growth pays both. The block is within
- * pager.host_budget and shows in stats.host_held.
+ * pager.host_budget, at most 16 times pager.swap_ahead, and shows in
+ * stats.host_held.
  *
  * With data (the backend under test: host, or cuda on the stand-in
  * driver, which refuses a copy across two pinned allocations): tensors
@@ -96,7 +97,7 @@ static void sim_tests(void)
 {
 	struct sim_run on, off;
 	struct tp_stats st;
-	struct tp_tensor *x;
+	struct tp_tensor *x, *big[4];
 	struct tp_ctx *ctx;
 
 	sim("pager.swap_ahead=64M", &on);
@@ -144,6 +145,28 @@ static void sim_tests(void)
 	   "the block prepared stays within pager.host_budget: held %llu MiB of 40",
 	   (unsigned long long)(st.host_held / MB));
 	tp_tensor_free(ctx, x);
+	tp_ctx_destroy(ctx);
+
+	/* 8 GiB in use: a quarter would be 2 GiB, the bound is 16 x 64M. */
+	ctx = tp_ctx_create("vmm.backend=sim,vmm.sim.profile=h200,"
+			    "vmm.chunk_size=2M,pager.budget=3G,pager.rescue=0,"
+			    "pager.swap_cache=0,pager.swap_ahead=64M");
+	if (!ctx)
+		bail_out("sim context: %s", strerror(errno));
+	for (int i = 0; i < 4; i++) {
+		x = written(ctx, 2048 * MB);
+		offload_ns(ctx, x);
+		big[i] = x;
+	}
+	tp_sync(ctx);
+	tp_stats_get(ctx, &st);
+	ok(st.host_peak == 8192 * MB && st.host_held <= st.host_peak + 1024 * MB &&
+	   st.host_held > st.host_peak,
+	   "at most 16 times pager.swap_ahead prepared: held %llu MiB for %llu in use",
+	   (unsigned long long)(st.host_held / MB),
+	   (unsigned long long)(st.host_peak / MB));
+	for (int i = 0; i < 4; i++)
+		tp_tensor_free(ctx, big[i]);
 	tp_ctx_destroy(ctx);
 }
 
@@ -210,7 +233,7 @@ static void with_data(void)
 int main(void)
 {
 	pt_probe();
-	plan_tests(10);
+	plan_tests(11);
 	sim_tests();
 	with_data();
 	return exit_status();

@@ -73,7 +73,7 @@ trains() {
 		"$name: the unconstrained run never pages"
 }
 
-echo "1..86"
+echo "1..87"
 echo "# seed $seed"
 
 # The director chooses between evicting and offloading from op and copy
@@ -334,6 +334,9 @@ hp=$(echo "$j" | field budget host_peak)
 ok $([ "$(echo "$j" | field unconstrained host_peak)" = 0 ] &&
      [ "${hp:-0}" -gt 0 ] && [ "${hl:-0}" -gt "$hp" ]; echo $?) \
 	"resnet-mini: the budgeted run's host swap peak $hp is reported, within the machine's $hl"
+hh=$(echo "$j" | field budget host_held)
+ok $([ "${hh:-0}" -ge "$hp" ] && [ "${hh:-0}" -le "$hl" ]; echo $?) \
+	"resnet-mini: the host memory held for swap, $hh, is the peak $hp and at most a block prepared ahead"
 # On sim, whose clock is virtual: on the host the copies' timing decides
 # which batch fails first, and whether by swap or by device room.
 "$train" --backend sim --model mlp --budget 1M --max-batch --json \

@@ -423,7 +423,8 @@ static void print_json_run(const char *name, unsigned batch,
 	       ",\"rescued_pages\":%" PRIu64
 	       ",\"ranges_moved\":%" PRIu64 ",\"ranges_adopted\":%" PRIu64
 	       ",\"split_runs\":%" PRIu64 ",\"split_parts\":%" PRIu64
-	       ",\"host_peak\":%" PRIu64 ",\"host_limit\":%" PRIu64
+	       ",\"host_peak\":%" PRIu64 ",\"host_held\":%" PRIu64
+	       ",\"host_limit\":%" PRIu64
 	       ",\"driver_calls_per_step\":%.1f,\"driver_s_per_step\":%.6f"
 	       ",\"driver_bg_calls_per_step\":%.1f"
 	       ",\"driver_bg_s_per_step\":%.6f,\"gpu_busy\":",
@@ -433,7 +434,7 @@ static void print_json_run(const char *name, unsigned batch,
 	       r->st.driver_ns, r->st.range_cache_misses, r->st.policy_ns,
 	       r->st.handles, r->st.recarves, r->st.rescued_pages,
 	       r->st.ranges_moved, r->st.ranges_adopted, r->st.split_runs, r->st.split_parts, r->st.host_peak,
-	       r->host_limit, r->driver_calls, r->driver_s, r->bg_calls,
+	       r->st.host_held, r->host_limit, r->driver_calls, r->driver_s, r->bg_calls,
 	       r->bg_s);
 	/* Only where the compute stream is timed: on the device or sim. */
 	if (gpu_timed)
@@ -492,6 +493,7 @@ void report(const struct train_args *a, uint64_t budget,
 	row_u64("prefetch hits", u->st.prefetch_hits, c->st.prefetch_hits);
 	row_u64("split runs", u->st.split_runs, c->st.split_runs);
 	row_bytes("host swap peak", u->st.host_peak, c->st.host_peak);
+	row_bytes("host swap held", u->st.host_held, c->st.host_held);
 	printf("%-22s %16.1f %16.1f\n", "driver calls per step",
 	       u->driver_calls, c->driver_calls);
 	printf("%-22s %13.3f ms %13.3f ms\n", "driver time per step",

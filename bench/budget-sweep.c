@@ -40,10 +40,10 @@
  *
  * The summary gives, per trace, the largest rise against its limit, the
  * budgets where the default is behind, and the minimum budgets; and the
- * largest wall time of a replay as a multiple of the unconstrained
- * replay's (the fastest of three; a replay past ten times it, the faster
- * of two), how many replays took more than ten times it, and the largest
- * multiple for each policy. The six traces
+ * largest wall time of a replay as a multiple of its unconstrained
+ * replay's, on the same pool (the fastest of three; a replay past ten
+ * times it, the faster of two), how many replays took more than ten
+ * times it, and the largest multiple for each policy. The six traces
  * take a few minutes of one core.
  *
  * A bench program, past the usual length: its sweeps share the option
@@ -116,7 +116,8 @@ struct bench_trace {
 	struct tp_trace_summary s;
 	bool dtr;
 	uint64_t base_ns[2];	/* unconstrained: chunks, contiguous */
-	double base_wall;	/* of the unconstrained replay on chunks */
+	double base_wall[2];	/* of the unconstrained replays: chunks,
+				 * contiguous */
 };
 
 /* One replay's outcome: what a cell needs. */
@@ -170,6 +171,8 @@ static int run(struct bench_trace *bt, const struct column *c, int pct,
 	struct tp_replay_opts o;
 	struct tp_replay_result r;
 	char extra[1200];
+	/* A replay's own: on its pool (coop's is the contiguous one). */
+	double base_wall = bt->base_wall[c->contiguous];
 	int ret;
 
 	opts_for(bt, c, tp_sweep_bytes(bt->s.peak_bytes, pct * 10), &o,
@@ -193,7 +196,7 @@ static int run(struct bench_trace *bt, const struct column *c, int pct,
 	 * sweeps on a 2-core VM). The replay is deterministic; only the
 	 * wall time can differ.
 	 */
-	if (bt->base_wall > 0 && r.wall_s / bt->base_wall > WALL_LIMIT) {
+	if (base_wall > 0 && r.wall_s / base_wall > WALL_LIMIT) {
 		struct tp_replay_result again;
 
 		if (!tp_replay_run(bt->t, &o, &again) &&
@@ -205,7 +208,7 @@ static int run(struct bench_trace *bt, const struct column *c, int pct,
 	out->time = (double)r.time_ns / (double)bt->base_ns[0];
 	out->extra = (double)r.time_ns / (double)bt->base_ns[c->contiguous] -
 		     1;
-	out->wall = bt->base_wall > 0 ? r.wall_s / bt->base_wall : 0;
+	out->wall = base_wall > 0 ? r.wall_s / base_wall : 0;
 	replays++;
 	if (out->wall > WALL_LIMIT) {
 		if (over_wall < SLOW_LISTED)
@@ -448,9 +451,12 @@ static int load(const char *path, struct bench_trace *bt)
 }
 
 /*
- * The unconstrained replays, the bases of times and wall times. The wall
- * time base is the fastest of BASE_RUNS replays: one short replay on a
- * busy machine can take several times its time, and every ratio with it.
+ * The unconstrained replays, the bases of times and wall times, on each
+ * pool: a replay on the contiguous pool (coop's) is measured against the
+ * contiguous pool's unconstrained replay, as its extra time is. The
+ * wall time base is
+ * the fastest of BASE_RUNS replays: one short replay on a busy machine
+ * can take several times its time, and every ratio with it.
  */
 #define BASE_RUNS	3
 
@@ -463,7 +469,7 @@ static int bases(struct bench_trace *bt)
 		char extra[1200];
 
 		opts_for(bt, &free_col, 0, &o, extra, sizeof(extra));
-		for (int k = 0; k < (m ? 1 : BASE_RUNS); k++) {
+		for (int k = 0; k < BASE_RUNS; k++) {
 			int ret = tp_replay_run(bt->t, &o, &r);
 
 			if (ret || r.status != TP_REPLAY_OK) {
@@ -471,8 +477,8 @@ static int bases(struct bench_trace *bt)
 					bt->path, r.error);
 				return ret ? ret : -EIO;
 			}
-			if (!m && (!k || r.wall_s < bt->base_wall))
-				bt->base_wall = r.wall_s;
+			if (!k || r.wall_s < bt->base_wall[m])
+				bt->base_wall[m] = r.wall_s;
 		}
 		bt->base_ns[m] = r.time_ns ? r.time_ns : 1;
 	}

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * The sim backend's clocks advance by exactly the charged costs: driver
- * calls per chunk on the host clock, copies and launches on their stream
+ * calls per chunk on the host clock (on the h200 profile, per handle and
+ * more while copies are queued), copies and launches on their stream
  * from max(stream, host), events carrying their stream's time. The h100
  * profile charges what its table says: device memory, a handle's map and
  * set access, a copy. The h200 profile prices a convolution's scratch and
@@ -253,6 +254,68 @@ static struct tp_vmm *open_h200(void)
 }
 
 /*
+ * The h200 profile's unmaps cost more while copies are queued: of 16
+ * handles unmapped one after the other, those made before a copy queued
+ * on another range lands pay the busy price, the rest the idle one; each
+ * handle's price rounded as one call's.
+ */
+static void busy_unmaps(void)
+{
+	const struct tp_sim_profile *p = &tp_sim_profile_h200;
+	const uint64_t g = 2u << 20;
+	struct tp_chunk *c[16], *o[8];
+	uint64_t t0, now, end, idle, busy, want = 0;
+	unsigned nbusy = 0;
+	struct tp_vmm *vmm;
+	uintptr_t va, vo;
+	char why[256];
+	void *h;
+
+	vmm = vt_open("sim", g, "vmm.sim.profile=h200,vmm.map_ahead=off,"
+		      "vmm.mapping=chunks", why, sizeof(why));
+	if (!vmm || tp_vmm_pool_create(vmm, 32 * g))
+		bail_out("h200: %s", why);
+	h = tp_vmm_host_alloc(vmm, 8 * g);
+	if (!h || tp_vmm_reserve(vmm, 16 * g, &va) ||
+	    tp_vmm_reserve(vmm, 8 * g, &vo) || tp_vmm_chunks_take(vmm, c, 16) ||
+	    tp_vmm_chunks_take(vmm, o, 8) || tp_vmm_map(vmm, va, c, 16) ||
+	    tp_vmm_map(vmm, vo, o, 8))
+		bail_out("h200: ranges");
+	/* 16 MiB to host: about 330 us, some five busy unmaps. */
+	if (tp_vmm_copy_d2h(vmm, h, vo, 8 * g, TP_STREAM_D2H))
+		bail_out("h200: the copy");
+	idle = (uint64_t)llround(p->run_factor[TP_SIM_UNMAP] *
+				 (double)tp_sim_handle_ns(p, TP_SIM_UNMAP, g));
+	busy = (uint64_t)llround((double)tp_sim_handle_ns(p, TP_SIM_UNMAP, g) *
+				 p->busy_unmap * p->run_factor[TP_SIM_UNMAP]);
+	t0 = now = tp_vmm_now_ns(vmm);
+	end = t0 + p->copy_latency_ns;	/* at least: the copy's own time */
+	end += (uint64_t)llround((double)(8 * g) / p->link_bytes_per_ns);
+	for (int i = 0; i < 16; i++) {
+		bool b = now < end;
+
+		nbusy += b;
+		now += b ? busy : idle;
+		want += b ? busy : idle;
+	}
+	if (tp_vmm_unmap(vmm, va, c, 16))
+		bail_out("h200: the unmap");
+	now = tp_vmm_now_ns(vmm) - t0;
+	ok(now == want && nbusy > 1 && nbusy < 16,
+	   "h200: 16 unmaps while a copy lands: %u at %llu ns, the rest at %llu (%llu ns, want %llu)",
+	   nbusy, (unsigned long long)busy, (unsigned long long)idle,
+	   (unsigned long long)now, (unsigned long long)want);
+	tp_vmm_stream_sync(vmm, TP_STREAM_D2H);
+	tp_vmm_unmap(vmm, vo, o, 8);
+	tp_vmm_chunks_put(vmm, c, 16);
+	tp_vmm_chunks_put(vmm, o, 8);
+	tp_vmm_release(vmm, va, 16 * g);
+	tp_vmm_release(vmm, vo, 8 * g);
+	tp_vmm_host_free(vmm, h, 8 * g);
+	tp_vmm_close(vmm);
+}
+
+/*
  * The h200 profile's launch window: the host issues launch_window
  * launches on the compute stream at issue_ns each and goes on; the next
  * one waits until the first has ended, as the cuda backend waits for the
@@ -392,7 +455,7 @@ int main(void)
 	void *a, *b;
 	uintptr_t r1, r2;
 
-	plan_tests(32);
+	plan_tests(33);
 	vmm = vt_open("sim", CHUNK, OPTS, why, sizeof(why));
 	if (!vmm || tp_vmm_pool_create(vmm, 16 * CHUNK))
 		bail_out("%s", why);
@@ -439,5 +502,6 @@ int main(void)
 	launch_window();
 	issue_by_name();
 	workspace();
+	busy_unmaps();
 	return exit_status();
 }

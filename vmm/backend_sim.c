@@ -236,34 +236,47 @@ static uint64_t *caller_clock(struct sim_backend *s)
 }
 
 /*
- * What @call costs on the handle @c under the profile, made at @now:
- * more while copies are queued, where the profile measured it so, and as
- * a training run pays it. Under s->lock.
+ * What @call costs on each of @k handles of @bytes under the profile,
+ * made one after the other from @now: more while copies are queued, where
+ * the profile measured it so, and as a training run pays it. Each
+ * handle's price is rounded as one call's; the copies queued do not move
+ * meanwhile, so the first handles pay the busy price until the clock
+ * passes them. Under s->lock.
  */
-static uint64_t handle_charge(struct tp_vmm *vmm, enum tp_sim_driver_call call,
-			      const struct tp_chunk *c, uint64_t now)
+static uint64_t handles_charge(struct tp_vmm *vmm,
+			       enum tp_sim_driver_call call, uint64_t bytes,
+			       size_t k, uint64_t now)
 {
 	struct sim_backend *s = sb(vmm);
 	const struct tp_sim_profile *p = s->profile;
-	double ns = (double)handle_ns(s, call, (uint64_t)c->pages *
-				      vmm->granularity);
+	double ns = (double)handle_ns(s, call, bytes), busy_ns = ns;
+	uint64_t idle, busy, end;
+	size_t nbusy = 0;
+	bool slows = (call == TP_SIM_SET_ACCESS && p->busy_set_access > 0) ||
+		     (call == TP_SIM_UNMAP && p->busy_unmap > 0);
 
-	if ((call == TP_SIM_SET_ACCESS && p->busy_set_access > 0) ||
-	    (call == TP_SIM_UNMAP && p->busy_unmap > 0)) {
-		if (s->stream[TP_STREAM_D2H] > now ||
-		    s->stream[TP_STREAM_H2D] > now)
-			ns *= call == TP_SIM_UNMAP ? p->busy_unmap :
-						     p->busy_set_access;
-	}
-	if (p->run_factor[call] > 0)
+	if (slows)
+		busy_ns *= call == TP_SIM_UNMAP ? p->busy_unmap :
+						   p->busy_set_access;
+	if (p->run_factor[call] > 0) {
 		ns *= p->run_factor[call];
-	return (uint64_t)llround(ns);
+		busy_ns *= p->run_factor[call];
+	}
+	idle = (uint64_t)llround(ns);
+	busy = (uint64_t)llround(busy_ns);
+	end = max_u64(s->stream[TP_STREAM_D2H], s->stream[TP_STREAM_H2D]);
+	if (slows && end > now)
+		nbusy = busy ? (size_t)((end - now + busy - 1) / busy) : k;
+	if (nbusy > k)
+		nbusy = k;
+	return nbusy * busy + (k - nbusy) * idle;
 }
 
 /*
  * ... on every handle of a run of @n pages (@n = 0: the one handle @c[0]),
- * each at the time the ones before it leave: one lock for the call (a
- * lock per handle was a sixth of a replay's time on the contiguous pool).
+ * each at the time the ones before it leave, handles of one size priced
+ * together: one lock for the call (a lock per handle was a sixth of a
+ * replay's time on the contiguous pool, whose chunks are handles).
  */
 static void charge_handles(struct tp_vmm *vmm, enum tp_sim_driver_call call,
 			   struct tp_chunk *const *c, size_t n)
@@ -274,9 +287,17 @@ static void charge_handles(struct tp_vmm *vmm, enum tp_sim_driver_call call,
 	pthread_mutex_lock(&s->lock);
 	now = caller_clock(s);
 	if (!n)
-		*now += handle_charge(vmm, call, c[0], *now);
-	for (size_t i = 0; i < n; i += c[i]->pages)
-		*now += handle_charge(vmm, call, c[i], *now);
+		*now += handles_charge(vmm, call, (uint64_t)c[0]->pages *
+				       vmm->granularity, 1, *now);
+	for (size_t i = 0; i < n;) {
+		size_t pages = c[i]->pages, k = 1;
+
+		while (i + k * pages < n && c[i + k * pages]->pages == pages)
+			k++;
+		*now += handles_charge(vmm, call, (uint64_t)pages *
+				       vmm->granularity, k, *now);
+		i += k * pages;
+	}
 	pthread_mutex_unlock(&s->lock);
 }
 

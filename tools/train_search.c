@@ -284,13 +284,15 @@ static void report_max_batch(const struct search *s, unsigned without,
 		if (with)
 			printf("{\"batch\":%u,\"step_s\":%.6f,"
 			       "\"images_per_s\":%.3f,\"phys_peak\":%" PRIu64
-			       ",\"host_peak\":%" PRIu64 ",\"host_limit\":%"
+			       ",\"host_peak\":%" PRIu64 ",\"host_held\":%"
+			       PRIu64 ",\"host_limit\":%"
 			       PRIu64 ",\"split_runs\":%" PRIu64
 			       ",\"split_parts\":%" PRIu64 ",\"evictions\":%"
 			       PRIu64 ",\"offloads\":%" PRIu64
 			       ",\"recomputes\":%" PRIu64 "}", with,
 			       b->step_s, images_per_s(with, b),
-			       b->st.phys_peak, b->st.host_peak, b->host_limit,
+			       b->st.phys_peak, b->st.host_peak,
+			       b->st.host_held, b->host_limit,
 			       b->st.split_runs, b->st.split_parts,
 			       b->st.evictions, b->st.offloads,
 			       b->st.recomputes);

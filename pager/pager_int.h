@@ -102,7 +102,8 @@ struct tp_swap {
 	size_t nr_blocks, cap_blocks;
 	/*
 	 * Host memory being prepared ahead of need (tp_vmm_host_prepare()),
-	 * @prep_n buffers, or NULL; the least a preparation asks for.
+	 * @prep_n buffers, or NULL; the least a preparation asks for
+	 * (pager.swap_ahead, in buffers).
 	 */
 	void *prep;
 	size_t prep_n;

@@ -258,6 +258,10 @@ static void take_prepared(struct tp_pager *pg)
 	sw->prep_n = 0;
 	if (!base)
 		return;
+	if (!block_room(sw)) {
+		tp_vmm_host_free(pg->vmm, base, len);
+		return;
+	}
 	add_block(sw, base, n);
 	/* Popped in address order. */
 	for (size_t i = n; i--;)
@@ -319,8 +323,9 @@ static void reap_until(struct tp_pager *pg, size_t n)
 
 /*
  * Whether waiting for copies out pays rather than obtaining host memory:
- * what host memory cost a byte so far (pinned on cuda: a fraction of the
- * copy engines' speed) against what a byte of those copies took.
+ * what host memory obtained at once cost a byte so far (pinned on cuda:
+ * a fraction of the copy engines' speed) against what a byte of those
+ * copies took.
  */
 static bool waiting_pays(const struct tp_pager *pg)
 {

@@ -1156,7 +1156,7 @@ void *tp_vmm_host_prepare(struct tp_vmm *vmm, size_t len)
 void *tp_vmm_host_prepared(struct tp_vmm *vmm, void *token, bool wait,
 			   size_t *len)
 {
-	uint64_t t0 = call_clock(vmm);
+	uint64_t t0 = call_clock(vmm), t_inject;
 	void *p;
 	int ret;
 
@@ -1168,7 +1168,7 @@ void *tp_vmm_host_prepared(struct tp_vmm *vmm, void *token, bool wait,
 		return NULL;
 	}
 	/* Counted, and failed where injected, as the allocation it ends. */
-	ret = tp_vmm_call_begin(vmm, TP_CALL_HOST_ALLOC, true, &(uint64_t){ 0 });
+	ret = tp_vmm_call_begin(vmm, TP_CALL_HOST_ALLOC, true, &t_inject);
 	tp_vmm_call_end(vmm, TP_CALL_HOST_ALLOC, t0, ret ? 0 : *len);
 	if (ret) {
 		vmm->ops->host_free(vmm, p, *len);

@@ -262,8 +262,9 @@ struct tp_vmm_ops {
 	void (*host_free)(struct tp_vmm *vmm, void *p, size_t len);
 	/*
 	 * Optional, both or neither: host swap obtained in two halves, the
-	 * slow one off the caller's thread (cuda, host: mapped and faulted
-	 * in by a thread of their own; sim: time on a clock of its own).
+	 * slow one off the caller's thread (cuda: mapped and faulted in,
+	 * host: allocated and written, by a thread of their own; sim: time
+	 * on a clock of its own).
 	 * host_prepare starts on @len bytes and returns a token, or NULL
 	 * with errno set. host_prepared finishes it on the caller's thread
 	 * once ready (cuda registers it with the driver) and returns what

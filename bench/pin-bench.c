@@ -17,7 +17,9 @@
  *   huge-cold  cuMemHostRegister of untouched huge-page memory
  *   unpin      cuMemFreeHost, or cuMemHostUnregister and munmap
  * Then, while another thread pins by each way, the longest and total time
- * this thread's driver calls took against their time with nothing pinned.
+ * this thread's driver calls took against their time with nothing pinned;
+ * and while it only faults huge pages in ("fault": what pager.swap_ahead's
+ * thread does, the registration left to the issuing thread).
  * Last, whether one async copy may span two pinned ranges that touch.
  *
  * It loads the driver at run time, so it builds everywhere and says so
@@ -118,12 +120,17 @@ static double median3(double *v)
 
 /* --- ways to pin ------------------------------------------------------ */
 
+/*
+ * WAY_FAULT pins nothing: huge pages mapped and written, what the thread
+ * preparing host swap ahead of need does (pager.swap_ahead); it is raced
+ * only, the registration left to the issuing thread.
+ */
 enum way {
 	WAY_ALLOC, WAY_REGISTER, WAY_REG_COLD, WAY_HUGE, WAY_HUGE_COLD,
-	NR_WAYS
+	WAY_FAULT, NR_WAYS
 };
 static const char *const way_name[] = {
-	"alloc", "register", "reg-cold", "huge", "huge-cold",
+	"alloc", "register", "reg-cold", "huge", "huge-cold", "fault",
 };
 
 /* Touch every page of @p once (a write), the kernel's way where it can. */
@@ -164,11 +171,14 @@ static void pin(struct pinned *pm, enum way way, size_t len)
 		exit(1);
 	}
 	t0 = now_us();
-	if (way == WAY_HUGE || way == WAY_HUGE_COLD)
+	if (way == WAY_HUGE || way == WAY_HUGE_COLD || way == WAY_FAULT)
 		madvise(pm->p, len, MADV_HUGEPAGE);
-	if (way == WAY_REGISTER || way == WAY_HUGE)
+	if (way == WAY_REGISTER || way == WAY_HUGE || way == WAY_FAULT)
 		populate(pm->p, len);
 	pm->touch_us = now_us() - t0;
+	pm->pin_us = 0;
+	if (way == WAY_FAULT)
+		return;
 	t0 = now_us();
 	CK(p_cuMemHostRegister(pm->p, len, CU_MEMHOSTREGISTER_PORTABLE));
 	pm->pin_us = now_us() - t0;
@@ -180,6 +190,8 @@ static double unpin(struct pinned *pm)
 
 	if (pm->way == WAY_ALLOC) {
 		CK(p_cuMemFreeHost(pm->p));
+	} else if (pm->way == WAY_FAULT) {
+		munmap(pm->p, pm->len);
 	} else {
 		CK(p_cuMemHostUnregister(pm->p));
 		munmap(pm->p, pm->len);
@@ -374,7 +386,7 @@ int main(int argc, char **argv)
 
 	printf("pinning %zu MiB, median of 3 (ms; GB/s)\n", mib);
 	printf("%-10s %9s %9s %9s %9s\n", "way", "touch", "pin", "GB/s", "unpin");
-	for (int w = 0; w < NR_WAYS; w++) {
+	for (int w = 0; w < WAY_FAULT; w++) {
 		double touch[3], p[3], u[3];
 
 		for (int r = 0; r < 3; r++) {
@@ -409,6 +421,7 @@ int main(int argc, char **argv)
 	race(&is, WAY_REGISTER, len);
 	race(&is, WAY_REG_COLD, len);
 	race(&is, WAY_HUGE, len);
+	race(&is, WAY_FAULT, len);
 	straddle();
 	return 0;
 }

@@ -52,7 +52,7 @@ LOG
 gzip -c "$tmp/chain.log" > "$tmp/chain.log.gz"
 wm="--set pager.high_watermark=100 --set pager.low_watermark=100"
 
-echo "1..33"
+echo "1..35"
 
 "$sim" "$tmp/chain.log" --chunk-size 4K --budget 40960 --policy dtr/evict $wm \
 	> "$tmp/out" 2>"$tmp/err"; rc=$?
@@ -220,9 +220,27 @@ size=$(wc -c < "$tmp/chain.log.gz")
 printf '\377\377\377\377' | dd of="$tmp/crc.log.gz" bs=1 seek=$((size - 8)) conv=notrunc 2>/dev/null
 fails "corrupt gzip" "crc.log.gz: not a valid gzip file: incorrect data check" "$tmp/crc.log.gz"
 
+# The host swap a replay needed: none for an evict-only policy; held
+# beyond the peak by the block prepared ahead, unless that is off.
+num() { sed -n "s/.*\"$1\":\([0-9]*\).*/\1/p" "$2"; }
+"$sim" "$tmp/chain.log" --chunk-size 4K --budget 40960 --policy dtr/evict $wm \
+	--json > "$tmp/json" 2>"$tmp/err"
+ok $([ "$(num host_peak "$tmp/json")" = 0 ] &&
+     [ "$(num host_held "$tmp/json")" = 0 ]; echo $?) \
+	"--json: host_peak and host_held 0 where nothing was offloaded"
+top_srcdir=${top_srcdir:-..}
+r50="$top_srcdir/traces/resnet50-b256.trace"
+"$sim" "$r50" --budget 15% --set vmm.sim.profile=h200 --json > "$tmp/on" 2>&1
+"$sim" "$r50" --budget 15% --set vmm.sim.profile=h200 \
+	--set pager.swap_ahead=0 --json > "$tmp/off" 2>&1
+hp=$(num host_peak "$tmp/on"); hh=$(num host_held "$tmp/on")
+ok $([ "${hp:-0}" -gt 0 ] && [ "${hh:-0}" -gt "$hp" ] &&
+     [ "$(num host_held "$tmp/off")" = "$(num host_peak "$tmp/off")" ]
+     echo $?) \
+	"ResNet-50's trace at 15%: host swap peak $hp, held $hh with a block prepared ahead, the peak itself without"
+
 # A tpager-trace 3 file says where it ends: one cut after a line is an
 # error naming that line, from a file or a pipe, not a shorter replay.
-top_srcdir=${top_srcdir:-..}
 head -n 2000 "$top_srcdir/traces/resnet50-b256.trace" > "$tmp/cut.trace"
 fails "a shipped trace cut after line 2000" \
 	"cut.trace:2000: truncated: the trace stops after this line, without its end record" \

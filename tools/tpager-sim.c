@@ -314,6 +314,8 @@ static void report_text(const struct sim_args *a,
 	printf("split runs       %" PRIu64 " (%" PRIu64 " parts)\n",
 	       r->split_runs, r->split_parts);
 	printf("offloads         %" PRIu64 "\n", r->offloads);
+	printf("host swap        %" PRIu64 " bytes at most in use (%" PRIu64
+	       " held)\n", r->host_peak, r->host_held);
 	printf("reloads          %" PRIu64 "\n", r->reloads);
 	printf("writebacks       %" PRIu64 " (%" PRIu64
 	       " offloads copied nothing)\n", r->writebacks, r->cache_offloads);
@@ -376,7 +378,8 @@ static void report_json(const struct sim_args *a,
 	       ",\"unlimited_time_ns\":%" PRIu64 ",\"ops_per_s\":%.0f"
 	       ",\"fragmentation_ppm\":%" PRIu64 ",\"writebacks\":%" PRIu64
 	       ",\"cache_offloads\":%" PRIu64 ",\"split_runs\":%" PRIu64
-	       ",\"split_parts\":%" PRIu64 "}\n",
+	       ",\"split_parts\":%" PRIu64 ",\"host_peak\":%" PRIu64
+	       ",\"host_held\":%" PRIu64 "}\n",
 	       r->ops, r->op_runs, sum->peak_bytes, u->phys_peak,
 	       r->budget_bytes, r->limited ? "true" : "false", r->policy,
 	       r->chunk_size, status_name(r->status),
@@ -389,7 +392,7 @@ static void report_json(const struct sim_args *a,
 	       (double)r->policy_decisions : 0.0, r->time_ns, u->time_ns,
 	       r->wall_s > 0 ? r->ops / r->wall_s : 0.0,
 	       r->fragmentation_ppm, r->writebacks, r->cache_offloads,
-	       r->split_runs, r->split_parts);
+	       r->split_runs, r->split_parts, r->host_peak, r->host_held);
 	(void)a;
 }
 

@@ -523,6 +523,8 @@ static void region_figures(struct replay *rp, const struct rp_snap *a,
 
 #define D(f) (b->s.f - a->s.f)
 	r->time_ns = b->now - a->now;
+	r->host_peak = b->s.host_peak;
+	r->host_held = b->s.host_held;
 	r->evictions = D(evictions);
 	r->partial_evictions = D(partial_evictions);
 	r->split_runs = D(split_runs);

@@ -77,6 +77,9 @@ struct tp_replay_result {
 	char policy[64];	/* "filter/director" as the context ran them */
 	uint64_t chunk_size;
 	uint64_t phys_peak;	/* mapped bytes, whole replay incl. warm-up */
+	/* host swap, whole replay: the most in use, and the memory held
+	 * for it at the end (stats.host_peak, stats.host_held) */
+	uint64_t host_peak, host_held;
 	uint64_t ops;		/* trace ops replayed in the region */
 	uint64_t op_runs;	/* tp_op_run calls they took */
 	uint64_t compute_ns;	/* recorded cost of those ops */

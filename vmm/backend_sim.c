@@ -273,10 +273,10 @@ static uint64_t handles_charge(struct tp_vmm *vmm,
 }
 
 /*
- * ... on every handle of a run of @n pages (@n = 0: the one handle @c[0]),
- * each at the time the ones before it leave, handles of one size priced
- * together: one lock for the call (a lock per handle was a sixth of a
- * replay's time on the contiguous pool, whose chunks are handles).
+ * ... on every handle of a run of @n pages, each at the time the ones
+ * before it leave, handles of one size priced together: one lock for the
+ * call (a lock per handle was a sixth of a replay's time on the
+ * contiguous pool, whose chunks are handles).
  */
 static void charge_handles(struct tp_vmm *vmm, enum tp_sim_driver_call call,
 			   struct tp_chunk *const *c, size_t n)
@@ -286,9 +286,6 @@ static void charge_handles(struct tp_vmm *vmm, enum tp_sim_driver_call call,
 
 	pthread_mutex_lock(&s->lock);
 	now = caller_clock(s);
-	if (!n)
-		*now += handles_charge(vmm, call, (uint64_t)c[0]->pages *
-				       vmm->granularity, 1, *now);
 	for (size_t i = 0; i < n;) {
 		size_t pages = c[i]->pages, k = 1;
 
@@ -304,7 +301,7 @@ static void charge_handles(struct tp_vmm *vmm, enum tp_sim_driver_call call,
 static void charge_handle(struct tp_vmm *vmm, enum tp_sim_driver_call call,
 			  struct tp_chunk *c)
 {
-	charge_handles(vmm, call, &c, 0);
+	charge_handles(vmm, call, &c, c->pages);
 }
 
 static int sim_reserve(struct tp_vmm *vmm, size_t len, uintptr_t *va)

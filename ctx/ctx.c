@@ -116,6 +116,7 @@ void tp_ctx_vmm_conf(const struct tp_conf *c, struct tp_vmm_conf *vc)
 		.sim_set_access_ns = c->vmm_sim_set_access_ns,
 		.sim_unmap_ns = c->vmm_sim_unmap_ns,
 		.sim_driver_granule = c->vmm_sim_driver_granule,
+		.sim_driver_scale = c->vmm_sim_driver_scale,
 		.sim_copy_latency_ns = c->vmm_sim_copy_latency_ns,
 		.sim_bandwidth = c->vmm_sim_bandwidth,
 		.sim_sync = c->vmm_sim_sync,

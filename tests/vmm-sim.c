@@ -315,6 +315,85 @@ static void busy_unmaps(void)
 	tp_vmm_close(vmm);
 }
 
+/* The clock's advance for mapping (access granted) and unmapping 8
+ * handles. */
+static uint64_t remap_ns(struct tp_vmm *vmm, uint64_t g)
+{
+	struct tp_chunk *c[8];
+	uint64_t t0;
+	uintptr_t va;
+
+	if (tp_vmm_pool_create(vmm, 16 * g) || tp_vmm_reserve(vmm, 8 * g, &va) ||
+	    tp_vmm_chunks_take(vmm, c, 8))
+		bail_out("driver_scale: a range");
+	t0 = tp_vmm_now_ns(vmm);
+	/* A map grants access too: one map and one set access call. */
+	if (tp_vmm_map(vmm, va, c, 8) || tp_vmm_unmap(vmm, va, c, 8))
+		bail_out("driver_scale: the calls");
+	t0 = tp_vmm_now_ns(vmm) - t0;
+	tp_vmm_chunks_put(vmm, c, 8);
+	tp_vmm_release(vmm, va, 8 * g);
+	return t0;
+}
+
+/* What one call costs on the h200 profile with @scale: the profile's
+ * price of the handle scaled, then as a training run pays it. */
+static uint64_t h200_call(enum tp_sim_driver_call call, uint64_t g,
+			  double scale)
+{
+	const struct tp_sim_profile *p = &tp_sim_profile_h200;
+	uint64_t ns = (uint64_t)llround(scale *
+					(double)tp_sim_handle_ns(p, call, g));
+
+	return (uint64_t)llround(p->run_factor[call] * (double)ns);
+}
+
+/*
+ * vmm.sim.driver_scale: every driver call costs that many times the
+ * profile's (or the cost keys') price, on the h200 profile and on custom
+ * costs alike; a scale of 0 is refused.
+ */
+static void driver_scale(void)
+{
+	const uint64_t g = 2u << 20;
+	uint64_t want, got;
+	struct tp_vmm *vmm;
+	char why[256];
+
+	vmm = vt_open("sim", g, "vmm.sim.profile=h200,vmm.map_ahead=off,"
+		      "vmm.mapping=chunks,vmm.sim.driver_scale=1.5",
+		      why, sizeof(why));
+	if (!vmm)
+		bail_out("driver_scale: %s", why);
+	want = 8 * (h200_call(TP_SIM_MAP, g, 1.5) +
+		    h200_call(TP_SIM_SET_ACCESS, g, 1.5) +
+		    h200_call(TP_SIM_UNMAP, g, 1.5));
+	got = remap_ns(vmm, g);
+	tp_vmm_close(vmm);
+	ok(got == want && want > 8 * (h200_call(TP_SIM_MAP, g, 1) +
+				      h200_call(TP_SIM_SET_ACCESS, g, 1) +
+				      h200_call(TP_SIM_UNMAP, g, 1)),
+	   "driver_scale 1.5 on h200: 8 handles remapped in %llu ns (want %llu)",
+	   (unsigned long long)got, (unsigned long long)want);
+
+	vmm = vt_open("sim", CHUNK, OPTS ",vmm.sim.driver_scale=2", why,
+		      sizeof(why));
+	if (!vmm)
+		bail_out("driver_scale: %s", why);
+	got = remap_ns(vmm, CHUNK);
+	tp_vmm_close(vmm);
+	ok(got == 8 * 2 * (MAP + ACCESS + UNMAP),
+	   "driver_scale 2 on the cost keys: %llu ns (want %u)",
+	   (unsigned long long)got, 8 * 2 * (MAP + ACCESS + UNMAP));
+
+	vmm = vt_open("sim", CHUNK, OPTS ",vmm.sim.driver_scale=0", why,
+		      sizeof(why));
+	ok(!vmm && strstr(why, "Invalid argument"),
+	   "driver_scale 0 is refused: %s", vmm ? "(opened)" : why);
+	if (vmm)
+		tp_vmm_close(vmm);
+}
+
 /*
  * The h200 profile's launch window: the host issues launch_window
  * launches on the compute stream at issue_ns each and goes on; the next
@@ -455,7 +534,7 @@ int main(void)
 	void *a, *b;
 	uintptr_t r1, r2;
 
-	plan_tests(33);
+	plan_tests(36);
 	vmm = vt_open("sim", CHUNK, OPTS, why, sizeof(why));
 	if (!vmm || tp_vmm_pool_create(vmm, 16 * CHUNK))
 		bail_out("%s", why);
@@ -503,5 +582,6 @@ int main(void)
 	issue_by_name();
 	workspace();
 	busy_unmaps();
+	driver_scale();
 	return exit_status();
 }

@@ -98,6 +98,7 @@ struct sim_backend {
 	uintptr_t next_host;
 	uint64_t map_ns, set_access_ns, unmap_ns, copy_latency_ns;
 	uint64_t driver_granule;	/* bytes a driver cost covers */
+	double driver_scale;		/* vmm.sim.driver_scale */
 	bool sync;			/* vmm.sim.sync: the host waits for
 					 * each launch on the compute stream */
 	/*
@@ -214,7 +215,14 @@ static void run_copy(struct sim_backend *s, enum tp_stream st,
 }
 
 /* Whether a copy engine has work the host has not waited for. */
-/* tp_sim_handle_ns() for the backend's profile, memoised by size. */
+/* A driver call's cost as vmm.sim.driver_scale makes it. */
+static uint64_t scaled(const struct sim_backend *s, int64_t ns)
+{
+	return (uint64_t)llround(s->driver_scale * (double)ns);
+}
+
+/* tp_sim_handle_ns() for the backend's profile, memoised by size, as
+ * vmm.sim.driver_scale makes it. */
 static uint64_t handle_ns(struct sim_backend *s, enum tp_sim_driver_call call,
 			  uint64_t bytes)
 {
@@ -223,7 +231,8 @@ static uint64_t handle_ns(struct sim_backend *s, enum tp_sim_driver_call call,
 	m = &s->memo[(bytes / 4096 * 0x9e3779b97f4a7c15ull) >> 58];
 	if (m->bytes != bytes) {
 		for (int k = 0; k < TP_SIM_NR_CALLS; k++)
-			m->ns[k] = tp_sim_handle_ns(s->profile, k, bytes);
+			m->ns[k] = (uint64_t)llround(s->driver_scale *
+				(double)tp_sim_handle_ns(s->profile, k, bytes));
 		m->bytes = bytes;
 	}
 	return m->ns[call];
@@ -309,7 +318,7 @@ static int sim_reserve(struct tp_vmm *vmm, size_t len, uintptr_t *va)
 	struct sim_backend *s = sb(vmm);
 
 	if (s->profile)
-		charge_host(vmm, s->profile->reserve_ns);
+		charge_host(vmm, scaled(s, s->profile->reserve_ns));
 	*va = (s->next_va + vmm->va_align - 1) / vmm->va_align * vmm->va_align;
 	/* A free granule between ranges, so an overrun is never another
 	 * range; len is a multiple of it (tp_vmm_reserve()). */
@@ -320,7 +329,7 @@ static int sim_reserve(struct tp_vmm *vmm, size_t len, uintptr_t *va)
 static int sim_release(struct tp_vmm *vmm, uintptr_t va, size_t len)
 {
 	if (sb(vmm)->profile)
-		charge_host(vmm, sb(vmm)->profile->reserve_ns);
+		charge_host(vmm, scaled(sb(vmm), sb(vmm)->profile->reserve_ns));
 	return 0;
 }
 
@@ -918,9 +927,11 @@ static int sim_open(struct tp_vmm *vmm, const struct tp_vmm_conf *conf)
 	s->next_va = (SIM_VA_BASE + vmm->granularity - 1) /
 		     vmm->granularity * vmm->granularity;
 	s->next_host = SIM_HOST_BASE;
-	s->map_ns = (uint64_t)conf->sim_map_ns;
-	s->set_access_ns = (uint64_t)conf->sim_set_access_ns;
-	s->unmap_ns = (uint64_t)conf->sim_unmap_ns;
+	/* 0 where the configuration does not say: a vmm made directly. */
+	s->driver_scale = conf->sim_driver_scale > 0 ? conf->sim_driver_scale : 1;
+	s->map_ns = scaled(s, conf->sim_map_ns);
+	s->set_access_ns = scaled(s, conf->sim_set_access_ns);
+	s->unmap_ns = scaled(s, conf->sim_unmap_ns);
 	s->driver_granule = conf->sim_driver_granule ?
 			    conf->sim_driver_granule : vmm->granularity;
 	s->copy_latency_ns = (uint64_t)conf->sim_copy_latency_ns;

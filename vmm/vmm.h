@@ -64,6 +64,7 @@ struct tp_vmm_conf {
 	int64_t sim_set_access_ns;		/* vmm.sim.set_access_ns */
 	int64_t sim_unmap_ns;			/* vmm.sim.unmap_ns */
 	uint64_t sim_driver_granule;		/* vmm.sim.driver_granule */
+	double sim_driver_scale;		/* vmm.sim.driver_scale */
 	int64_t sim_copy_latency_ns;		/* vmm.sim.copy_latency_ns */
 	double sim_bandwidth;			/* vmm.sim.bandwidth */
 	bool sim_sync;				/* vmm.sim.sync */

@@ -1,0 +1,431 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * enqueue-bench: what the CUDA driver checks when work is enqueued on
+ * memory that is not mapped yet, behind a stream that waits on the device
+ * for a word the host sets once it has mapped it (cuStreamWaitValue32).
+ *
+ * The library's driver thread maps memory ahead of the thread that issues
+ * ops, and that thread waits on the host for the maps queued so far before
+ * it enqueues work (vmm/map_ahead.h): a copy into memory not mapped yet is
+ * refused at the call, whatever the stream waits for first. Whether a
+ * kernel launch, a cuBLAS call and a cuDNN call are refused the same way
+ * decides whether ops could be gated on the device instead, which would
+ * take the wait off the issuing thread.
+ *
+ *   enqueue-bench [--cublas LIB] [--cudnn LIB]
+ *
+ * Each case runs in a process of its own (a fault ends the context):
+ * reserve 2 MiB, queue the wait, enqueue the work into the range unmapped,
+ * then map it, grant access, set the word, and synchronise; the result,
+ * and whether the work wrote what it should, are printed per case:
+ *   control  a kernel (PTX loaded at run time) into memory mapped first
+ *   memset   cuMemsetD8Async
+ *   copy     cuMemcpyHtoDAsync
+ *   kernel   the kernel
+ *   cublas   cublasSgemm, its output in the range
+ *   cudnn    cudnnConvolutionForward (1x1, implicit GEMM), its output there
+ * A case still running after 10 s is reported as hung (the map waiting on
+ * the stream, or the enqueue on the map).
+ *
+ * It loads the driver and the libraries at run time, so it builds
+ * everywhere and says so where there is no GPU.
+ */
+#include "config.h"
+
+#include <dlfcn.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <cuda.h>
+
+#define CALLS(X)				\
+	X(cuInit)				\
+	X(cuDeviceGet)				\
+	X(cuDevicePrimaryCtxRetain)		\
+	X(cuCtxSetCurrent)			\
+	X(cuGetErrorString)			\
+	X(cuMemAddressReserve)			\
+	X(cuMemCreate)				\
+	X(cuMemMap)				\
+	X(cuMemSetAccess)			\
+	X(cuMemGetAllocationGranularity)	\
+	X(cuMemHostAlloc)			\
+	X(cuMemHostGetDevicePointer)		\
+	X(cuMemsetD8Async)			\
+	X(cuMemcpyHtoDAsync)			\
+	X(cuMemcpyHtoD)				\
+	X(cuMemcpyDtoH)				\
+	X(cuStreamCreate)			\
+	X(cuStreamSynchronize)			\
+	X(cuStreamWaitValue32)			\
+	X(cuModuleLoadData)			\
+	X(cuModuleGetFunction)			\
+	X(cuLaunchKernel)
+
+#define DECL(n) static __typeof__(&n) p_##n;
+CALLS(DECL)
+
+#define GRAN		(2u << 20)
+#define N_FLOATS	1024u		/* what each case writes and checks */
+#define DIM		32		/* the GEMM's and the convolution's */
+
+/* fill(p, n, v): p[i] = v for i < n. Checked with ptxas for sm_90. */
+static const char fill_ptx[] =
+	".version 7.8\n.target sm_80\n.address_size 64\n"
+	".visible .entry fill(.param .u64 p, .param .u32 n, .param .u32 v)\n"
+	"{\n"
+	".reg .pred %p1;\n.reg .b32 %r<7>;\n.reg .b64 %rd<5>;\n"
+	"ld.param.u64 %rd1, [p];\nld.param.u32 %r1, [n];\n"
+	"ld.param.u32 %r2, [v];\nmov.u32 %r3, %ctaid.x;\n"
+	"mov.u32 %r4, %ntid.x;\nmov.u32 %r5, %tid.x;\n"
+	"mad.lo.s32 %r6, %r3, %r4, %r5;\nsetp.ge.u32 %p1, %r6, %r1;\n"
+	"@%p1 bra DONE;\ncvta.to.global.u64 %rd2, %rd1;\n"
+	"mul.wide.u32 %rd3, %r6, 4;\nadd.s64 %rd4, %rd2, %rd3;\n"
+	"st.global.u32 [%rd4], %r2;\nDONE:\nret;\n}\n";
+
+/* The few library calls, by their ABI (enums as int), loaded at run time. */
+typedef int (*blas_create_t)(void **h);
+typedef int (*blas_stream_t)(void *h, CUstream s);
+typedef int (*sgemm_t)(void *h, int ta, int tb, int m, int n, int k,
+		       const float *alpha, const float *a, int lda,
+		       const float *b, int ldb, const float *beta, float *c,
+		       int ldc);
+typedef int (*dnn_create_t)(void **h);
+typedef int (*dnn_stream_t)(void *h, CUstream s);
+typedef int (*dnn_desc_t)(void **d);
+typedef int (*dnn_tensor4d_t)(void *d, int fmt, int type, int n, int c,
+			      int h, int w);
+typedef int (*dnn_filter4d_t)(void *d, int type, int fmt, int k, int c,
+			      int h, int w);
+typedef int (*dnn_conv2d_t)(void *d, int ph, int pw, int u, int v, int dh,
+			    int dw, int mode, int type);
+typedef int (*dnn_conv_fwd_t)(void *h, const void *alpha, void *xd,
+			      const void *x, void *wd, const void *w,
+			      void *cd, int algo, void *ws, size_t ws_bytes,
+			      const void *beta, void *yd, void *y);
+
+static const char *cublas_lib = "libcublas.so";
+static const char *cudnn_lib = "libcudnn.so.9";
+
+static CUstream stream;
+static CUdeviceptr gated, inputs;	/* the range under test; mapped */
+static CUmemGenericAllocationHandle gated_handle;
+static volatile uint32_t *word;
+static CUdeviceptr word_dev;
+
+static const char *err(CUresult r)
+{
+	const char *s = "?";
+
+	p_cuGetErrorString(r, &s);
+	return s;
+}
+
+static int load(void)
+{
+	void *lib = dlopen("libcuda.so.1", RTLD_NOW);
+
+	if (!lib)
+		return -1;
+	/* The versioned names the headers map to (cuMemAlloc_v2...). */
+#define STR_(x) #x
+#define STR(x) STR_(x)
+#define LOAD(n) p_##n = (__typeof__(p_##n))dlsym(lib, STR(n)); \
+	if (!p_##n) { fprintf(stderr, "enqueue-bench: no %s\n", #n); return -1; }
+	CALLS(LOAD)
+	return 0;
+}
+
+/* A 2 MiB handle on the device, with access for it. */
+static CUresult handle_new(CUmemGenericAllocationHandle *h)
+{
+	CUmemAllocationProp prop = { 0 };
+
+	prop.type = CU_MEM_ALLOCATION_TYPE_PINNED;
+	prop.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+	prop.location.id = 0;
+	return p_cuMemCreate(h, GRAN, &prop, 0);
+}
+
+static CUresult map_rw(CUdeviceptr va, CUmemGenericAllocationHandle h)
+{
+	CUmemAccessDesc acc = { 0 };
+	CUresult r;
+
+	acc.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+	acc.location.id = 0;
+	acc.flags = CU_MEM_ACCESS_FLAGS_PROT_READWRITE;
+	r = p_cuMemMap(va, GRAN, 0, h, 0);
+	return r ? r : p_cuMemSetAccess(va, GRAN, &acc, 1);
+}
+
+/* The context, a stream, the word, the gated range and the inputs. */
+static CUresult setup(void)
+{
+	CUmemGenericAllocationHandle in;
+	CUcontext ctx;
+	CUdevice dev;
+	CUresult r;
+	void *w;
+
+	if ((r = p_cuInit(0)) || (r = p_cuDeviceGet(&dev, 0)) ||
+	    (r = p_cuDevicePrimaryCtxRetain(&ctx, dev)) ||
+	    (r = p_cuCtxSetCurrent(ctx)) ||
+	    (r = p_cuStreamCreate(&stream, CU_STREAM_NON_BLOCKING)) ||
+	    (r = p_cuMemHostAlloc(&w, 64, CU_MEMHOSTALLOC_DEVICEMAP)) ||
+	    (r = p_cuMemAddressReserve(&gated, 2 * GRAN, GRAN, 0, 0)) ||
+	    (r = handle_new(&gated_handle)) || (r = handle_new(&in)))
+		return r;
+	word = w;
+	*word = 0;
+	if ((r = p_cuMemHostGetDevicePointer(&word_dev, w, 0)))
+		return r;
+	inputs = gated + GRAN;
+	return map_rw(inputs, in);
+}
+
+enum way { CONTROL, MEMSET, COPY, KERNEL, CUBLAS, CUDNN, NR_WAYS };
+static const char *const way_name[] = {
+	"control", "memset", "copy", "kernel", "cublas", "cudnn",
+};
+
+static CUfunction fill_fn;
+
+static CUresult launch_fill(CUdeviceptr p, uint32_t v)
+{
+	uint32_t n = N_FLOATS;
+	void *args[] = { &p, &n, &v };
+
+	return p_cuLaunchKernel(fill_fn, N_FLOATS / 256, 1, 1, 256, 1, 1, 0,
+				stream, args, NULL);
+}
+
+static float ones[N_FLOATS];
+
+/*
+ * Enqueue @way's work writing N_FLOATS floats at @dst; *@want: the value
+ * each should hold. A nonzero return: the enqueue (or what it needs)
+ * failed, with *@what naming the call.
+ */
+static long enqueue(enum way way, CUdeviceptr dst, float *want,
+		    const char **what)
+{
+	static const float one = 1.0f, zero = 0.0f;
+	void *h, *lib;
+
+	switch (way) {
+	case CONTROL:
+	case KERNEL:
+		*what = "cuLaunchKernel";
+		*want = 7.0f;
+		return launch_fill(dst, 0x40e00000u);	/* 7.0f */
+	case MEMSET:
+		/* 0x40 bytes: 0x40404040 is 3.00392f, not what fresh memory
+		 * holds. */
+		*what = "cuMemsetD8Async";
+		*want = 3.00392151f;
+		return p_cuMemsetD8Async(dst, 0x40, N_FLOATS * sizeof(float),
+					 stream);
+	case COPY:
+		*what = "cuMemcpyHtoDAsync";
+		*want = 1.0f;
+		return p_cuMemcpyHtoDAsync(dst, ones, sizeof(ones), stream);
+	case CUBLAS: {
+		blas_create_t create;
+		blas_stream_t set;
+		sgemm_t sgemm;
+		long r;
+
+		*what = "loading cuBLAS";
+		lib = dlopen(cublas_lib, RTLD_NOW);
+		create = lib ? (blas_create_t)dlsym(lib, "cublasCreate_v2") : NULL;
+		set = lib ? (blas_stream_t)dlsym(lib, "cublasSetStream_v2") : NULL;
+		sgemm = lib ? (sgemm_t)dlsym(lib, "cublasSgemm_v2") : NULL;
+		if (!create || !set || !sgemm)
+			return -1;
+		*what = "cublasCreate";
+		if ((r = create(&h)) || (r = set(h, stream)))
+			return r;
+		/* C (32 x 32) = A B, both of ones: 32 each. */
+		*what = "cublasSgemm";
+		*want = DIM;
+		return sgemm(h, 0, 0, DIM, DIM, DIM, &one,
+			     (const float *)inputs, DIM,
+			     (const float *)inputs, DIM, &zero,
+			     (float *)dst, DIM);
+	}
+	case CUDNN: {
+		void *x, *w, *y, *conv;
+		dnn_create_t create;
+		dnn_stream_t set;
+		dnn_desc_t tensor, filter, convd;
+		dnn_tensor4d_t t4;
+		dnn_filter4d_t f4;
+		dnn_conv2d_t c2;
+		dnn_conv_fwd_t fwd;
+		long r;
+
+		*what = "loading cuDNN";
+		lib = dlopen(cudnn_lib, RTLD_NOW);
+		if (!lib)
+			return -1;
+		create = (dnn_create_t)dlsym(lib, "cudnnCreate");
+		set = (dnn_stream_t)dlsym(lib, "cudnnSetStream");
+		tensor = (dnn_desc_t)dlsym(lib, "cudnnCreateTensorDescriptor");
+		filter = (dnn_desc_t)dlsym(lib, "cudnnCreateFilterDescriptor");
+		convd = (dnn_desc_t)dlsym(lib, "cudnnCreateConvolutionDescriptor");
+		t4 = (dnn_tensor4d_t)dlsym(lib, "cudnnSetTensor4dDescriptor");
+		f4 = (dnn_filter4d_t)dlsym(lib, "cudnnSetFilter4dDescriptor");
+		c2 = (dnn_conv2d_t)dlsym(lib, "cudnnSetConvolution2dDescriptor");
+		fwd = (dnn_conv_fwd_t)dlsym(lib, "cudnnConvolutionForward");
+		if (!create || !set || !tensor || !filter || !convd || !t4 ||
+		    !f4 || !c2 || !fwd)
+			return -1;
+		/*
+		 * One image of 32 channels of 32 x 1 (1024 ones) through a
+		 * 1x1 convolution of ones to one channel: 32 floats of 32.
+		 * NCHW = 0, FLOAT = 0, CROSS_CORRELATION = 1, implicit GEMM
+		 * = 0 (no scratch).
+		 */
+		*what = "cuDNN's descriptors";
+		if ((r = create(&h)) || (r = set(h, stream)) ||
+		    (r = tensor(&x)) || (r = tensor(&y)) ||
+		    (r = filter(&w)) || (r = convd(&conv)) ||
+		    (r = t4(x, 0, 0, 1, DIM, DIM, 1)) ||
+		    (r = t4(y, 0, 0, 1, 1, DIM, 1)) ||
+		    (r = f4(w, 0, 0, 1, DIM, 1, 1)) ||
+		    (r = c2(conv, 0, 0, 1, 1, 1, 1, 1, 0)))
+			return r;
+		*what = "cudnnConvolutionForward";
+		*want = DIM;
+		return fwd(h, &one, x, (const void *)inputs, w,
+			   (const void *)inputs, conv, 0, NULL, 0, &zero, y,
+			   (void *)dst);
+	}
+	default:
+		return -1;
+	}
+}
+
+/* How many floats a case writes: the convolution's output is 32. */
+static unsigned checked(enum way way)
+{
+	return way == CUDNN ? DIM : N_FLOATS;
+}
+
+/* One case, in the process it has to itself; its line on stdout. */
+static int run_case(enum way way)
+{
+	static float out[N_FLOATS];
+	const char *what = "setup";
+	CUresult r;
+	CUmodule mod;
+	double t0, map_us;
+	struct timespec ts;
+	float want = 0;
+	long er;
+	unsigned bad = 0;
+
+	for (unsigned i = 0; i < N_FLOATS; i++)
+		ones[i] = 1.0f;
+	r = setup();
+	if (!r)
+		r = p_cuMemcpyHtoD(inputs, ones, sizeof(ones));
+	if (!r && (r = p_cuModuleLoadData(&mod, fill_ptx)) == CUDA_SUCCESS)
+		r = p_cuModuleGetFunction(&fill_fn, mod, "fill");
+	if (r) {
+		printf("%-8s setup failed: %s\n", way_name[way], err(r));
+		return 1;
+	}
+	if (way == CONTROL && (r = map_rw(gated, gated_handle))) {
+		printf("%-8s map: %s\n", way_name[way], err(r));
+		return 1;
+	}
+	r = p_cuStreamWaitValue32(stream, word_dev, 1,
+				  CU_STREAM_WAIT_VALUE_GEQ);
+	if (r) {
+		printf("%-8s cuStreamWaitValue32: %s\n", way_name[way], err(r));
+		return 1;
+	}
+	er = enqueue(way, gated, &want, &what);
+	/* Mapped now, the stream still waiting; then the word. */
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	t0 = ts.tv_sec * 1e6 + ts.tv_nsec / 1e3;
+	r = way == CONTROL ? CUDA_SUCCESS : map_rw(gated, gated_handle);
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	map_us = ts.tv_sec * 1e6 + ts.tv_nsec / 1e3 - t0;
+	__atomic_store_n(word, 1, __ATOMIC_SEQ_CST);
+	if (r) {
+		printf("%-8s map while the stream waits: %s\n", way_name[way],
+		       err(r));
+		return 1;
+	}
+	r = p_cuStreamSynchronize(stream);
+	if (er) {
+		/* The driver's calls answer a CUresult, the libraries a
+		 * status of their own. */
+		if (er > 0 && way <= KERNEL)
+			printf("%-8s refused at the enqueue: %s: %s",
+			       way_name[way], what, err((CUresult)er));
+		else
+			printf("%-8s refused at the enqueue: %s: status %ld",
+			       way_name[way], what, er);
+		printf(" (map %.0f us; sync %s)\n", map_us, r ? err(r) : "ok");
+		return 0;
+	}
+	if (r) {
+		printf("%-8s accepted, then the device failed: %s (map %.0f us)\n",
+		       way_name[way], err(r), map_us);
+		return 0;
+	}
+	r = p_cuMemcpyDtoH(out, gated, checked(way) * sizeof(float));
+	for (unsigned i = 0; !r && i < checked(way); i++)
+		bad += out[i] != want;
+	printf("%-8s accepted and ran once mapped: %s (map %.0f us)\n",
+	       way_name[way],
+	       r ? err(r) : bad ? "WRONG contents" : "contents right", map_us);
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	for (int i = 1; i + 1 < argc; i += 2) {
+		if (!strcmp(argv[i], "--cublas"))
+			cublas_lib = argv[i + 1];
+		else if (!strcmp(argv[i], "--cudnn"))
+			cudnn_lib = argv[i + 1];
+	}
+	if (load()) {
+		printf("enqueue-bench: no CUDA driver here (libcuda.so.1): nothing to measure\n");
+		return 0;
+	}
+	printf("work enqueued into 2 MiB not mapped yet, behind cuStreamWaitValue32 on a word the host sets once it has mapped the range:\n");
+	fflush(stdout);
+	for (int w = 0; w < NR_WAYS; w++) {
+		pid_t pid = fork();
+		int status;
+
+		if (pid < 0) {
+			perror("enqueue-bench: fork");
+			return 1;
+		}
+		if (!pid) {
+			alarm(10);
+			_exit(run_case(w));
+		}
+		if (waitpid(pid, &status, 0) < 0)
+			return 1;
+		if (WIFSIGNALED(status))
+			printf("%-8s %s\n", way_name[w],
+			       WTERMSIG(status) == SIGALRM ?
+			       "hung: still running after 10 s" :
+			       "ended by a signal");
+		fflush(stdout);
+	}
+	return 0;
+}

@@ -177,7 +177,7 @@ static void test_chain(void)
 
 	ok(t != NULL, "chain: the log parses");
 	if (!t) {
-		skip(17, "no trace");
+		skip(19, "no trace");
 		return;
 	}
 	ok_rc(tp_trace_peak(t, &s), "chain: accounting");
@@ -251,6 +251,24 @@ static void test_chain(void)
 	rc = tp_replay_run(t, &o, &r);
 	ok(!rc && r.status == TP_REPLAY_OK && r.time_ns == 7500,
 	   "chain: and not against 1.2 times (%s)", r.error);
+
+	/*
+	 * The wall-time bound: against a base no replay can keep within,
+	 * the replay ends as thrashing after its first op, saying so; with
+	 * one it keeps, it fits as before.
+	 */
+	o = dtr_opts(10 * CH);
+	o.wall_limit = 10;
+	o.wall_base_s = 1e-12;
+	rc = tp_replay_run(t, &o, &r);
+	ok(!rc && r.status == TP_REPLAY_THRASH && r.by_wall &&
+	   strstr(r.error, "unconstrained wall time") && r.ops < 4,
+	   "chain: past 10 times a wall base of 1 ps: thrash after %llu ops (%s)",
+	   (unsigned long long)r.ops, r.error);
+	o.wall_base_s = 1000;
+	rc = tp_replay_run(t, &o, &r);
+	ok(!rc && r.status == TP_REPLAY_OK && !r.by_wall && r.time_ns == 7500,
+	   "chain: and within 10 times 1000 s, it fits (%s)", r.error);
 
 	/*
 	 * With room to spare, the range cache keeps a freed range mapped
@@ -500,7 +518,7 @@ int main(void)
 	unsigned seed = env ? (unsigned)strtoul(env, NULL, 0) :
 			  (unsigned)time(NULL);
 
-	plan_tests(20 + 7 + 3 + 6);
+	plan_tests(22 + 7 + 3 + 6);
 	diag("seed %u (set TP_SEED to repeat)", seed);
 	test_chain();
 	test_all_instructions();

@@ -52,7 +52,7 @@ LOG
 gzip -c "$tmp/chain.log" > "$tmp/chain.log.gz"
 wm="--set pager.high_watermark=100 --set pager.low_watermark=100"
 
-echo "1..35"
+echo "1..36"
 
 "$sim" "$tmp/chain.log" --chunk-size 4K --budget 40960 --policy dtr/evict $wm \
 	> "$tmp/out" 2>"$tmp/err"; rc=$?
@@ -100,7 +100,8 @@ ok $([ $rc = 0 ] &&
 # A chain of 60 ops and its backward pass in 5 chunks: greedy/evict
 # recomputes the chain from its start for each gradient. A tpager trace
 # stops as thrashing past 10 times its compute, as the benches do; with
-# --thrash 0 it runs out, at 284 times the unconstrained time.
+# --thrash 0 --wall-limit 0 it runs out, at 284 times the unconstrained
+# time.
 {
 	echo "tpager-trace 1"
 	echo "tensor 1 4096 param"
@@ -122,10 +123,17 @@ ok $([ $rc = 1 ] &&
      grep -q '^result  *thrash: recompute passed 10.00x the compute time$' "$tmp/out" &&
      echo 0 || echo 1) "a tpager trace: thrashing past 10 times the compute stops by default"
 "$sim" "$tmp/chain.trace" --chunk-size 4K --budget 20480 --policy greedy/evict \
-	--thrash 0 > "$tmp/out" 2>"$tmp/err"; rc=$?
+	--thrash 0 --wall-limit 0 > "$tmp/out" 2>"$tmp/err"; rc=$?
 ok $([ $rc = 0 ] && grep -q '^result  *fits$' "$tmp/out" &&
      grep -q '^extra time  *28347.98 %$' "$tmp/out" &&
-     echo 0 || echo 1) "the same with --thrash 0 runs out: 28347.98% extra time"
+     echo 0 || echo 1) "the same with --thrash 0 --wall-limit 0 runs out: 28347.98% extra time"
+# ... which takes far more than 10 times the unconstrained replay's wall
+# time: with only --thrash 0 the wall-time bound ends it, saying so.
+"$sim" "$tmp/chain.trace" --chunk-size 4K --budget 20480 --policy greedy/evict \
+	--thrash 0 > "$tmp/out" 2>"$tmp/err"; rc=$?
+ok $([ $rc = 1 ] &&
+     grep -q '^result  *thrash: the passes took more than 10.00x their unconstrained wall time' "$tmp/out" &&
+     echo 0 || echo 1) "with --thrash 0 alone, the wall-time bound ends it as thrashing"
 
 # No --budget: one replay without a limit, said so.
 "$sim" "$tmp/chain.log" --chunk-size 4K --policy dtr/evict > "$tmp/out" 2>"$tmp/err"; rc=$?

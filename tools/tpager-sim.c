@@ -35,6 +35,7 @@ struct sim_args {
 	bool profile;		/* a sim profile other than custom is set */
 	bool dtr;		/* the trace is a DTR log */
 	double thrash;		/* < 0: the format's default */
+	double wall;		/* --wall-limit: 0 never */
 	struct tp_replay_opts o;
 	char extra[512];
 };
@@ -47,7 +48,8 @@ static void usage(FILE *f)
 		"usage: %s TRACE [--format auto|tpager|dtr] [--budget B|P%%|RATIO]\n"
 		"       [--policy FILTER/DIRECTOR] [--iterations N] [--warmup N]\n"
 		"       [--bandwidth GB/s] [--remap-us N] [--chunk-size B] [--no-prefetch]\n"
-		"       [--async] [--thrash X] [--set KEY=VALUE]... [--sweep] [--json]\n", prog);
+		"       [--async] [--thrash X] [--wall-limit X] [--set KEY=VALUE]...\n"
+		"       [--sweep] [--json]\n", prog);
 }
 
 static void parse_budget(struct sim_args *a, const char *s)
@@ -106,7 +108,8 @@ static void add_extra(struct sim_args *a, const char *kv)
 static void parse_args(struct sim_args *a, int argc, char **argv)
 {
 	enum { O_FORMAT = 256, O_BUDGET, O_POLICY, O_ITER, O_WARMUP, O_BW, O_REMAP,
-	       O_CHUNK, O_NOPF, O_ASYNC, O_THRASH, O_SET, O_SWEEP, O_JSON, O_HELP };
+	       O_CHUNK, O_NOPF, O_ASYNC, O_THRASH, O_WALL, O_SET, O_SWEEP, O_JSON,
+	       O_HELP };
 	static const struct option lo[] = {
 		{ "format", required_argument, NULL, O_FORMAT },
 		{ "budget", required_argument, NULL, O_BUDGET },
@@ -119,6 +122,7 @@ static void parse_args(struct sim_args *a, int argc, char **argv)
 		{ "no-prefetch", no_argument, NULL, O_NOPF },
 		{ "async", no_argument, NULL, O_ASYNC },
 		{ "thrash", required_argument, NULL, O_THRASH },
+		{ "wall-limit", required_argument, NULL, O_WALL },
 		{ "set", required_argument, NULL, O_SET },
 		{ "sweep", no_argument, NULL, O_SWEEP },
 		{ "json", no_argument, NULL, O_JSON },
@@ -136,6 +140,7 @@ static void parse_args(struct sim_args *a, int argc, char **argv)
 	add_extra(a, "vmm.sim.driver_granule=2M");
 	a->fmt = TP_TRACE_FMT_UNKNOWN;
 	a->thrash = -1;
+	a->wall = TP_REPLAY_WALL_LIMIT;
 	a->o.prefetch = -1;
 	a->o.remap_ns = -2;	/* unset: the format's default */
 	opterr = 0;
@@ -193,6 +198,11 @@ static void parse_args(struct sim_args *a, int argc, char **argv)
 			if (tp_parse_double(optarg, &d) || (d != 0 && d <= 1))
 				die("--thrash: '%s' is not 0 (off) or a limit above 1", optarg);
 			a->thrash = d;
+			break;
+		case O_WALL:
+			if (tp_parse_double(optarg, &d) || (d != 0 && d <= 1))
+				die("--wall-limit: '%s' is not 0 (off) or a multiple above 1", optarg);
+			a->wall = d;
 			break;
 		case O_SET:
 			add_extra(a, optarg);
@@ -452,7 +462,8 @@ static int sweep_run(void *priv, int tenths)
 /*
  * The replay without a budget, into *@u; and the time a budgeted replay
  * of tpager's own trace may take before it counts as thrashing
- * (tp_replay_opts.thrash_base_ns).
+ * (tp_replay_opts.thrash_base_ns), and the wall time any may take
+ * (wall_base_s).
  */
 static void replay_unconstrained(struct sim_args *a, const struct tp_trace *t,
 				 struct tp_replay_result *u)
@@ -462,9 +473,16 @@ static void replay_unconstrained(struct sim_args *a, const struct tp_trace *t,
 
 	uo.budget_bytes = 0;
 	uo.thrash_limit = 0;
+	uo.wall_limit = 0;
 	replay(t, &uo, u);
 	if (!a->dtr && a->o.thrash_limit > 0 && u->status == TP_REPLAY_OK)
 		a->o.thrash_base_ns = u->time_ns / passes;
+	/* Every trace's replay, DTR's logs' too, within a multiple of its
+	 * unconstrained one's wall time. */
+	if (u->status == TP_REPLAY_OK) {
+		a->o.wall_limit = a->wall;
+		a->o.wall_base_s = u->wall_s / passes;
+	}
 }
 
 /* Coop's metric, the smallest budget that fits (trace/sweep.h). */

@@ -75,6 +75,7 @@ struct replay {
 	uint64_t region_compute;	/* of one pass over the region */
 	uint64_t recompute_at_begin;
 	uint64_t now_at_begin;		/* the clock when measuring began */
+	struct timespec wall_at_start;	/* the wall clock when the passes began */
 	/* Scratch for one op. */
 	struct tp_tensor *in[TP_TRACE_MAX_ARGS];
 	struct tp_tensor *out[TP_TRACE_MAX_OUTS];
@@ -564,13 +565,30 @@ enum thrash {
 	THRASH_NO,
 	THRASH_RECOMPUTE,	/* DTR's rule */
 	THRASH_TIME,		/* the passes' time in all (thrash_base_ns) */
+	THRASH_WALL,		/* their wall time (wall_base_s) */
 };
+
+static double wall_since(const struct timespec *a)
+{
+	struct timespec b;
+
+	clock_gettime(CLOCK_MONOTONIC, &b);
+	return (double)(b.tv_sec - a->tv_sec) +
+	       (double)(b.tv_nsec - a->tv_nsec) * 1e-9;
+}
 
 static enum thrash thrashing(struct replay *rp, unsigned passes)
 {
 	double limit = rp->o->thrash_limit;
 	double compute = (double)rp->region_compute * passes;
 
+	/* The whole run, warm-up passes included, against as many passes
+	 * unconstrained. */
+	if (rp->o->wall_limit > 0 && rp->o->wall_base_s > 0 &&
+	    wall_since(&rp->wall_at_start) >
+	    rp->o->wall_limit * rp->o->wall_base_s *
+	    (rp->o->warmup + passes))
+		return THRASH_WALL;
 	if (limit <= 0 || !rp->measuring)
 		return THRASH_NO;
 	if ((double)(tp_pager_recompute_ns(rp->ctx->pager) -
@@ -747,7 +765,8 @@ int tp_replay_run(const struct tp_trace *t, const struct tp_replay_opts *o,
 	int ret;
 
 	memset(r, 0, sizeof(*r));
-	if (o->remap_ns > 1000000000 || o->thrash_limit < 0)
+	if (o->remap_ns > 1000000000 || o->thrash_limit < 0 ||
+	    o->wall_limit < 0 || o->wall_base_s < 0)
 		return fail(&rp, -EINVAL, "replay options out of range");
 	/* The region: after MEASURE_BEGIN up to MEASURE_END. */
 	if (t->measured) {
@@ -805,6 +824,7 @@ int tp_replay_run(const struct tp_trace *t, const struct tp_replay_opts *o,
 	for (i = 0; i < t->n_storages; i++)
 		rp.st[i].refs_at_begin = rp.st[i].refs;
 	rp.in_region = true;
+	clock_gettime(CLOCK_MONOTONIC, &rp.wall_at_start);
 	for (unsigned p = 0; p < o->warmup + passes; p++) {
 		ret = p ? reset_region(&rp) : 0;
 		/* one open just before the region is this pass's */
@@ -834,14 +854,26 @@ int tp_replay_run(const struct tp_trace *t, const struct tp_replay_opts *o,
 			/* stopped inside by lineage.recompute_limit */
 			if (ret && !(ret == -TP_EWORK && why))
 				goto out_verdict;
+			/* Stopped in a warm-up pass: nothing measured. */
+			if (why && !rp.measuring) {
+				ret = snap(&rp, &a);
+				if (ret)
+					goto out_verdict;
+			}
 			if (why) {
 				r->status = TP_REPLAY_THRASH;
 				r->err = 0;
-				snprintf(r->error, sizeof(r->error),
-					 why == THRASH_TIME ?
-					 "the passes took more than %.2fx their unconstrained time" :
-					 "recompute passed %.2fx the compute time",
-					 o->thrash_limit);
+				r->by_wall = why == THRASH_WALL;
+				if (why == THRASH_WALL)
+					snprintf(r->error, sizeof(r->error),
+						 "the passes took more than %.2fx their unconstrained wall time (%.3f s a pass)",
+						 o->wall_limit, o->wall_base_s);
+				else
+					snprintf(r->error, sizeof(r->error),
+						 why == THRASH_TIME ?
+						 "the passes took more than %.2fx their unconstrained time" :
+						 "recompute passed %.2fx the compute time",
+						 o->thrash_limit);
 				goto out_figures;
 			}
 		}

@@ -46,6 +46,17 @@ struct tp_replay_opts {
 	double thrash_limit;
 	uint64_t thrash_base_ns;
 	/*
+	 * With wall_base_s (the wall time of one unconstrained pass over
+	 * the region, on this machine) and wall_limit, stop as thrashing
+	 * once the passes, warm-up included, have taken wall_limit times as
+	 * many of it: a replay then never runs much past that multiple of
+	 * its unconstrained replay's wall time, whatever slows it (the
+	 * policy's own decisions included, which no virtual clock sees).
+	 * It is checked between ops. 0: never.
+	 */
+	double wall_limit;
+	double wall_base_s;
+	/*
 	 * Let the host run ahead of the compute stream as an asynchronous
 	 * framework does. By default the host waits for each op to finish,
 	 * regenerations included (vmm.sim.sync), as DTR's simulator
@@ -69,6 +80,7 @@ enum tp_replay_status {
 /* Counters of the measured region(s), all repetitions together. */
 struct tp_replay_result {
 	enum tp_replay_status status;
+	bool by_wall;		/* THRASH by the wall-time bound */
 	int err;		/* the failing call's -errno, or 0 */
 	char error[256];	/* what failed, for the user */
 	uint64_t budget_bytes;	/* as the pager took it */
@@ -145,6 +157,14 @@ int tp_replay_run(const struct tp_trace *t, const struct tp_replay_opts *o,
  */
 #define TP_REPLAY_DTR_THRASH	2.0
 #define TP_REPLAY_TRACE_THRASH	10.0
+
+/*
+ * The wall-time bound tpager-sim and bench/budget-sweep put on every
+ * budgeted replay (struct tp_replay_opts.wall_limit): ten times its
+ * unconstrained replay's wall time, after which it ends as thrashing and
+ * says so, whatever the virtual clocks say.
+ */
+#define TP_REPLAY_WALL_LIMIT	10.0
 
 /**
  * tp_replay_defaults() - the remap cost and thrash rule of a budgeted

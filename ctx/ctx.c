@@ -91,6 +91,7 @@ void tp_ctx_lineage_conf(const struct tp_conf *c, struct tp_lineage_conf *lc)
 		.split_max_parts = (unsigned)c->policy_split_max_parts,
 		.recompute_limit = c->lineage_recompute_limit,
 		.max_recompute_depth = c->lineage_max_recompute_depth,
+		.regen_rows = c->lineage_regen_rows,
 	};
 }
 

@@ -42,6 +42,7 @@ struct tp_lineage_conf {
 	unsigned split_max_parts;	/* policy.split_max_parts */
 	int64_t recompute_limit;	/* lineage.recompute_limit */
 	int64_t max_recompute_depth;	/* lineage.max_recompute_depth */
+	bool regen_rows;		/* lineage.regen_rows */
 };
 
 /**
@@ -248,6 +249,8 @@ struct tp_lineage_stats {
 					 * user's write */
 	uint64_t settled;		/* evicted tensors regenerated before
 					 * a free repriced them (settle.c) */
+	uint64_t row_replays;		/* replays of a part's rows alone, for
+					 * a reader in parts (regen_rows.c) */
 };
 
 void tp_lineage_get_stats(struct tp_lineage *lin, struct tp_lineage_stats *st);

@@ -318,6 +318,36 @@ int tp_lin_launch(struct tp_lineage *lin, const struct tp_op_type *type,
 		  void *const *out, const size_t *out_bytes, unsigned n_out,
 		  bool recompute, const struct tp_lin_part *part, uint64_t *ns);
 
+/* --- regen_rows.c ---------------------------------------------------- */
+
+/*
+ * tp_lin_rows_regenerable() - whether rows of the evicted @t can be
+ * regenerated alone: its producer is local to its rows (every output
+ * cut, no sums) and replays, reading what it read. Its evicted cut
+ * inputs come back by rows where they are such in turn, else whole.
+ */
+bool tp_lin_rows_regenerable(struct tp_lineage *lin,
+			     const struct tp_tensor *t);
+
+/*
+ * tp_lin_regen_rows() - bytes [@off, @off + @len) of @t's contents,
+ * regenerated into a scratch tensor by replaying its producer on the
+ * rows that cover them (and so on down the chain): *@sc, acquired, to be
+ * given back with tp_lin_rows_put(); *@addr, where byte @off is in it.
+ * @t is not written. Return: 0, -ENOMEM (no room, or not regenerable by
+ * rows), or a launch's error.
+ */
+int tp_lin_regen_rows(struct tp_lineage *lin, struct tp_tensor *t,
+		      size_t off, size_t len, struct tp_tensor **sc,
+		      char **addr);
+void tp_lin_rows_put(struct tp_lineage *lin, struct tp_tensor *sc);
+/*
+ * tp_lin_rows_cost() - what regenerating rows of @t holds at most: bytes
+ * per byte asked for (*@ratio), and bytes whatever the rows (*@fixed).
+ */
+void tp_lin_rows_cost(struct tp_lineage *lin, const struct tp_tensor *t,
+		      double *ratio, size_t *fixed);
+
 /* --- op_split.c ------------------------------------------------------ */
 
 struct tp_op_split;

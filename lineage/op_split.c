@@ -64,6 +64,32 @@ static int hold(struct split_run *r, struct split_io *io, size_t off,
 }
 
 /*
+ * The bytes [@off, @off + @len) of an evicted input regenerated alone
+ * into scratch (regen_rows.c), in place of the last part's, which goes
+ * first.
+ */
+static int hold_regen(struct split_run *r, struct split_io *io, size_t off,
+		      size_t len)
+{
+	struct tp_tensor *sc;
+	char *addr;
+	int ret;
+
+	/* Scratch shares no page with the next part's: it goes first. */
+	tp_lin_rows_put(r->lin, io->sc);
+	io->sc = NULL;
+	io->len = 0;
+	ret = tp_lin_regen_rows(r->lin, io->t, off, len, &sc, &addr);
+	if (ret)
+		return ret;
+	io->sc = sc;
+	io->off = off;
+	io->len = len;
+	io->base = addr - off;
+	return 0;
+}
+
+/*
  * Keep the streaming inputs' unread rows from eviction (@hold), or not;
  * and the cut outputs', where their rows written leave for host swap
  * (the pager then brings back no more of them than a part asks for).
@@ -71,7 +97,7 @@ static int hold(struct split_run *r, struct split_io *io, size_t off,
 static void hold_rows(struct split_run *r, bool hold)
 {
 	for (unsigned k = 0; k < r->n_in; k++)
-		if (r->in[k].stream)
+		if (r->in[k].stream && !r->in[k].regen)
 			tp_pager_hold_rows(r->pg, r->in[k].t, hold);
 	for (unsigned k = 0; r->out_leave && k < r->n_out; k++)
 		if (r->out[k].row_bytes)
@@ -82,9 +108,11 @@ static void hold_rows(struct split_run *r, bool hold)
 static void let_go_ios(struct split_run *r, struct split_io *io, unsigned n)
 {
 	for (unsigned k = 0; k < n; k++) {
-		if (io[k].len)
+		if (io[k].len && !io[k].regen)
 			tp_pager_release(r->pg, io[k].t, io[k].off, io[k].len);
 		io[k].len = 0;
+		tp_lin_rows_put(r->lin, io[k].sc);
+		io[k].sc = NULL;
 	}
 }
 
@@ -115,7 +143,7 @@ static void drop_unread_rows(struct split_run *r, size_t r2)
 		struct split_io *io = &r->in[k];
 		size_t off = r2 * io->row_bytes;
 
-		if (io->stream && tp_split_first_use(r, k) &&
+		if (io->stream && !io->regen && tp_split_first_use(r, k) &&
 		    off < io->t->bytes)
 			tp_pager_offload_range(r->pg, io->t, off,
 					       io->t->bytes - off);
@@ -149,7 +177,7 @@ static void drop_read_rows(struct split_run *r, size_t r0, size_t r1,
 	for (unsigned k = 0; r0 && k < r->n_in; k++) {
 		struct split_io *io = &r->in[k];
 
-		if (io->stream && tp_split_first_use(r, k) &&
+		if (io->stream && !io->regen && tp_split_first_use(r, k) &&
 		    tp_pager_rows_offloaded(r->pg, io->t))
 			tp_pager_rows_done(r->pg, io->t, 0, r0 * io->row_bytes,
 					   false);
@@ -159,7 +187,7 @@ static void drop_read_rows(struct split_run *r, size_t r0, size_t r1,
 	for (unsigned k = 0; k < r->n_in; k++) {
 		struct split_io *io = &r->in[k];
 
-		if (!io->row_bytes || !tp_split_first_use(r, k))
+		if (!io->row_bytes || io->regen || !tp_split_first_use(r, k))
 			continue;
 		/* -EPERM: it cannot be regenerated, and stays. */
 		if (io->stream && r0)
@@ -250,6 +278,13 @@ static int hold_part_rows(struct split_run *r, bool out, size_t r0,
 
 		if (out ? !io->row_bytes : !io->stream)
 			continue;
+		if (!out && io->regen) {
+			ret = hold_regen(r, io, r0 * io->row_bytes,
+					 (r1 - r0) * io->row_bytes);
+			if (ret)
+				return ret;
+			continue;
+		}
 		ret = hold(r, io, r0 * io->row_bytes, (r1 - r0) * io->row_bytes,
 			   out ? TP_WRITE : TP_READ);
 		if (ret)
@@ -271,7 +306,8 @@ static void offload_read_rows(struct split_run *r, size_t r1, size_t r2)
 	size_t need = 0;
 
 	for (unsigned k = 0; k < r->n_in; k++)
-		if (r->in[k].stream && tp_split_first_use(r, k))
+		if (r->in[k].stream && !r->in[k].regen &&
+		    tp_split_first_use(r, k))
 			need += tp_pager_missing_pages(r->pg, r->in[k].t,
 						       r1 * r->in[k].row_bytes,
 						       (r2 - r1) * r->in[k].row_bytes);
@@ -280,7 +316,7 @@ static void offload_read_rows(struct split_run *r, size_t r1, size_t r2)
 	for (unsigned k = 0; k < r->n_in; k++) {
 		struct split_io *io = &r->in[k];
 
-		if (io->stream && tp_split_first_use(r, k) && r1)
+		if (io->stream && !io->regen && tp_split_first_use(r, k) && r1)
 			tp_pager_offload_range(r->pg, io->t, 0,
 					       r1 * io->row_bytes);
 	}
@@ -294,7 +330,12 @@ static void let_go_streams(struct split_run *r)
 
 		if (!io->stream || !io->len)
 			continue;
-		tp_pager_release(r->pg, io->t, io->off, io->len);
+		if (io->regen) {
+			tp_lin_rows_put(r->lin, io->sc);
+			io->sc = NULL;
+		} else {
+			tp_pager_release(r->pg, io->t, io->off, io->len);
+		}
 		io->len = 0;
 	}
 }
@@ -455,7 +496,8 @@ static unsigned resume_finer(struct split_run *r, unsigned *i, unsigned parts,
  * in the end); *@ns: the launches' time. What was held is let go
  * whatever the outcome.
  */
-static int run_parts(struct split_run *r, unsigned *n_parts, uint64_t *ns)
+static int run_parts(struct split_run *r, unsigned *n_parts, uint64_t *ns,
+		     bool *at_first)
 {
 	unsigned parts = *n_parts;
 	unsigned pass, i, resumes = 0;
@@ -463,6 +505,7 @@ static int run_parts(struct split_run *r, unsigned *n_parts, uint64_t *ns)
 
 	hold_rows(r, true);
 	ret = hold_first(r);
+	*at_first = ret != 0;
 	for (pass = 0; !ret && pass < r->passes; pass++) {
 		/* A pass goes over every row, in as many parts as the last. */
 		parts += r->base;
@@ -499,6 +542,18 @@ static int run_parts(struct split_run *r, unsigned *n_parts, uint64_t *ns)
 	return ret;
 }
 
+/* Whether a cut input is evicted and its rows regenerable alone. */
+static bool rows_may_help(const struct split_run *r)
+{
+	if (!r->lin->conf.regen_rows)
+		return false;
+	for (unsigned k = 0; k < r->n_in; k++)
+		if (r->in[k].row_bytes && tp_pager_has_evicted(r->in[k].t) &&
+		    tp_lin_rows_regenerable(r->lin, r->in[k].t))
+			return true;
+	return false;
+}
+
 int tp_lin_run_split(struct tp_lineage *lin, const struct tp_op_type *type,
 		     const void *params, size_t params_len,
 		     struct tp_tensor *const *in, unsigned n_in,
@@ -512,6 +567,7 @@ int tp_lin_run_split(struct tp_lineage *lin, const struct tp_op_type *type,
 		.n_in = n_in, .n_out = n_out,
 	};
 	unsigned k, parts;
+	bool at_first = false;
 	int ret;
 
 	*ns = 0;
@@ -531,7 +587,20 @@ int tp_lin_run_split(struct tp_lineage *lin, const struct tp_op_type *type,
 			r.out[k].row_bytes = out[k]->bytes / s->rows;
 	}
 	parts = tp_split_fit(&r, want);
-	ret = parts ? run_parts(&r, &parts, ns) : -ENOMEM;
+	ret = parts ? run_parts(&r, &parts, ns, &at_first) : -ENOMEM;
+	/*
+	 * An evicted cut input found no room to come back whole, or no way
+	 * fits with it whole: its rows regenerated a part at a time may,
+	 * where nothing was launched yet.
+	 */
+	if (ret == -ENOMEM && (!parts || at_first) && !r.stream_regen &&
+	    rows_may_help(&r)) {
+		r.stream_regen = true;
+		r.from = 0;
+		r.base = 0;
+		parts = tp_split_fit(&r, want);
+		ret = parts ? run_parts(&r, &parts, ns, &at_first) : -ENOMEM;
+	}
 	if (!ret)
 		tp_pager_note_split(r.pg, parts);
 	free(r.in);

@@ -27,11 +27,16 @@ static bool streams(const struct split_run *r, unsigned k)
 {
 	const struct tp_tensor *t = r->in[k].t;
 
-	if (!r->local || !r->in[k].row_bytes ||
-	    t->pins || tp_pager_has_evicted(t) ||
-	    (!tp_pager_swapped_pages(t) && !r->stream_resident) ||
-	    !tp_lineage_can_regenerate(r->lin, t))
+	if (!r->local || !r->in[k].row_bytes || t->pins)
 		return false;
+	/* Evicted: its rows regenerated alone, or it comes back whole. */
+	if (tp_pager_has_evicted(t)) {
+		if (!r->stream_regen || !tp_lin_rows_regenerable(r->lin, t))
+			return false;
+	} else if ((!tp_pager_swapped_pages(t) && !r->stream_resident) ||
+		   !tp_lineage_can_regenerate(r->lin, t)) {
+		return false;
+	}
 	for (unsigned j = 0; j < r->n_in; j++)
 		if (j != k && r->in[j].t == t)
 			return false;
@@ -65,7 +70,7 @@ static unsigned choose_parts(struct split_run *r, size_t room, unsigned min,
 			     unsigned max)
 {
 	size_t whole = 0, cut_in = 0, cut_out = 0, edges = 0;
-	size_t st_res = 0, st_swap = 0;
+	size_t st_res = 0, st_swap = 0, st_regen = 0;
 	size_t handle = tp_pager_handle_max(r->pg), units;
 	unsigned k, p;
 
@@ -74,7 +79,17 @@ static unsigned choose_parts(struct split_run *r, size_t room, unsigned min,
 
 		if (!tp_split_first_use(r, k))
 			continue;
-		if (r->in[k].stream) {
+		if (r->in[k].regen) {
+			/* rows regenerated alone: in scratch, with what
+			 * their producers hold (regen_rows.c) */
+			double ratio;
+			size_t fixed;
+
+			tp_lin_rows_cost(r->lin, r->in[k].t, &ratio, &fixed);
+			st_regen += (size_t)(ratio * (double)pages) + 1;
+			whole += tp_pager_span_pages(r->pg, 0, fixed);
+			edges += handle < pages ? handle : pages;
+		} else if (r->in[k].stream) {
 			size_t sw = r->stream_resident ? pages :
 				    tp_pager_swapped_pages(r->in[k].t);
 
@@ -113,7 +128,8 @@ static unsigned choose_parts(struct split_run *r, size_t room, unsigned min,
 		min = (unsigned)units;
 	for (p = min > 2 ? min : 2; p <= max && p <= units; p++) {
 		/* a part's rows and the next's, taken before these go */
-		size_t st = st_res + 2 * part_pages(r, st_swap, p);
+		size_t st = st_res + 2 * part_pages(r, st_swap, p) +
+			    part_pages(r, st_regen, p);
 		/*
 		 * (a pass before the last holds the cut inputs whole and no
 		 * cut output: at most a); cut outputs whose rows written
@@ -159,6 +175,16 @@ static void sum_parts(struct split_run *r, bool sums)
 	r->granule = sums && s->granule > 1 ? s->granule : 1;
 }
 
+/* Which inputs stream, and of those which have their rows regenerated. */
+static void mark_streams(struct split_run *r)
+{
+	for (unsigned k = 0; k < r->n_in; k++) {
+		r->in[k].stream = streams(r, k);
+		r->in[k].regen = r->in[k].stream &&
+				 tp_pager_has_evicted(r->in[k].t);
+	}
+}
+
 /*
  * The parts that fit, 0 if no number does: with the inputs that stream
  * now, then, for an op local to its rows, with the resident ones
@@ -170,14 +196,17 @@ static unsigned fit_parts(struct split_run *r, unsigned want)
 	unsigned max = r->lin->conf.split_max_parts, parts, k;
 
 	r->stream_resident = false;
-	for (k = 0; k < r->n_in; k++)
-		r->in[k].stream = streams(r, k);
+	/* Where an evicted input came back whole and found no room, a run
+	 * that would read it whole again is no way. */
+	for (k = 0; r->stream_regen && !r->local && k < r->n_in; k++)
+		if (r->in[k].row_bytes && tp_pager_has_evicted(r->in[k].t))
+			return 0;
+	mark_streams(r);
 	parts = choose_parts(r, room(r), want, max);
 	if (parts || !r->local)
 		return parts;
 	r->stream_resident = true;
-	for (k = 0; k < r->n_in; k++)
-		r->in[k].stream = streams(r, k);
+	mark_streams(r);
 	return choose_parts(r, room(r), want, max);
 }
 

@@ -14,6 +14,12 @@ struct split_io {
 	struct tp_tensor *t;
 	size_t row_bytes;	/* 0: whole */
 	bool stream;		/* a part holds its rows alone */
+	/*
+	 * Streaming and evicted: a part's rows are regenerated alone into
+	 * @sc (regen_rows.c), the tensor left as it is.
+	 */
+	bool regen;
+	struct tp_tensor *sc;
 	size_t off, len;	/* the range held, len 0: none */
 	char *base;		/* address of byte 0 once acquired */
 };
@@ -32,6 +38,11 @@ struct split_run {
 	size_t granule;		/* rows the parts begin at multiples of */
 	/* A part's rows of a resident input too may come a part at a time. */
 	bool stream_resident;
+	/*
+	 * A part's rows of an evicted input may be regenerated alone: where
+	 * regenerating it whole found no room (tp_lin_rows_regenerable()).
+	 */
+	bool stream_regen;
 	/* The cut outputs' rows written leave for host swap between parts. */
 	bool out_leave;
 	/*

@@ -294,6 +294,13 @@ struct tp_op_type {
  * (the op has no output it does not cut). See tp_op_run(3), Split.
  */
 #define TP_OP_SPLIT_LOCAL	(1u << 3)
+/*
+ * With a split that sums in passes: the last pass only reads the whole
+ * outputs the passes before it made (a batch's statistics), so rows of
+ * the cut outputs can be made again alone, from the run's own whole
+ * outputs. See tp_op_run(3), Split.
+ */
+#define TP_OP_SPLIT_LAST_READS	(1u << 4)
 
 /* Where the data of a context's tensors lives (struct tp_op_launch). */
 enum tp_device {
@@ -478,6 +485,9 @@ struct tp_stats {
 	/* host memory obtained for swap, bytes: in use, free, and the
 	 * block prepared ahead (pager.swap_ahead) */
 	uint64_t host_held;
+	/* ops replayed on a part's rows alone, for a reader in parts
+	 * (lineage.regen_rows) */
+	uint64_t rows_regenerated;
 };
 
 /** tp_stats_get() - a snapshot of the context's counters. */

@@ -936,11 +936,13 @@ static const struct tp_kernel kernels[K_COUNT] = {
 		       conv, B(0) | B(1), B(0), 1, TP_CONV_DW_ROWS)
 	/*
 	 * x | y (mean, invstd: part 0's, or summed by the parts in two
-	 * passes, y in a third); dy x | dx (dgamma, dbeta: part 0's, or
-	 * summed in one pass, dx in a second)
+	 * passes, y in a third, which only reads them: rows of y come
+	 * again alone, TP_OP_SPLIT_LAST_READS); dy x | dx (dgamma, dbeta:
+	 * part 0's, or summed in one pass, dx in a second)
 	 */
-	KERNEL_SUMS(batchnorm, tp_batchnorm_params, batchnorm, batchnorm,
-		    batchnorm, B(0), B(0), 3, 0)
+	KERNEL_XS(batchnorm, tp_batchnorm_params, batchnorm, batchnorm,
+		  TP_OP_SPLITTABLE | TP_OP_SPLIT_LAST_READS, false,
+		  split_batchnorm, rows_batchnorm, B(0), B(0), 3, 0)
 	KERNEL_SUMS(batchnorm_bwd, tp_batchnorm_params, batchnorm_bwd,
 		    batchnorm, batchnorm, B(0) | B(1), B(0), 2, 0)
 	KERNEL_LOCAL(relu, tp_eltwise_params, eltwise, eltwise, eltwise,

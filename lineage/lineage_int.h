@@ -82,6 +82,14 @@ struct tp_lin_rec {
 	struct tp_lin_use *in;		/* n_in */
 	struct tp_tensor **out;		/* n_out; NULL once that output left */
 	size_t *out_bytes;		/* n_out */
+	/*
+	 * Of a TP_OP_SPLIT_LAST_READS type, the outputs in the slab (never
+	 * attached): held (a pager reference) with their version then, so
+	 * that rows of the others can be made again (regen_rows.c); NULL:
+	 * none kept.
+	 */
+	struct tp_tensor **whole;
+	uint64_t *whole_version;
 };
 
 /* Per op type: the moving average of its cost (cost.c). */
@@ -198,6 +206,13 @@ struct tp_lin_rec *tp_lin_rec_new(struct tp_lineage *lin,
  */
 void tp_lin_rec_attach(struct tp_lineage *lin, struct tp_lin_rec *rec,
 		       unsigned k, struct tp_tensor *t);
+
+/*
+ * tp_lin_rec_keep_whole() - hold @t, output @k of @rec in the slab, and
+ * its version now (struct tp_lin_rec, whole). Return: 0 or -ENOMEM.
+ */
+int tp_lin_rec_keep_whole(struct tp_lineage *lin, struct tp_lin_rec *rec,
+			  unsigned k, struct tp_tensor *t);
 
 /**
  * tp_lin_rec_discard() - drop a record no output was attached to.

@@ -611,10 +611,17 @@ static void op_finish(struct op_run *o)
 						 rec ? NULL :
 						 tp_lin_type_get(lin, o->type));
 	if (rec) {
-		/* Slab tensors never leave: nothing to regenerate. */
+		/*
+		 * Slab tensors never leave: nothing to regenerate. Those
+		 * whose rows of the other outputs a last pass reads are
+		 * kept for that (a failure to keep one only loses the way).
+		 */
 		for (k = 0; k < o->n_out; k++)
 			if (!tp_pager_in_slab(o->out[k]))
 				tp_lin_rec_attach(lin, rec, k, o->out[k]);
+			else if (o->type->flags & TP_OP_SPLIT_LAST_READS)
+				(void)tp_lin_rec_keep_whole(lin, rec, k,
+							    o->out[k]);
 		if (!timed)
 			tp_lin_note_cost(lin, rec, o->ns);
 		if (!rec->refs)

@@ -542,18 +542,6 @@ static int run_parts(struct split_run *r, unsigned *n_parts, uint64_t *ns,
 	return ret;
 }
 
-/* Whether a cut input is evicted and its rows regenerable alone. */
-static bool rows_may_help(const struct split_run *r)
-{
-	if (!r->lin->conf.regen_rows)
-		return false;
-	for (unsigned k = 0; k < r->n_in; k++)
-		if (r->in[k].row_bytes && tp_pager_has_evicted(r->in[k].t) &&
-		    tp_lin_rows_regenerable(r->lin, r->in[k].t))
-			return true;
-	return false;
-}
-
 int tp_lin_run_split(struct tp_lineage *lin, const struct tp_op_type *type,
 		     const void *params, size_t params_len,
 		     struct tp_tensor *const *in, unsigned n_in,
@@ -594,7 +582,7 @@ int tp_lin_run_split(struct tp_lineage *lin, const struct tp_op_type *type,
 	 * where nothing was launched yet.
 	 */
 	if (ret == -ENOMEM && (!parts || at_first) && !r.stream_regen &&
-	    rows_may_help(&r)) {
+	    tp_split_rows_may_help(&r)) {
 		r.stream_regen = true;
 		r.from = 0;
 		r.base = 0;

@@ -141,6 +141,36 @@ void tp_lin_rec_attach(struct tp_lineage *lin, struct tp_lin_rec *rec,
 	rec->refs++;
 }
 
+int tp_lin_rec_keep_whole(struct tp_lineage *lin, struct tp_lin_rec *rec,
+			  unsigned k, struct tp_tensor *t)
+{
+	struct tp_lin_node *n = tp_lin_node_get(lin, t);
+
+	if (!n)
+		return -ENOMEM;
+	if (!rec->whole) {
+		rec->whole = calloc(rec->n_out, sizeof(*rec->whole) +
+					       sizeof(*rec->whole_version));
+		if (!rec->whole)
+			return -ENOMEM;
+		rec->whole_version = (uint64_t *)(rec->whole + rec->n_out);
+	}
+	tp_pager_tensor_get(t);
+	rec->whole[k] = t;
+	rec->whole_version[k] = n->version;
+	return 0;
+}
+
+/* Let go of what @rec kept whole. */
+static void whole_put(struct tp_lineage *lin, struct tp_lin_rec *rec)
+{
+	for (unsigned k = 0; rec->whole && k < rec->n_out; k++)
+		if (rec->whole[k])
+			tp_pager_tensor_put(lin->pg, rec->whole[k]);
+	free(rec->whole);
+	rec->whole = NULL;
+}
+
 /* @n's tensor is needed by nothing: it leaves its producer and lineage. */
 static void node_gone(struct tp_lineage *lin, struct tp_lin_node *n)
 {
@@ -196,6 +226,7 @@ static void rec_destroy(struct tp_lineage *lin, struct tp_lin_rec *rec)
 			t->computable = false;
 		}
 	}
+	whole_put(lin, rec);
 	cds_list_del(&rec->link);
 	lin->st.records--;
 	free(rec);
@@ -282,6 +313,7 @@ void tp_lin_records_fini(struct tp_lineage *lin)
 		rec = cds_list_first_entry(&lin->recs, struct tp_lin_rec, link);
 		for (k = 0; k < rec->n_in; k++)
 			tp_pager_tensor_put(lin->pg, rec->in[k].t);
+		whole_put(lin, rec);
 		cds_list_del(&rec->link);
 		free(rec);
 	}

@@ -12,10 +12,13 @@
  * for, into scratch, its cut inputs' same rows read where they are
  * (resident, or in host swap: a range acquired) or regenerated the same
  * way where they are evicted too, down a chain of such ops; an evicted
- * input made by an op of another kind (a batch-norm, whose rows need the
- * batch's statistics) comes back whole, by the acquire. The tensor
- * itself is not written: its pages stay evicted, and the reader reads
- * the scratch. A part's launch gives the rows of a whole run, bit for
+ * input made by an op of another kind comes back whole, by the acquire.
+ * An op whose parts sum in passes, the last of which only reads the
+ * whole outputs the others made (TP_OP_SPLIT_LAST_READS: a batch-norm's
+ * statistics), is such an op too while those outputs are still what
+ * its run made: its rows are that last pass's part, reading them. The
+ * tensor itself is not written: its pages stay evicted, and the reader
+ * reads the scratch. A part's launch gives the rows of a whole run, bit for
  * bit (tp_op_run(3), Split), so the scratch holds what the tensor held.
  */
 #include <errno.h>
@@ -26,14 +29,48 @@
 /* Chains longer than this come back whole, as before. */
 #define ROWS_MAX_DEPTH	8
 
-/* @rec's cut, if it replays by rows alone: every output cut, no sums. */
+/*
+ * Output @k of @rec as the run made it, whole, if it is still that: one
+ * attached (a write would have detached it), or one kept from the slab
+ * whose version is the run's.
+ */
+static struct tp_tensor *whole_out(const struct tp_lin_rec *rec, unsigned k)
+{
+	struct tp_tensor *w = rec->out[k];
+	const struct tp_lin_node *n;
+
+	if (!w && rec->whole && (w = rec->whole[k])) {
+		n = w->lin.p;
+		if (!n || n->version != rec->whole_version[k])
+			return NULL;
+	}
+	return w && !w->dead && !tp_pager_has_evicted(w) ? w : NULL;
+}
+
+/* Every output the cut does not cut, as whole_out() finds it. */
+static bool wholes_there(const struct tp_lin_rec *rec,
+			 const struct tp_op_split *cut)
+{
+	for (unsigned k = 0; k < rec->n_out; k++)
+		if (!tp_lin_is_cut(cut->out, k) && !whole_out(rec, k))
+			return false;
+	return true;
+}
+
+/*
+ * @rec's cut, if it replays by rows alone: an op local to its rows (every
+ * output cut, no sums), or one whose last pass of parts that sum only
+ * reads the whole outputs (TP_OP_SPLIT_LAST_READS), those still there.
+ */
 static bool rows_cut(struct tp_lineage *lin, const struct tp_lin_rec *rec,
 		     struct tp_op_split *cut)
 {
 	struct tp_tensor *few[8] = { 0 }, **in = few;
+	unsigned flags = rec->type->flags;
 	bool ok;
 
-	if (!rec->replayable || !(rec->type->flags & TP_OP_SPLIT_LOCAL))
+	if (!rec->replayable ||
+	    !(flags & (TP_OP_SPLIT_LOCAL | TP_OP_SPLIT_LAST_READS)))
 		return false;
 	if (rec->n_in > sizeof(few) / sizeof(few[0]) &&
 	    !(in = calloc(rec->n_in, sizeof(*in))))
@@ -44,7 +81,11 @@ static bool rows_cut(struct tp_lineage *lin, const struct tp_lin_rec *rec,
 			      in, rec->n_in, rec->out_bytes, rec->n_out, cut);
 	if (in != few)
 		free(in);
-	if (!ok || cut->sums)
+	if (!ok)
+		return false;
+	if (!(flags & TP_OP_SPLIT_LOCAL))
+		return cut->sums && cut->passes > 1 && wholes_there(rec, cut);
+	if (cut->sums)
 		return false;
 	for (unsigned k = 0; k < rec->n_out; k++)
 		if (!tp_lin_is_cut(cut->out, k))
@@ -81,9 +122,9 @@ bool tp_lin_rows_regenerable(struct tp_lineage *lin,
  * What regenerating rows of @t holds at most, as bytes per byte of @t
  * asked for (*@ratio) and bytes whatever the rows (*@fixed): its inputs
  * are taken in order, each held once made (a cut one's rows, or a whole
- * one) while the next is made, and all of them beside the outputs' rows
- * in scratch at the launch; the fixed part summed over the chain, an
- * upper bound.
+ * one) while the next is made, and all of them beside the outputs (cut
+ * ones' rows in scratch, whole ones read) at the launch; the fixed part
+ * summed over the chain, an upper bound.
  */
 static void rows_cost(struct tp_lineage *lin, const struct tp_tensor *t,
 		      unsigned depth, double *ratio, double *fixed)
@@ -113,8 +154,12 @@ static void rows_cost(struct tp_lineage *lin, const struct tp_tensor *t,
 		}
 		held += ur;
 	}
-	for (unsigned k = 0; k < rec->n_out; k++)
-		held += (double)rec->out_bytes[k] / (double)cut.rows;
+	for (unsigned k = 0; k < rec->n_out; k++) {
+		if (tp_lin_is_cut(cut.out, k))
+			held += (double)rec->out_bytes[k] / (double)cut.rows;
+		else
+			*fixed += (double)rec->out_bytes[k];
+	}
 	*ratio = (held > peak ? held : peak) / rb;
 }
 
@@ -244,6 +289,9 @@ static int regen_rows(struct tp_lineage *lin, struct tp_tensor *t,
 	rb = t->bytes / cut.rows;
 	a = off / rb;
 	b = (off + len + rb - 1) / rb;
+	/* Parts that sum begin at a multiple of the granule. */
+	if (cut.sums && cut.granule > 1)
+		a = a / cut.granule * cut.granule;
 	io = calloc(n_in + rec->n_out, sizeof(*io));
 	in_addr = calloc(n_in + rec->n_out, sizeof(*in_addr));
 	in_len = calloc(2 * n_in + rec->n_out, sizeof(*in_len));
@@ -259,10 +307,26 @@ static int regen_rows(struct tp_lineage *lin, struct tp_tensor *t,
 		if (ret)
 			goto out;
 	}
-	/* Every output into scratch: the one asked for is kept. */
+	/*
+	 * Every cut output into scratch, the one asked for kept; a whole one
+	 * (what a last pass reads) is the run's own, read.
+	 */
 	for (n_out = 0; n_out < rec->n_out; n_out++) {
 		struct rows_io *o = &io[n_in + n_out];
+		struct tp_tensor *w = whole_out(rec, n_out);
 
+		if (!tp_lin_is_cut(cut.out, n_out)) {
+			ret = w ? tp_pager_acquire(lin->pg, w, 0, w->bytes,
+						   TP_READ | TP_ACQ_NO_REGEN,
+						   &out_addr[n_out]) : -ENOMEM;
+			if (ret)
+				goto out;
+			out_len[n_out] = w->bytes;
+			o->t = w;
+			o->off = 0;
+			o->len = w->bytes;
+			continue;
+		}
 		out_len[n_out] = (b - a) * (rec->out_bytes[n_out] / cut.rows);
 		o->t = scratch_new(lin, out_len[n_out], &out_addr[n_out]);
 		if (!o->t) {
@@ -271,14 +335,17 @@ static int regen_rows(struct tp_lineage *lin, struct tp_tensor *t,
 		}
 		o->scratch = true;
 	}
-	/* A part as tp_op_launch knows them: first, middle or last. */
+	/* A part as tp_op_launch knows them: first, middle or last; of the
+	 * last pass where the parts sum. */
 	part.row0 = a;
 	part.rows = b - a;
 	part.total = cut.rows;
 	part.part = a ? 1 : 0;
 	part.parts = part.part + 1 + (b < cut.rows);
 	part.whole_in_bytes = whole;
-	part.passes = 1;
+	part.sums = cut.sums;
+	part.passes = cut.sums ? cut.passes : 1;
+	part.pass = part.passes - 1;
 	ret = tp_lin_launch(lin, rec->type, rec->params, rec->params_len,
 			    in_addr, in_len, n_in, out_addr, out_len,
 			    rec->n_out, true, &part, &ns);
@@ -288,6 +355,7 @@ static int regen_rows(struct tp_lineage *lin, struct tp_tensor *t,
 	lin->st.replay_ns += ns;
 	lin->st.replays++;
 	lin->st.row_replays++;
+	tp_pager_note_rows(lin->pg);
 	*sc = io[n_in + mine].t;
 	io[n_in + mine].t = NULL;
 	*addr = (char *)out_addr[mine] + (off - a * rb);

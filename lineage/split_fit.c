@@ -210,6 +210,17 @@ static unsigned fit_parts(struct split_run *r, unsigned want)
 	return choose_parts(r, room(r), want, max);
 }
 
+bool tp_split_rows_may_help(const struct split_run *r)
+{
+	if (!r->lin->conf.regen_rows)
+		return false;
+	for (unsigned k = 0; k < r->n_in; k++)
+		if (r->in[k].row_bytes && tp_pager_has_evicted(r->in[k].t) &&
+		    tp_lin_rows_regenerable(r->lin, r->in[k].t))
+			return true;
+	return false;
+}
+
 /*
  * Whether every cut output may send its rows written to host swap: not
  * in a replay, whose outputs are wanted resident by the reader that

@@ -95,4 +95,11 @@ static inline size_t tp_split_part_units(const struct split_run *r,
  */
 unsigned tp_split_fit(struct split_run *r, unsigned want);
 
+/*
+ * tp_split_rows_may_help() - whether a cut input is evicted and its rows
+ * may be regenerated alone (lineage.regen_rows, regen_rows.c): a run that
+ * found no room for it whole may try again so (r->stream_regen).
+ */
+bool tp_split_rows_may_help(const struct split_run *r);
+
 #endif /* TP_LINEAGE_SPLIT_RUN_H */

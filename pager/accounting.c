@@ -124,6 +124,11 @@ void tp_pager_note_split(struct tp_pager *pg, unsigned parts)
 	pg->c.split_parts += parts;
 }
 
+void tp_pager_note_rows(struct tp_pager *pg)
+{
+	pg->c.rows_regenerated++;
+}
+
 size_t tp_pager_pinned_pages(const struct tp_tensor *t)
 {
 	if (t->slab)

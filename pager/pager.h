@@ -135,6 +135,8 @@ int tp_pager_evict_part(struct tp_pager *pg, struct tp_tensor *t, size_t most);
  */
 bool tp_pager_split_allowed(struct tp_pager *pg);
 void tp_pager_note_split(struct tp_pager *pg, unsigned parts);
+/* An op replayed on a part's rows alone (lineage/regen_rows.c). */
+void tp_pager_note_rows(struct tp_pager *pg);
 /* Whether the policy sends tensors to host swap at all. */
 bool tp_pager_policy_swaps(const struct tp_pager *pg);
 /*

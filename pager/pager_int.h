@@ -177,6 +177,7 @@ struct tp_pager_counters {
 	uint64_t partial_evictions;
 	uint64_t rescued_pages;		/* tp_pager_rescue() */
 	uint64_t split_runs, split_parts;
+	uint64_t rows_regenerated;
 	uint64_t prefetch_issued, prefetch_hits, prefetch_late, prefetch_wasted;
 	uint64_t writebacks, cache_offloads;
 	uint64_t bytes_d2h, bytes_h2d, stall_ns, compute_ns;

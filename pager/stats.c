@@ -38,6 +38,7 @@ void tp_pager_stats(struct tp_pager *pg, struct tp_stats *st)
 	st->partial_evictions = pg->c.partial_evictions;
 	st->split_runs = pg->c.split_runs;
 	st->split_parts = pg->c.split_parts;
+	st->rows_regenerated = pg->c.rows_regenerated;
 	st->recomputes = pg->c.recomputes;
 	st->recompute_ns = pg->c.recompute_ns;
 	st->prefetch_issued = pg->c.prefetch_issued;

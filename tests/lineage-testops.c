@@ -241,6 +241,68 @@ static int addrows_split(const void *params, size_t params_len,
 	return 0;
 }
 
+/* m += x's @n rows (from 0 where @first); / rows where @last. */
+static void center_sums(const struct tops_center_params *p, const float *x,
+			size_t n, bool first, bool last, float *m)
+{
+	for (uint32_t j = 0; first && j < p->cols; j++)
+		m[j] = 0;
+	for (size_t r = 0; r < n; r++)
+		for (uint32_t j = 0; j < p->cols; j++)
+			m[j] += x[r * p->cols + j];
+	for (uint32_t j = 0; last && j < p->cols; j++)
+		m[j] /= (float)p->rows;
+}
+
+static int center_launch(const struct tp_op_launch *l)
+{
+	const struct tops_center_params *p = l->params;
+	size_t n = l->rows ? l->rows : p->rows, row = p->cols * sizeof(float);
+	bool last = !l->sums || l->pass + 1 == l->passes;
+	const float *x = l->in[0];
+	float *y = l->out[0], *m = l->out[1];
+
+	if (l->params_len != sizeof(*p) || l->n_in != 1 || l->n_out != 2 ||
+	    l->in_bytes[0] != n * row || l->out_bytes[1] != row ||
+	    (l->sums && l->passes != 2) ||
+	    (last ? !y || l->out_bytes[0] != n * row : y || l->out_bytes[0]))
+		return -EINVAL;
+	count(l);
+	if (l->sums && !l->pass) {
+		center_sums(p, x, n, !l->row0, l->row0 + n == p->rows, m);
+		return 0;
+	}
+	/* a whole run, or part 0 of parts that read every row */
+	if (!l->sums && !l->part)
+		center_sums(p, x, p->rows, true, true, m);
+	for (size_t i = 0; i < n * p->cols; i++)
+		y[i] = x[i] - m[i % p->cols];
+	return 0;
+}
+
+static int center_split(const void *params, size_t params_len,
+			const size_t *in_bytes, unsigned n_in,
+			const size_t *out_bytes, unsigned n_out,
+			struct tp_op_split *s)
+{
+	const struct tops_center_params *p = params;
+
+	(void)out_bytes;
+	if (params_len != sizeof(*p) || n_in != 1 || n_out != 2 ||
+	    in_bytes[0] != (size_t)p->rows * p->cols * sizeof(float))
+		return -EINVAL;
+	*s = (struct tp_op_split){
+		.rows = p->rows, .in = 1, .out = 1, .sums = 1, .passes = 2,
+	};
+	return 0;
+}
+
+const struct tp_op_type tops_center = {
+	.name = "center", .launch = center_launch,
+	.flags = TP_OP_SPLITTABLE | TP_OP_SPLIT_LAST_READS,
+	.split = center_split,
+};
+
 const struct tp_op_type tops_addrows = {
 	.name = "addrows", .launch = addrows_launch,
 	.flags = TP_OP_SPLITTABLE | TP_OP_SPLIT_LOCAL, .split = addrows_split,

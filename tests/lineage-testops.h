@@ -43,6 +43,19 @@ struct tops_scale_params {
 };
 
 /*
+ * center: x[rows][cols] -> y[rows][cols] = x - m, m[cols] the mean of x's
+ * rows (each row added in turn, then divided, in float). Splittable: x
+ * and y cut by rows; part 0 of plain parts reads every row for m; parts
+ * that sum do so in two passes, the last reading m alone
+ * (TP_OP_SPLIT_LAST_READS).
+ */
+struct tops_center_params {
+	uint32_t rows, cols;
+};
+
+extern const struct tp_op_type tops_center;
+
+/*
  * Does nothing: on sim an op costs its prior (1 µs) and runs nothing. For
  * tests of what lineage and the policy decide, not of the data.
  */

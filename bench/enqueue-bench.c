@@ -67,8 +67,7 @@
 	X(cuModuleGetFunction)			\
 	X(cuLaunchKernel)
 
-#define DECL(n) static __typeof__(&n) p_##n;
-CALLS(DECL)
+#include "bench/cuda-calls.h"
 
 #define GRAN		(2u << 20)
 #define N_FLOATS	1024u		/* what each case writes and checks */
@@ -126,20 +125,6 @@ static const char *err(CUresult r)
 	return s;
 }
 
-static int load(void)
-{
-	void *lib = dlopen("libcuda.so.1", RTLD_NOW);
-
-	if (!lib)
-		return -1;
-	/* The versioned names the headers map to (cuMemAlloc_v2...). */
-#define STR_(x) #x
-#define STR(x) STR_(x)
-#define LOAD(n) p_##n = (__typeof__(p_##n))dlsym(lib, STR(n)); \
-	if (!p_##n) { fprintf(stderr, "enqueue-bench: no %s\n", #n); return -1; }
-	CALLS(LOAD)
-	return 0;
-}
 
 /* A 2 MiB handle on the device, with access for it. */
 static CUresult handle_new(CUmemGenericAllocationHandle *h)
@@ -400,7 +385,7 @@ int main(int argc, char **argv)
 		else if (!strcmp(argv[i], "--cudnn"))
 			cudnn_lib = argv[i + 1];
 	}
-	if (load()) {
+	if (cuda_calls_load("enqueue-bench")) {
 		printf("enqueue-bench: no CUDA driver here (libcuda.so.1): nothing to measure\n");
 		return 0;
 	}

@@ -27,7 +27,6 @@
  */
 #include "config.h"
 
-#include <dlfcn.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -64,8 +63,7 @@
 	X(cuEventRecord)		\
 	X(cuEventQuery)
 
-#define DECL(n) static __typeof__(&n) p_##n;
-CALLS(DECL)
+#include "bench/cuda-calls.h"
 
 static CUcontext ctx;
 static CUdevice dev;
@@ -90,20 +88,6 @@ static void check(CUresult r, const char *what, int line)
 }
 #define CK(call) check((call), #call, __LINE__)
 
-static int load(void)
-{
-	void *lib = dlopen("libcuda.so.1", RTLD_NOW);
-
-	if (!lib)
-		return -1;
-	/* The versioned names the headers map to (cuMemHostRegister_v2...). */
-#define STR_(x) #x
-#define STR(x) STR_(x)
-#define LOAD(n) p_##n = (__typeof__(p_##n))dlsym(lib, STR(n)); \
-	if (!p_##n) { fprintf(stderr, "pin-bench: no %s\n", #n); return -1; }
-	CALLS(LOAD)
-	return 0;
-}
 
 static int cmp_d(const void *a, const void *b)
 {
@@ -375,7 +359,7 @@ int main(int argc, char **argv)
 	struct lat base = { 0 };
 	double t0;
 
-	if (load()) {
+	if (cuda_calls_load("pin-bench")) {
 		printf("pin-bench: no CUDA driver here (libcuda.so.1): nothing to measure\n");
 		return 0;
 	}

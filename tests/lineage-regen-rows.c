@@ -76,16 +76,6 @@ static int addrows(struct tp_tensor *a, struct tp_tensor *b,
 	return tp_op_run(ctx, &tops_addrows, NULL, 0, in, 2, out, &bytes, 1);
 }
 
-static bool reads_as(struct tp_tensor *t, const float *want)
-{
-	int ret = tp_tensor_read(ctx, t, 0, got, sizeof(got));
-
-	if (ret)
-		diag("reading tensor %llu: %s (%s)", (unsigned long long)t->id,
-		     tp_strerror(ret), tp_last_error(ctx));
-	return !ret && !memcmp(got, want, sizeof(got));
-}
-
 /*
  * x, y, z, w made and sent to host swap; p and q made, read and
  * evicted. *@p, *@q out.
@@ -152,7 +142,7 @@ static void by_rows(void)
 		tp_ctx_destroy(ctx);
 		return;
 	}
-	same = reads_as(c, cv);
+	same = tops_same(ctx, c, cv);
 	ok(same, "c is x + y + z + w, bit for bit");
 	ok(l1.row_replays - l0.row_replays >= 4,
 	   "q's rows and p's were replayed alone, a part at a time (%llu replays of rows)",
@@ -163,8 +153,8 @@ static void by_rows(void)
 	tp_stats_get(ctx, &st);
 	tp_tensor_release(ctx, held);
 	ok(st.phys_peak <= st.budget_bytes &&
-	   st.rows_regenerated == l1.row_replays && reads_as(q, qv) &&
-	   reads_as(p, pv),
+	   st.rows_regenerated == l1.row_replays && tops_same(ctx, q, qv) &&
+	   tops_same(ctx, p, pv),
 	   "within the budget, stats.rows_regenerated counted; q and p read back as they were made");
 	tp_ctx_destroy(ctx);
 }
@@ -183,7 +173,7 @@ static void whole_only(void)
 	   "with lineage.regen_rows=0 it does not fit: %s",
 	   ret ? tp_last_error(ctx) : "it ran");
 	ok(tp_pager_has_evicted(q) && !q->pins && !io[3]->pins &&
-	   reads_as(io[3], wv),
+	   tops_same(ctx, io[3], wv),
 	   "q still evicted, w as it was, nothing left pinned");
 	tp_ctx_destroy(ctx);
 }
@@ -225,7 +215,7 @@ static void last_pass_reads(void)
 	ret = addrows(y, w, &c);
 	tp_lineage_get_stats(ctx->lineage, &l1);
 	tp_tensor_release(ctx, held);
-	ok(!ret && reads_as(c, cv),
+	ok(!ret && tops_same(ctx, c, cv),
 	   "c = addrows(y, w), y = center(x) evicted, m in the slab: bit for bit (%s)",
 	   ret ? tp_last_error(ctx) : "ok");
 	ok(l1.row_replays - l0.row_replays >= 2 && tp_pager_has_evicted(y),

@@ -93,14 +93,14 @@ static bool rows_cut(struct tp_lineage *lin, const struct tp_lin_rec *rec,
 	return true;
 }
 
-static bool regenerable(struct tp_lineage *lin, const struct tp_tensor *t,
-			unsigned depth)
+/* Whether rows of @t regenerate alone, @depth down a chain; *@cut: how. */
+static bool regenerable_cut(struct tp_lineage *lin, const struct tp_tensor *t,
+			    unsigned depth, struct tp_op_split *cut)
 {
 	const struct tp_lin_rec *rec = t->lin.rec;
-	struct tp_op_split cut;
 
 	if (depth >= ROWS_MAX_DEPTH || !tp_lineage_can_regenerate(lin, t) ||
-	    !rows_cut(lin, rec, &cut) || !tp_lin_is_cut(cut.out, t->lin.out))
+	    !rows_cut(lin, rec, cut) || !tp_lin_is_cut(cut->out, t->lin.out))
 		return false;
 	for (unsigned k = 0; k < rec->n_in; k++) {
 		const struct tp_lin_use *u = &rec->in[k];
@@ -110,6 +110,14 @@ static bool regenerable(struct tp_lineage *lin, const struct tp_tensor *t,
 			return false;
 	}
 	return true;
+}
+
+static bool regenerable(struct tp_lineage *lin, const struct tp_tensor *t,
+			unsigned depth)
+{
+	struct tp_op_split cut;
+
+	return regenerable_cut(lin, t, depth, &cut);
 }
 
 bool tp_lin_rows_regenerable(struct tp_lineage *lin,
@@ -283,7 +291,7 @@ static int regen_rows(struct tp_lineage *lin, struct tp_tensor *t,
 	int ret = -ENOMEM;
 
 	*sc = NULL;
-	if (!regenerable(lin, t, depth) || !rows_cut(lin, rec, &cut))
+	if (!regenerable_cut(lin, t, depth, &cut))
 		return -ENOMEM;
 	n_in = rec->n_in;
 	rb = t->bytes / cut.rows;

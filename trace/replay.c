@@ -504,6 +504,13 @@ struct rp_snap {
 	struct timespec wall;
 };
 
+static double seconds_between(const struct timespec *a,
+			      const struct timespec *b)
+{
+	return (double)(b->tv_sec - a->tv_sec) +
+	       (double)(b->tv_nsec - a->tv_nsec) * 1e-9;
+}
+
 static int snap(struct replay *rp, struct rp_snap *sn)
 {
 	int ret = tp_sync(rp->ctx);
@@ -550,8 +557,7 @@ static void region_figures(struct replay *rp, const struct rp_snap *a,
 	r->plan_fallbacks = D(plan_fallbacks);
 	r->plan_breaks = D(plan_breaks);
 #undef D
-	r->wall_s = (double)(b->wall.tv_sec - a->wall.tv_sec) +
-		    (double)(b->wall.tv_nsec - a->wall.tv_nsec) * 1e-9;
+	r->wall_s = seconds_between(&a->wall, &b->wall);
 }
 
 /*
@@ -573,8 +579,7 @@ static double wall_since(const struct timespec *a)
 	struct timespec b;
 
 	clock_gettime(CLOCK_MONOTONIC, &b);
-	return (double)(b.tv_sec - a->tv_sec) +
-	       (double)(b.tv_nsec - a->tv_nsec) * 1e-9;
+	return seconds_between(a, &b);
 }
 
 static enum thrash thrashing(struct replay *rp, unsigned passes)

@@ -214,7 +214,6 @@ static void run_copy(struct sim_backend *s, enum tp_stream st,
 	pthread_mutex_unlock(&s->lock);
 }
 
-/* Whether a copy engine has work the host has not waited for. */
 /* A driver call's cost as vmm.sim.driver_scale makes it. */
 static uint64_t scaled(const struct sim_backend *s, int64_t ns)
 {
@@ -231,8 +230,8 @@ static uint64_t handle_ns(struct sim_backend *s, enum tp_sim_driver_call call,
 	m = &s->memo[(bytes / 4096 * 0x9e3779b97f4a7c15ull) >> 58];
 	if (m->bytes != bytes) {
 		for (int k = 0; k < TP_SIM_NR_CALLS; k++)
-			m->ns[k] = (uint64_t)llround(s->driver_scale *
-				(double)tp_sim_handle_ns(s->profile, k, bytes));
+			m->ns[k] = scaled(s, (int64_t)tp_sim_handle_ns(s->profile,
+								     k, bytes));
 		m->bytes = bytes;
 	}
 	return m->ns[call];

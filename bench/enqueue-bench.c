@@ -23,7 +23,12 @@
  *   copy     cuMemcpyHtoDAsync
  *   kernel   the kernel
  *   cublas   cublasSgemm, its output in the range
+ *   gemm-sb  cublasSgemmStridedBatched (the library's linear and gemm ops)
  *   cudnn    cudnnConvolutionForward (1x1, implicit GEMM), its output there
+ *   bwd-data cudnnConvolutionBackwardData, deterministic algorithm 1
+ *   bwd-filt cudnnConvolutionBackwardFilter, deterministic algorithm 1
+ *   bwd-bias cudnnConvolutionBackwardBias
+ *   add-bias the kernel, then cudnnAddTensor adding a bias to its output
  * The kernel and the libraries' calls run once first on mapped memory,
  * synchronised (handles, descriptors and kernels made), so that a case
  * times its enqueue alone. A case still running after 10 s is reported
@@ -109,6 +114,15 @@ typedef int (*dnn_conv_fwd_t)(void *h, const void *alpha, void *xd,
 			      const void *x, void *wd, const void *w,
 			      void *cd, int algo, void *ws, size_t ws_bytes,
 			      const void *beta, void *yd, void *y);
+/* Backward data and filter take the same operand list, other descriptors. */
+typedef dnn_conv_fwd_t dnn_conv_bwd_t;
+typedef int (*dnn_bias_t)(void *h, const void *alpha, void *ad,
+			  const void *a, const void *beta, void *cd, void *c);
+typedef int (*sgemm_sb_t)(void *h, int ta, int tb, int m, int n, int k,
+			  const float *alpha, const float *a, int lda,
+			  long long sa, const float *b, int ldb, long long sb,
+			  const float *beta, float *c, int ldc, long long sc,
+			  int batches);
 
 static const char *cublas_lib = "libcublas.so";
 static const char *cudnn_lib = "libcudnn.so.9";
@@ -176,9 +190,13 @@ static CUresult setup(void)
 	return map_rw(inputs, in);
 }
 
-enum way { CONTROL, MEMSET, COPY, KERNEL, CUBLAS, CUDNN, NR_WAYS };
+enum way {
+	CONTROL, MEMSET, COPY, KERNEL, CUBLAS, GEMM_SB, CUDNN, BWD_DATA,
+	BWD_FILTER, BWD_BIAS, ADD_BIAS, NR_WAYS
+};
 static const char *const way_name[] = {
-	"control", "memset", "copy", "kernel", "cublas", "cudnn",
+	"control", "memset", "copy", "kernel", "cublas", "gemm-sb", "cudnn",
+	"bwd-data", "bwd-filt", "bwd-bias", "add-bias",
 };
 
 static CUfunction fill_fn;
@@ -194,6 +212,67 @@ static CUresult launch_fill(CUdeviceptr p, uint32_t v)
 
 static float ones[N_FLOATS];
 
+/* cuDNN's handle, descriptors and calls, made by the first case. */
+static struct {
+	void *h, *x, *y, *w, *b, *conv;
+	dnn_conv_fwd_t fwd;
+	dnn_conv_bwd_t bwd_data, bwd_filter;
+	dnn_bias_t bwd_bias, add;
+} dnn;
+
+static long dnn_setup(const char **what)
+{
+	dnn_create_t create;
+	dnn_stream_t set;
+	dnn_desc_t tensor, filter, convd;
+	dnn_tensor4d_t t4;
+	dnn_filter4d_t f4;
+	dnn_conv2d_t c2;
+	void *lib;
+	long r;
+
+	if (dnn.h)
+		return 0;
+	*what = "loading cuDNN";
+	lib = dlopen(cudnn_lib, RTLD_NOW);
+	if (!lib)
+		return -1;
+	create = (dnn_create_t)dlsym(lib, "cudnnCreate");
+	set = (dnn_stream_t)dlsym(lib, "cudnnSetStream");
+	tensor = (dnn_desc_t)dlsym(lib, "cudnnCreateTensorDescriptor");
+	filter = (dnn_desc_t)dlsym(lib, "cudnnCreateFilterDescriptor");
+	convd = (dnn_desc_t)dlsym(lib, "cudnnCreateConvolutionDescriptor");
+	t4 = (dnn_tensor4d_t)dlsym(lib, "cudnnSetTensor4dDescriptor");
+	f4 = (dnn_filter4d_t)dlsym(lib, "cudnnSetFilter4dDescriptor");
+	c2 = (dnn_conv2d_t)dlsym(lib, "cudnnSetConvolution2dDescriptor");
+	dnn.fwd = (dnn_conv_fwd_t)dlsym(lib, "cudnnConvolutionForward");
+	dnn.bwd_data = (dnn_conv_bwd_t)dlsym(lib,
+					     "cudnnConvolutionBackwardData");
+	dnn.bwd_filter = (dnn_conv_bwd_t)dlsym(lib,
+					       "cudnnConvolutionBackwardFilter");
+	dnn.bwd_bias = (dnn_bias_t)dlsym(lib, "cudnnConvolutionBackwardBias");
+	dnn.add = (dnn_bias_t)dlsym(lib, "cudnnAddTensor");
+	if (!create || !set || !tensor || !filter || !convd || !t4 || !f4 ||
+	    !c2 || !dnn.fwd || !dnn.bwd_data || !dnn.bwd_filter ||
+	    !dnn.bwd_bias || !dnn.add)
+		return -1;
+	/* NCHW = 0, FLOAT = 0, CROSS_CORRELATION = 1. */
+	*what = "cuDNN's descriptors";
+	if ((r = create(&dnn.h)) || (r = set(dnn.h, stream)) ||
+	    (r = tensor(&dnn.x)) || (r = tensor(&dnn.y)) ||
+	    (r = tensor(&dnn.b)) || (r = filter(&dnn.w)) ||
+	    (r = convd(&dnn.conv)) ||
+	    (r = t4(dnn.x, 0, 0, 1, DIM, DIM, 1)) ||
+	    (r = t4(dnn.y, 0, 0, 1, 1, DIM, 1)) ||
+	    (r = t4(dnn.b, 0, 0, 1, DIM, 1, 1)) ||
+	    (r = f4(dnn.w, 0, 0, 1, DIM, 1, 1)) ||
+	    (r = c2(dnn.conv, 0, 0, 1, 1, 1, 1, 1, 0))) {
+		dnn.h = NULL;
+		return r;
+	}
+	return 0;
+}
+
 /*
  * Enqueue @way's work writing N_FLOATS floats at @dst; *@want: the value
  * each should hold. A nonzero return: the enqueue (or what it needs)
@@ -204,9 +283,8 @@ static long enqueue(enum way way, CUdeviceptr dst, float *want,
 {
 	static const float one = 1.0f, zero = 0.0f;
 	/* Made on the first call (the warm-up, on mapped memory). */
-	static void *h, *x, *w, *y, *conv;
+	static void *h;		/* cuBLAS's */
 	static sgemm_t sgemm;
-	static dnn_conv_fwd_t fwd;
 	void *lib;
 
 	switch (way) {
@@ -252,64 +330,99 @@ gemm:
 			     (const float *)inputs, DIM, &zero,
 			     (float *)dst, DIM);
 	}
-	case CUDNN: {
-		dnn_create_t create;
-		dnn_stream_t set;
-		dnn_desc_t tensor, filter, convd;
-		dnn_tensor4d_t t4;
-		dnn_filter4d_t f4;
-		dnn_conv2d_t c2;
+	case GEMM_SB: {
+		static sgemm_sb_t sb;
+		blas_create_t create;
+		blas_stream_t set;
 		long r;
 
-		if (h)
-			goto conv;
-		*what = "loading cuDNN";
-		lib = dlopen(cudnn_lib, RTLD_NOW);
-		if (!lib)
+		if (sb)
+			goto gemm_sb;
+		*what = "loading cuBLAS";
+		lib = dlopen(cublas_lib, RTLD_NOW);
+		create = lib ? (blas_create_t)dlsym(lib, "cublasCreate_v2") : NULL;
+		set = lib ? (blas_stream_t)dlsym(lib, "cublasSetStream_v2") : NULL;
+		sb = lib ? (sgemm_sb_t)dlsym(lib, "cublasSgemmStridedBatched") :
+			   NULL;
+		if (!create || !set || !sb)
 			return -1;
-		create = (dnn_create_t)dlsym(lib, "cudnnCreate");
-		set = (dnn_stream_t)dlsym(lib, "cudnnSetStream");
-		tensor = (dnn_desc_t)dlsym(lib, "cudnnCreateTensorDescriptor");
-		filter = (dnn_desc_t)dlsym(lib, "cudnnCreateFilterDescriptor");
-		convd = (dnn_desc_t)dlsym(lib, "cudnnCreateConvolutionDescriptor");
-		t4 = (dnn_tensor4d_t)dlsym(lib, "cudnnSetTensor4dDescriptor");
-		f4 = (dnn_filter4d_t)dlsym(lib, "cudnnSetFilter4dDescriptor");
-		c2 = (dnn_conv2d_t)dlsym(lib, "cudnnSetConvolution2dDescriptor");
-		fwd = (dnn_conv_fwd_t)dlsym(lib, "cudnnConvolutionForward");
-		if (!create || !set || !tensor || !filter || !convd || !t4 ||
-		    !f4 || !c2 || !fwd)
-			return -1;
-		/*
-		 * One image of 32 channels of 32 x 1 (1024 ones) through a
-		 * 1x1 convolution of ones to one channel: 32 floats of 32.
-		 * NCHW = 0, FLOAT = 0, CROSS_CORRELATION = 1, implicit GEMM
-		 * = 0 (no scratch).
-		 */
-		*what = "cuDNN's descriptors";
-		if ((r = create(&h)) || (r = set(h, stream)) ||
-		    (r = tensor(&x)) || (r = tensor(&y)) ||
-		    (r = filter(&w)) || (r = convd(&conv)) ||
-		    (r = t4(x, 0, 0, 1, DIM, DIM, 1)) ||
-		    (r = t4(y, 0, 0, 1, 1, DIM, 1)) ||
-		    (r = f4(w, 0, 0, 1, DIM, 1, 1)) ||
-		    (r = c2(conv, 0, 0, 1, 1, 1, 1, 1, 0)))
+		*what = "cublasCreate";
+		if ((r = create(&h)) || (r = set(h, stream)))
 			return r;
-conv:
-		*what = "cudnnConvolutionForward";
+gemm_sb:
+		/* Two products C_i (32 x 16) = A B_i, all of ones: 32 each. */
+		*what = "cublasSgemmStridedBatched";
 		*want = DIM;
-		return fwd(h, &one, x, (const void *)inputs, w,
-			   (const void *)inputs, conv, 0, NULL, 0, &zero, y,
-			   (void *)dst);
+		return sb(h, 0, 0, DIM, DIM / 2, DIM, &one,
+			  (const float *)inputs, DIM, 0,
+			  (const float *)inputs, DIM, DIM * DIM / 2, &zero,
+			  (float *)dst, DIM, DIM * DIM / 2, 2);
+	}
+	case CUDNN:
+	case BWD_DATA:
+	case BWD_FILTER:
+	case BWD_BIAS:
+	case ADD_BIAS: {
+		long r = dnn_setup(what);
+		const void *in = (const void *)inputs;
+		void *ws = (void *)(inputs + GRAN / 4);
+
+		if (r)
+			return r;
+		/*
+		 * x: one image of 32 channels of 32 x 1 (1024 floats), y: one
+		 * channel of 32 x 1, w: 1x1 of 32 channels to one, b: one
+		 * per channel of x; every input ones, from the mapped range.
+		 */
+		switch (way) {
+		case CUDNN:
+			*what = "cudnnConvolutionForward";
+			*want = DIM;
+			return dnn.fwd(dnn.h, &one, dnn.x, in, dnn.w, in,
+				       dnn.conv, 0, NULL, 0, &zero, dnn.y,
+				       (void *)dst);
+		case BWD_DATA:
+			/* dx = w * dy: ones. */
+			*what = "cudnnConvolutionBackwardData";
+			*want = 1.0f;
+			return dnn.bwd_data(dnn.h, &one, dnn.w, in, dnn.y, in,
+					    dnn.conv, 1, ws, GRAN / 4, &zero,
+					    dnn.x, (void *)dst);
+		case BWD_FILTER:
+			/* dw = sum over the 32 positions of x dy: 32. */
+			*what = "cudnnConvolutionBackwardFilter";
+			*want = DIM;
+			return dnn.bwd_filter(dnn.h, &one, dnn.x, in, dnn.y, in,
+					      dnn.conv, 1, ws, GRAN / 4, &zero,
+					      dnn.w, (void *)dst);
+		case BWD_BIAS:
+			/* db per channel of x over its 32 positions: 32. */
+			*what = "cudnnConvolutionBackwardBias";
+			*want = DIM;
+			return dnn.bwd_bias(dnn.h, &one, dnn.x, in, &zero,
+					    dnn.b, (void *)dst);
+		default:
+			/* A convolution's output (7), then its bias (+1). */
+			*what = "cuLaunchKernel";
+			if ((r = launch_fill(dst, 0x40e00000u)))
+				return r;
+			*what = "cudnnAddTensor";
+			*want = 8.0f;
+			return dnn.add(dnn.h, &one, dnn.b, in, &one, dnn.x,
+				       (void *)dst);
+		}
 	}
 	default:
 		return -1;
 	}
 }
 
-/* How many floats a case writes: the convolution's output is 32. */
+/* How many floats a case writes: a convolution's output, its filter's
+ * gradient and its bias's are 32. */
 static unsigned checked(enum way way)
 {
-	return way == CUDNN ? DIM : N_FLOATS;
+	return way == CUDNN || way == BWD_FILTER || way == BWD_BIAS ?
+	       DIM : N_FLOATS;
 }
 
 /* One case, in the process it has to itself; its line on stdout. */
@@ -319,7 +432,7 @@ static int run_case(enum way way)
 	const char *what = "setup";
 	CUresult r;
 	CUmodule mod;
-	double t0, map_us;
+	double t0, map_us, wait_us;
 	struct timespec ts;
 	float want = 0;
 	long er;
@@ -357,8 +470,12 @@ static int run_case(enum way way)
 			return 1;
 		}
 	}
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	t0 = ts.tv_sec * 1e6 + ts.tv_nsec / 1e3;
 	r = p_cuStreamWaitValue32(stream, word_dev, 1,
 				  CU_STREAM_WAIT_VALUE_GEQ);
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	wait_us = ts.tv_sec * 1e6 + ts.tv_nsec / 1e3 - t0;
 	if (r) {
 		printf("%-8s cuStreamWaitValue32: %s\n", way_name[way], err(r));
 		return 1;
@@ -380,26 +497,28 @@ static int run_case(enum way way)
 	if (er) {
 		/* The driver's calls answer a CUresult, the libraries a
 		 * status of their own. */
-		if (er > 0 && way <= KERNEL)
+		if (er > 0 && (way <= KERNEL || !strcmp(what, "cuLaunchKernel")))
 			printf("%-8s refused at the enqueue: %s: %s",
 			       way_name[way], what, err((CUresult)er));
 		else
 			printf("%-8s refused at the enqueue: %s: status %ld",
 			       way_name[way], what, er);
-		printf(" (map %.0f us; sync %s)\n", map_us, r ? err(r) : "ok");
+		printf(" (wait %.1f us, map %.0f us; sync %s)\n", wait_us,
+		       map_us, r ? err(r) : "ok");
 		return 0;
 	}
 	if (r) {
-		printf("%-8s accepted, then the device failed: %s (map %.0f us)\n",
-		       way_name[way], err(r), map_us);
+		printf("%-8s accepted, then the device failed: %s (wait %.1f us, map %.0f us)\n",
+		       way_name[way], err(r), wait_us, map_us);
 		return 0;
 	}
 	r = p_cuMemcpyDtoH(out, gated, checked(way) * sizeof(float));
 	for (unsigned i = 0; !r && i < checked(way); i++)
 		bad += out[i] != want;
-	printf("%-8s accepted and ran once mapped: %s (map %.0f us)\n",
+	printf("%-8s accepted and ran once mapped: %s (wait %.1f us, map %.0f us)\n",
 	       way_name[way],
-	       r ? err(r) : bad ? "WRONG contents" : "contents right", map_us);
+	       r ? err(r) : bad ? "WRONG contents" : "contents right", wait_us,
+	       map_us);
 	return 0;
 }
 

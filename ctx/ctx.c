@@ -124,6 +124,7 @@ void tp_ctx_vmm_conf(const struct tp_conf *c, struct tp_vmm_conf *vc)
 		.va_reserve = (uint32_t)c->vmm_va_reserve,
 		.release_behind = (uint32_t)c->vmm_release_behind,
 		.map_ahead = (enum tp_vmm_map_ahead)c->vmm_map_ahead,
+		.map_gate = (enum tp_vmm_map_gate)c->vmm_map_gate,
 	};
 }
 

@@ -301,6 +301,15 @@ struct tp_op_type {
  * outputs. See tp_op_run(3), Split.
  */
 #define TP_OP_SPLIT_LAST_READS	(1u << 4)
+/*
+ * The launch enqueues kernels alone on the device (its own, a library's
+ * GEMM or convolution forward): no copy, memset or other call whose
+ * addresses the driver checks when it is enqueued. Such an op, not in
+ * place, may be issued before the library's driver thread has mapped its
+ * memory: the stream waits for the maps on the device (vmm.map_gate in
+ * tpager.conf(5)). See tp_op_run(3).
+ */
+#define TP_OP_KERNELS_ONLY	(1u << 5)
 
 /* Where the data of a context's tensors lives (struct tp_op_launch). */
 enum tp_device {
@@ -388,6 +397,18 @@ TP_API int tp_op_run(struct tp_ctx *ctx, const struct tp_op_type *type,
 		     struct tp_tensor *const *inputs, unsigned n_in,
 		     struct tp_tensor **outputs, const size_t *out_bytes,
 		     unsigned n_out);
+
+/**
+ * tp_op_before_copy() - in an op's launch (TP_OP_KERNELS_ONLY), before it
+ * enqueues a copy, a memset or any call whose addresses the driver checks
+ * when it is enqueued: wait until the memory the library is still mapping
+ * is mapped. Such a launch may have been issued before its memory was
+ * mapped, its stream waiting for it on the device, which a kernel may do
+ * and a copy may not. Cheap where nothing is left to map.
+ *
+ * Return: 0, or -errno of a map that failed (the launch must then fail).
+ */
+TP_API int tp_op_before_copy(const struct tp_op_launch *l);
 
 /* --- Statistics --------------------------------------------------------- */
 
@@ -488,6 +509,8 @@ struct tp_stats {
 	/* ops replayed on a part's rows alone, for a reader in parts
 	 * (lineage.regen_rows) */
 	uint64_t rows_regenerated;
+	/* of gate_waits, those a stream made on the device (vmm.map_gate) */
+	uint64_t gate_device;
 };
 
 /** tp_stats_get() - a snapshot of the context's counters. */

@@ -101,6 +101,10 @@ extern "C" int tp_cuda_add_bwd(const struct tp_op_launch *l)
 	size_t bytes = tp_rows(l, p->count) * sizeof(float);
 	int rc;
 
+	/* Copies: their addresses are checked when enqueued. */
+	rc = tp_op_before_copy(l);
+	if (rc)
+		return rc;
 	rc = tp_cuda_check(l, cudaMemcpyAsync(TP_OUT(l, 0), TP_IN(l, 0),
 					      bytes, cudaMemcpyDeviceToDevice,
 					      TP_STREAM(l)), "cudaMemcpyAsync");

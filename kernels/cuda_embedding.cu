@@ -65,6 +65,10 @@ extern "C" int tp_cuda_embedding_bwd(const struct tp_op_launch *l)
 	const struct tp_embedding_params *p = TP_PARAMS(l, tp_embedding_params);
 	int rc;
 
+	/* A memset: its addresses are checked when enqueued. */
+	rc = tp_op_before_copy(l);
+	if (rc)
+		return rc;
 	rc = tp_cuda_check(l, cudaMemsetAsync(TP_OUT(l, 0), 0,
 					      (size_t)p->vocab * p->dim *
 					      sizeof(float), TP_STREAM(l)),

@@ -65,6 +65,9 @@ int tp_cuda_same_bytes(const struct tp_op_launch *l, const void *a,
 	char *ha = malloc(bytes), *hb = malloc(bytes);
 	int rc = ha && hb ? 0 : -ENOMEM;
 
+	/* The copies' addresses are checked now: the op's memory mapped. */
+	if (!rc)
+		rc = tp_op_before_copy(l);
 	if (!rc)
 		rc = tp_cuda_check(l, cudaMemcpyAsync(ha, a, bytes,
 				cudaMemcpyDeviceToHost, TP_STREAM(l)),

@@ -837,12 +837,27 @@ static int launch(const struct tp_op_launch *l)
 			       const size_t *in, unsigned n_in, \
 			       struct tp_op_work *w);
 
+/*
+ * Whether an op's cuda launch enqueues kernels alone (TP_OP_KERNELS_ONLY),
+ * so that it may be issued behind maps the stream waits for on the
+ * device: the library's own kernels do, and cuDNN's convolution forward
+ * did on an H200 (bench/enqueue-bench); a launch's own copies and memsets
+ * (add_bwd's, embedding_bwd's, a batch invariance check's, a bias added
+ * by cuDNN) wait on the host first, tp_op_before_copy(). Not yet shown:
+ * cuBLAS's strided batched SGEMM and cuDNN's backward convolution, whose
+ * ops wait on the host (vmm.map_gate = ops tries them on the device).
+ */
+#define NOT_SHOWN(op) \
+	(K_##op == K_linear || K_##op == K_linear_bwd || K_##op == K_gemm || \
+	 K_##op == K_gemm_bwd || K_##op == K_conv2d_bwd)
+#define ENQUEUES(op)	(NOT_SHOWN(op) ? 0 : TP_OP_KERNELS_ONLY)
+
 #define KERNEL_X(op, ptype, shp, flp, fl, ws, spl, rws, cin, cout) \
 	KERNEL_XS(op, ptype, shp, flp, fl, ws, spl, rws, cin, cout, 0, 0)
 #define KERNEL_XS(op, ptype, shp, flp, fl, ws, spl, rws, cin, cout, sp, sg) \
 	[K_##op] = { \
 		.type = { .name = #op, .launch = launch, \
-			  .cost_ns = cost_##op, .flags = fl, \
+			  .cost_ns = cost_##op, .flags = (fl) | ENQUEUES(op), \
 			  .inplace_out = 0, .inplace_in = 0, \
 			  .split = spl, .work = work_##op }, \
 		.params_len = sizeof(struct ptype), \

@@ -30,6 +30,20 @@ static int launch_fn(void *p)
 	return a->ret;
 }
 
+/*
+ * What the op's launch enqueues, for the wait for maps made ahead. One in
+ * place waits on the host, whatever it enqueues: it writes what the user
+ * or an op before it wrote, and the host's wait sees a failed map before
+ * anything is overwritten (a stream waiting on the device would run it
+ * on a spare page instead, map_ahead.h).
+ */
+static enum tp_vmm_work gate_work(const struct tp_op_type *type)
+{
+	if (type->flags & TP_OP_INPLACE)
+		return TP_WORK_ANY;
+	return type->flags & TP_OP_KERNELS_ONLY ? TP_WORK_KERNELS : TP_WORK_OP;
+}
+
 int tp_lin_launch(struct tp_lineage *lin, const struct tp_op_type *type,
 		  const void *params, size_t params_len,
 		  void *const *in, const size_t *in_bytes, unsigned n_in,
@@ -95,22 +109,22 @@ int tp_lin_launch(struct tp_lineage *lin, const struct tp_op_type *type,
 	 * The wait for maps made ahead comes before the op's events: the
 	 * op's measured time and its span in the trace are the op's.
 	 */
-	ret = tp_vmm_gate(vmm, TP_STREAM_COMPUTE);
+	ret = tp_vmm_gate_work(vmm, TP_STREAM_COMPUTE, gate_work(type));
 	if (ret)
 		return ret;
 	if (!tp_vmm_has_data(vmm)) {
 		*ns = prior;
 		span = tp_tracer_op_begin(tr);
 		ret = tp_vmm_launch_op(vmm, TP_STREAM_COMPUTE, type->name,
-				       prior, NULL, NULL);
+				       gate_work(type), prior, NULL, NULL);
 		tp_tracer_op_end(tr, span, type->name, recompute, !ret, work);
 		return ret;
 	}
 	a.l.stream = tp_vmm_stream_handle(vmm, TP_STREAM_COMPUTE);
 	timed = a.l.stream && !tp_lin_timing_begin(lin);
 	span = tp_tracer_op_begin(tr);
-	ret = tp_vmm_launch_op(vmm, TP_STREAM_COMPUTE, type->name, prior,
-			       launch_fn, &a);
+	ret = tp_vmm_launch_op(vmm, TP_STREAM_COMPUTE, type->name,
+			       gate_work(type), prior, launch_fn, &a);
 	if (!ret && a.ret)
 		ret = a.ret;
 	tp_tracer_op_end(tr, span, type->name, recompute, !ret, work);

@@ -78,5 +78,6 @@ void tp_pager_stats(struct tp_pager *pg, struct tp_stats *st)
 	st->driver_bg_ns = vs->bg_ns;
 	st->maps_ahead = vs->maps_ahead;
 	st->gate_waits = vs->gate_waits;
+	st->gate_device = vs->gate_device;
 	st->swap_full = pg->c.swap_full;
 }

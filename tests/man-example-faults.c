@@ -118,6 +118,7 @@ WRAP_INT(tp_op_run,
 	  struct tp_tensor **outputs, const size_t *out_bytes, unsigned n_out),
 	 (ctx, type, params, params_len, inputs, n_in, outputs, out_bytes,
 	  n_out))
+WRAP_INT(tp_op_before_copy, (const struct tp_op_launch *l), (l))
 WRAP_INT(tp_stats_get, (struct tp_ctx *ctx, struct tp_stats *st), (ctx, st))
 WRAP_INT(tp_ctl_get,
 	 (struct tp_ctx *ctx, const char *key, char *buf, size_t len),

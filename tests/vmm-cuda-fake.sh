@@ -22,7 +22,7 @@ unset TPAGER_CONF TPAGER_OPTS
 
 # The pager tests that run on the backend of TPAGER_TEST_BACKEND.
 progs="vmm-remap vmm-pool vmm-extents vmm-release-behind vmm-copy vmm-inject vmm-elapsed
-       vmm-map-ahead
+       vmm-map-ahead vmm-map-gate
        pager-basic pager-cache pager-faults pager-hooks pager-limits
        pager-move pager-slab pager-states pager-stress pager-swap-ahead pager-swap-blocks
        pager-swap-cache

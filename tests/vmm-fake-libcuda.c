@@ -16,10 +16,18 @@
  * It counts what the real driver charges for: per handle a call touches,
  * not per call nor per byte (fake_cuda_counts()).
  *
- * Copies are done at once (every stream is trivially in order) and every
- * event has completed. FAKE_CUDA_MAP_DELAY_US makes each cuMemMap that
- * long, so that a copy issued before a map another thread makes finds
- * the memory unmapped, as it would on the device. Device memory is one
+ * Copies are done at once (every stream is trivially in order) and an
+ * event has completed once the waits on its stream before it are done:
+ * cuStreamWaitValue32 puts one on a stream (on a word of pinned host
+ * memory, through its device pointer), which holds the events recorded
+ * after it, and the streams made to wait for those, until the word
+ * reaches the value; a sync that would wait for ever (10 s here) fails
+ * with CUDA_ERROR_LAUNCH_TIMEOUT instead of hanging the test. No kernel
+ * runs here, so none is held. FAKE_CUDA_MAP_DELAY_US makes each cuMemMap that
+ * long, and fake_cuda_hold_maps() stops every cuMemMap until released,
+ * so that a copy issued before a map another thread makes finds
+ * the memory unmapped, as it would on the device. FAKE_CUDA_MAP_DELAY_US makes each cuMemMap that
+ * Device memory is one
  * memfd per handle. As on a
  * GPU, it is not host memory: the reserved addresses stay PROT_NONE, so a
  * program that reads or writes a device address from the host faults
@@ -34,9 +42,12 @@
 #include <cuda.h>
 #include <fcntl.h>
 #include <pthread.h>
+#include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -66,6 +77,8 @@ static size_t handle_size[MAX_FDS];
 /* Test hooks, found with dlsym. */
 API void fake_cuda_counts(unsigned long out[5]);
 API void fake_cuda_fail_maps(unsigned n);
+API void fake_cuda_hold_maps(int hold);
+API int fake_cuda_mapped(uintptr_t va);
 
 /* Per-handle charges, as the driver bills them. */
 static unsigned long charged_maps, charged_access, charged_unmaps;
@@ -286,6 +299,39 @@ API void fake_cuda_fail_maps(unsigned n)
 	pthread_mutex_unlock(&fake_lock);
 }
 
+/* Test hook: every cuMemMap waits while maps are held. */
+static pthread_cond_t maps_cond = PTHREAD_COND_INITIALIZER;
+static int maps_held;
+
+API void fake_cuda_hold_maps(int hold)
+{
+	pthread_mutex_lock(&fake_lock);
+	maps_held = hold;
+	pthread_cond_broadcast(&maps_cond);
+	pthread_mutex_unlock(&fake_lock);
+}
+
+/* Test hook: the handle mapped at @va (its memfd + 1), or 0. */
+API int fake_cuda_mapped(uintptr_t va)
+{
+	int i, fd = 0;
+
+	pthread_mutex_lock(&fake_lock);
+	i = find_map(va);
+	if (i >= 0) {
+		struct stat a, b;
+
+		/* The map holds a duplicate: find the handle by its file. */
+		fstat(maps[i].fd, &a);
+		for (int h = 0; h < MAX_FDS && !fd; h++)
+			if (handle_size[h] && !fstat(h, &b) &&
+			    a.st_ino == b.st_ino && a.st_dev == b.st_dev)
+				fd = h + 1;
+	}
+	pthread_mutex_unlock(&fake_lock);
+	return fd;
+}
+
 API CUresult cuMemMap(CUdeviceptr ptr, size_t size, size_t offset,
 		      CUmemGenericAllocationHandle h, unsigned long long flags)
 {
@@ -300,6 +346,8 @@ API CUresult cuMemMap(CUdeviceptr ptr, size_t size, size_t offset,
 	if (delay_us > 0)
 		usleep((useconds_t)delay_us);
 	pthread_mutex_lock(&fake_lock);
+	while (maps_held)
+		pthread_cond_wait(&maps_cond, &fake_lock);
 	if (maps_to_fail) {
 		maps_to_fail--;
 		pthread_mutex_unlock(&fake_lock);
@@ -414,6 +462,25 @@ API CUresult cuMemHostAlloc(void **pp, size_t size, unsigned int flags)
 	pthread_mutex_unlock(&fake_lock);
 	*pp = p;
 	return CUDA_SUCCESS;
+}
+
+/* Pinned memory the device reads at the same address (unified addressing). */
+API CUresult cuMemHostGetDevicePointer(CUdeviceptr *d, void *p,
+				       unsigned int flags)
+{
+	CUresult r = CUDA_ERROR_INVALID_VALUE;
+
+	if (flags)
+		return CUDA_ERROR_INVALID_VALUE;
+	pthread_mutex_lock(&fake_lock);
+	for (int i = 0; i < nr_hosts; i++)
+		if ((char *)p >= hosts[i].p &&
+		    (char *)p < hosts[i].p + hosts[i].len) {
+			*d = (CUdeviceptr)p;
+			r = CUDA_SUCCESS;
+		}
+	pthread_mutex_unlock(&fake_lock);
+	return r;
 }
 
 /*
@@ -553,10 +620,82 @@ API CUresult cuMemcpyHtoDAsync(CUdeviceptr dst, const void *src, size_t len,
 	return r;
 }
 
-/* A stream: any distinct address (work on it is done at once). */
+/*
+ * What holds a stream's later work: cuStreamWaitValue32's waits not done
+ * yet, each until (int32_t)(*word - value) >= 0. A stream and an event
+ * recorded on it hold the waits before them.
+ */
+#define MAX_WAITS	16
+struct fake_waits {
+	int nr;
+	struct {
+		const volatile uint32_t *word;
+		uint32_t value;
+	} w[MAX_WAITS];
+};
+
+static int wait_done(const struct fake_waits *ws, int i)
+{
+	return (int32_t)(__atomic_load_n(ws->w[i].word, __ATOMIC_ACQUIRE) -
+			 ws->w[i].value) >= 0;
+}
+
+/* Drop the waits done. Locked. */
+static void waits_prune(struct fake_waits *ws)
+{
+	int i, k = 0;
+
+	for (i = 0; i < ws->nr; i++)
+		if (!wait_done(ws, i))
+			ws->w[k++] = ws->w[i];
+	ws->nr = k;
+}
+
+/* @to holds @from's waits too. Locked. */
+static CUresult waits_add(struct fake_waits *to, const struct fake_waits *from)
+{
+	waits_prune(to);
+	for (int i = 0; i < from->nr; i++) {
+		if (wait_done(from, i))
+			continue;
+		if (to->nr == MAX_WAITS)
+			return CUDA_ERROR_OUT_OF_MEMORY;
+		to->w[to->nr++] = from->w[i];
+	}
+	return CUDA_SUCCESS;
+}
+
+/* Whether @ws holds nothing back any more. */
+static int waits_clear(struct fake_waits *ws)
+{
+	int clear;
+
+	pthread_mutex_lock(&fake_lock);
+	waits_prune(ws);
+	clear = !ws->nr;
+	pthread_mutex_unlock(&fake_lock);
+	return clear;
+}
+
+/* Until @ws holds nothing back; 10 s stands for for ever. */
+static CUresult waits_sync(struct fake_waits *ws)
+{
+	for (int i = 0; i < 1000000; i++) {
+		if (waits_clear(ws))
+			return CUDA_SUCCESS;
+		usleep(10);
+	}
+	fprintf(stderr, "fake libcuda: a sync waited 10 s for a cuStreamWaitValue32 never met: a hang on a GPU\n");
+	return CUDA_ERROR_LAUNCH_TIMEOUT;
+}
+
+struct fake_stream {
+	struct fake_waits waits;
+};
+
 API CUresult cuStreamCreate(CUstream *s, unsigned int flags)
 {
-	*s = calloc(1, sizeof(int));
+	*s = calloc(1, sizeof(struct fake_stream));
 	return *s ? CUDA_SUCCESS : CUDA_ERROR_OUT_OF_MEMORY;
 }
 
@@ -568,24 +707,69 @@ API CUresult cuStreamDestroy(CUstream s)
 
 API CUresult cuStreamSynchronize(CUstream s)
 {
-	return s ? CUDA_SUCCESS : CUDA_ERROR_INVALID_HANDLE;
+	if (!s)
+		return CUDA_ERROR_INVALID_HANDLE;
+	return waits_sync(&((struct fake_stream *)s)->waits);
 }
 
-API CUresult cuStreamWaitEvent(CUstream s, CUevent e, unsigned int flags)
+/*
+ * The driver reads the word through its device pointer: it must lie in
+ * pinned host memory (cuMemHostGetDevicePointer's). Only GEQ is modelled.
+ */
+API CUresult cuStreamWaitValue32(CUstream s, CUdeviceptr addr, cuuint32_t value,
+				 unsigned int flags)
 {
-	return s && e ? CUDA_SUCCESS : CUDA_ERROR_INVALID_HANDLE;
+	struct fake_stream *fs = (struct fake_stream *)s;
+	const char *p = (const char *)addr;
+	CUresult r = CUDA_ERROR_INVALID_VALUE;
+
+	if (!s)
+		return CUDA_ERROR_INVALID_HANDLE;
+	if (flags != CU_STREAM_WAIT_VALUE_GEQ)
+		return CUDA_ERROR_NOT_SUPPORTED;
+	pthread_mutex_lock(&fake_lock);
+	for (int i = 0; i < nr_hosts; i++)
+		if (!hosts[i].registered && p >= hosts[i].p &&
+		    p + 4 <= hosts[i].p + hosts[i].len && !(addr & 3))
+			r = CUDA_SUCCESS;
+	if (r == CUDA_SUCCESS) {
+		waits_prune(&fs->waits);
+		if (fs->waits.nr == MAX_WAITS) {
+			r = CUDA_ERROR_OUT_OF_MEMORY;
+		} else {
+			fs->waits.w[fs->waits.nr].word = (const uint32_t *)p;
+			fs->waits.w[fs->waits.nr++].value = value;
+		}
+	}
+	pthread_mutex_unlock(&fake_lock);
+	return r;
 }
 
 /*
  * An event remembers whether it can be timed and when it was recorded:
  * as with the real driver, timing an event created with
- * CU_EVENT_DISABLE_TIMING, or one never recorded, is an error.
+ * CU_EVENT_DISABLE_TIMING, or one never recorded, is an error. It holds
+ * the waits of its stream when it was recorded.
  */
 struct fake_event {
 	unsigned int flags;
 	int recorded;
 	struct timespec at;
+	struct fake_waits waits;
 };
+
+API CUresult cuStreamWaitEvent(CUstream s, CUevent e, unsigned int flags)
+{
+	CUresult r;
+
+	if (!s || !e)
+		return CUDA_ERROR_INVALID_HANDLE;
+	pthread_mutex_lock(&fake_lock);
+	r = waits_add(&((struct fake_stream *)s)->waits,
+		      &((struct fake_event *)e)->waits);
+	pthread_mutex_unlock(&fake_lock);
+	return r;
+}
 
 API CUresult cuEventCreate(CUevent *e, unsigned int flags)
 {
@@ -606,6 +790,10 @@ API CUresult cuEventRecord(CUevent e, CUstream s)
 		return CUDA_ERROR_INVALID_HANDLE;
 	fe->recorded = 1;
 	clock_gettime(CLOCK_MONOTONIC, &fe->at);
+	pthread_mutex_lock(&fake_lock);
+	fe->waits.nr = 0;
+	waits_add(&fe->waits, &((struct fake_stream *)s)->waits);
+	pthread_mutex_unlock(&fake_lock);
 	return CUDA_SUCCESS;
 }
 
@@ -623,8 +811,20 @@ API CUresult cuEventElapsedTime(float *ms, CUevent a, CUevent b)
 	return CUDA_SUCCESS;
 }
 
-API CUresult cuEventQuery(CUevent e) { return CUDA_SUCCESS; }
-API CUresult cuEventSynchronize(CUevent e) { return CUDA_SUCCESS; }
+API CUresult cuEventQuery(CUevent e)
+{
+	if (!e)
+		return CUDA_ERROR_INVALID_HANDLE;
+	return waits_clear(&((struct fake_event *)e)->waits) ?
+	       CUDA_SUCCESS : CUDA_ERROR_NOT_READY;
+}
+
+API CUresult cuEventSynchronize(CUevent e)
+{
+	if (!e)
+		return CUDA_ERROR_INVALID_HANDLE;
+	return waits_sync(&((struct fake_event *)e)->waits);
+}
 
 API CUresult cuEventDestroy(CUevent e)
 {

@@ -435,10 +435,12 @@ static void issue_by_name(void)
 	uint64_t t0, conv, other, none;
 
 	t0 = tp_vmm_now_ns(vmm);
-	tp_vmm_launch_op(vmm, TP_STREAM_COMPUTE, "conv2d_bwd", 0, NULL, NULL);
+	tp_vmm_launch_op(vmm, TP_STREAM_COMPUTE, "conv2d_bwd", TP_WORK_ANY, 0,
+			 NULL, NULL);
 	conv = tp_vmm_now_ns(vmm) - t0;
 	t0 += conv;
-	tp_vmm_launch_op(vmm, TP_STREAM_COMPUTE, "no_such_op", 0, NULL, NULL);
+	tp_vmm_launch_op(vmm, TP_STREAM_COMPUTE, "no_such_op", TP_WORK_ANY, 0,
+			 NULL, NULL);
 	other = tp_vmm_now_ns(vmm) - t0;
 	t0 += other;
 	tp_vmm_launch(vmm, TP_STREAM_COMPUTE, 0, NULL, NULL);

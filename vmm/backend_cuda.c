@@ -11,9 +11,10 @@
  * Streams are three non-blocking CUstreams; events are CUevents without
  * timing. Host swap buffers are pinned host memory (see cuda_host_alloc).
  * Maps the library's driver thread makes ahead are waited for on the
- * host before work is enqueued (map_ahead.h): the driver checks a copy's
- * addresses when it is enqueued, so a stream cannot wait on the device
- * for a map still to be made.
+ * host before a copy is enqueued, as the driver checks its addresses
+ * then, and on the device before an op's kernels (map_ahead.h): the
+ * thread stores each map's number in a word of pinned host memory once
+ * made, and the stream waits for it with cuStreamWaitValue32.
  *
  * The driver is never linked: libcuda.so.1 is opened at run time and every
  * entry point looked up by the versioned name cuda.h maps it to (e.g.
@@ -63,6 +64,7 @@
 	X(cuMemSetAccess)			\
 	X(cuMemUnmap)				\
 	X(cuMemHostAlloc)			\
+	X(cuMemHostGetDevicePointer)		\
 	X(cuMemFreeHost)			\
 	X(cuMemHostRegister)			\
 	X(cuMemHostUnregister)			\
@@ -72,6 +74,7 @@
 	X(cuStreamDestroy)			\
 	X(cuStreamSynchronize)			\
 	X(cuStreamWaitEvent)			\
+	X(cuStreamWaitValue32)			\
 	X(cuEventCreate)			\
 	X(cuEventRecord)			\
 	X(cuEventQuery)				\
@@ -98,6 +101,14 @@ struct cuda_backend {
 	CUresult (*p_elapsed)(float *ms, CUevent start, CUevent end);
 	/* How host memory is pinned, settled by the first allocation. */
 	enum { HOST_UNSET, HOST_REGISTER, HOST_ALLOC } host_pin;
+	/*
+	 * The streams' waits for maps (map_gate_open): the last map made,
+	 * by its number, in pinned memory the device reads at @word_dev;
+	 * and one page that stands in for a map that failed.
+	 */
+	uint32_t *word;
+	CUdeviceptr word_dev;
+	CUmemGenericAllocationHandle spare;
 };
 
 struct cuda_event {
@@ -170,6 +181,10 @@ static void cuda_teardown(struct cuda_backend *c)
 	for (s = 0; s < TP_NR_STREAMS; s++)
 		if (c->streams[s])
 			c->p_cuStreamDestroy(c->streams[s]);
+	if (c->spare)
+		c->p_cuMemRelease(c->spare);
+	if (c->word)
+		c->p_cuMemFreeHost(c->word);
 	if (c->ctx_retained)
 		c->p_cuDevicePrimaryCtxRelease(c->dev);
 	if (c->lib)
@@ -371,6 +386,63 @@ static int cuda_unmap(struct tp_vmm *vmm, uintptr_t va,
 	/* The library's driver thread unmaps too. */
 	cu_bind(cb(vmm));
 	return unmap_handles(cb(vmm), va, chunks, n, vmm->granularity);
+}
+
+static int cuda_map_gate_open(struct tp_vmm *vmm)
+{
+	struct cuda_backend *c = cb(vmm);
+	void *p = NULL;
+	int ret;
+
+	ret = CU(c, cuMemHostAlloc(&p, 64, CU_MEMHOSTALLOC_DEVICEMAP |
+					   CU_MEMHOSTALLOC_PORTABLE));
+	if (ret)
+		return ret;
+	c->word = p;
+	*c->word = 0;
+	ret = CU(c, cuMemHostGetDevicePointer(&c->word_dev, p, 0));
+	if (!ret)
+		ret = CU(c, cuMemCreate(&c->spare, vmm->granularity, &c->prop,
+					0));
+	if (ret) {
+		c->spare = 0;
+		c->p_cuMemFreeHost(p);
+		c->word = NULL;
+	}
+	return ret;
+}
+
+static void cuda_map_posted(struct tp_vmm *vmm, uint32_t seq)
+{
+	/* The device polls it; pinned memory is coherent with the host. */
+	__atomic_store_n(cb(vmm)->word, seq, __ATOMIC_RELEASE);
+}
+
+static int cuda_stream_wait_map(struct tp_vmm *vmm, enum tp_stream s,
+				uint32_t seq, uint64_t t)
+{
+	struct cuda_backend *c = cb(vmm);
+
+	/* GEQ compares as (int32_t)(*word - seq) >= 0: numbers may wrap. */
+	return CU(c, cuStreamWaitValue32(c->streams[s], c->word_dev, seq,
+					 CU_STREAM_WAIT_VALUE_GEQ));
+}
+
+static int cuda_map_spare(struct tp_vmm *vmm, uintptr_t va, size_t n)
+{
+	struct cuda_backend *c = cb(vmm);
+	size_t gran = vmm->granularity, i;
+	int ret = 0;
+
+	/* A handle may be mapped at many addresses: one page at each. */
+	cu_bind(c);
+	for (i = 0; i < n && !ret; i++)
+		ret = CU(c, cuMemMap((CUdeviceptr)(va + i * gran), gran, 0,
+				     c->spare, 0));
+	if (!ret)
+		ret = CU(c, cuMemSetAccess((CUdeviceptr)va, n * gran,
+					   &c->access_rw, 1));
+	return ret;
 }
 
 static int cuda_copy_d2h(struct tp_vmm *vmm, void *host, uintptr_t va,
@@ -650,6 +722,10 @@ const struct tp_vmm_ops tp_vmm_cuda_ops = {
 	.host_prepared = cuda_host_prepared,
 	.host_free = cuda_host_free,
 	.launch = cuda_launch,
+	.map_gate_open = cuda_map_gate_open,
+	.map_posted = cuda_map_posted,
+	.stream_wait_map = cuda_stream_wait_map,
+	.map_spare = cuda_map_spare,
 	.stream_handle = cuda_stream_handle,
 	.now_ns = cuda_now_ns,
 };

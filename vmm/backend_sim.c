@@ -908,6 +908,28 @@ static void sim_wait_until(struct tp_vmm *vmm, uint64_t t)
 	pthread_mutex_unlock(&s->lock);
 }
 
+/* Streams wait for the played thread's maps on their own clocks. */
+static int sim_map_gate_open(struct tp_vmm *vmm)
+{
+	return sb(vmm)->profile ? 0 : -EOPNOTSUPP;
+}
+
+/* Played: the stream's clock says when, not a word. */
+static void sim_map_posted(struct tp_vmm *vmm, uint32_t seq)
+{
+}
+
+static int sim_stream_wait_map(struct tp_vmm *vmm, enum tp_stream st,
+			       uint32_t seq, uint64_t t)
+{
+	struct sim_backend *s = sb(vmm);
+
+	pthread_mutex_lock(&s->lock);
+	s->stream[st] = max_u64(s->stream[st], t);
+	pthread_mutex_unlock(&s->lock);
+	return 0;
+}
+
 static int sim_open(struct tp_vmm *vmm, const struct tp_vmm_conf *conf)
 {
 	struct sim_backend *s = calloc(1, sizeof(*s));
@@ -1004,6 +1026,9 @@ const struct tp_vmm_ops tp_vmm_sim_ops = {
 	.worker_begin = sim_worker_begin,
 	.worker_end = sim_worker_end,
 	.wait_until = sim_wait_until,
+	.map_gate_open = sim_map_gate_open,
+	.map_posted = sim_map_posted,
+	.stream_wait_map = sim_stream_wait_map,
 	.plays_worker = sim_plays_worker,
 	.event_when = sim_event_when,
 	.stream_handle = NULL,

@@ -41,6 +41,13 @@ void tp_map_ahead_start(struct tp_vmm *vmm, struct tp_deferred *d,
 		return;
 	}
 	d->ahead.on = true;
+	if (vmm->map_gate == TP_MAP_GATE_HOST || !vmm->ops->map_gate_open)
+		return;
+	if (vmm->ops->map_gate_open(vmm)) {
+		tp_log(TP_LOG_INFO, "vmm: streams cannot wait for maps on the device here: the caller waits");
+		return;
+	}
+	d->ahead.device = true;
 }
 
 int tp_map_ahead_error(const struct tp_deferred *d)
@@ -48,10 +55,13 @@ int tp_map_ahead_error(const struct tp_deferred *d)
 	return __atomic_load_n(&d->ahead.error, __ATOMIC_ACQUIRE);
 }
 
-/* The job numbered @seq done: work over its run may be issued. */
-static void posted(struct tp_map_ahead *a, uint32_t seq)
+/* The job numbered @seq done: work over its run may be issued, and
+ * run where it waits on the device. */
+static void posted(struct tp_vmm *vmm, struct tp_map_ahead *a, uint32_t seq)
 {
 	__atomic_store_n(&a->done, seq, __ATOMIC_RELEASE);
+	if (a->device)
+		vmm->ops->map_posted(vmm, seq);
 }
 
 /* Whether the run of @n pages @c has a handle still to make. */
@@ -181,7 +191,7 @@ static int play_job(struct tp_vmm *vmm, struct tp_deferred *d, uintptr_t va,
 	start = tp_vmm_now_ns(vmm);	/* the played thread's clock */
 	ret = job_calls(vmm, va, c, n, unborn, &made);
 	if (!ret)
-		posted(a, a->queued + 1);
+		posted(vmm, a, a->queued + 1);
 	a->played_at = vmm->ops->worker_end(vmm);
 	if (vmm->ops->worker_lane)
 		vmm->ops->worker_lane(vmm, 0);
@@ -334,8 +344,28 @@ bool tp_map_ahead_over(const struct tp_vmm *vmm, const struct tp_deferred *d,
 bool tp_map_ahead_pending(const struct tp_vmm *vmm,
 			  const struct tp_deferred *d)
 {
-	return d->ahead.head && !d->ahead.error &&
+	/* After a failure, where the device may wait for them, the jobs
+	 * left are still done (with the spare page). */
+	return d->ahead.head && (!d->ahead.error || d->ahead.device) &&
 	       job_ready(vmm, d, d->ahead.head);
+}
+
+/*
+ * A job the device may wait for, that failed or comes after one that
+ * did: the spare page at each of its pages, and its number posted, so
+ * that the work behind it runs (on garbage) and the stream is not held.
+ * Lock not held.
+ */
+static void job_spare(struct tp_vmm *vmm, struct tp_map_ahead *a,
+		      const struct tp_map_job *job)
+{
+	int ret = vmm->ops->map_spare ?
+		  vmm->ops->map_spare(vmm, job->va, job->n) : -EOPNOTSUPP;
+
+	if (ret)
+		tp_log(TP_LOG_ERROR, "vmm: the spare page could not stand in for %zu pages at %#lx (%s): the work waiting for them faults",
+		       job->n, (unsigned long)job->va, strerror(-ret));
+	posted(vmm, a, job->seq);
 }
 
 bool tp_map_ahead_run(struct tp_vmm *vmm, struct tp_deferred *d)
@@ -344,7 +374,7 @@ bool tp_map_ahead_run(struct tp_vmm *vmm, struct tp_deferred *d)
 	struct tp_map_job *job;
 	bool did = false;
 	size_t made;
-	int ret;
+	int ret, failed;
 
 	while (tp_map_ahead_pending(vmm, d)) {
 		job = a->head;
@@ -353,21 +383,26 @@ bool tp_map_ahead_run(struct tp_vmm *vmm, struct tp_deferred *d)
 			a->tail = &a->head;
 		a->busy = true;
 		a->cur = job;
+		failed = __atomic_load_n(&a->error, __ATOMIC_ACQUIRE);
 		pthread_mutex_unlock(&d->lock);
-		ret = job_calls(vmm, job->va, job->chunks, job->n, job->unborn,
-				&made);
+		made = 0;
+		ret = failed ? failed :
+			job_calls(vmm, job->va, job->chunks, job->n,
+				  job->unborn, &made);
+		if (ret && !failed)	/* before the spare lets work past */
+			__atomic_store_n(&a->error, ret, __ATOMIC_RELEASE);
 		if (!ret)
-			posted(a, job->seq);
+			posted(vmm, a, job->seq);
+		else if (a->device)
+			job_spare(vmm, a, job);
 		pthread_mutex_lock(&d->lock);
 		if (job->unborn)
 			born(vmm, d, job->chunks, made, 0);
 		a->busy = false;
 		a->cur = NULL;
-		if (ret) {
-			__atomic_store_n(&a->error, ret, __ATOMIC_RELEASE);
-			tp_log(TP_LOG_ERROR, "vmm: the driver thread's map of %zu pages at %#lx failed (%s): the device's work waits behind it, and every later sync fails",
+		if (ret && !failed)
+			tp_log(TP_LOG_ERROR, "vmm: the driver thread's map of %zu pages at %#lx failed (%s): every later sync fails",
 			       job->n, (unsigned long)job->va, strerror(-ret));
-		}
 		free(job);
 		did = true;
 		pthread_cond_broadcast(&d->cond);
@@ -402,8 +437,32 @@ static bool made(struct tp_vmm *vmm, const struct tp_deferred *d,
 			   seq);
 }
 
+/*
+ * The stream @s waits on the device for job @q, and every one before it,
+ * unless it does already. Lock not held.
+ */
+static int gate_device(struct tp_vmm *vmm, struct tp_deferred *d,
+		       enum tp_stream s, uint32_t q)
+{
+	struct tp_map_ahead *a = &d->ahead;
+	int ret = 0;
+
+	pthread_mutex_lock(&d->lock);
+	if (!(a->waiting & 1u << s) || a->waited[s] != q) {
+		ret = vmm->ops->stream_wait_map(vmm, s, q, a->played_at);
+		if (!ret) {
+			a->waiting |= 1u << s;
+			a->waited[s] = q;
+			vmm->stats.gate_waits++;
+			vmm->stats.gate_device++;
+		}
+	}
+	pthread_mutex_unlock(&d->lock);
+	return ret;
+}
+
 int tp_map_ahead_gate(struct tp_vmm *vmm, struct tp_deferred *d,
-		      enum tp_stream s)
+		      enum tp_stream s, bool device)
 {
 	struct tp_map_ahead *a = &d->ahead;
 	const struct tp_vmm_observer *obs;
@@ -419,6 +478,8 @@ int tp_map_ahead_gate(struct tp_vmm *vmm, struct tp_deferred *d,
 	q = __atomic_load_n(&a->queued, __ATOMIC_ACQUIRE);
 	if (made(vmm, d, q))
 		return 0;
+	if (device && a->device)
+		return gate_device(vmm, d, s, q);
 	/*
 	 * On the host: the driver checks the addresses of a copy, a memset
 	 * or a library's call when it is enqueued, so the work may not be

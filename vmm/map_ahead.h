@@ -11,12 +11,26 @@
  * work on a stream before they are made (tp_map_ahead_gate()), or unmaps
  * such a run at once (rare: a failure's undo).
  *
- * That wait is on the host, not on the device: the driver checks the
- * addresses of a copy (cuMemcpyHtoDAsync answers CUDA_ERROR_INVALID_VALUE
- * over a reservation not mapped yet), a memset or a library's call when
- * it is enqueued, whatever the stream would wait for first, so a stream
- * cannot be made to wait on the device (cuStreamWaitValue32) for a map
- * still to be made. An H200 refused the copies of such a design.
+ * For copies and memsets that wait is on the host: the driver checks
+ * their addresses when they are enqueued (cuMemcpyHtoDAsync answers
+ * CUDA_ERROR_INVALID_VALUE over a reservation not mapped yet), whatever
+ * the stream would wait for first. A kernel's launch is not checked so:
+ * an H200 ran a kernel, cuBLAS's SGEMM and cuDNN's convolution forward
+ * enqueued on memory not mapped yet behind a cuStreamWaitValue32 on a
+ * word the host set once it had mapped it, with the right results
+ * (bench/enqueue-bench). So before an op whose launch enqueues only
+ * kernels (vmm.map_gate) the stream waits on the device instead: the
+ * driver thread posts each job's number in a word the device reads
+ * (map_posted), the stream waits for the last job queued
+ * (stream_wait_map), and the issuing thread goes on.
+ *
+ * A job that fails where the device may already wait for it cannot
+ * leave the stream waiting forever, nor let the kernels behind it touch
+ * memory not mapped: the driver thread maps a spare page of its own at
+ * every page of the run (and of every later job's) and posts it. The
+ * work behind computes garbage into outputs of ops issued after the
+ * failure, none in place (those wait on the host, which sees the error
+ * first), and the sticky error fails every later sync.
  *
  * A map over a range whose old mapping is still to be unmapped (behind
  * the work that read it) waits for that unmap on the driver thread, not
@@ -77,6 +91,10 @@ struct tp_map_ahead {
 	uint32_t done;			/* the last job done (atomic) */
 	uint64_t played_at;		/* played: when the last job was done */
 	int error;			/* a job failed: sticky (atomic) */
+	/* Streams may wait for jobs on the device (vmm.map_gate). */
+	bool device;
+	unsigned waiting;		/* streams with waited[] set, a mask */
+	uint32_t waited[TP_NR_STREAMS];	/* the job each last waited for */
 };
 
 void tp_map_ahead_init(struct tp_map_ahead *a);
@@ -138,13 +156,14 @@ bool tp_map_ahead_run(struct tp_vmm *vmm, struct tp_deferred *d);
 int tp_map_ahead_wait(struct tp_vmm *vmm, struct tp_deferred *d);
 
 /*
- * tp_map_ahead_gate() - before work is issued on @s: the caller waits
- * for the maps queued so far, where they are not done (played: its clock
- * does). Lock not held.
+ * tp_map_ahead_gate() - before work is issued on @s: where the maps
+ * queued so far are not done, the stream waits for them on the device
+ * if @device (work of kernels alone) and streams can, else the caller
+ * waits (played: its clock does). Lock not held.
  * Return: 0, or the sticky error.
  */
 int tp_map_ahead_gate(struct tp_vmm *vmm, struct tp_deferred *d,
-		      enum tp_stream s);
+		      enum tp_stream s, bool device);
 
 /* The sticky error of a failed map (0: none). Lock not held. */
 int tp_map_ahead_error(const struct tp_deferred *d);

@@ -192,6 +192,7 @@ struct tp_vmm *tp_vmm_open(const struct tp_vmm_conf *conf)
 	vmm->ordered_reuse = vmm->mapping == TP_VMM_MAPPING_EXTENTS;
 	vmm->release_behind = conf->release_behind;
 	vmm->map_ahead = conf->map_ahead;
+	vmm->map_gate = conf->map_gate;
 	vmm->extent_max = conf->extent_max / vmm->granularity;
 	if (conf->extent_max && !vmm->extent_max)
 		vmm->extent_max = 1;
@@ -773,7 +774,26 @@ int tp_vmm_gate(struct tp_vmm *vmm, enum tp_stream s)
 {
 	if ((unsigned)s >= TP_NR_STREAMS)
 		return -EINVAL;
-	return tp_map_ahead_gate(vmm, vmm->deferred, s);
+	return tp_map_ahead_gate(vmm, vmm->deferred, s, false);
+}
+
+int tp_vmm_gate_work(struct tp_vmm *vmm, enum tp_stream s, enum tp_vmm_work w)
+{
+	bool device;
+
+	if ((unsigned)s >= TP_NR_STREAMS)
+		return -EINVAL;
+	switch (w) {
+	case TP_WORK_KERNELS:
+		device = vmm->map_gate != TP_MAP_GATE_HOST;
+		break;
+	case TP_WORK_OP:
+		device = vmm->map_gate == TP_MAP_GATE_OPS;
+		break;
+	default:
+		device = false;
+	}
+	return tp_map_ahead_gate(vmm, vmm->deferred, s, device);
 }
 
 int tp_vmm_unmap(struct tp_vmm *vmm, uintptr_t va, struct tp_chunk *const *c,
@@ -1187,11 +1207,12 @@ void tp_vmm_host_free(struct tp_vmm *vmm, void *p, size_t len)
 int tp_vmm_launch(struct tp_vmm *vmm, enum tp_stream s, uint64_t cost_ns,
 		  int (*fn)(void *arg), void *arg)
 {
-	return tp_vmm_launch_op(vmm, s, NULL, cost_ns, fn, arg);
+	return tp_vmm_launch_op(vmm, s, NULL, TP_WORK_ANY, cost_ns, fn, arg);
 }
 
 int tp_vmm_launch_op(struct tp_vmm *vmm, enum tp_stream s, const char *name,
-		     uint64_t cost_ns, int (*fn)(void *arg), void *arg)
+		     enum tp_vmm_work w, uint64_t cost_ns,
+		     int (*fn)(void *arg), void *arg)
 {
 	int ret;
 
@@ -1199,7 +1220,7 @@ int tp_vmm_launch_op(struct tp_vmm *vmm, enum tp_stream s, const char *name,
 		return -EINVAL;
 	if (s == TP_STREAM_COMPUTE)
 		vmm->compute_work++;
-	ret = tp_vmm_gate(vmm, s);
+	ret = tp_vmm_gate_work(vmm, s, w);
 	if (ret)
 		return ret;
 	if (!vmm->ops->launch)

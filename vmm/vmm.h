@@ -41,6 +41,7 @@ enum tp_vmm_backend_kind { TP_VMM_AUTO, TP_VMM_CUDA, TP_VMM_HOST, TP_VMM_SIM };
 enum tp_vmm_mode { TP_VMM_MODE_CHUNKED, TP_VMM_MODE_CONTIGUOUS };
 enum tp_vmm_mapping { TP_VMM_MAPPING_EXTENTS, TP_VMM_MAPPING_CHUNKS };
 enum tp_vmm_map_ahead { TP_MAP_AHEAD_AUTO, TP_MAP_AHEAD_ON, TP_MAP_AHEAD_OFF };
+enum tp_vmm_map_gate { TP_MAP_GATE_KERNELS, TP_MAP_GATE_HOST, TP_MAP_GATE_OPS };
 enum tp_sim_profile_kind {
 	TP_SIM_PROFILE_CUSTOM, TP_SIM_PROFILE_H200, TP_SIM_PROFILE_H100,
 };
@@ -71,6 +72,7 @@ struct tp_vmm_conf {
 	uint32_t va_reserve;			/* vmm.va_reserve */
 	uint32_t release_behind;		/* vmm.release_behind */
 	enum tp_vmm_map_ahead map_ahead;	/* vmm.map_ahead */
+	enum tp_vmm_map_gate map_gate;		/* vmm.map_gate */
 };
 
 /*
@@ -340,6 +342,30 @@ struct tp_vmm_ops {
 	 * thread it is). NULL: it may.
 	 */
 	bool (*can_map_ahead)(struct tp_vmm *vmm);
+	/*
+	 * Optional, all or none (map_spare may be NULL where the driver
+	 * thread is played: a played job's failure is the caller's at
+	 * once): streams that wait on the device for the
+	 * maps made ahead (vmm.map_gate). map_gate_open() readies what the
+	 * waits need (cuda: a word of pinned host memory the device reads,
+	 * and a spare handle of one page); -EOPNOTSUPP or another error
+	 * leaves the waits to the host. map_posted() says, from the
+	 * driver thread, that job @seq and every one before it are made
+	 * (cuda stores @seq in the word). stream_wait_map() makes the work
+	 * enqueued on @s later start once job @seq is posted (cuda:
+	 * cuStreamWaitValue32 on the word; sim: once @s's clock reaches @t,
+	 * when the played thread made it); only kernels may be enqueued
+	 * behind it, nothing the driver checks at the enqueue.
+	 * map_spare() maps the spare handle at each of the @n pages at @va
+	 * and grants access: where the driver thread failed a map the
+	 * device already waits for, the work behind it then finds memory
+	 * rather than none, and the stream is not held forever.
+	 */
+	int (*map_gate_open)(struct tp_vmm *vmm);
+	void (*map_posted)(struct tp_vmm *vmm, uint32_t seq);
+	int (*stream_wait_map)(struct tp_vmm *vmm, enum tp_stream s,
+			       uint32_t seq, uint64_t t);
+	int (*map_spare)(struct tp_vmm *vmm, uintptr_t va, size_t n);
 	/* The native stream handle for launch functions (CUstream), or NULL. */
 	void *(*stream_handle)(struct tp_vmm *vmm, enum tp_stream s);
 
@@ -385,6 +411,8 @@ struct tp_vmm_stats {
 	uint64_t maps_ahead;
 	/* waits for them put on a stream, the map not done at the work */
 	uint64_t gate_waits;
+	/* of those, the waits the device made instead (vmm.map_gate) */
+	uint64_t gate_device;
 };
 
 /*
@@ -433,6 +461,7 @@ struct tp_vmm {
 	uint64_t workspace_max;		/* an op's scratch, bytes; 0: any */
 	enum tp_op_math op_math;	/* vmm.math */
 	int map_ahead;			/* enum tp_vmm_map_ahead */
+	int map_gate;			/* enum tp_vmm_map_gate */
 	struct tp_vmm_stats stats;
 	struct tp_chunk_pool *pool;
 	struct tp_deferred *deferred;	/* unmaps waiting on events */
@@ -576,11 +605,10 @@ int tp_vmm_map(struct tp_vmm *vmm, uintptr_t va, struct tp_chunk *const *c,
 /**
  * tp_vmm_map_ahead() - tp_vmm_map(), made by the library's driver thread
  * where vmm.map_ahead is on: the call returns once the map is queued,
- * and the caller waits for it only where it issues work on a stream
- * (launches, copies) before it is done. The wait is the host's: the
- * driver checks a copy's addresses, and a library call's, when it is
- * enqueued, so no stream can be made to wait on the device for a map
- * still to be made. The run is the caller's as if
+ * and work issued on a stream (launches, copies) before it is done waits
+ * for it: on the host for work the driver checks when it is enqueued (a
+ * copy's addresses, a memset's, a library call's that makes them), on
+ * the device for an op's kernels (tp_vmm_gate_work()). The run is the caller's as if
  * mapped: unmapping it, at once or after an event, comes after the map.
  * Fault injection counts the map and the access grant here, on the
  * caller's thread. Elsewhere it is tp_vmm_map(). Return: as tp_vmm_map();
@@ -596,6 +624,26 @@ int tp_vmm_map_ahead(struct tp_vmm *vmm, uintptr_t va,
  * that failed.
  */
 int tp_vmm_gate(struct tp_vmm *vmm, enum tp_stream s);
+
+/* What work about to be issued on a stream enqueues (tp_vmm_gate_work). */
+enum tp_vmm_work {
+	/* Anything: copies, memsets, a caller's own calls. */
+	TP_WORK_ANY,
+	/* An op's launch, not in place, that may call libraries. */
+	TP_WORK_OP,
+	/* An op's launch of kernels alone (TP_OP_KERNELS_ONLY), not in place. */
+	TP_WORK_KERNELS,
+};
+
+/*
+ * tp_vmm_gate_work() - tp_vmm_gate() before work @w: where the backend's
+ * streams can wait on the device for maps made ahead and vmm.map_gate
+ * lets @w (kernels: TP_WORK_KERNELS; ops: TP_WORK_OP too), the stream @s
+ * is made to wait for them there and the caller goes on; else the caller
+ * waits. Return: 0, or the error of a map that failed (known so far: one
+ * the device waits for may fail later, and the next sync says so).
+ */
+int tp_vmm_gate_work(struct tp_vmm *vmm, enum tp_stream s, enum tp_vmm_work w);
 /* Unmap the run of @n pages at @va, backed by the per-page array @c, at
  * once: the caller knows nothing in flight touches them. -EINVAL when
  * the run does not cover whole handles mapped there. */
@@ -709,9 +757,10 @@ void *tp_vmm_host_prepared(struct tp_vmm *vmm, void *token, bool wait,
 
 int tp_vmm_launch(struct tp_vmm *vmm, enum tp_stream s, uint64_t cost_ns,
 		  int (*fn)(void *arg), void *arg);
-/* tp_vmm_launch() of op @name's work (NULL: of no op's). */
+/* tp_vmm_launch() of op @name's work (NULL: of no op's), work @w. */
 int tp_vmm_launch_op(struct tp_vmm *vmm, enum tp_stream s, const char *name,
-		     uint64_t cost_ns, int (*fn)(void *arg), void *arg);
+		     enum tp_vmm_work w, uint64_t cost_ns,
+		     int (*fn)(void *arg), void *arg);
 void *tp_vmm_stream_handle(struct tp_vmm *vmm, enum tp_stream s);
 uint64_t tp_vmm_now_ns(struct tp_vmm *vmm);
 

@@ -424,6 +424,7 @@ static void print_json_run(const char *name, unsigned batch,
 	       ",\"ranges_moved\":%" PRIu64 ",\"ranges_adopted\":%" PRIu64
 	       ",\"split_runs\":%" PRIu64 ",\"split_parts\":%" PRIu64
 	       ",\"rows_regenerated\":%" PRIu64
+	       ",\"gate_waits\":%" PRIu64 ",\"gate_device\":%" PRIu64
 	       ",\"host_peak\":%" PRIu64 ",\"host_held\":%" PRIu64
 	       ",\"host_limit\":%" PRIu64
 	       ",\"driver_calls_per_step\":%.1f,\"driver_s_per_step\":%.6f"
@@ -435,7 +436,8 @@ static void print_json_run(const char *name, unsigned batch,
 	       r->st.driver_ns, r->st.range_cache_misses, r->st.policy_ns,
 	       r->st.handles, r->st.recarves, r->st.rescued_pages,
 	       r->st.ranges_moved, r->st.ranges_adopted, r->st.split_runs,
-	       r->st.split_parts, r->st.rows_regenerated, r->st.host_peak,
+	       r->st.split_parts, r->st.rows_regenerated, r->st.gate_waits,
+	       r->st.gate_device, r->st.host_peak,
 	       r->st.host_held, r->host_limit, r->driver_calls, r->driver_s, r->bg_calls,
 	       r->bg_s);
 	/* Only where the compute stream is timed: on the device or sim. */

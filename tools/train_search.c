@@ -42,6 +42,9 @@ struct search {
 	struct run no_fit_run;
 	/* the answer trained --max-batch-confirm steps (0: not, or none) */
 	unsigned confirmed;
+	/* with paging: the batches whose tries fit, in the order tried */
+	unsigned fits[64];
+	unsigned nr_fits;
 };
 
 /* One try as it completes: a line on stderr, or a JSON line. */
@@ -161,8 +164,12 @@ static enum try_result try_steps(struct search *s, unsigned batch,
 		snprintf(r->why, sizeof(r->why), "host swap is full (limit %" PRIu64 " bytes, reached %" PRIu64 ")",
 			 r->host_limit, r->st.host_peak);
 	print_try(s, batch, paging, steps, r, res, now_s() - t0);
-	if (paging && res == TRY_FITS)
+	if (paging && res == TRY_FITS) {
 		note_fit(s, batch, r);
+		if (steps == a->try_steps &&
+		    s->nr_fits < sizeof(s->fits) / sizeof(s->fits[0]))
+			s->fits[s->nr_fits++] = batch;
+	}
 	if (paging && res == TRY_NO_FIT && (!s->no_fit || batch < s->no_fit)) {
 		s->no_fit = batch;
 		s->no_fit_run = *r;
@@ -177,38 +184,93 @@ static enum try_result try_batch(struct search *s, unsigned batch,
 	return try_steps(s, batch, paging, s->a->try_steps, r);
 }
 
+/* The largest batch below @b whose try fit, 0 if none. */
+static unsigned fit_below(const struct search *s, unsigned b)
+{
+	unsigned best = 0;
+
+	for (unsigned i = 0; i < s->nr_fits; i++)
+		if (s->fits[i] < b && s->fits[i] > best)
+			best = s->fits[i];
+	return best;
+}
+
 /*
  * The largest batch the tries found, *@with, trained again for
  * --max-batch-confirm steps: a batch whose first steps fit and whose
  * later ones do not (the policy learns the iteration as it goes) is no
  * answer. Where it fails, the batch a sixty-fourth below (at least one
- * less) is confirmed instead, at most CONFIRM_ROUNDS times; *@with is
- * the batch confirmed, or stays the tries' answer, said unconfirmed, when
- * none was. -1: a run failed for another reason than memory.
+ * less) is confirmed instead, at most CONFIRM_ROUNDS times; then, what
+ * fits not being monotone in the batch, a bisection between the largest
+ * batch below whose try fit and the last that failed, to a sixty-fourth,
+ * that batch itself last, and where none was confirmed the same below
+ * it, at most 2 * CONFIRM_ROUNDS tries more. *@with is
+ * the largest batch confirmed, or stays the tries' answer, said
+ * unconfirmed, when none was. -1: a run failed for another reason than
+ * memory.
  */
 #define CONFIRM_ROUNDS	8
 
-static int confirm(struct search *s, unsigned *with)
+/* One confirming try of @b: 1 fits (the answer now), 0 not, -1 error. */
+static int confirm_try(struct search *s, unsigned b, unsigned *with)
 {
-	unsigned b = *with, steps = s->a->confirm_steps;
 	enum try_result res;
 	struct run r;
 
+	res = try_steps(s, b, true, s->a->confirm_steps, &r);
+	if (res == TRY_ERROR)
+		return -1;
+	if (res != TRY_FITS)
+		return 0;
+	/* The longer run's step time is the steadier. */
+	s->best = *with = s->confirmed = b;
+	s->best_run = r;
+	return 1;
+}
+
+static int confirm(struct search *s, unsigned *with)
+{
+	unsigned b = *with, steps = s->a->confirm_steps, lo, hi;
+	int ret;
+
 	if (!steps || steps <= s->a->try_steps || b <= 1)
 		return 0;
-	for (unsigned round = 0; round < CONFIRM_ROUNDS && b >= 1; round++) {
-		res = try_steps(s, b, true, steps, &r);
-		if (res == TRY_ERROR)
-			return -1;
-		if (res == TRY_STOPPED)
-			return 0;
-		if (res == TRY_FITS) {
-			/* The longer run's step time is the steadier. */
-			s->best = *with = s->confirmed = b;
-			s->best_run = r;
-			return 0;
-		}
+	for (unsigned round = 0; round < CONFIRM_ROUNDS; round++) {
+		ret = confirm_try(s, b, with);
+		if (ret || s->stopped)
+			return ret < 0 ? -1 : 0;
+		hi = b;
 		b -= b / 64 ? b / 64 : 1;
+		if (!b)
+			return 0;
+	}
+	/*
+	 * Bisection to a sixty-fourth between the largest batch below whose
+	 * try fit and the last that failed, that batch itself last; where
+	 * none of it is confirmed, the same again below it.
+	 */
+	for (unsigned left = 2 * CONFIRM_ROUNDS; left && (lo = fit_below(s, hi));
+	     hi = lo) {
+		while (left && hi - lo > (hi / 64 ? hi / 64 : 1)) {
+			unsigned mid = lo + (hi - lo) / 2;
+
+			left--;
+			ret = confirm_try(s, mid, with);
+			if (ret < 0 || s->stopped)
+				return ret < 0 ? -1 : 0;
+			if (ret)
+				lo = mid;
+			else
+				hi = mid;
+		}
+		if (s->confirmed == lo)
+			return 0;
+		if (!left)
+			return 0;
+		left--;
+		ret = confirm_try(s, lo, with);
+		if (ret || s->stopped)
+			return ret < 0 ? -1 : 0;
 	}
 	return 0;
 }

@@ -21,7 +21,7 @@
  * Between parts, when the next part's rows lack room, the pages of the
  * cut inputs that every part so far has read are evicted: the pager's
  * victims are the tensors no one pins, and at this point the op holds
- * most of what is resident.
+ * most of what is resident (split_room.c).
  *
  * An op whose split may sum (struct tp_op_split, sums) does so where
  * the parts above do not fit: a part then reads only its own rows of the
@@ -116,95 +116,6 @@ static void let_go_ios(struct split_run *r, struct split_io *io, unsigned n)
 	}
 }
 
-/* Pages the cut outputs' rows [@r0, @r1) may need. */
-static size_t rows_need(struct split_run *r, size_t r0, size_t r1)
-{
-	size_t n = 0;
-
-	for (unsigned k = 0; k < r->n_out; k++)
-		if (r->out[k].row_bytes)
-			n += tp_pager_span_pages(r->pg, r0 * r->out[k].row_bytes,
-						 (r1 - r0) * r->out[k].row_bytes);
-	return n;
-}
-
-/*
- * A streaming input's rows from @r2 on, not read yet in this pass, leave
- * for host swap (never evicted: tp_pager_hold_rows()), to come back a
- * part at a time. A pass before this one brought them back and left them
- * resident while room lasted; pinned by the part the op holds, the
- * tensor is no victim, and the room its unread rows take is none the
- * pager can find. Where they came from host swap, the swap cache still
- * holds their copies: leaving copies nothing.
- */
-static void drop_unread_rows(struct split_run *r, size_t r2)
-{
-	for (unsigned k = 0; k < r->n_in; k++) {
-		struct split_io *io = &r->in[k];
-		size_t off = r2 * io->row_bytes;
-
-		if (io->stream && !io->regen && tp_split_first_use(r, k) &&
-		    off < io->t->bytes)
-			tp_pager_offload_range(r->pg, io->t, off,
-					       io->t->bytes - off);
-	}
-}
-
-/*
- * Make room for rows [@r1, @r2) (of the cut outputs, and of the streaming
- * inputs, which may come back from swap) from the cut inputs' rows before
- * @r1, those of the part that ended, [@r0, @r1), held yet by a streaming
- * input; and, with r->out_leave, from the cut outputs' rows written
- * before @r0 (those of the part that ended are held until the next
- * part's are). A streaming input's rows that go to host swap leave
- * whether the room is short or not.
- */
-static void drop_read_rows(struct split_run *r, size_t r0, size_t r1,
-			   size_t r2)
-{
-	size_t need = rows_need(r, r1, r2);
-
-	for (unsigned k = 0; k < r->n_in; k++)
-		if (r->in[k].stream)
-			need += tp_pager_span_pages(r->pg,
-						    r1 * r->in[k].row_bytes,
-						    (r2 - r1) * r->in[k].row_bytes);
-	/*
-	 * A streaming input's rows read that go to host swap go now, room
-	 * short or not: their copy runs beside the next part, and the room
-	 * is there when a part after it needs it, not waited for then.
-	 */
-	for (unsigned k = 0; r0 && k < r->n_in; k++) {
-		struct split_io *io = &r->in[k];
-
-		if (io->stream && !io->regen && tp_split_first_use(r, k) &&
-		    tp_pager_rows_offloaded(r->pg, io->t))
-			tp_pager_rows_done(r->pg, io->t, 0, r0 * io->row_bytes,
-					   false);
-	}
-	if (tp_pager_fits_now(r->pg, need))
-		return;
-	for (unsigned k = 0; k < r->n_in; k++) {
-		struct split_io *io = &r->in[k];
-
-		if (!io->row_bytes || io->regen || !tp_split_first_use(r, k))
-			continue;
-		/* -EPERM: it cannot be regenerated, and stays. */
-		if (io->stream && r0)
-			tp_pager_rows_done(r->pg, io->t, 0, r0 * io->row_bytes,
-					   false);
-		else if (!io->stream)
-			tp_pager_evict_range(r->pg, io->t, 0,
-					     r1 * io->row_bytes);
-	}
-	for (unsigned k = 0; r->out_leave && r0 && k < r->n_out; k++)
-		if (r->out[k].row_bytes)
-			tp_pager_rows_done(r->pg, r->out[k].t, 0,
-					   r0 * r->out[k].row_bytes, true);
-	if (!tp_pager_fits_now(r->pg, need))
-		drop_unread_rows(r, r2);
-}
-
 /*
  * Hold the inputs part 0 holds whole or from row 0 (not the streaming
  * ones, held part by part) in r->order: 0, or -errno with *@failed the
@@ -293,35 +204,6 @@ static int hold_part_rows(struct split_run *r, bool out, size_t r0,
 	return 0;
 }
 
-/*
- * In a pass before the last, where the streaming inputs' rows [@r1, @r2)
- * that are not resident lack room, the rows this pass read, [0, @r1),
- * leave for host swap: a pass after this one reads them again, so none
- * is evicted, and the pager, making room for a tensor, takes no victim's
- * pages from that tensor itself. Rows that came from host swap leave
- * without a copy (the swap cache holds theirs).
- */
-static void offload_read_rows(struct split_run *r, size_t r1, size_t r2)
-{
-	size_t need = 0;
-
-	for (unsigned k = 0; k < r->n_in; k++)
-		if (r->in[k].stream && !r->in[k].regen &&
-		    tp_split_first_use(r, k))
-			need += tp_pager_missing_pages(r->pg, r->in[k].t,
-						       r1 * r->in[k].row_bytes,
-						       (r2 - r1) * r->in[k].row_bytes);
-	if (!need || tp_pager_fits_now(r->pg, need))
-		return;
-	for (unsigned k = 0; k < r->n_in; k++) {
-		struct split_io *io = &r->in[k];
-
-		if (io->stream && !io->regen && tp_split_first_use(r, k) && r1)
-			tp_pager_offload_range(r->pg, io->t, 0,
-					       r1 * io->row_bytes);
-	}
-}
-
 /* Let go of the streaming inputs' rows. */
 static void let_go_streams(struct split_run *r)
 {
@@ -386,6 +268,7 @@ static int run_part(struct split_run *r, unsigned pass, unsigned i,
 	unsigned k;
 	int ret;
 
+	tp_split_part_room(r, pass, i, last, r0, r1);
 	ret = last ? hold_part_rows(r, true, r0, r1) : 0;
 	/*
 	 * A streaming input's rows: part 0's here, the next ones below; in a
@@ -415,7 +298,7 @@ static int run_part(struct split_run *r, unsigned pass, unsigned i,
 	 */
 	if (!last) {
 		let_go_streams(r);
-		offload_read_rows(r, r1, r2);
+		tp_split_offload_read_rows(r, r1, r2);
 		return 0;
 	}
 	if (i + 1 == parts)
@@ -431,7 +314,7 @@ static int run_part(struct split_run *r, unsigned pass, unsigned i,
 		if (ret)
 			return ret;
 	}
-	drop_read_rows(r, r0, r1, r2);
+	tp_split_drop_read_rows(r, r0, r1, r2);
 	/*
 	 * A streaming input: the next part's rows, taken before these are
 	 * let go (the range of a tensor the op still pins is there as it

@@ -273,6 +273,35 @@ static int rows_input(struct tp_lineage *lin, const struct tp_lin_rec *rec,
 }
 
 /*
+ * Room for @need pages of scratch from the inputs a replay of rows holds
+ * by a range (@n of @io): a tensor someone pins is no victim of the
+ * pager's, whatever of it lies outside the range, and an input a replay
+ * before brought back whole would hold the room. Its rows before the
+ * range, read, leave as the policy has rows read leave
+ * (tp_pager_rows_done()); those after it, which the next parts read,
+ * leave for host swap, or are evicted where they cannot go there.
+ */
+static void room_from_inputs(struct tp_lineage *lin, const struct rows_io *io,
+			     unsigned n, size_t need)
+{
+	struct tp_pager *pg = lin->pg;
+
+	for (unsigned k = 0; k < n && !tp_pager_fits_now(pg, need); k++) {
+		struct tp_tensor *u = io[k].t;
+		size_t end = io[k].off + io[k].len;
+
+		if (!u || io[k].scratch || io[k].len == u->bytes ||
+		    !u->resident_pages)
+			continue;
+		if (io[k].off)
+			tp_pager_rows_done(pg, u, 0, io[k].off, false);
+		if (end < u->bytes &&
+		    tp_pager_offload_range(pg, u, end, u->bytes - end))
+			tp_pager_evict_range(pg, u, end, u->bytes - end);
+	}
+}
+
+/*
  * Bytes [@off, @off + @len) of @t, regenerated into a scratch tensor
  * (*@sc, acquired; *@addr: where byte @off of @t's contents is in it).
  */
@@ -286,7 +315,7 @@ static int regen_rows(struct tp_lineage *lin, struct tp_tensor *t,
 	struct rows_io *io = NULL;
 	struct tp_op_split cut;
 	void **in_addr = NULL, **out_addr;
-	size_t *in_len = NULL, *out_len, *whole = NULL, rb, a, b;
+	size_t *in_len = NULL, *out_len, *whole = NULL, rb, a, b, need;
 	uint64_t ns = 0;
 	int ret = -ENOMEM;
 
@@ -315,6 +344,11 @@ static int regen_rows(struct tp_lineage *lin, struct tp_tensor *t,
 		if (ret)
 			goto out;
 	}
+	for (k = 0, need = 0; k < rec->n_out; k++)
+		if (tp_lin_is_cut(cut.out, k))
+			need += tp_pager_pages_for(lin->pg, (b - a) *
+						   (rec->out_bytes[k] / cut.rows));
+	room_from_inputs(lin, io, n_in, need);
 	/*
 	 * Every cut output into scratch, the one asked for kept; a whole one
 	 * (what a last pass reads) is the run's own, read.

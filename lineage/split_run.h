@@ -102,4 +102,17 @@ unsigned tp_split_fit(struct split_run *r, unsigned want);
  */
 bool tp_split_rows_may_help(const struct split_run *r);
 
+/*
+ * Room for the parts, from the op's own rows (split_room.c):
+ * tp_split_part_room() before part @i of @pass holds its rows [@r0, @r1)
+ * (@last: of the last pass); tp_split_drop_read_rows() once a part of the
+ * last pass, rows [@r0, @r1), ran, before the next, [@r1, @r2), holds
+ * its; tp_split_offload_read_rows() the same in a pass before the last.
+ */
+void tp_split_part_room(struct split_run *r, unsigned pass, unsigned i,
+			bool last, size_t r0, size_t r1);
+void tp_split_drop_read_rows(struct split_run *r, size_t r0, size_t r1,
+			     size_t r2);
+void tp_split_offload_read_rows(struct split_run *r, size_t r1, size_t r2);
+
 #endif /* TP_LINEAGE_SPLIT_RUN_H */

@@ -12,6 +12,9 @@
  *    input's rows still to be read leave for host swap.
  *  - An input partly in host swap comes back in the first pass with no
  *    room but its own: the rows that pass read leave for host swap.
+ *  - With a second cut input held whole through both passes while the
+ *    first streams (a batch-norm's backward: dy streams, x does not),
+ *    at every budget from where it fits to where it fits whole.
  */
 #include "config.h"
 
@@ -154,6 +157,59 @@ static const struct tp_op_type center_sums = {
 	.flags = TP_OP_SPLITTABLE, .split = sums_split,
 };
 
+/*
+ * rowpair(a[rows][cols], b[rows][cols]) -> y[rows][cols], m[cols]: m the
+ * mean of a's rows (as rowmix's), y = (a - m) b elementwise. Cut: a, b,
+ * y; the parts sum m in a first pass, y in a second.
+ */
+static unsigned long pair_bad;
+
+static int pair_launch(const struct tp_op_launch *l)
+{
+	const struct mix_params *p = l->params;
+	size_t row = p->cols * sizeof(float), n = l->rows ? l->rows : p->rows;
+	bool last = !l->sums || l->pass + 1 == l->passes;
+	const float *a = l->in[0], *b = l->in[1];
+	float *y = l->out[0], *m = l->out[1];
+
+	if (l->in_bytes[0] != n * row || l->in_bytes[1] != n * row ||
+	    l->out_bytes[1] != row || (l->sums && l->passes != 2) ||
+	    (last ? !y || l->out_bytes[0] != n * row : y || l->out_bytes[0])) {
+		pair_bad++;
+		return -EINVAL;
+	}
+	if (l->sums && !l->pass) {
+		add_rows(p, a, n, !l->row0, m);
+		return 0;
+	}
+	/* part 0 of parts that read every row: a's rows from row 0 on */
+	if (!l->sums && !l->part)
+		add_rows(p, a, p->rows, true, m);
+	for (uint32_t j = 0; !l->row0 && j < p->cols; j++)
+		m[j] = (float)((double)m[j] / p->rows);
+	for (size_t i = 0; i < n * p->cols; i++)
+		y[i] = (a[i] - m[i % p->cols]) * b[i];
+	return 0;
+}
+
+static int pair_split(const void *params, size_t len, const size_t *in_bytes,
+		      unsigned n_in, const size_t *out_bytes, unsigned n_out,
+		      struct tp_op_split *s)
+{
+	const struct mix_params *p = params;
+
+	if (len != sizeof(*p) || n_in != 2 || n_out != 2)
+		return -EINVAL;
+	*s = (struct tp_op_split){ .rows = p->rows, .in = 3, .out = 1,
+				   .sums = 1, .passes = 2 };
+	return 0;
+}
+
+static const struct tp_op_type pair_sums = {
+	.name = "rowpair", .launch = pair_launch,
+	.flags = TP_OP_SPLITTABLE, .split = pair_split,
+};
+
 struct run {
 	struct tp_ctx *ctx;
 	struct tp_tensor *x, *w, *y, *m;
@@ -257,6 +313,78 @@ static void in_parts_at(const char *what, const struct mix_params *mp,
 	free(rm);
 }
 
+/*
+ * rowpair(a, b) at @conf: a made, then sent to host swap whole; b made
+ * after it, resident.
+ */
+static struct run pair_run(const char *conf, const struct mix_params *mp)
+{
+	size_t bytes = (size_t)mp->rows * mp->cols * sizeof(float);
+	struct tops_gen_params ga = { 7, mp->rows * mp->cols };
+	struct tops_gen_params gb = { 11, mp->rows * mp->cols };
+	struct run r = { .ctx = tp_ctx_create(conf) };
+	struct tp_tensor *in[2], *out[2] = { NULL, NULL };
+	size_t ob[2] = { bytes, mp->cols * sizeof(float) };
+
+	if (!r.ctx)
+		bail_out("tp_ctx_create: %s", strerror(errno));
+	r.ret = tp_op_run(r.ctx, &tops_gen, &ga, sizeof(ga), NULL, 0, &r.x,
+			  &bytes, 1);
+	r.ret = r.ret ?: tp_tensor_offload(r.ctx, r.x);
+	r.ret = r.ret ?: tp_op_run(r.ctx, &tops_gen, &gb, sizeof(gb), NULL, 0,
+				   &r.w, &bytes, 1);
+	if (r.ret)
+		bail_out("setting up a and b: %s", tp_strerror(r.ret));
+	in[0] = r.x;
+	in[1] = r.w;
+	pair_bad = 0;
+	r.ret = tp_op_run(r.ctx, &pair_sums, mp, sizeof(*mp), in, 2, out, ob, 2);
+	r.y = out[0];
+	r.m = out[1];
+	tp_stats_get(r.ctx, &r.st);
+	return r;
+}
+
+/* rowpair at every budget of @c0 to @c1 chunks, as in_parts_at(). */
+static void pair_at(const struct mix_params *mp, int c0, int c1)
+{
+	unsigned fits = 0, same = 0, tries = 0;
+	char failed[128] = "";
+	struct run ref, r;
+	void *ry, *rm;
+
+	ref = pair_run(CONF("64M"), mp);
+	if (ref.ret)
+		bail_out("rowpair, whole: %s", tp_strerror(ref.ret));
+	ry = tops_contents(ref.ctx, ref.y);
+	rm = tops_contents(ref.ctx, ref.m);
+	tp_ctx_destroy(ref.ctx);
+	for (int c = c0; c <= c1; c++, tries++) {
+		char conf[512], budget[16];
+		size_t at = strlen(failed);
+
+		snprintf(budget, sizeof(budget), "%dK", c * 64);
+		snprintf(conf, sizeof(conf), CONF("%s"), budget);
+		r = pair_run(conf, mp);
+		if (!r.ret && !pair_bad && r.st.split_runs == 1 &&
+		    r.st.phys_peak <= r.st.budget_bytes && nothing_held(&r))
+			fits++;
+		else
+			snprintf(failed + at, sizeof(failed) - at, " %d", c);
+		same += !r.ret && tops_same(r.ctx, r.y, ry) &&
+			tops_same(r.ctx, r.m, rm);
+		tp_ctx_destroy(r.ctx);
+	}
+	ok(fits == tries,
+	   "rowpair, a in swap, b held whole: in parts at every budget of %d to %d chunks, within it, nothing held after (failed at:%s)",
+	   c0, c1, failed[0] ? failed : " none");
+	ok(same == tries,
+	   "rowpair: y and m a whole run's, byte for byte, at each (%u of %u)",
+	   same, tries);
+	free(ry);
+	free(rm);
+}
+
 int main(void)
 {
 	enum { COLS = 4096 };		/* a row 16K, 4 to a chunk */
@@ -265,7 +393,7 @@ int main(void)
 	struct run ref, r;
 	void *rx, *ry, *rm;
 
-	plan_tests(12);
+	plan_tests(14);
 	for (size_t j = 0; j < COLS; j++)
 		wv[j] = 0.5f + (float)(j % 7) / 8.0f;
 	ref = run_op(CONF("64M"), &wide, &mix_sums, wv, 0);
@@ -335,5 +463,13 @@ int main(void)
 	 */
 	in_parts_at("rowmix-sums, x half in swap", &(struct mix_params){ 32, COLS },
 		    &mix_sums, wv, 16, 9, 10);
+
+	/*
+	 * rowpair: a streams (in host swap), b (resident) is held whole
+	 * through both passes, as a batch-norm's backward holds x while dy
+	 * streams; from 12 chunks (a part, b and the rows where parts meet)
+	 * to 24 (whole, nearly).
+	 */
+	pair_at(&(struct mix_params){ 32, COLS, 1 }, 12, 24);
 	return exit_status();
 }

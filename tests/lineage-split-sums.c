@@ -38,6 +38,7 @@
 struct mix_params {
 	uint32_t rows, cols;
 	uint32_t wide;		/* rowcenter: y as wide as x */
+	uint32_t pair;		/* rowpair: w is b, as x (wide too) */
 };
 
 static unsigned long launches, summing, bad;
@@ -81,6 +82,16 @@ static void center_rows(const struct mix_params *p, const float *x,
 		y[i] = (x[i] - m[i % p->cols]) * w[i % p->cols];
 }
 
+/* rowpair's y rows: (x - m) b, b's rows as x's; @first as write_rows(). */
+static void pair_rows(const struct mix_params *p, const float *x,
+		      const float *b, size_t n, bool first, float *m, float *y)
+{
+	for (uint32_t j = 0; first && j < p->cols; j++)
+		m[j] = (float)((double)m[j] / p->rows);
+	for (size_t i = 0; i < n * p->cols; i++)
+		y[i] = (x[i] - m[i % p->cols]) * b[i];
+}
+
 static int mix_launch(const struct tp_op_launch *l)
 {
 	const struct mix_params *p = l->params;
@@ -93,6 +104,7 @@ static int mix_launch(const struct tp_op_launch *l)
 	launches++;
 	summing += l->sums;
 	if (l->in_bytes[0] != n * row || l->out_bytes[1] != row ||
+	    l->in_bytes[1] != (p->pair ? n * row : row) ||
 	    (l->sums && l->passes != 2) ||
 	    (last ? !y || l->out_bytes[0] != n * y_row :
 		    y || l->out_bytes[0])) {
@@ -106,7 +118,9 @@ static int mix_launch(const struct tp_op_launch *l)
 	/* part 0 of parts that read every row: x's rows from row 0 on */
 	if (!l->sums && !l->part)
 		add_rows(p, x, p->rows, true, m);
-	if (p->wide)
+	if (p->pair)
+		pair_rows(p, x, w, n, !l->row0, m, y);
+	else if (p->wide)
 		center_rows(p, x, w, n, !l->row0, m, y);
 	else
 		write_rows(p, x, w, n, !l->row0, m, y);
@@ -162,51 +176,18 @@ static const struct tp_op_type center_sums = {
  * mean of a's rows (as rowmix's), y = (a - m) b elementwise. Cut: a, b,
  * y; the parts sum m in a first pass, y in a second.
  */
-static unsigned long pair_bad;
-
-static int pair_launch(const struct tp_op_launch *l)
-{
-	const struct mix_params *p = l->params;
-	size_t row = p->cols * sizeof(float), n = l->rows ? l->rows : p->rows;
-	bool last = !l->sums || l->pass + 1 == l->passes;
-	const float *a = l->in[0], *b = l->in[1];
-	float *y = l->out[0], *m = l->out[1];
-
-	if (l->in_bytes[0] != n * row || l->in_bytes[1] != n * row ||
-	    l->out_bytes[1] != row || (l->sums && l->passes != 2) ||
-	    (last ? !y || l->out_bytes[0] != n * row : y || l->out_bytes[0])) {
-		pair_bad++;
-		return -EINVAL;
-	}
-	if (l->sums && !l->pass) {
-		add_rows(p, a, n, !l->row0, m);
-		return 0;
-	}
-	/* part 0 of parts that read every row: a's rows from row 0 on */
-	if (!l->sums && !l->part)
-		add_rows(p, a, p->rows, true, m);
-	for (uint32_t j = 0; !l->row0 && j < p->cols; j++)
-		m[j] = (float)((double)m[j] / p->rows);
-	for (size_t i = 0; i < n * p->cols; i++)
-		y[i] = (a[i] - m[i % p->cols]) * b[i];
-	return 0;
-}
-
 static int pair_split(const void *params, size_t len, const size_t *in_bytes,
 		      unsigned n_in, const size_t *out_bytes, unsigned n_out,
 		      struct tp_op_split *s)
 {
-	const struct mix_params *p = params;
+	int ret = sums_split(params, len, in_bytes, n_in, out_bytes, n_out, s);
 
-	if (len != sizeof(*p) || n_in != 2 || n_out != 2)
-		return -EINVAL;
-	*s = (struct tp_op_split){ .rows = p->rows, .in = 3, .out = 1,
-				   .sums = 1, .passes = 2 };
-	return 0;
+	s->in = 3;	/* b too */
+	return ret;
 }
 
 static const struct tp_op_type pair_sums = {
-	.name = "rowpair", .launch = pair_launch,
+	.name = "rowpair", .launch = mix_launch,
 	.flags = TP_OP_SPLITTABLE, .split = pair_split,
 };
 
@@ -268,52 +249,6 @@ static bool nothing_held(const struct run *r)
 }
 
 /*
- * @type on x of @mp (its last @swap_rows rows in host swap) at every
- * budget of @c0 to @c1 chunks: in parts, within the budget, nothing held
- * after, and y and m a whole run's, byte for byte.
- */
-static void in_parts_at(const char *what, const struct mix_params *mp,
-			const struct tp_op_type *type, const float *wv,
-			uint32_t swap_rows, int c0, int c1)
-{
-	unsigned fits = 0, same = 0, tries = 0;
-	char failed[128] = "";
-	struct run ref, r;
-	void *ry, *rm;
-
-	ref = run_op(CONF("64M"), mp, type, wv, 0);
-	if (ref.ret)
-		bail_out("%s, whole: %s", what, tp_strerror(ref.ret));
-	ry = tops_contents(ref.ctx, ref.y);
-	rm = tops_contents(ref.ctx, ref.m);
-	tp_ctx_destroy(ref.ctx);
-	for (int c = c0; c <= c1; c++, tries++) {
-		char conf[512], budget[16];
-		size_t at = strlen(failed);
-
-		snprintf(budget, sizeof(budget), "%dK", c * 64);
-		snprintf(conf, sizeof(conf), CONF("%s"), budget);
-		r = run_op(conf, mp, type, wv, swap_rows);
-		if (!r.ret && !bad && r.st.split_runs == 1 &&
-		    r.st.phys_peak <= r.st.budget_bytes && nothing_held(&r))
-			fits++;
-		else
-			snprintf(failed + at, sizeof(failed) - at, " %d", c);
-		same += !r.ret && tops_same(r.ctx, r.y, ry) &&
-			tops_same(r.ctx, r.m, rm);
-		tp_ctx_destroy(r.ctx);
-	}
-	ok(fits == tries,
-	   "%s: in parts at every budget of %d to %d chunks, within it, nothing held after (failed at:%s)",
-	   what, c0, c1, failed[0] ? failed : " none");
-	ok(same == tries,
-	   "%s: y and m a whole run's, byte for byte, at each (%u of %u)",
-	   what, same, tries);
-	free(ry);
-	free(rm);
-}
-
-/*
  * rowpair(a, b) at @conf: a made, then sent to host swap whole; b made
  * after it, resident.
  */
@@ -337,7 +272,7 @@ static struct run pair_run(const char *conf, const struct mix_params *mp)
 		bail_out("setting up a and b: %s", tp_strerror(r.ret));
 	in[0] = r.x;
 	in[1] = r.w;
-	pair_bad = 0;
+	launches = summing = bad = 0;
 	r.ret = tp_op_run(r.ctx, &pair_sums, mp, sizeof(*mp), in, 2, out, ob, 2);
 	r.y = out[0];
 	r.m = out[1];
@@ -345,17 +280,39 @@ static struct run pair_run(const char *conf, const struct mix_params *mp)
 	return r;
 }
 
-/* rowpair at every budget of @c0 to @c1 chunks, as in_parts_at(). */
-static void pair_at(const struct mix_params *mp, int c0, int c1)
+/* An op on its inputs: rowpair's (pair_run()), or x's and w's (run_op()). */
+struct op_case {
+	const struct mix_params *mp;
+	const struct tp_op_type *type;
+	const float *wv;
+	uint32_t swap_rows;
+};
+
+static struct run run_case(const char *conf, const struct op_case *oc)
 {
+	if (oc->type == &pair_sums)
+		return pair_run(conf, oc->mp);
+	return run_op(conf, oc->mp, oc->type, oc->wv, oc->swap_rows);
+}
+
+/*
+ * @oc (x's last swap_rows rows in host swap) at every budget of @c0 to
+ * @c1 chunks: in parts, within the budget, nothing held after, and y and
+ * m a whole run's, byte for byte.
+ */
+static void in_parts_at(const char *what, const struct op_case *oc, int c0,
+			int c1)
+{
+	struct op_case whole = *oc;
 	unsigned fits = 0, same = 0, tries = 0;
 	char failed[128] = "";
 	struct run ref, r;
 	void *ry, *rm;
 
-	ref = pair_run(CONF("64M"), mp);
+	whole.swap_rows = 0;
+	ref = run_case(CONF("64M"), &whole);
 	if (ref.ret)
-		bail_out("rowpair, whole: %s", tp_strerror(ref.ret));
+		bail_out("%s, whole: %s", what, tp_strerror(ref.ret));
 	ry = tops_contents(ref.ctx, ref.y);
 	rm = tops_contents(ref.ctx, ref.m);
 	tp_ctx_destroy(ref.ctx);
@@ -365,8 +322,8 @@ static void pair_at(const struct mix_params *mp, int c0, int c1)
 
 		snprintf(budget, sizeof(budget), "%dK", c * 64);
 		snprintf(conf, sizeof(conf), CONF("%s"), budget);
-		r = pair_run(conf, mp);
-		if (!r.ret && !pair_bad && r.st.split_runs == 1 &&
+		r = run_case(conf, oc);
+		if (!r.ret && !bad && r.st.split_runs == 1 &&
 		    r.st.phys_peak <= r.st.budget_bytes && nothing_held(&r))
 			fits++;
 		else
@@ -376,11 +333,11 @@ static void pair_at(const struct mix_params *mp, int c0, int c1)
 		tp_ctx_destroy(r.ctx);
 	}
 	ok(fits == tries,
-	   "rowpair, a in swap, b held whole: in parts at every budget of %d to %d chunks, within it, nothing held after (failed at:%s)",
-	   c0, c1, failed[0] ? failed : " none");
+	   "%s: in parts at every budget of %d to %d chunks, within it, nothing held after (failed at:%s)",
+	   what, c0, c1, failed[0] ? failed : " none");
 	ok(same == tries,
-	   "rowpair: y and m a whole run's, byte for byte, at each (%u of %u)",
-	   same, tries);
+	   "%s: y and m a whole run's, byte for byte, at each (%u of %u)",
+	   what, same, tries);
 	free(ry);
 	free(rm);
 }
@@ -450,8 +407,9 @@ int main(void)
 	 * the op holds, x is no victim; its rows not read yet must leave for
 	 * host swap (they failed at 11 and 12 chunks, fitting at 10).
 	 */
-	in_parts_at("rowcenter, x in swap", &(struct mix_params){ 32, COLS, 1 },
-		    &center_sums, wv, SWAP_ALL, 10, 17);
+	in_parts_at("rowcenter, x in swap",
+		    &(struct op_case){ &(struct mix_params){ 32, COLS, 1 },
+				       &center_sums, wv, SWAP_ALL }, 10, 17);
 
 	/*
 	 * rowmix-sums on x half resident, half in host swap: the first pass
@@ -461,8 +419,9 @@ int main(void)
 	 * swap as the next part's lack room (kept, the run failed at 9
 	 * chunks; whole, it takes 11).
 	 */
-	in_parts_at("rowmix-sums, x half in swap", &(struct mix_params){ 32, COLS },
-		    &mix_sums, wv, 16, 9, 10);
+	in_parts_at("rowmix-sums, x half in swap",
+		    &(struct op_case){ &(struct mix_params){ 32, COLS },
+				       &mix_sums, wv, 16 }, 9, 10);
 
 	/*
 	 * rowpair: a streams (in host swap), b (resident) is held whole
@@ -470,6 +429,8 @@ int main(void)
 	 * streams; from 12 chunks (a part, b and the rows where parts meet)
 	 * to 24 (whole, nearly).
 	 */
-	pair_at(&(struct mix_params){ 32, COLS, 1 }, 12, 24);
+	in_parts_at("rowpair, a in swap, b held whole",
+		    &(struct op_case){ &(struct mix_params){ 32, COLS, 1, 1 },
+				       &pair_sums }, 12, 24);
 	return exit_status();
 }

@@ -439,26 +439,36 @@ static bool made(struct tp_vmm *vmm, const struct tp_deferred *d,
 
 /*
  * The stream @s waits on the device for job @q, and every one before it,
- * unless it does already. Lock not held.
+ * unless it does already. Lock not held, nor taken around the driver's
+ * call: an enqueue may block while the stream's queue is full, until
+ * the driver thread, which takes the lock between jobs, posts @q.
  */
 static int gate_device(struct tp_vmm *vmm, struct tp_deferred *d,
 		       enum tp_stream s, uint32_t q)
 {
 	struct tp_map_ahead *a = &d->ahead;
-	int ret = 0;
+	uint64_t t;
+	bool waits;
+	int ret;
 
 	pthread_mutex_lock(&d->lock);
-	if (!(a->waiting & 1u << s) || a->waited[s] != q) {
-		ret = vmm->ops->stream_wait_map(vmm, s, q, a->played_at);
-		if (!ret) {
-			a->waiting |= 1u << s;
-			a->waited[s] = q;
-			vmm->stats.gate_waits++;
-			vmm->stats.gate_device++;
-		}
-	}
+	waits = (a->waiting & 1u << s) && at_or_after(a->waited[s], q);
+	t = a->played_at;
 	pthread_mutex_unlock(&d->lock);
-	return ret;
+	if (waits)
+		return 0;
+	ret = vmm->ops->stream_wait_map(vmm, s, q, t);
+	if (ret)
+		return ret;
+	pthread_mutex_lock(&d->lock);
+	if (!(a->waiting & 1u << s) || !at_or_after(a->waited[s], q)) {
+		a->waiting |= 1u << s;
+		a->waited[s] = q;
+	}
+	vmm->stats.gate_waits++;
+	vmm->stats.gate_device++;
+	pthread_mutex_unlock(&d->lock);
+	return 0;
 }
 
 int tp_map_ahead_gate(struct tp_vmm *vmm, struct tp_deferred *d,

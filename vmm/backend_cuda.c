@@ -64,7 +64,6 @@
 	X(cuMemSetAccess)			\
 	X(cuMemUnmap)				\
 	X(cuMemHostAlloc)			\
-	X(cuMemHostGetDevicePointer)		\
 	X(cuMemFreeHost)			\
 	X(cuMemHostRegister)			\
 	X(cuMemHostUnregister)			\
@@ -74,7 +73,6 @@
 	X(cuStreamDestroy)			\
 	X(cuStreamSynchronize)			\
 	X(cuStreamWaitEvent)			\
-	X(cuStreamWaitValue32)			\
 	X(cuEventCreate)			\
 	X(cuEventRecord)			\
 	X(cuEventQuery)				\
@@ -102,10 +100,16 @@ struct cuda_backend {
 	/* How host memory is pinned, settled by the first allocation. */
 	enum { HOST_UNSET, HOST_REGISTER, HOST_ALLOC } host_pin;
 	/*
-	 * The streams' waits for maps (map_gate_open): the last map made,
-	 * by its number, in pinned memory the device reads at @word_dev;
-	 * and one page that stands in for a map that failed.
+	 * The streams' waits for maps (map_gate_open), where the driver
+	 * has the calls (looked up apart: without them the host waits):
+	 * the last map made, by its number, in pinned memory the device
+	 * reads at @word_dev; and one page that stands in for a map that
+	 * failed.
 	 */
+	CUresult (*p_wait_value)(CUstream s, CUdeviceptr addr, cuuint32_t v,
+				 unsigned int flags);
+	CUresult (*p_host_dev_ptr)(CUdeviceptr *d, void *p,
+				   unsigned int flags);
 	uint32_t *word;
 	CUdeviceptr word_dev;
 	CUmemGenericAllocationHandle spare;
@@ -168,6 +172,9 @@ static int cu_resolve(struct cuda_backend *c)
 	}
 	CU_ENTRY_POINTS(CU_LOOKUP)
 #undef CU_LOOKUP
+	*(void **)&c->p_wait_value = dlsym(c->lib, CU_XSTR(cuStreamWaitValue32));
+	*(void **)&c->p_host_dev_ptr = dlsym(c->lib,
+					     CU_XSTR(cuMemHostGetDevicePointer));
 	*(void **)&c->p_elapsed = dlsym(c->lib, "cuEventElapsedTime_v2");
 	if (!c->p_elapsed)
 		*(void **)&c->p_elapsed = dlsym(c->lib, "cuEventElapsedTime");
@@ -394,13 +401,23 @@ static int cuda_map_gate_open(struct tp_vmm *vmm)
 	void *p = NULL;
 	int ret;
 
+	if (!c->p_wait_value || !c->p_host_dev_ptr)
+		return -EOPNOTSUPP;
 	ret = CU(c, cuMemHostAlloc(&p, 64, CU_MEMHOSTALLOC_DEVICEMAP |
 					   CU_MEMHOSTALLOC_PORTABLE));
 	if (ret)
 		return ret;
 	c->word = p;
 	*c->word = 0;
-	ret = CU(c, cuMemHostGetDevicePointer(&c->word_dev, p, 0));
+	ret = cu_err(c, c->p_host_dev_ptr(&c->word_dev, p, 0),
+		     "cuMemHostGetDevicePointer");
+	/* A wait met already: where stream memory operations are off, the
+	 * driver says so here rather than at an op's launch. */
+	if (!ret)
+		ret = cu_err(c, c->p_wait_value(c->streams[TP_STREAM_COMPUTE],
+						c->word_dev, 0,
+						CU_STREAM_WAIT_VALUE_GEQ),
+			     "cuStreamWaitValue32");
 	if (!ret)
 		ret = CU(c, cuMemCreate(&c->spare, vmm->granularity, &c->prop,
 					0));
@@ -424,8 +441,9 @@ static int cuda_stream_wait_map(struct tp_vmm *vmm, enum tp_stream s,
 	struct cuda_backend *c = cb(vmm);
 
 	/* GEQ compares as (int32_t)(*word - seq) >= 0: numbers may wrap. */
-	return CU(c, cuStreamWaitValue32(c->streams[s], c->word_dev, seq,
-					 CU_STREAM_WAIT_VALUE_GEQ));
+	return cu_err(c, c->p_wait_value(c->streams[s], c->word_dev, seq,
+					 CU_STREAM_WAIT_VALUE_GEQ),
+		      "cuStreamWaitValue32");
 }
 
 static int cuda_map_spare(struct tp_vmm *vmm, uintptr_t va, size_t n)

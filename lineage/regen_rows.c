@@ -344,10 +344,12 @@ static int regen_rows(struct tp_lineage *lin, struct tp_tensor *t,
 		if (ret)
 			goto out;
 	}
-	for (k = 0, need = 0; k < rec->n_out; k++)
+	for (k = 0, need = 0; k < rec->n_out; k++) {
+		size_t row = rec->out_bytes[k] / cut.rows;
+
 		if (tp_lin_is_cut(cut.out, k))
-			need += tp_pager_pages_for(lin->pg, (b - a) *
-						   (rec->out_bytes[k] / cut.rows));
+			need += tp_pager_pages_for(lin->pg, (b - a) * row);
+	}
 	room_from_inputs(lin, io, n_in, need);
 	/*
 	 * Every cut output into scratch, the one asked for kept; a whole one

@@ -273,7 +273,8 @@ static struct run pair_run(const char *conf, const struct mix_params *mp)
 	in[0] = r.x;
 	in[1] = r.w;
 	launches = summing = bad = 0;
-	r.ret = tp_op_run(r.ctx, &pair_sums, mp, sizeof(*mp), in, 2, out, ob, 2);
+	r.ret = tp_op_run(r.ctx, &pair_sums, mp, sizeof(*mp), in, 2, out, ob,
+			  2);
 	r.y = out[0];
 	r.m = out[1];
 	tp_stats_get(r.ctx, &r.st);

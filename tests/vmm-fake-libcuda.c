@@ -23,13 +23,11 @@
  * after it, and the streams made to wait for those, until the word
  * reaches the value; a sync that would wait for ever (10 s here) fails
  * with CUDA_ERROR_LAUNCH_TIMEOUT instead of hanging the test. No kernel
- * runs here, so none is held. FAKE_CUDA_MAP_DELAY_US makes each cuMemMap that
- * long, and fake_cuda_hold_maps() stops every cuMemMap until released,
- * so that a copy issued before a map another thread makes finds
- * the memory unmapped, as it would on the device. FAKE_CUDA_MAP_DELAY_US makes each cuMemMap that
- * Device memory is one
- * memfd per handle. As on a
- * GPU, it is not host memory: the reserved addresses stay PROT_NONE, so a
+ * runs here, so none is held. FAKE_CUDA_MAP_DELAY_US makes each cuMemMap
+ * that long, and fake_cuda_hold_maps() stops every cuMemMap until
+ * released, so that a copy issued before a map another thread makes
+ * finds the memory unmapped, as it would on the device. Device memory is
+ * one memfd per handle. As on a GPU, it is not host memory: the reserved addresses stay PROT_NONE, so a
  * program that reads or writes a device address from the host faults
  * here as it would there; copies reach the handle's memfd through the
  * mapping's own descriptor.

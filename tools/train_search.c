@@ -249,8 +249,8 @@ static int confirm(struct search *s, unsigned *with)
 	 * try fit and the last that failed, that batch itself last; where
 	 * none of it is confirmed, the same again below it.
 	 */
-	for (unsigned left = 2 * CONFIRM_ROUNDS; left && (lo = fit_below(s, hi));
-	     hi = lo) {
+	for (unsigned left = 2 * CONFIRM_ROUNDS;
+	     left && (lo = fit_below(s, hi)); hi = lo) {
 		while (left && hi - lo > (hi / 64 ? hi / 64 : 1)) {
 			unsigned mid = lo + (hi - lo) / 2;
 

@@ -172,9 +172,10 @@ static int cu_resolve(struct cuda_backend *c)
 	}
 	CU_ENTRY_POINTS(CU_LOOKUP)
 #undef CU_LOOKUP
-	*(void **)&c->p_wait_value = dlsym(c->lib, CU_XSTR(cuStreamWaitValue32));
-	*(void **)&c->p_host_dev_ptr = dlsym(c->lib,
-					     CU_XSTR(cuMemHostGetDevicePointer));
+	*(void **)&c->p_wait_value =
+		dlsym(c->lib, CU_XSTR(cuStreamWaitValue32));
+	*(void **)&c->p_host_dev_ptr =
+		dlsym(c->lib, CU_XSTR(cuMemHostGetDevicePointer));
 	*(void **)&c->p_elapsed = dlsym(c->lib, "cuEventElapsedTime_v2");
 	if (!c->p_elapsed)
 		*(void **)&c->p_elapsed = dlsym(c->lib, "cuEventElapsedTime");

@@ -94,7 +94,7 @@ struct tp_map_ahead {
 	/* Streams may wait for jobs on the device (vmm.map_gate). */
 	bool device;
 	unsigned waiting;		/* streams with waited[] set, a mask */
-	uint32_t waited[TP_NR_STREAMS];	/* the job each last waited for */
+	uint32_t waited[TP_NR_STREAMS];	/* the job each waits for */
 };
 
 void tp_map_ahead_init(struct tp_map_ahead *a);

@@ -608,8 +608,9 @@ int tp_vmm_map(struct tp_vmm *vmm, uintptr_t va, struct tp_chunk *const *c,
  * and work issued on a stream (launches, copies) before it is done waits
  * for it: on the host for work the driver checks when it is enqueued (a
  * copy's addresses, a memset's, a library call's that makes them), on
- * the device for an op's kernels (tp_vmm_gate_work()). The run is the caller's as if
- * mapped: unmapping it, at once or after an event, comes after the map.
+ * the device for an op's kernels (tp_vmm_gate_work()). The run is the
+ * caller's as if mapped: unmapping it, at once or after an event, comes
+ * after the map.
  * Fault injection counts the map and the access grant here, on the
  * caller's thread. Elsewhere it is tp_vmm_map(). Return: as tp_vmm_map();
  * a failure of the driver thread's calls is the device's error, which
@@ -631,7 +632,8 @@ enum tp_vmm_work {
 	TP_WORK_ANY,
 	/* An op's launch, not in place, that may call libraries. */
 	TP_WORK_OP,
-	/* An op's launch of kernels alone (TP_OP_KERNELS_ONLY), not in place. */
+	/* An op's launch of kernels alone (TP_OP_KERNELS_ONLY), not in
+	 * place. */
 	TP_WORK_KERNELS,
 };
 

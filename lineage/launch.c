@@ -76,6 +76,7 @@ int tp_lin_launch(struct tp_lineage *lin, const struct tp_op_type *type,
 		.vmm = vmm,
 	};
 	struct tp_tracer *tr = lin->tracer;
+	enum tp_vmm_work work_kind = gate_work(type);
 	double share = 1;
 	bool timed;
 	int span, ret;
@@ -109,14 +110,14 @@ int tp_lin_launch(struct tp_lineage *lin, const struct tp_op_type *type,
 	 * The wait for maps made ahead comes before the op's events: the
 	 * op's measured time and its span in the trace are the op's.
 	 */
-	ret = tp_vmm_gate_work(vmm, TP_STREAM_COMPUTE, gate_work(type));
+	ret = tp_vmm_gate_work(vmm, TP_STREAM_COMPUTE, work_kind);
 	if (ret)
 		return ret;
 	if (!tp_vmm_has_data(vmm)) {
 		*ns = prior;
 		span = tp_tracer_op_begin(tr);
 		ret = tp_vmm_launch_op(vmm, TP_STREAM_COMPUTE, type->name,
-				       gate_work(type), prior, NULL, NULL);
+				       work_kind, prior, NULL, NULL);
 		tp_tracer_op_end(tr, span, type->name, recompute, !ret, work);
 		return ret;
 	}
@@ -124,7 +125,7 @@ int tp_lin_launch(struct tp_lineage *lin, const struct tp_op_type *type,
 	timed = a.l.stream && !tp_lin_timing_begin(lin);
 	span = tp_tracer_op_begin(tr);
 	ret = tp_vmm_launch_op(vmm, TP_STREAM_COMPUTE, type->name,
-			       gate_work(type), prior, launch_fn, &a);
+			       work_kind, prior, launch_fn, &a);
 	if (!ret && a.ret)
 		ret = a.ret;
 	tp_tracer_op_end(tr, span, type->name, recompute, !ret, work);

@@ -344,11 +344,12 @@ static int regen_rows(struct tp_lineage *lin, struct tp_tensor *t,
 		if (ret)
 			goto out;
 	}
+	/* The cut outputs' rows, each in scratch of its own. */
 	for (k = 0, need = 0; k < rec->n_out; k++) {
-		size_t row = rec->out_bytes[k] / cut.rows;
-
-		if (tp_lin_is_cut(cut.out, k))
-			need += tp_pager_pages_for(lin->pg, (b - a) * row);
+		if (!tp_lin_is_cut(cut.out, k))
+			continue;
+		out_len[k] = (b - a) * (rec->out_bytes[k] / cut.rows);
+		need += tp_pager_pages_for(lin->pg, out_len[k]);
 	}
 	room_from_inputs(lin, io, n_in, need);
 	/*
@@ -371,7 +372,6 @@ static int regen_rows(struct tp_lineage *lin, struct tp_tensor *t,
 			o->len = w->bytes;
 			continue;
 		}
-		out_len[n_out] = (b - a) * (rec->out_bytes[n_out] / cut.rows);
 		o->t = scratch_new(lin, out_len[n_out], &out_addr[n_out]);
 		if (!o->t) {
 			ret = -errno;

@@ -24,6 +24,28 @@ static size_t rows_need(struct split_run *r, size_t r0, size_t r1)
 }
 
 /*
+ * Whether input @k streams rows of its own (not regenerated into
+ * scratch), counted once where the op reads the tensor twice.
+ */
+static bool own_stream(const struct split_run *r, unsigned k)
+{
+	return r->in[k].stream && !r->in[k].regen && tp_split_first_use(r, k);
+}
+
+/* Pages of the streaming inputs' rows [@a, @b) that are not resident. */
+static size_t streams_missing(struct split_run *r, size_t a, size_t b)
+{
+	size_t n = 0;
+
+	for (unsigned k = 0; k < r->n_in; k++)
+		if (own_stream(r, k))
+			n += tp_pager_missing_pages(r->pg, r->in[k].t,
+						    a * r->in[k].row_bytes,
+						    (b - a) * r->in[k].row_bytes);
+	return n;
+}
+
+/*
  * A streaming input's rows from @r2 on, not read yet in this pass, leave
  * for host swap (never evicted: tp_pager_hold_rows()), to come back a
  * part at a time. A pass before this one brought them back and left them
@@ -38,8 +60,7 @@ static void drop_unread_rows(struct split_run *r, size_t r2)
 		struct split_io *io = &r->in[k];
 		size_t off = r2 * io->row_bytes;
 
-		if (io->stream && !io->regen && tp_split_first_use(r, k) &&
-		    off < io->t->bytes)
+		if (own_stream(r, k) && off < io->t->bytes)
 			tp_pager_offload_range(r->pg, io->t, off,
 					       io->t->bytes - off);
 	}
@@ -64,24 +85,18 @@ void tp_split_part_room(struct split_run *r, unsigned pass, unsigned i,
 
 	if (i ? !last : !pass)
 		return;
-	for (unsigned k = 0; !i && k < r->n_in; k++)
-		if (r->in[k].stream && !r->in[k].regen)
-			need += tp_pager_missing_pages(r->pg, r->in[k].t,
-						       r0 * r->in[k].row_bytes,
-						       (r1 - r0) * r->in[k].row_bytes);
+	if (!i)
+		need += streams_missing(r, r0, r1);
 	if (!need || tp_pager_fits_now(r->pg, need))
 		return;
 	if (!i) {
 		drop_unread_rows(r, r1);
 		return;
 	}
-	for (unsigned k = 0; k < r->n_in; k++) {
-		struct split_io *io = &r->in[k];
-
-		if (io->stream && !io->regen && tp_split_first_use(r, k))
-			tp_pager_rows_done(r->pg, io->t, 0, r0 * io->row_bytes,
-					   false);
-	}
+	for (unsigned k = 0; k < r->n_in; k++)
+		if (own_stream(r, k))
+			tp_pager_rows_done(r->pg, r->in[k].t, 0,
+					   r0 * r->in[k].row_bytes, false);
 }
 
 /*
@@ -111,8 +126,7 @@ void tp_split_drop_read_rows(struct split_run *r, size_t r0, size_t r1,
 	for (unsigned k = 0; r0 && k < r->n_in; k++) {
 		struct split_io *io = &r->in[k];
 
-		if (io->stream && !io->regen && tp_split_first_use(r, k) &&
-		    tp_pager_rows_offloaded(r->pg, io->t))
+		if (own_stream(r, k) && tp_pager_rows_offloaded(r->pg, io->t))
 			tp_pager_rows_done(r->pg, io->t, 0, r0 * io->row_bytes,
 					   false);
 	}
@@ -149,21 +163,12 @@ void tp_split_drop_read_rows(struct split_run *r, size_t r0, size_t r1,
  */
 void tp_split_offload_read_rows(struct split_run *r, size_t r1, size_t r2)
 {
-	size_t need = 0;
+	size_t need = streams_missing(r, r1, r2);
 
-	for (unsigned k = 0; k < r->n_in; k++)
-		if (r->in[k].stream && !r->in[k].regen &&
-		    tp_split_first_use(r, k))
-			need += tp_pager_missing_pages(r->pg, r->in[k].t,
-						       r1 * r->in[k].row_bytes,
-						       (r2 - r1) * r->in[k].row_bytes);
-	if (!need || tp_pager_fits_now(r->pg, need))
+	if (!need || tp_pager_fits_now(r->pg, need) || !r1)
 		return;
-	for (unsigned k = 0; k < r->n_in; k++) {
-		struct split_io *io = &r->in[k];
-
-		if (io->stream && !io->regen && tp_split_first_use(r, k) && r1)
-			tp_pager_offload_range(r->pg, io->t, 0,
-					       r1 * io->row_bytes);
-	}
+	for (unsigned k = 0; k < r->n_in; k++)
+		if (own_stream(r, k))
+			tp_pager_offload_range(r->pg, r->in[k].t, 0,
+					       r1 * r->in[k].row_bytes);
 }

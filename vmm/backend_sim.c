@@ -914,11 +914,6 @@ static int sim_map_gate_open(struct tp_vmm *vmm)
 	return sb(vmm)->profile ? 0 : -EOPNOTSUPP;
 }
 
-/* Played: the stream's clock says when, not a word. */
-static void sim_map_posted(struct tp_vmm *vmm, uint32_t seq)
-{
-}
-
 static int sim_stream_wait_map(struct tp_vmm *vmm, enum tp_stream st,
 			       uint32_t seq, uint64_t t)
 {
@@ -1027,7 +1022,6 @@ const struct tp_vmm_ops tp_vmm_sim_ops = {
 	.worker_end = sim_worker_end,
 	.wait_until = sim_wait_until,
 	.map_gate_open = sim_map_gate_open,
-	.map_posted = sim_map_posted,
 	.stream_wait_map = sim_stream_wait_map,
 	.plays_worker = sim_plays_worker,
 	.event_when = sim_event_when,

@@ -60,7 +60,7 @@ int tp_map_ahead_error(const struct tp_deferred *d)
 static void posted(struct tp_vmm *vmm, struct tp_map_ahead *a, uint32_t seq)
 {
 	__atomic_store_n(&a->done, seq, __ATOMIC_RELEASE);
-	if (a->device)
+	if (a->device && vmm->ops->map_posted)
 		vmm->ops->map_posted(vmm, seq);
 }
 
@@ -437,37 +437,43 @@ static bool made(struct tp_vmm *vmm, const struct tp_deferred *d,
 			   seq);
 }
 
+/* Whether stream @s waits on the device for job @q already. */
+static bool stream_waits(const struct tp_map_ahead *a, enum tp_stream s,
+			 uint32_t q)
+{
+	return (__atomic_load_n(&a->waiting, __ATOMIC_ACQUIRE) & 1u << s) &&
+	       at_or_after(__atomic_load_n(&a->waited[s], __ATOMIC_ACQUIRE),
+			   q);
+}
+
 /*
  * The stream @s waits on the device for job @q, and every one before it,
- * unless it does already. Lock not held, nor taken around the driver's
- * call: an enqueue may block while the stream's queue is full, until
- * the driver thread, which takes the lock between jobs, posts @q.
+ * unless it does already (checked without the lock: an op's launch asks
+ * twice, before its events and in tp_vmm_launch_op()). The lock is not
+ * held around the driver's call: an enqueue may block while the
+ * stream's queue is full, until the driver thread, which takes the lock
+ * between jobs, posts @q.
  */
 static int gate_device(struct tp_vmm *vmm, struct tp_deferred *d,
 		       enum tp_stream s, uint32_t q)
 {
 	struct tp_map_ahead *a = &d->ahead;
-	uint64_t t;
-	bool waits;
 	int ret;
 
-	pthread_mutex_lock(&d->lock);
-	waits = (a->waiting & 1u << s) && at_or_after(a->waited[s], q);
-	t = a->played_at;
-	pthread_mutex_unlock(&d->lock);
-	if (waits)
+	if (stream_waits(a, s, q))
 		return 0;
-	ret = vmm->ops->stream_wait_map(vmm, s, q, t);
+	/* played_at: the caller's own, where the thread is played */
+	ret = vmm->ops->stream_wait_map(vmm, s, q, a->played_at);
 	if (ret)
 		return ret;
 	pthread_mutex_lock(&d->lock);
-	if (!(a->waiting & 1u << s) || !at_or_after(a->waited[s], q)) {
-		a->waiting |= 1u << s;
-		a->waited[s] = q;
+	if (!stream_waits(a, s, q)) {
+		__atomic_store_n(&a->waited[s], q, __ATOMIC_RELEASE);
+		__atomic_or_fetch(&a->waiting, 1u << s, __ATOMIC_RELEASE);
 	}
+	pthread_mutex_unlock(&d->lock);
 	vmm->stats.gate_waits++;
 	vmm->stats.gate_device++;
-	pthread_mutex_unlock(&d->lock);
 	return 0;
 }
 

@@ -343,10 +343,11 @@ struct tp_vmm_ops {
 	 */
 	bool (*can_map_ahead)(struct tp_vmm *vmm);
 	/*
-	 * Optional, all or none (map_spare may be NULL where the driver
-	 * thread is played: a played job's failure is the caller's at
-	 * once): streams that wait on the device for the
-	 * maps made ahead (vmm.map_gate). map_gate_open() readies what the
+	 * Optional, all or none (map_posted and map_spare may be NULL
+	 * where the driver thread is played: its clock says when a job is
+	 * done, and a played job's failure is the caller's at once):
+	 * streams that wait on the device for the maps made ahead
+	 * (vmm.map_gate). map_gate_open() readies what the
 	 * waits need (cuda: a word of pinned host memory the device reads,
 	 * and a spare handle of one page); -EOPNOTSUPP or another error
 	 * leaves the waits to the host. map_posted() says, from the

@@ -26,6 +26,7 @@ int tp_cpu_relu(const struct tp_op_launch *l)
 	return 0;
 }
 
+/* Input 1 is x or y: x > 0 is y > 0. */
 int tp_cpu_relu_bwd(const struct tp_op_launch *l)
 {
 	const struct tp_eltwise_params *p = TP_PARAMS(l, tp_eltwise_params);

@@ -12,7 +12,8 @@ static __global__ void relu_kernel(const float *x, float *y, size_t n)
 		y[i] = x[i] > 0 ? x[i] : 0.0f;
 }
 
-/* The mask x > 0 is y > 0: the op keeps x. */
+/* The mask x > 0 is y > 0: given y in place of x (as the models' tape
+ * gives it), the same bits. */
 static __global__ void relu_bwd_kernel(const float *dy, const float *x,
 				       float *dx, size_t n)
 {

@@ -130,6 +130,12 @@ struct tp_mvar *tp_model_workspace(struct tp_model *m,
 				   const struct tp_op_type *type,
 				   const void *params, size_t plen);
 
+/*
+ * tp_model_done() - the forward pass reads @v no more: its tensor is freed
+ * now if no backward op reads it either (else once the last has run).
+ */
+void tp_model_done(struct tp_model *m, struct tp_mvar *v);
+
 /* Free every tensor of the step and forget the tape; grow the workspace. */
 void tp_model_end_step(struct tp_model *m);
 void tp_model_free_params(struct tp_model *m);

@@ -4,7 +4,8 @@
  * once and records what its backward op will need; the backward pass walks
  * the tape in reverse, accumulates gradients (with the add op where a
  * tensor feeds several ops: residual branches), and frees each activation
- * as soon as no remaining backward op needs it, as a framework would.
+ * as soon as neither the forward pass (tp_model_done()) nor a remaining
+ * backward op reads it, as a framework would.
  */
 #include "config.h"
 
@@ -16,7 +17,14 @@
 #include "base/log.h"
 #include "kernels/model_int.h"
 
-/* What each forward op's backward op takes and gives (see ops.h). */
+/*
+ * What each forward op's backward op takes and gives (see ops.h): tokens
+ * of two characters, d (the gradient of an output), i (an input) or o (an
+ * output) and its index. A tensor is kept for the backward pass only if
+ * a token names it. ReLU's mask is taken from its output (x > 0 is
+ * y > 0, bit for bit), as autograd does: its input, a batch-norm's
+ * output, is then read by nothing after the forward ReLU.
+ */
 static const struct {
 	const char *fwd, *bwd, *bwd_in, *bwd_out;
 } grad_table[] = {
@@ -24,7 +32,7 @@ static const struct {
 	{ "gemm", "gemm_bwd", "d0 i0 i1", "0 1" },
 	{ "conv2d", "conv2d_bwd", "d0 i0 i1", "0 1 2" },
 	{ "batchnorm", "batchnorm_bwd", "d0 i0 i1 o1 o2", "0 1 2" },
-	{ "relu", "relu_bwd", "d0 i0", "0" },
+	{ "relu", "relu_bwd", "d0 o0", "0" },
 	{ "gelu", "gelu_bwd", "d0 i0", "0" },
 	{ "maxpool", "maxpool_bwd", "d0 i0 o0", "0" },
 	{ "avgpool", "avgpool_bwd", "d0", "0" },
@@ -217,6 +225,40 @@ static void put_var(struct tp_model *m, struct tp_mvar *v)
 	}
 }
 
+void tp_model_done(struct tp_model *m, struct tp_mvar *v)
+{
+	if (v && !v->refs)
+		put_var(m, v);
+}
+
+/* Whether @e's backward op reads its @kind ('i' or 'o') tensor @k. */
+static bool tape_reads(const struct tp_tape_ent *e, char kind, unsigned k)
+{
+	for (const char *p = e->bwd_in; p[0] && p[1]; p += p[2] ? 3 : 2)
+		if (p[0] == kind && (unsigned)(p[1] - '0') == k)
+			return true;
+	return false;
+}
+
+/* Take (@d = 1) or let go (@d = -1) of what @e's backward op reads. */
+static void tape_hold(struct tp_model *m, struct tp_tape_ent *e, int d)
+{
+	for (unsigned k = 0; k < e->n_in; k++)
+		if (tape_reads(e, 'i', k)) {
+			if (d > 0)
+				e->in[k]->refs++;
+			else
+				put_var(m, e->in[k]);
+		}
+	for (unsigned k = 0; k < e->n_out; k++)
+		if (tape_reads(e, 'o', k)) {
+			if (d > 0)
+				e->out[k]->refs++;
+			else
+				put_var(m, e->out[k]);
+		}
+}
+
 struct tp_mvar *tp_model_op(struct tp_model *m, const char *name,
 			    const void *params, size_t plen,
 			    struct tp_mvar *const *in, unsigned n_in,
@@ -275,14 +317,11 @@ struct tp_mvar *tp_model_op(struct tp_model *m, const char *name,
 		e->plen = plen;
 		e->n_in = n_in;
 		e->n_out = no;
-		for (k = 0; k < n_in; k++) {
+		for (k = 0; k < n_in; k++)
 			e->in[k] = in[k];
-			in[k]->refs++;
-		}
-		for (k = 0; k < no; k++) {
+		for (k = 0; k < no; k++)
 			e->out[k] = ov[k];
-			ov[k]->refs++;
-		}
+		tape_hold(m, e, 1);
 	}
 	/* an output no backward op holds is only the caller's */
 	if (out)
@@ -357,9 +396,12 @@ static int backward_one(struct tp_model *m, struct tp_tape_ent *e)
 
 int tp_model_backward(struct tp_model *m, struct tp_mvar *loss)
 {
-	unsigned i, k;
+	unsigned i;
 	int rc = 0;
 
+	/* the forward pass is over: what no backward op reads goes now */
+	for (i = 0; i < m->n_vars; i++)
+		tp_model_done(m, m->vars[i]);
 	loss->grad = m->one;
 	while (m->n_tape) {
 		struct tp_tape_ent *e = &m->tape[--m->n_tape];
@@ -371,10 +413,7 @@ int tp_model_backward(struct tp_model *m, struct tp_mvar *loss)
 		if (y->grad && y->grad != m->one)
 			tp_tensor_free(m->ctx, y->grad);
 		y->grad = NULL;
-		for (k = 0; k < e->n_in; k++)
-			put_var(m, e->in[k]);
-		for (k = 0; k < e->n_out; k++)
-			put_var(m, e->out[k]);
+		tape_hold(m, e, -1);
 	}
 	for (i = 0; rc && i < m->n_params; i++)
 		if (m->params[i]->v.grad) {

@@ -139,9 +139,14 @@ static struct tp_mvar *eltwise(struct tp_model *m, const char *op,
 	return tp_model_op(m, op, &p, sizeof(p), &x, 1, NULL);
 }
 
+/* The input of a ReLU of these models is read by it alone. */
 static struct img relu(struct tp_model *m, struct img x)
 {
-	x.v = eltwise(m, "relu", x.v, img_count(x));
+	struct tp_mvar *in = x.v;
+
+	x.v = eltwise(m, "relu", in, img_count(x));
+	if (x.v)
+		tp_model_done(m, in);
 	return x;
 }
 
@@ -149,11 +154,18 @@ static struct tp_mvar *add(struct tp_model *m, struct tp_mvar *a,
 			   struct tp_mvar *b, size_t count)
 {
 	struct tp_eltwise_params p = { .count = (uint32_t)count };
-	struct tp_mvar *v[2] = { a, b };
+	struct tp_mvar *v[2] = { a, b }, *y;
 
 	if (!count_ok(m, count))
 		return NULL;
-	return tp_model_op(m, "add", &p, sizeof(p), v, 2, NULL);
+	y = tp_model_op(m, "add", &p, sizeof(p), v, 2, NULL);
+	/* a residual add's operands are read by nothing after it but the
+	 * backward ops that read them (the shortcut's) */
+	if (y) {
+		tp_model_done(m, a);
+		tp_model_done(m, b);
+	}
+	return y;
 }
 
 static struct img maxpool(struct tp_model *m, struct img x, uint32_t r,

@@ -23,6 +23,7 @@
  *   batchnorm_bwd   in: dy x gamma mean invstd       out: dx dgamma dbeta
  *   relu, gelu      in: x                            out: y
  *   relu_bwd, gelu_bwd in: dy x                      out: dx
+ *                   (relu_bwd's mask x > 0 is y > 0: it takes y alike)
  *   maxpool         in: x[n,c,h,w]                   out: y[n,c,oh,ow]
  *   maxpool_bwd     in: dy x y                       out: dx
  *   avgpool         in: x                            out: y

@@ -216,6 +216,30 @@ static void test_norms(void)
 	   "layernorm_bwd: dx 0, dgamma = xhat, dbeta = dy");
 }
 
+/*
+ * The models' tape gives relu_bwd the output y in place of x (so that x,
+ * a batch-norm's output, is freed after the forward ReLU): the same bits
+ * wherever x > 0 and y > 0 could part, -0, NaN, subnormals, infinities.
+ */
+static void relu_mask_from_output(void)
+{
+	float x[] = { -0.0f, 0.0f, NAN, -NAN, 1e-45f, -1e-45f, INFINITY,
+		      -INFINITY, 1.17549421e-38f, -2.5f, 3.0f, -1e-30f };
+	struct tp_eltwise_params p = { .count = ARRAY_SIZE(x) };
+	float y[ARRAY_SIZE(x)], dy[ARRAY_SIZE(x)];
+	float from_x[ARRAY_SIZE(x)], from_y[ARRAY_SIZE(x)];
+	void *in[] = { x }, *out[] = { y };
+	void *bx[] = { dy, x }, *by[] = { dy, y };
+	void *ox[] = { from_x }, *oy[] = { from_y };
+
+	for (size_t i = 0; i < ARRAY_SIZE(x); i++)
+		dy[i] = (float)i + 0.5f;
+	ok(!RUN("relu", p, in, out) && !RUN("relu_bwd", p, bx, ox) &&
+	   !RUN("relu_bwd", p, by, oy) &&
+	   !memcmp(from_x, from_y, sizeof(from_x)),
+	   "relu_bwd: the mask from y is the mask from x, bit for bit");
+}
+
 static void test_activations(void)
 {
 	struct tp_eltwise_params p = { .count = 4 };
@@ -231,6 +255,7 @@ static void test_activations(void)
 	ok(!RUN("relu", p, in, out) && same(y, relu, 4), "relu");
 	ok(!RUN("relu_bwd", p, bin, bout) && same(dx, drelu, 4),
 	   "relu_bwd: zero at x <= 0");
+	relu_mask_from_output();
 	ok(!RUN("gelu", p, in, out) && near(y, gelu, 4), "gelu: x Phi(x)");
 	ok(!RUN("gelu_bwd", p, bin, bout) && near(dx, dgelu, 4),
 	   "gelu_bwd: Phi(x) + x phi(x)");
@@ -480,7 +505,7 @@ static void test_registry(void)
 
 int main(void)
 {
-	plan_tests(54);
+	plan_tests(55);
 	test_linear();
 	test_gemm();
 	test_conv();

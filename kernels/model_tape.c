@@ -240,23 +240,23 @@ static bool tape_reads(const struct tp_tape_ent *e, char kind, unsigned k)
 	return false;
 }
 
+static void hold(struct tp_model *m, struct tp_mvar *v, int d)
+{
+	if (d > 0)
+		v->refs++;
+	else
+		put_var(m, v);
+}
+
 /* Take (@d = 1) or let go (@d = -1) of what @e's backward op reads. */
 static void tape_hold(struct tp_model *m, struct tp_tape_ent *e, int d)
 {
 	for (unsigned k = 0; k < e->n_in; k++)
-		if (tape_reads(e, 'i', k)) {
-			if (d > 0)
-				e->in[k]->refs++;
-			else
-				put_var(m, e->in[k]);
-		}
+		if (tape_reads(e, 'i', k))
+			hold(m, e->in[k], d);
 	for (unsigned k = 0; k < e->n_out; k++)
-		if (tape_reads(e, 'o', k)) {
-			if (d > 0)
-				e->out[k]->refs++;
-			else
-				put_var(m, e->out[k]);
-		}
+		if (tape_reads(e, 'o', k))
+			hold(m, e->out[k], d);
 }
 
 struct tp_mvar *tp_model_op(struct tp_model *m, const char *name,

@@ -312,11 +312,29 @@ static void charge_handle(struct tp_vmm *vmm, enum tp_sim_driver_call call,
 	charge_handles(vmm, call, &c, c->pages);
 }
 
+/*
+ * The contiguous pool (vmm.mode = contiguous) models the caching
+ * allocators the baselines ran on, which map their memory as they grow
+ * and carve it into blocks without remapping: the maps it asks for to
+ * place a tensor's run at its address are bookkeeping here, not driver
+ * calls, and cost nothing (nor does the address range each tensor
+ * reserves), and the handle a chunk gets on its first use costs its
+ * share of a 2 MiB one (charge_growth()). Charged per chunk
+ * handle, as they were (64 KiB for DTR's logs, which no GPU's driver
+ * makes), its unconstrained replay of DTR's ResNet-32 log took 23.6 s,
+ * 23.3 of it driver time, against 0.32 s on the chunked pool, and a
+ * baseline on it was measured against that.
+ */
+static bool premapped(struct tp_vmm *vmm)
+{
+	return tp_vmm_pool_contiguous(vmm);
+}
+
 static int sim_reserve(struct tp_vmm *vmm, size_t len, uintptr_t *va)
 {
 	struct sim_backend *s = sb(vmm);
 
-	if (s->profile)
+	if (s->profile && !premapped(vmm))
 		charge_host(vmm, scaled(s, s->profile->reserve_ns));
 	*va = (s->next_va + vmm->va_align - 1) / vmm->va_align * vmm->va_align;
 	/* A free granule between ranges, so an overrun is never another
@@ -327,12 +345,10 @@ static int sim_reserve(struct tp_vmm *vmm, size_t len, uintptr_t *va)
 
 static int sim_release(struct tp_vmm *vmm, uintptr_t va, size_t len)
 {
-	if (sb(vmm)->profile)
+	if (sb(vmm)->profile && !premapped(vmm))
 		charge_host(vmm, scaled(sb(vmm), sb(vmm)->profile->reserve_ns));
 	return 0;
 }
-
-static bool premapped(struct tp_vmm *vmm);
 
 /* The pool grows as an allocator's does, by the driver's 2 MiB granules:
  * @c's share of one (premapped()). */
@@ -354,18 +370,22 @@ static void charge_growth(struct tp_vmm *vmm, enum tp_sim_driver_call call,
 static int sim_chunk_create(struct tp_vmm *vmm, struct tp_chunk *c)
 {
 	c->handle = c->index;
-	if (sb(vmm)->profile && premapped(vmm))
+	if (!sb(vmm)->profile)
+		return 0;
+	if (premapped(vmm))
 		charge_growth(vmm, TP_SIM_CREATE, c);
-	else if (sb(vmm)->profile)
+	else
 		charge_handle(vmm, TP_SIM_CREATE, c);
 	return 0;
 }
 
 static void sim_chunk_destroy(struct tp_vmm *vmm, struct tp_chunk *c)
 {
-	if (sb(vmm)->profile && premapped(vmm))
+	if (!sb(vmm)->profile)
+		return;
+	if (premapped(vmm))
 		charge_growth(vmm, TP_SIM_RELEASE, c);
-	else if (sb(vmm)->profile)
+	else
 		charge_handle(vmm, TP_SIM_RELEASE, c);
 }
 
@@ -384,23 +404,6 @@ static uint64_t sim_driver_ns(struct tp_vmm *vmm, uint64_t per_granule_ns,
 	uint64_t granules = (len + g - 1) / g;
 
 	return (granules ? granules : 1) * per_granule_ns;
-}
-
-/*
- * The contiguous pool (vmm.mode = contiguous) models the caching
- * allocators the baselines ran on, which map their memory as they grow
- * and carve it into blocks without remapping: the maps it asks for to
- * place a tensor's run at its address are bookkeeping here, not driver
- * calls, and cost nothing, and the handle a chunk gets on its first use
- * costs its share of a 2 MiB one (charge_growth()). Charged per chunk
- * handle, as they were (64 KiB for DTR's logs, which no GPU's driver
- * makes), its unconstrained replay of DTR's ResNet-32 log took 23.6 s,
- * 23.3 of it driver time, against 0.32 s on the chunked pool, and a
- * baseline on it was measured against that.
- */
-static bool premapped(struct tp_vmm *vmm)
-{
-	return tp_vmm_pool_contiguous(vmm);
 }
 
 static int sim_map(struct tp_vmm *vmm, uintptr_t va,
@@ -422,11 +425,9 @@ static int sim_set_access(struct tp_vmm *vmm, uintptr_t va,
 {
 	struct sim_backend *s = sb(vmm);
 
-	if (premapped(vmm))
-		;
-	else if (s->profile)
+	if (!premapped(vmm) && s->profile)
 		charge_handles(vmm, TP_SIM_SET_ACCESS, chunks, n);
-	else
+	else if (!premapped(vmm))
 		charge_host(vmm, sim_driver_ns(vmm, s->set_access_ns,
 					       n * vmm->granularity));
 	/* Made by the played thread: usable once its clock is there. */

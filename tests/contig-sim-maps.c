@@ -25,7 +25,7 @@ static int rounds(const char *mode, uint64_t ns[ROUNDS])
 {
 	char opts[256];
 	struct tp_ctx *ctx;
-	struct tp_stats st;
+	struct tp_stats st = { 0 };
 	int ret = 0;
 
 	snprintf(opts, sizeof(opts),

@@ -319,11 +319,11 @@ static void charge_handle(struct tp_vmm *vmm, enum tp_sim_driver_call call,
  * place a tensor's run at its address are bookkeeping here, not driver
  * calls, and cost nothing (nor does the address range each tensor
  * reserves), and the handle a chunk gets on its first use costs its
- * share of a 2 MiB one (charge_growth()). Charged per chunk
- * handle, as they were (64 KiB for DTR's logs, which no GPU's driver
- * makes), its unconstrained replay of DTR's ResNet-32 log took 23.6 s,
- * 23.3 of it driver time, against 0.32 s on the chunked pool, and a
- * baseline on it was measured against that.
+ * share of a 2 MiB one (charge_growth()). Charged per chunk handle, as
+ * they were (64 KiB for DTR's logs, which no GPU's driver makes), its
+ * unconstrained replay of DTR's ResNet-32 log took 23.6 s, 23.3 of it
+ * driver time, against 0.32 s on the chunked pool, and a baseline on it
+ * was measured against that.
  */
 static bool premapped(struct tp_vmm *vmm)
 {

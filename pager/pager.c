@@ -118,6 +118,13 @@ struct tp_pager *tp_pager_create(struct tp_vmm *vmm, struct tp_tracer *tracer,
 				       vmm->ops->name);
 			goto err_free;
 		}
+		/*
+		 * No range cache: the contiguous pool's memory is never mapped
+		 * again, and a freed block goes back to it at once, as a
+		 * caching allocator's does (cached, it would place the next
+		 * tensors elsewhere); nor does an evicted tensor move.
+		 */
+		pg->conf.range_cache = false;
 	}
 	ret = tp_swap_init(pg, pc->host_budget, pc->swap_ahead);
 	if (ret)

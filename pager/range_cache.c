@@ -25,11 +25,8 @@ static struct tp_cached_range *cache_range(struct tp_pager *pg,
 	struct tp_cached_range *r;
 	size_t max = 0;
 
-	/* pager.range_cache_max may change at run time (tp_ctl_set). The
-	 * contiguous pool's maps are free, and a freed block goes back to
-	 * it at once, as a caching allocator's does (cached, it would place
-	 * the next tensors elsewhere). */
-	if (pg->conf.range_cache && !tp_vmm_pool_contiguous(pg->vmm))
+	/* pager.range_cache_max may change at run time (tp_ctl_set). */
+	if (pg->conf.range_cache)
 		max = pg->conf.range_cache_max / pg->chunk;
 	if (t->slab || t->unreserved || t->nr_pages > max ||
 	    t->resident_pages != t->nr_pages || t->inflight_pages)
@@ -138,7 +135,7 @@ static bool may_move(const struct tp_pager *pg, const struct tp_tensor *t)
 {
 	return pg->conf.move_evicted && pg->conf.range_cache &&
 	       !t->addr_shown && !t->dead && !t->slab && !t->rows_held &&
-	       !t->inflight_pages && !tp_vmm_pool_contiguous(pg->vmm);
+	       !t->inflight_pages;
 }
 
 bool tp_range_cache_movable(const struct tp_pager *pg,

@@ -425,11 +425,14 @@ static int sim_set_access(struct tp_vmm *vmm, uintptr_t va,
 {
 	struct sim_backend *s = sb(vmm);
 
-	if (!premapped(vmm) && s->profile)
-		charge_handles(vmm, TP_SIM_SET_ACCESS, chunks, n);
-	else if (!premapped(vmm))
-		charge_host(vmm, sim_driver_ns(vmm, s->set_access_ns,
-					       n * vmm->granularity));
+	/* The contiguous pool's grant is bookkeeping: nothing to price. */
+	if (!premapped(vmm)) {
+		if (s->profile)
+			charge_handles(vmm, TP_SIM_SET_ACCESS, chunks, n);
+		else
+			charge_host(vmm, sim_driver_ns(vmm, s->set_access_ns,
+						       n * vmm->granularity));
+	}
 	/* Made by the played thread: usable once its clock is there. */
 	pthread_mutex_lock(&s->lock);
 	if (s->on_worker)

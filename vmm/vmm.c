@@ -772,9 +772,7 @@ int tp_vmm_map_ahead(struct tp_vmm *vmm, uintptr_t va,
 
 int tp_vmm_gate(struct tp_vmm *vmm, enum tp_stream s)
 {
-	if ((unsigned)s >= TP_NR_STREAMS)
-		return -EINVAL;
-	return tp_map_ahead_gate(vmm, vmm->deferred, s, false);
+	return tp_vmm_gate_work(vmm, s, TP_WORK_ANY);
 }
 
 int tp_vmm_gate_work(struct tp_vmm *vmm, enum tp_stream s, enum tp_vmm_work w)

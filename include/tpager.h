@@ -511,6 +511,10 @@ struct tp_stats {
 	uint64_t rows_regenerated;
 	/* of gate_waits, those a stream made on the device (vmm.map_gate) */
 	uint64_t gate_device;
+	/* most device memory tensors held at once, bytes: phys_peak less
+	 * the freed tensors' ranges kept mapped (pager.range_cache_freed),
+	 * as a framework's allocator counts allocated against reserved */
+	uint64_t held_peak;
 };
 
 /** tp_stats_get() - a snapshot of the context's counters. */

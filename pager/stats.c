@@ -73,6 +73,7 @@ void tp_pager_stats(struct tp_pager *pg, struct tp_stats *st)
 	st->handle_creates = vs->handles_created;
 	st->recarves = vs->handles_released;
 	st->device_peak = vs->chunks_device_peak * pg->chunk;
+	st->held_peak = pg->c.held_peak * pg->chunk;
 	st->rescued_pages = pg->c.rescued_pages;
 	st->driver_bg_calls = vs->bg_calls;
 	st->driver_bg_ns = vs->bg_ns;

@@ -300,7 +300,8 @@ static void report_text(const struct sim_args *a,
 	printf("ops              %" PRIu64 " (%" PRIu64 " tp_op_run calls)\n",
 	       o->ops, o->op_runs);
 	printf("peak (trace)     %" PRIu64 " bytes\n", sum->peak_bytes);
-	printf("peak (no limit)  %" PRIu64 " bytes\n", u->phys_peak);
+	printf("peak (no limit)  %" PRIu64 " bytes mapped, %" PRIu64 " held by tensors\n",
+	       u->phys_peak, u->held_peak);
 	if (r->limited)
 		printf("budget           %" PRIu64 " bytes (%.3f of the trace peak), chunk %" PRIu64 "\n",
 		       r->budget_bytes, ratio, r->chunk_size);
@@ -310,7 +311,8 @@ static void report_text(const struct sim_args *a,
 	printf("result           %s%s%s\n", status_name(r->status),
 	       r->status != TP_REPLAY_OK ? ": " : "",
 	       r->status != TP_REPLAY_OK ? r->error : "");
-	printf("physical peak    %" PRIu64 " bytes\n", r->phys_peak);
+	printf("physical peak    %" PRIu64 " bytes mapped, %" PRIu64 " held by tensors\n",
+	       r->phys_peak, r->held_peak);
 	if (r->status == TP_REPLAY_OOM) {
 		/* Stopped at the op that found no room: no figures. */
 		printf("fragmentation    %.4f (free / held at allocations that found no run)\n",
@@ -364,10 +366,10 @@ static void report_json(const struct sim_args *a,
 		       ",\"unlimited_peak\":%" PRIu64 ",\"budget\":%" PRIu64
 		       ",\"limited\":%s,\"policy\":\"%s\",\"chunk_size\":%" PRIu64
 		       ",\"result\":\"%s\",\"phys_peak\":%" PRIu64
-		       ",\"overhead\":null,\"fragmentation_ppm\":%" PRIu64 "}\n",
+		       ",\"held_peak\":%" PRIu64 ",\"overhead\":null,\"fragmentation_ppm\":%" PRIu64 "}\n",
 		       u->ops, sum->peak_bytes, u->phys_peak, r->budget_bytes,
 		       r->limited ? "true" : "false", r->policy, r->chunk_size,
-		       status_name(r->status), r->phys_peak,
+		       status_name(r->status), r->phys_peak, r->held_peak,
 		       r->fragmentation_ppm);
 		return;
 	}
@@ -376,7 +378,7 @@ static void report_json(const struct sim_args *a,
 	       ",\"budget\":%" PRIu64 ",\"limited\":%s,\"policy\":\"%s\""
 	       ",\"chunk_size\":%" PRIu64
 	       ",\"result\":\"%s\",\"phys_peak\":%" PRIu64
-	       ",\"overhead\":%.6f,\"extra_time_pct\":%.4f"
+	       ",\"held_peak\":%" PRIu64 ",\"overhead\":%.6f,\"extra_time_pct\":%.4f"
 	       ",\"evictions\":%" PRIu64 ",\"partial_evictions\":%" PRIu64
 	       ",\"offloads\":%" PRIu64
 	       ",\"reloads\":%" PRIu64 ",\"recomputes\":%" PRIu64
@@ -393,7 +395,8 @@ static void report_json(const struct sim_args *a,
 	       r->ops, r->op_runs, sum->peak_bytes, u->phys_peak,
 	       r->budget_bytes, r->limited ? "true" : "false", r->policy,
 	       r->chunk_size, status_name(r->status),
-	       r->phys_peak, tp_replay_overhead(r), extra, r->evictions,
+	       r->phys_peak, r->held_peak, tp_replay_overhead(r), extra,
+	       r->evictions,
 	       r->partial_evictions, r->offloads, r->reloads, r->recomputes, r->recompute_ns,
 	       r->prefetch_hits, r->prefetch_issued, r->prefetch_late,
 	       r->stall_ns, r->driver_ns, r->driver_calls, r->time_ns ?

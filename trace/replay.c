@@ -691,11 +691,13 @@ static int build_opts(const struct tp_replay_opts *o, uint64_t chunk,
 	size_t n;
 
 	/*
-	 * Bytes counted as DTR counts them: a freed tensor's memory is free
-	 * at once, not kept mapped for the next of its size.
+	 * Freed tensors' ranges stay mapped for the next of their size, as
+	 * in training (pager.range_cache_freed): free memory the pool takes
+	 * back first, so a budget fits what it fitted without them, and
+	 * not counted in held_peak, DTR's byte count.
 	 */
 	n = (size_t)snprintf(buf, len, "vmm.backend=sim,vmm.chunk_size=%" PRIu64
-			     ",pager.range_cache_freed=0%s", chunk,
+			     "%s", chunk,
 			     o->async ? "" : ",vmm.sim.sync=1");
 	if (n < len)
 		n += (size_t)snprintf(buf + n, len - n, ",pager.budget=%" PRIu64
@@ -899,6 +901,7 @@ out_figures:
 	region_figures(&rp, &a, &b);
 	r->fragmentation_ppm = b.s.fragmentation_ppm;
 	r->phys_peak = b.s.phys_peak;
+	r->held_peak = b.s.held_peak;
 	r->budget_bytes = b.s.budget_bytes;
 	r->chunk_size = b.s.chunk_size;
 	ret = 0;
@@ -912,6 +915,7 @@ out_verdict:
 		if (!tp_stats_get(rp.ctx, &s)) {
 			r->fragmentation_ppm = s.fragmentation_ppm;
 			r->phys_peak = s.phys_peak;
+			r->held_peak = s.held_peak;
 			r->budget_bytes = s.budget_bytes;
 			r->chunk_size = s.chunk_size;
 		}

@@ -89,6 +89,9 @@ struct tp_replay_result {
 	char policy[64];	/* "filter/director" as the context ran them */
 	uint64_t chunk_size;
 	uint64_t phys_peak;	/* mapped bytes, whole replay incl. warm-up */
+	/* of those, held by tensors: the freed tensors' ranges kept mapped
+	 * for reuse not counted, as DTR's byte count does not */
+	uint64_t held_peak;
 	/* host swap, whole replay: the most in use, and the memory held
 	 * for it at the end (stats.host_peak, stats.host_held) */
 	uint64_t host_peak, host_held;

@@ -96,7 +96,7 @@ double tp_policy_remap_ns(struct tp_policy *pol, size_t pages);
  * Whether that cost is per handle (the driver's, measured on a device or
  * by the sim's profile), rather than the keys' cost per chunk.
  */
-bool tp_policy_remap_per_handle(struct tp_policy *pol);
+bool tp_policy_remap_per_handle(const struct tp_policy *pol);
 /* Bytes of copies to host in flight (0 without a pager). */
 double tp_policy_out_backlog(struct tp_policy *pol);
 /* Fill the director's input for @t. */

@@ -35,6 +35,7 @@ struct sim_args {
 	bool profile;		/* a sim profile other than custom is set */
 	bool dtr;		/* the trace is a DTR log */
 	double thrash;		/* < 0: the format's default */
+	int async;		/* --async 1, --sync 0; < 0: the default */
 	double wall;		/* --wall-limit: 0 never */
 	struct tp_replay_opts o;
 	char extra[512];
@@ -48,7 +49,7 @@ static void usage(FILE *f)
 		"usage: %s TRACE [--format auto|tpager|dtr] [--budget B|P%%|RATIO]\n"
 		"       [--policy FILTER/DIRECTOR] [--iterations N] [--warmup N]\n"
 		"       [--bandwidth GB/s] [--remap-us N] [--chunk-size B] [--no-prefetch]\n"
-		"       [--async] [--thrash X] [--wall-limit X] [--set KEY=VALUE]...\n"
+		"       [--async | --sync] [--thrash X] [--wall-limit X] [--set KEY=VALUE]...\n"
 		"       [--sweep] [--json]\n", prog);
 }
 
@@ -108,7 +109,7 @@ static void add_extra(struct sim_args *a, const char *kv)
 static void parse_args(struct sim_args *a, int argc, char **argv)
 {
 	enum { O_FORMAT = 256, O_BUDGET, O_POLICY, O_ITER, O_WARMUP, O_BW, O_REMAP,
-	       O_CHUNK, O_NOPF, O_ASYNC, O_THRASH, O_WALL, O_SET, O_SWEEP, O_JSON,
+	       O_CHUNK, O_NOPF, O_ASYNC, O_SYNC, O_THRASH, O_WALL, O_SET, O_SWEEP, O_JSON,
 	       O_HELP };
 	static const struct option lo[] = {
 		{ "format", required_argument, NULL, O_FORMAT },
@@ -121,6 +122,7 @@ static void parse_args(struct sim_args *a, int argc, char **argv)
 		{ "chunk-size", required_argument, NULL, O_CHUNK },
 		{ "no-prefetch", no_argument, NULL, O_NOPF },
 		{ "async", no_argument, NULL, O_ASYNC },
+		{ "sync", no_argument, NULL, O_SYNC },
 		{ "thrash", required_argument, NULL, O_THRASH },
 		{ "wall-limit", required_argument, NULL, O_WALL },
 		{ "set", required_argument, NULL, O_SET },
@@ -140,6 +142,7 @@ static void parse_args(struct sim_args *a, int argc, char **argv)
 	add_extra(a, "vmm.sim.driver_granule=2M");
 	a->fmt = TP_TRACE_FMT_UNKNOWN;
 	a->thrash = -1;
+	a->async = -1;
 	a->wall = TP_REPLAY_WALL_LIMIT;
 	a->o.prefetch = -1;
 	a->o.remap_ns = -2;	/* unset: the format's default */
@@ -192,7 +195,8 @@ static void parse_args(struct sim_args *a, int argc, char **argv)
 			a->o.prefetch = 0;
 			break;
 		case O_ASYNC:
-			a->o.async = true;
+		case O_SYNC:
+			a->async = c == O_ASYNC;
 			break;
 		case O_THRASH:
 			if (tp_parse_double(optarg, &d) || (d != 0 && d <= 1))
@@ -543,6 +547,7 @@ int main(int argc, char **argv)
 	if (a.o.remap_ns == -2)
 		a.o.remap_ns = defaults.remap_ns;
 	a.o.thrash_limit = a.thrash >= 0 ? a.thrash : defaults.thrash_limit;
+	a.o.async = a.async >= 0 ? a.async : defaults.async;
 	a.dtr = dtr;
 
 	if (a.sweep) {

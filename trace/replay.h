@@ -170,12 +170,16 @@ int tp_replay_run(const struct tp_trace *t, const struct tp_replay_opts *o,
 #define TP_REPLAY_WALL_LIMIT	10.0
 
 /**
- * tp_replay_defaults() - the remap cost and thrash rule of a budgeted
- * replay, by the trace's kind: a DTR log (@dtr) gets DTR's rule and no
- * remapping, as DTR's simulator has none, unless a GPU's sim profile
- * (@profile) charges the driver's costs, which the policy is then told
- * (remap_ns -1: the backend's); tpager's traces get the backend's remap
- * cost and TP_REPLAY_TRACE_THRASH.
+ * tp_replay_defaults() - the remap cost, thrash rule and clock of a
+ * budgeted replay, by the trace's kind: a DTR log (@dtr) gets DTR's rule
+ * and no remapping, as DTR's simulator has none, unless a GPU's sim
+ * profile (@profile) charges the driver's costs, which the policy is then
+ * told (remap_ns -1: the backend's); tpager's traces get the backend's
+ * remap cost and TP_REPLAY_TRACE_THRASH. On a GPU's profile a tpager
+ * trace replays asynchronously, the host issuing ahead of the device
+ * within the profile's launch window as the training it was recorded
+ * from did (the profile is calibrated so); a DTR log, and any trace on
+ * the custom profile, which has no launch window, waits for each op.
  */
 void tp_replay_defaults(struct tp_replay_opts *o, bool dtr, bool profile);
 

@@ -146,6 +146,15 @@ bool tp_pager_policy_swaps(const struct tp_pager *pg);
  */
 size_t tp_pager_room_pages(struct tp_pager *pg);
 /*
+ * tp_pager_moves_into_room() - whether @t, evicted now, would leave its
+ * range as the room being made: that room is for one tensor of @t's page
+ * count which may take a range (pager.move_evicted), and @t, resident
+ * whole, may move. Neither then calls the driver: the other takes @t's
+ * range as it is mapped.
+ */
+bool tp_pager_moves_into_room(const struct tp_pager *pg,
+			      const struct tp_tensor *t);
+/*
  * tp_pager_fits_now() - whether @n more chunks can be backed now without
  * making room: the pool's free chunks once completed work is reaped.
  * Unlike tp_pager_room_pages(), what others hold unpinned counts as taken.

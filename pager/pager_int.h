@@ -212,6 +212,9 @@ struct tp_pager {
 	struct cds_lfht *ht;
 	struct tp_swap swap;
 	struct tp_range_cache cache;
+	/* The tensor free_chunks() makes room for, whole (it may take a
+	 * victim's range: tp_pager_moves_into_room()), or NULL. */
+	const struct tp_tensor *room_for;
 	struct tp_slabs slabs;
 	struct tp_pager_counters c;
 	struct tp_copy_rec *copies;	/* in flight, oldest first */

@@ -307,6 +307,7 @@ static int free_chunks(struct tp_pager *pg, size_t n,
 	uint64_t wait, t0;
 	int ret = 0;
 
+	pg->room_for = whole;
 	for (;;) {
 		tp_vmm_reap(vmm);
 		free_now = tp_vmm_chunks_free(vmm);
@@ -401,6 +402,7 @@ static int free_chunks(struct tp_pager *pg, size_t n,
 		ret = -ENOMEM;
 		break;
 	}
+	pg->room_for = NULL;
 	unskip(pg, &s);
 	return ret;
 }

@@ -12,7 +12,10 @@
  * handles where the driver charges per handle (a device, or the sim's
  * profiles of one): a small tensor then costs as much to send away as a
  * large one, for little room, where a cost per chunk (the keys') is paid
- * per byte freed by every way out and left out. d(t) the time to its next use as the last iteration's
+ * per byte freed by every way out and left out; but not for an eviction
+ * whose range is the room being made (the tensor it is made for takes it
+ * mapped, pager.move_evicted: that tensor's map and this one's unmap
+ * both go, the remap its return costs stays). d(t) the time to its next use as the last iteration's
  * record predicts it (Belady's distance, which Capuchin reads off its
  * measured access pattern), or its staleness s (DELTA eq. 1, DTR) where
  * the record says nothing. It is DTR's c/(m*s) with the director's cost
@@ -49,15 +52,29 @@ static bool eligible(struct tp_policy *pol, const struct tp_overlap_ask *ask,
 	return tp_policy_leave_cost(pol, *how, in) < ask->max_cost;
 }
 
-/* 1/h of @t leaving by @how with director input @in at @now: m*d/x. */
+/*
+ * Whether @t, evicted, would leave its range as the room being made
+ * (tp_pager_moves_into_room()): its remap is then not charged.
+ */
+static bool moves_into_room(const struct tp_policy *pol,
+			    const struct tp_tensor *t)
+{
+	return pol->pager && tp_pager_moves_into_room(pol->pager, t);
+}
+
+/*
+ * 1/h of @t leaving by @how with director input @in at @now: m*d/x, with
+ * its remap in x where @remap (per handle) unless an eviction @moves into
+ * the room being made.
+ */
 static double value(const struct tp_tensor *t,
 		    const struct tp_director_in *in, enum tp_leave how,
-		    bool remap, uint64_t now)
+		    bool remap, bool moves, uint64_t now)
 {
 	double x = tp_director_exposed_ns(in, how);
 	double d = tp_policy_distance(t, in->reuse_ns, now);
 
-	if (remap)
+	if (remap && !(moves && how == TP_LEAVE_EVICT))
 		x += in->remap_ns;
 	if (x < TP_FILTER_MIN_COST_NS)
 		x = TP_FILTER_MIN_COST_NS;
@@ -71,6 +88,7 @@ struct tp_overlap_cand {
 	uint64_t next;			/* predicted next use */
 	double bound;			/* value() is at most this */
 	size_t slot;
+	bool moves;			/* moves_into_room() */
 };
 
 /* What the ranking sorts: small, so that the sort moves little. */
@@ -84,18 +102,18 @@ struct tp_overlap_rank {
  * cheaper of the offload's exposed copies (known) and the eviction's floor
  * (the op that made it, tp_policy_regen_floor(); c_r adds the evicted
  * ancestry, a projection and a thrash penalty, all of which only raise
- * it).
+ * it), and no remap where an eviction moves into the room.
  */
 static double value_bound(struct tp_policy *pol, const struct tp_tensor *t,
 			  const struct tp_director_in *in, bool remap,
-			  uint64_t now)
+			  bool moves, uint64_t now)
 {
 	double d = tp_policy_distance(t, in->reuse_ns, now);
 	double xo = tp_director_exposed_ns(in, TP_LEAVE_OFFLOAD);
 	double xe = in->no_reuse ? 0 : tp_policy_regen_floor(pol, t);
 	double x = xo < xe ? xo : xe;
 
-	if (remap)
+	if (remap && !moves)
 		x += in->remap_ns;
 	if (x < TP_FILTER_MIN_COST_NS)
 		x = TP_FILTER_MIN_COST_NS;
@@ -172,7 +190,8 @@ static int choose_exact(struct tp_policy *pol,
 		tp_policy_director_in_begin(pol, t, ask->no_offload, &k->in,
 					    &k->next);
 		k->in.ahead = ask->ahead;
-		k->bound = value_bound(pol, t, &k->in, remap, now);
+		k->moves = remap && moves_into_room(pol, t);
+		k->bound = value_bound(pol, t, &k->in, remap, k->moves, now);
 		rank[n - 1] = (struct tp_overlap_rank){ k->bound,
 							(uint32_t)(n - 1) };
 	}
@@ -187,7 +206,7 @@ static int choose_exact(struct tp_policy *pol,
 		tp_policy_director_in_cost(pol, k->t, &k->in, k->next);
 		if (!eligible(pol, ask, k->t, &k->in, &h))
 			continue;
-		v = value(k->t, &k->in, h, remap, now);
+		v = value(k->t, &k->in, h, remap, k->moves, now);
 		if (beats(v, k->in.m, k->slot, best, best_v, best_m,
 			  best_slot)) {
 			best = k->t;
@@ -234,7 +253,8 @@ static int choose_scan(struct tp_policy *pol, const struct tp_overlap_ask *ask,
 		in.ahead = ask->ahead;
 		if (!eligible(pol, ask, t, &in, &h))
 			continue;
-		v = value(t, &in, h, remap, now);
+		v = value(t, &in, h, remap, remap && moves_into_room(pol, t),
+			  now);
 		/* ties: the larger frees more */
 		if (!best || v > best_v || (v == best_v && in.m > best_m)) {
 			best = t;

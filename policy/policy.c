@@ -814,19 +814,11 @@ bool tp_policy_partial_evict(const struct tp_policy *pol)
 	case TP_PARTIAL_ON:
 		return true;
 	case TP_PARTIAL_AUTO:
-		/*
-		 * A filter blind to cost would spread evictions over many
-		 * tensors, each then owing a regeneration. And where the
-		 * driver charges per handle, leaving in part saves no driver
-		 * time (pages leave by whole handles, each charged whatever
-		 * its size), while a victim left whole is a range another
-		 * tensor of its size takes without a call
-		 * (pager.move_evicted).
-		 */
+		/* A filter blind to cost would spread evictions over many
+		 * tensors, each then owing a regeneration. */
 		return tp_director_traits(pol->conf->policy_director)->overlap &&
 		       (tp_filter_traits(pol->conf->policy_filter)->next_use ||
-			tp_filter_uses_cost(pol->conf->policy_filter)) &&
-		       !tp_policy_remap_per_handle(pol);
+			tp_filter_uses_cost(pol->conf->policy_filter));
 	default:
 		return false;
 	}

@@ -11,9 +11,7 @@
  *  - Its regeneration is owed already: the policy takes the rest of it
  *    before it starts on another tensor.
  *  - Off, the same request evicts the victim whole; auto turns it on only
- *    for delta-overlap with a filter that ranks by cost, and only where
- *    remapping is charged per chunk: not where the driver charges per
- *    handle (the sim's profile of a GPU).
+ *    for delta-overlap with a filter that ranks by cost.
  *  - With pager.move_evicted (off above), a victim of the requesting
  *    tensor's size leaves whole all the same: the request takes its
  *    range, and what it would have kept regenerates with the rest.
@@ -92,7 +90,7 @@ int main(void)
 	struct tp_stats st;
 	size_t i;
 
-	plan_tests(20);
+	plan_tests(19);
 	ref_x = malloc(bytes);
 	ref_z = malloc(bytes);
 	got = malloc(bytes);
@@ -191,15 +189,6 @@ int main(void)
 	ok(same(x, 0, bytes, ref_x) && same(z, 0, bytes, ref_z),
 	   "both regenerate right");
 
-	tp_ctx_destroy(ctx);
-
-	/* The driver charges per handle: auto keeps victims whole. */
-	ctx = tp_ctx_create("vmm.backend=sim,vmm.sim.profile=h200,"
-			    "policy.partial_evict=auto");
-	ok(ctx && !partial("delta-overlap", "overlap") &&
-	   !tp_ctl_set(ctx, "policy.partial_evict", "on") &&
-	   partial("delta-overlap", "overlap"),
-	   "auto: off where the driver charges per handle (h200 profile), on asks for it");
 	tp_ctx_destroy(ctx);
 	free(pa);
 	free(ref_x);

@@ -12,7 +12,7 @@
  * op), so both free as many bytes for the cost. But a's range is c's
  * room: a goes, c takes its address, and the op that makes c calls the
  * driver for nothing. With pager.move_evicted off, b goes and c is
- * mapped.
+ * mapped. (Victims leave whole: policy.partial_evict is another choice.)
  */
 #include <stdio.h>
 #include <string.h>
@@ -76,7 +76,8 @@ static void room(bool move)
 		 "vmm.backend=sim,vmm.sim.profile=h200,vmm.chunk_size=2M,"
 		 "pager.budget=%uM,pager.slab_fraction=0,"
 		 "pager.high_watermark=100,pager.rescue=0,policy.prefetch=0,"
-		 "policy.costs=model,pager.move_evicted=%d", 12 * 2, move);
+		 "policy.costs=model,policy.partial_evict=off,"
+		 "pager.move_evicted=%d", 12 * 2, move);
 	ctx = tp_ctx_create(opts);
 	if (!ctx)
 		bail_out("tp_ctx_create(%s)", opts);

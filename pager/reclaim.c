@@ -302,6 +302,7 @@ static int free_chunks(struct tp_pager *pg, size_t n,
 {
 	struct tp_vmm *vmm = pg->vmm;
 	struct skipped s = { .room_for = whole };
+	const struct tp_tensor *outer = pg->room_for;
 	size_t free_now, pending, owed = 0, p0;
 	bool synced = false;
 	uint64_t wait, t0;
@@ -402,7 +403,7 @@ static int free_chunks(struct tp_pager *pg, size_t n,
 		ret = -ENOMEM;
 		break;
 	}
-	pg->room_for = NULL;
+	pg->room_for = outer;
 	unskip(pg, &s);
 	return ret;
 }

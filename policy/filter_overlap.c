@@ -12,16 +12,18 @@
  * handles where the driver charges per handle (a device, or the sim's
  * profiles of one): a small tensor then costs as much to send away as a
  * large one, for little room, where a cost per chunk (the keys') is paid
- * per byte freed by every way out and left out; but not for an eviction
- * whose range is the room being made (the tensor it is made for takes it
- * mapped, pager.move_evicted: that tensor's map and this one's unmap
- * both go, the remap its return costs stays). d(t) the time to its next use as the last iteration's
- * record predicts it (Belady's distance, which Capuchin reads off its
- * measured access pattern), or its staleness s (DELTA eq. 1, DTR) where
- * the record says nothing. It is DTR's c/(m*s) with the director's cost
- * for c and the predicted distance for s: a tensor whose copies hide
- * entirely costs nothing, and goes before any that must be
- * recomputed or waited for.
+ * per byte freed by every way out and left out. Not for an eviction
+ * whose range is the room being made, though: the tensor the room is for
+ * takes it mapped (pager.move_evicted), so that tensor's map and this
+ * one's unmap both go, and only the remap of its return stays, as it
+ * would for any other victim.
+ *
+ * d(t) the time to its next use as the last iteration's record predicts
+ * it (Belady's distance, which Capuchin reads off its measured access
+ * pattern), or its staleness s (DELTA eq. 1, DTR) where the record says
+ * nothing. It is DTR's c/(m*s) with the director's cost for c and the
+ * predicted distance for s: a tensor whose copies hide entirely costs
+ * nothing, and goes before any that must be recomputed or waited for.
  *
  * x and d move with the link's queue and the record's cursor, not as lines
  * in time, so the victim index cannot order them: each choice scores every

@@ -58,7 +58,7 @@ LOG
 gzip -c "$tmp/chain.log" > "$tmp/chain.log.gz"
 wm="--set pager.high_watermark=100 --set pager.low_watermark=100"
 
-echo "1..36"
+echo "1..37"
 
 "$sim" "$tmp/chain.log" --chunk-size 4K --budget 40960 --policy dtr/evict $wm \
 	> "$tmp/out" 2>"$tmp/err"; rc=$?
@@ -211,6 +211,9 @@ fails "bad budget" "--budget: 'lots'" "$tmp/chain.log" --budget lots
 fails "bad ratio" "--budget: '1.5' is not a ratio" "$tmp/chain.log" --budget 1.5
 fails "bad format" "--format: 'xml'" "$tmp/chain.log" --format xml
 fails "bad policy key" "policy.filter" "$tmp/chain.log" --policy nosuch/evict
+fails "--bandwidth with a GPU's profile, which sets the link" \
+	"--bandwidth: a GPU's profile" "$tmp/chain.log" --bandwidth 12 \
+	--set vmm.sim.profile=h200
 fails "missing file" "$tmp/none" "$tmp/none"
 printf '{"INSTRUCTION":"CONSTANT","NAME":"a"}\n{"INSTRUCTION":"RELEASE"}\n' > "$tmp/bad.log"
 fails "bad trace: file and line" "bad.log:2" "$tmp/bad.log"

@@ -235,6 +235,9 @@ static void parse_args(struct sim_args *a, int argc, char **argv)
 		die(optind >= argc ? "no trace given (see --help)" :
 		    "more than one trace given (see --help)");
 	a->path = argv[optind];
+	/* A GPU's profile prices the copies as that GPU's link ran them. */
+	if (a->profile && a->o.bandwidth > 0)
+		die("--bandwidth: a GPU's profile (vmm.sim.profile) sets the host link's speed; use one or the other");
 	if (a->have_policy) {
 		a->o.filter = a->filter[0] ? a->filter : NULL;
 		a->o.director = a->director[0] ? a->director : NULL;

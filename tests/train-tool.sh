@@ -64,9 +64,11 @@ trains() {
 	up=$(echo "$j" | field unconstrained phys_peak)
 	bp=$(echo "$j" | field budget phys_peak)
 	bud=$(echo "$j" | field "" budget_bytes)
+	bh=$(echo "$j" | field budget held_peak)
 	ok $([ -n "$bp" ] && [ "$bp" -le "$bud" ] &&
-	     [ "$bud" -eq $((up / 2)) ]; echo $?) \
-		"$name: peak $bp within the budget $bud = half of $up"
+	     [ "$bud" -eq $((up / 2)) ] && [ -n "$bh" ] && [ "$bh" -gt 0 ] &&
+	     [ "$bh" -le "$bp" ]; echo $?) \
+		"$name: peak $bp within the budget $bud = half of $up, of it $bh held by tensors"
 	ue=$(echo "$j" | field unconstrained evictions)
 	uo=$(echo "$j" | field unconstrained offloads)
 	ok $([ "$ue" = 0 ] && [ "$uo" = 0 ]; echo $?) \

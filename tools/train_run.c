@@ -403,11 +403,12 @@ void json_str(const char *s)
 static void print_json_run(const char *name, unsigned batch,
 			   const struct run *r, bool gpu_timed, bool last)
 {
-	printf("\"%s\":{\"phys_peak\":%" PRIu64 ",\"device_peak\":%" PRIu64
+	printf("\"%s\":{\"phys_peak\":%" PRIu64 ",\"held_peak\":%" PRIu64
+	       ",\"device_peak\":%" PRIu64
 	       ",\"step_s\":%.6f,\"step_median_s\":%.6f,\"images_per_s\":%.3f"
 	       ",\"loss_first\":",
-	       name, r->st.phys_peak, r->st.device_peak, r->step_s,
-	       r->step_median_s, images_per_s(batch, r));
+	       name, r->st.phys_peak, r->st.held_peak, r->st.device_peak,
+	       r->step_s, r->step_median_s, images_per_s(batch, r));
 	if (isfinite(r->loss_first))
 		printf("%.9g,\"loss_last\":%.9g", r->loss_first, r->loss_last);
 	else

@@ -711,6 +711,13 @@ bool tp_range_cache_holds(struct tp_pager *pg, const struct tp_tensor *t);
 /* Whether tp_range_cache_put_evicted() would move @t, evicted whole. */
 bool tp_range_cache_movable(const struct tp_pager *pg,
 			    const struct tp_tensor *t);
+/*
+ * tp_range_cache_fits_room() - whether @t is of the page count of the
+ * tensor free_chunks() makes room for (pg->room_for) and may move: its
+ * range, evicted whole, is that room.
+ */
+bool tp_range_cache_fits_room(const struct tp_pager *pg,
+			      const struct tp_tensor *t);
 /* tp_range_cache_forget() - @t goes: its moved range is free memory. */
 void tp_range_cache_forget(struct tp_tensor *t);
 size_t tp_range_cache_shrink(struct tp_pager *pg);

@@ -144,14 +144,20 @@ bool tp_range_cache_movable(const struct tp_pager *pg,
 	return may_move(pg, t) && !t->pins;
 }
 
-bool tp_pager_moves_into_room(const struct tp_pager *pg,
+bool tp_range_cache_fits_room(const struct tp_pager *pg,
 			      const struct tp_tensor *t)
 {
 	const struct tp_tensor *room = pg->room_for;
 
 	return room && room != t && t->nr_pages == room->nr_pages &&
-	       t->resident_pages == t->nr_pages &&
 	       tp_range_cache_movable(pg, t);
+}
+
+bool tp_pager_moves_into_room(const struct tp_pager *pg,
+			      const struct tp_tensor *t)
+{
+	return t->resident_pages == t->nr_pages &&
+	       tp_range_cache_fits_room(pg, t);
 }
 
 bool tp_range_cache_put_evicted(struct tp_pager *pg, struct tp_tensor *t)

@@ -139,9 +139,6 @@ struct skipped {
 	size_t n, cap;
 	/* a victim could not be offloaded for want of host swap */
 	bool swap_short;
-	/* the tensor the room is for, whole, if it may take a cached
-	 * range (tp_pager_make_room_for) */
-	const struct tp_tensor *room_for;
 };
 
 /* Keep @t out of this round: it was chosen and could not leave. */
@@ -249,9 +246,7 @@ static int send_victim(struct tp_pager *pg, size_t need, bool ahead,
 	 * whole: its range, moved, is that room (pager.move_evicted), and
 	 * the pages it would keep are regenerated with the rest anyway.
 	 */
-	if (most != SIZE_MAX && s->room_for &&
-	    v->nr_pages == s->room_for->nr_pages &&
-	    tp_range_cache_movable(pg, v))
+	if (most != SIZE_MAX && tp_range_cache_fits_room(pg, v))
 		most = SIZE_MAX;
 	tp_pager_cand_drop(pg, v);
 	ret = tp_pager_leave(pg, v, how, most);
@@ -295,13 +290,15 @@ static int wait_pending(struct tp_pager *pg)
  * swap that lineage can regenerate dropped as the last resort. For room
  * to prefetch @ahead_of into, only victims needed after it leave and
  * nothing is waited for (-EAGAIN: the room is still on its way back).
+ * @whole: the tensor the room is for, whole, if it may take a cached
+ * range (tp_pager_make_room_for()); pg->room_for while this runs.
  */
 static int free_chunks(struct tp_pager *pg, size_t n,
 		       const struct tp_tensor *ahead_of,
 		       const struct tp_tensor *whole)
 {
 	struct tp_vmm *vmm = pg->vmm;
-	struct skipped s = { .room_for = whole };
+	struct skipped s = { 0 };
 	const struct tp_tensor *outer = pg->room_for;
 	size_t free_now, pending, owed = 0, p0;
 	bool synced = false;

@@ -12,12 +12,12 @@
  * $top_srcdir/../shared/traces/dtr); or the TRACEs named (a path, or the
  * start of such a file's name). Each replays on the sim backend as
  * tpager-sim replays it: driver costs per 2 MiB (per handle on a GPU's
- * profile), and for a DTR log no remap cost and DTR's thrash rule
- * (recompute past the compute time) and a host that waits for each op,
- * DTR's clock; a shipped trace stops as thrashing once it has recomputed
- * nine times its compute or taken ten times its unconstrained time, and
- * on a GPU's profile its host issues ahead of the device as training
- * does (tp_replay_defaults()).
+ * profile); for a DTR log DTR's thrash rule (recompute past the compute
+ * time), and on the custom profile no remap cost; a shipped trace stops
+ * as thrashing once it has recomputed nine times its compute or taken ten
+ * times its unconstrained time. On a GPU's profile the host issues ahead
+ * of the device as training does, on the custom profile it waits for each
+ * op, DTR's clock (tp_replay_defaults()).
  *
  * What is measured differs by kind: a shipped trace measures its third
  * iteration (two before it warm the policy's record and the host swap),

@@ -58,7 +58,7 @@ LOG
 gzip -c "$tmp/chain.log" > "$tmp/chain.log.gz"
 wm="--set pager.high_watermark=100 --set pager.low_watermark=100"
 
-echo "1..37"
+echo "1..38"
 
 "$sim" "$tmp/chain.log" --chunk-size 4K --budget 40960 --policy dtr/evict $wm \
 	> "$tmp/out" 2>"$tmp/err"; rc=$?
@@ -102,6 +102,20 @@ ok $([ $rc = 0 ] &&
 ok $([ $rc = 0 ] &&
      grep -q "^remap cost  *the backend's, told to the policy$" "$tmp/out" &&
      echo 0 || echo 1) "a DTR log on the h200 profile: the policy is told the profile's driver costs"
+
+# On a GPU's profile a DTR log replays as PyTorch ran it, the host issuing
+# ahead of the device: the default's clock is --async's, faster than the
+# host waiting for each op (--sync, DTR's simulator's clock).
+replay_times() {
+	"$sim" "$tmp/chain.log" --chunk-size 4K --budget 0.77 --policy dtr/evict \
+		--set vmm.sim.profile=h200 "$@" --json 2>/dev/null |
+		sed -n 's/.*"time_ns":\([0-9]*\).*"unlimited_time_ns":\([0-9]*\).*/\1 \2/p'
+}
+t_def=$(replay_times); t_async=$(replay_times --async); t_sync=$(replay_times --sync)
+ok $([ -n "$t_def" ] && [ "$t_def" = "$t_async" ] &&
+     [ "${t_def% *}" -lt "${t_sync% *}" ] &&
+     [ "${t_def#* }" -lt "${t_sync#* }" ] && echo 0 || echo 1) \
+	"a DTR log on the h200 profile: the host issues ahead ($t_def ns budgeted, unconstrained; --sync $t_sync)"
 
 # A chain of 60 ops and its backward pass in 5 chunks: greedy/evict
 # recomputes the chain from its start for each gradient, remapping each

@@ -938,7 +938,7 @@ void tp_replay_defaults(struct tp_replay_opts *o, bool dtr, bool profile)
 {
 	o->remap_ns = dtr && !profile ? 0 : -1;
 	o->thrash_limit = dtr ? TP_REPLAY_DTR_THRASH : TP_REPLAY_TRACE_THRASH;
-	o->async = !dtr && profile;
+	o->async = profile;
 }
 
 double tp_replay_overhead(const struct tp_replay_result *r)

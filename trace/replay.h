@@ -175,11 +175,12 @@ int tp_replay_run(const struct tp_trace *t, const struct tp_replay_opts *o,
  * and no remapping, as DTR's simulator has none, unless a GPU's sim
  * profile (@profile) charges the driver's costs, which the policy is then
  * told (remap_ns -1: the backend's); tpager's traces get the backend's
- * remap cost and TP_REPLAY_TRACE_THRASH. On a GPU's profile a tpager
+ * remap cost and TP_REPLAY_TRACE_THRASH. On a GPU's profile every
  * trace replays asynchronously, the host issuing ahead of the device
  * within the profile's launch window as the training it was recorded
- * from did (the profile is calibrated so); a DTR log, and any trace on
- * the custom profile, which has no launch window, waits for each op.
+ * from did, tpager's or PyTorch's under DTR (the profile is calibrated
+ * so); on the custom profile, which has no launch window, the host waits
+ * for each op, DTR's simulator's clock.
  */
 void tp_replay_defaults(struct tp_replay_opts *o, bool dtr, bool profile);
 

@@ -4,9 +4,9 @@
 
 #include "policy/bandwidth.h"
 
-void tp_bw_init(struct tp_bandwidth *bw)
+void tp_bw_init(struct tp_bandwidth *bw, double link)
 {
-	*bw = (struct tp_bandwidth){ 0 };
+	*bw = (struct tp_bandwidth){ .link = link > 0 ? link : 0 };
 	pthread_mutex_init(&bw->lock, NULL);
 }
 
@@ -44,8 +44,13 @@ double tp_bw_get(struct tp_bandwidth *bw, const struct tp_conf *conf)
 	pthread_mutex_lock(&bw->lock);
 	if (bw->samples && conf->policy_costs == TP_COSTS_MEASURED)
 		b = bw->bytes / bw->ns;
-	else	/* GB/s is bytes per ns; DELTA §4.1: only 35% is achieved */
-		b = conf->policy_link_bandwidth * conf->policy_link_utilisation;
+	else if (conf->policy_link_bandwidth > 0 || !bw->link)
+		/* GB/s is bytes per ns; DELTA §4.1: only 35% is achieved */
+		b = (conf->policy_link_bandwidth > 0 ?
+		     conf->policy_link_bandwidth : TP_BW_PEAK_DEFAULT) *
+		    conf->policy_link_utilisation;
+	else
+		b = bw->link;
 	pthread_mutex_unlock(&bw->lock);
 	return b;
 }

@@ -18,12 +18,19 @@ struct tp_bandwidth {
 	uint64_t busy_ns;	/* copy time in the current iteration */
 	uint64_t iter_start_ns;
 	double occupancy;	/* busy fraction of the last iteration */
+	double link;		/* the backend's link, bytes per ns; 0:
+				 * unknown (tp_bw_init()) */
 };
+
+/* The peak link taken, GB/s, where neither the key nor the backend says. */
+#define TP_BW_PEAK_DEFAULT 32.0
 
 /* Weight of a new sample in the moving averages (as TCP's SRTT gain). */
 #define TP_BW_ALPHA 0.125
 
-void tp_bw_init(struct tp_bandwidth *bw);
+/* @link: what the backend says its host link achieves (struct tp_vmm's
+ * link_bytes_per_ns), 0 where it does not know. */
+void tp_bw_init(struct tp_bandwidth *bw, double link);
 void tp_bw_destroy(struct tp_bandwidth *bw);
 
 /**
@@ -35,8 +42,14 @@ void tp_bw_sample(struct tp_bandwidth *bw, uint64_t bytes, uint64_t ns);
 
 /**
  * tp_bw_get() - b in bytes per ns (= GB/s): the byte-weighted moving
- * average of completed copies, or, before the first one,
- * policy.link_bandwidth * policy.link_utilisation (DELTA §4.1: 35%).
+ * average of completed copies; before the first one (or with
+ * policy.costs = model), policy.link_bandwidth * policy.link_utilisation
+ * (DELTA §4.1: 35% of the peak is achieved) where the key is set, else
+ * what the backend says its link achieves, else 32 GB/s at that
+ * utilisation. The backend's figure is an achieved one, and is not
+ * scaled: taken at 35% of itself, a fast link looks as slow as an old
+ * one, a director that believes it never offloads, and so never
+ * measures the link that would correct it.
  */
 double tp_bw_get(struct tp_bandwidth *bw, const struct tp_conf *conf);
 

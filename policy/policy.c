@@ -52,7 +52,7 @@ struct tp_policy *tp_policy_create(const struct tp_conf *conf,
 	pol->plan = tp_planned_create();
 	if (!pol->plan)
 		goto err_prefetch;
-	tp_bw_init(&pol->bw);
+	tp_bw_init(&pol->bw, vmm ? vmm->link_bytes_per_ns : 0);
 	pol->rng = 0x9E3779B97F4A7C15ull;
 	pol->reload_hidden = 1;
 	tp_wb_auto_init(&pol->wb_auto);

@@ -3,8 +3,10 @@
  * Watermarks and link bandwidth: release starts above
  * pager.high_watermark and goes on down to pager.low_watermark (DELTA
  * §4.3), following tp_ctl changes; b starts at policy.link_bandwidth *
- * policy.link_utilisation (DELTA: 35%) and then follows completed copies
- * as a byte-weighted moving average; the link occupancy of an iteration.
+ * policy.link_utilisation (DELTA: 35%) where the key is set, else at what
+ * the backend says its link achieves, unscaled (else 32 GB/s * 35%), and
+ * then follows completed copies as a byte-weighted moving average; the
+ * link occupancy of an iteration.
  */
 #include "config.h"
 
@@ -65,13 +67,19 @@ static void bandwidth(void)
 	struct tp_bandwidth bw;
 
 	tp_conf_defaults(&conf);
-	tp_bw_init(&bw);
+	tp_bw_init(&bw, 0);
 	ok(tp_bw_get(&bw, &conf) == 32 * 0.35,
-	   "before any copy: 32 GB/s * 35%% = %.2f B/ns", tp_bw_get(&bw, &conf));
+	   "before any copy, no backend figure: 32 GB/s * 35%% = %.2f B/ns",
+	   tp_bw_get(&bw, &conf));
+	tp_bw_destroy(&bw);
+	tp_bw_init(&bw, 50.3);
+	ok(tp_bw_get(&bw, &conf) == 50.3,
+	   "before any copy: the backend's link as achieved, unscaled (%.2f)",
+	   tp_bw_get(&bw, &conf));
 	tp_conf_set(&conf, "policy.link_bandwidth", "25", "test", 0);
 	tp_conf_set(&conf, "policy.link_utilisation", "0.5", "test", 0);
 	ok(tp_bw_get(&bw, &conf) == 12.5,
-	   "the configured start follows tp_ctl changes: 12.5");
+	   "a configured peak comes first, and follows tp_ctl changes: 12.5");
 	tp_bw_sample(&bw, 0, 100);
 	tp_bw_sample(&bw, 100, 0);
 	ok(tp_bw_get(&bw, &conf) == 12.5, "empty samples are ignored");
@@ -90,6 +98,11 @@ static void bandwidth(void)
 	tp_conf_set(&conf, "policy.costs", "model", "test", 0);
 	ok(tp_bw_get(&bw, &conf) == 12.5,
 	   "policy.costs=model: the configured 25 GB/s * 50%%, measured or not");
+	tp_conf_set(&conf, "policy.costs", "measured", "test", 0);
+	tp_conf_set(&conf, "policy.link_bandwidth", "0", "test", 0);
+	tp_conf_set(&conf, "policy.costs", "model", "test", 0);
+	ok(tp_bw_get(&bw, &conf) == 50.3,
+	   "policy.costs=model, the key at 0: the backend's link");
 	tp_conf_set(&conf, "policy.costs", "measured", "test", 0);
 
 	/* occupancy: 400 ns of copies in a 1000 ns iteration */
@@ -134,7 +147,7 @@ static void policy_bandwidth(void)
 
 int main(void)
 {
-	plan_tests(9 + 8 + 2);
+	plan_tests(9 + 10 + 2);
 	watermarks();
 	bandwidth();
 	policy_bandwidth();

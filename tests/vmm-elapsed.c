@@ -3,7 +3,9 @@
  * tp_vmm_event_elapsed_ns: the time between the moments the stream
  * reached two events, which for events around one launch is the time the
  * work took, however long before the first event the stream went idle;
- * pending or unrecorded events are refused.
+ * pending or unrecorded events are refused. And the host link as the
+ * backend knows it before any copy (the policy's first b): the sim's
+ * configured link, a timed probe copy on cuda, nothing on host.
  */
 #include "config.h"
 
@@ -46,6 +48,18 @@ static void body(struct tp_vmm *vmm, const char *name)
 	int ret;
 
 	ok(a && b && c && buf, "%s: timed events created", name);
+	if (sim)
+		ok(vmm->link_bytes_per_ns == 12.0,
+		   "%s: the link is vmm.sim.bandwidth's 12 GB/s (%.2f)", name,
+		   vmm->link_bytes_per_ns);
+	else if (host)
+		ok(vmm->link_bytes_per_ns == 0,
+		   "%s: memory copies say nothing of a link (%.2f)", name,
+		   vmm->link_bytes_per_ns);
+	else
+		ok(vmm->link_bytes_per_ns > 0,
+		   "%s: a timed probe copy at open gives the link: %.2f GB/s",
+		   name, vmm->link_bytes_per_ns);
 	ret = tp_vmm_event_elapsed_ns(vmm, a, b, &ns);
 	ok(ret == -EINVAL && ns == 12345,
 	   "%s: events never recorded are refused (%d)", name, ret);
@@ -116,5 +130,5 @@ int main(void)
 {
 	static const char *const names[] = { "host", "sim", "cuda", NULL };
 
-	return vt_run(names, 6, 64 << 10, NULL, 4, body);
+	return vt_run(names, 7, 64 << 10, NULL, 4, body);
 }

@@ -1022,6 +1022,7 @@ static int sim_open(struct tp_vmm *vmm, const struct tp_vmm_conf *conf)
 		free(s);
 		return -EINVAL;
 	}
+	vmm->link_bytes_per_ns = s->bytes_per_ns;
 	vmm->priv = s;
 	return 0;
 }

@@ -461,6 +461,12 @@ struct tp_vmm {
 	uint32_t release_behind;	/* percent of the budget */
 	uint64_t workspace_max;		/* an op's scratch, bytes; 0: any */
 	enum tp_op_math op_math;	/* vmm.math */
+	/*
+	 * What a copy over the host link achieves each way, bytes per ns,
+	 * as the backend knows it before the library copies anything: the
+	 * sim's link, the cuda backend's probe at open; 0: unknown (host).
+	 */
+	double link_bytes_per_ns;
 	int map_ahead;			/* enum tp_vmm_map_ahead */
 	int map_gate;			/* enum tp_vmm_map_gate */
 	struct tp_vmm_stats stats;

@@ -55,8 +55,11 @@ void tp_pager_error(struct tp_pager *pg, int err, const char *fmt, ...)
 
 void tp_pager_set_conf(struct tp_pager *pg, const struct tp_pager_conf *pc)
 {
-	/* The options read while running; the rest were used at creation. */
-	pg->conf.range_cache = pc->range_cache;
+	/*
+	 * The options read while running; the rest were used at creation
+	 * (pager.range_cache among them, which the contiguous pool turns off
+	 * there).
+	 */
 	pg->conf.range_cache_freed = pc->range_cache_freed;
 	pg->conf.move_evicted = pc->move_evicted;
 	pg->conf.range_cache_max = pc->range_cache_max;

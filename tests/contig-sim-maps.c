@@ -6,7 +6,9 @@
  * h200 profile's driver time on the chunked pool at every round (a freed
  * range serves only the next tensor of its size), and on the contiguous
  * pool only the first round's, as its chunks are first used: each a
- * share of a 2 MiB handle's creation, no map or unmap priced.
+ * share of a 2 MiB handle's creation, no map or unmap priced. The
+ * contiguous pool has no range cache, and setting a pager key at run
+ * time does not give it one (the freed block goes back to the pool).
  */
 #include "config.h"
 
@@ -55,12 +57,45 @@ static int rounds(const char *mode, uint64_t ns[ROUNDS])
 	return ret;
 }
 
+/* Range cache hits for a tensor made, freed and made again at its size,
+ * after a pager key was set at run time (tp_pager_set_conf()). */
+static int hits_after_ctl(const char *mode, uint64_t *hits)
+{
+	char opts[256];
+	struct tp_ctx *ctx;
+	struct tp_stats st = { 0 };
+	int ret;
+
+	snprintf(opts, sizeof(opts),
+		 "vmm.backend=sim,vmm.chunk_size=64K,vmm.mode=%s,"
+		 "pager.budget=64M", mode);
+	ctx = tp_ctx_create(opts);
+	if (!ctx)
+		return -errno;
+	ret = tp_ctl_set(ctx, "pager.move_evicted", "1");
+	for (unsigned i = 0; i < 2 && !ret; i++) {
+		struct tp_tensor *t = tp_tensor_create(ctx, 3u << 20, 0);
+
+		if (!t || !tp_tensor_acquire(ctx, t, TP_WRITE))
+			ret = -ENOMEM;
+		else
+			ret = tp_tensor_release(ctx, t);
+		if (t)
+			tp_tensor_free(ctx, t);
+	}
+	if (!ret)
+		ret = tp_stats_get(ctx, &st);
+	*hits = st.range_cache_hits;
+	tp_ctx_destroy(ctx);
+	return ret;
+}
+
 int main(void)
 {
-	uint64_t ch[ROUNDS] = { 0 }, co[ROUNDS] = { 0 };
+	uint64_t ch[ROUNDS] = { 0 }, co[ROUNDS] = { 0 }, hit_ch = 0, hit_co = 1;
 	int rc_ch, rc_co;
 
-	plan_tests(3);
+	plan_tests(4);
 	rc_ch = rounds("chunked", ch);
 	rc_co = rounds("contiguous", co);
 	ok(!rc_ch && !rc_co, "both pools: %d rounds of tensors made, written "
@@ -71,5 +106,12 @@ int main(void)
 	ok(!rc_co && co[0] > 0 && co[ROUNDS - 1] == co[0],
 	   "contiguous: the first round's growth (%llu ns), then nothing",
 	   (unsigned long long)co[0]);
+	rc_ch = hits_after_ctl("chunked", &hit_ch);
+	rc_co = hits_after_ctl("contiguous", &hit_co);
+	ok(!rc_ch && !rc_co && hit_ch == 1 && hit_co == 0,
+	   "after tp_ctl_set of a pager key, a freed range serves the next of "
+	   "its size on the chunked pool (%llu hit) and none on the "
+	   "contiguous one (%llu)", (unsigned long long)hit_ch,
+	   (unsigned long long)hit_co);
 	return exit_status();
 }

@@ -37,6 +37,19 @@ void tp_bw_sample(struct tp_bandwidth *bw, uint64_t bytes, uint64_t ns)
 	pthread_mutex_unlock(&bw->lock);
 }
 
+/* b before a copy is measured (tp_bw_get()); GB/s is bytes per ns. */
+static double prior(const struct tp_bandwidth *bw, const struct tp_conf *conf)
+{
+	/* A peak, of which DELTA §4.1 saw 35% achieved. */
+	if (conf->policy_link_bandwidth > 0)
+		return conf->policy_link_bandwidth *
+		       conf->policy_link_utilisation;
+	/* Achieved already, not a peak. */
+	if (bw->link > 0)
+		return bw->link;
+	return TP_BW_PEAK_DEFAULT * conf->policy_link_utilisation;
+}
+
 double tp_bw_get(struct tp_bandwidth *bw, const struct tp_conf *conf)
 {
 	double b;
@@ -44,13 +57,8 @@ double tp_bw_get(struct tp_bandwidth *bw, const struct tp_conf *conf)
 	pthread_mutex_lock(&bw->lock);
 	if (bw->samples && conf->policy_costs == TP_COSTS_MEASURED)
 		b = bw->bytes / bw->ns;
-	else if (conf->policy_link_bandwidth > 0 || !bw->link)
-		/* GB/s is bytes per ns; DELTA §4.1: only 35% is achieved */
-		b = (conf->policy_link_bandwidth > 0 ?
-		     conf->policy_link_bandwidth : TP_BW_PEAK_DEFAULT) *
-		    conf->policy_link_utilisation;
 	else
-		b = bw->link;
+		b = prior(bw, conf);
 	pthread_mutex_unlock(&bw->lock);
 	return b;
 }

@@ -21,6 +21,21 @@
 
 #define ROUNDS	4
 
+/* A tensor of @bytes made, written, released and freed: 0 or -errno. */
+static int churn(struct tp_ctx *ctx, size_t bytes)
+{
+	struct tp_tensor *t = tp_tensor_create(ctx, bytes, 0);
+	int ret;
+
+	if (!t || !tp_tensor_acquire(ctx, t, TP_WRITE))
+		ret = -ENOMEM;
+	else
+		ret = tp_tensor_release(ctx, t);
+	if (t)
+		tp_tensor_free(ctx, t);
+	return ret;
+}
+
 /* Driver time after each round of tensors of 3, 5, 9 and 17 MiB and a
  * round's worth more, the first round's the largest: no size repeats. */
 static int rounds(const char *mode, uint64_t ns[ROUNDS])
@@ -39,15 +54,8 @@ static int rounds(const char *mode, uint64_t ns[ROUNDS])
 	for (unsigned r = 0; r < ROUNDS && !ret; r++) {
 		for (unsigned k = 0; k < 4 && !ret; k++) {
 			size_t mib = (2u << k) + 1 + ROUNDS - r;
-			struct tp_tensor *t = tp_tensor_create(ctx, mib << 20,
-							       0);
 
-			if (!t || !tp_tensor_acquire(ctx, t, TP_WRITE))
-				ret = -ENOMEM;
-			else
-				ret = tp_tensor_release(ctx, t);
-			if (t)
-				tp_tensor_free(ctx, t);
+			ret = churn(ctx, mib << 20);
 		}
 		if (!ret)
 			ret = tp_stats_get(ctx, &st);
@@ -73,16 +81,8 @@ static int hits_after_ctl(const char *mode, uint64_t *hits)
 	if (!ctx)
 		return -errno;
 	ret = tp_ctl_set(ctx, "pager.move_evicted", "1");
-	for (unsigned i = 0; i < 2 && !ret; i++) {
-		struct tp_tensor *t = tp_tensor_create(ctx, 3u << 20, 0);
-
-		if (!t || !tp_tensor_acquire(ctx, t, TP_WRITE))
-			ret = -ENOMEM;
-		else
-			ret = tp_tensor_release(ctx, t);
-		if (t)
-			tp_tensor_free(ctx, t);
-	}
+	for (unsigned i = 0; i < 2 && !ret; i++)
+		ret = churn(ctx, 3u << 20);
 	if (!ret)
 		ret = tp_stats_get(ctx, &st);
 	*hits = st.range_cache_hits;

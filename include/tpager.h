@@ -504,7 +504,7 @@ struct tp_stats {
 	uint64_t ranges_moved;
 	uint64_t ranges_adopted;
 	/* host memory obtained for swap, bytes: in use, free, and the
-	 * block prepared ahead (pager.swap_ahead) */
+	 * pieces prepared ahead (pager.swap_ahead) */
 	uint64_t host_held;
 	/* ops replayed on a part's rows alone, for a reader in parts
 	 * (lineage.regen_rows) */

@@ -86,6 +86,15 @@ struct tp_swap_defer {
 	struct tp_event *ev;	/* buffer is free once this completes */
 };
 
+/* Pieces of host swap in preparation at most: the bound on what is
+ * prepared ahead (16 x pager.swap_ahead) in pieces of pager.swap_ahead. */
+#define TP_SWAP_PIECES	16
+
+struct tp_swap_piece {
+	void *token;		/* tp_vmm_host_prepare()'s */
+	size_t n;		/* buffers */
+};
+
 struct tp_swap {
 	size_t max;		/* buffers allowed; SIZE_MAX: no limit */
 	size_t allocated;	/* buffers obtained from the backend */
@@ -101,11 +110,12 @@ struct tp_swap {
 	struct tp_swap_block *blocks;
 	size_t nr_blocks, cap_blocks;
 	/*
-	 * Host memory being prepared ahead of need (tp_vmm_host_prepare()),
-	 * @prep_n buffers, or NULL; the least a preparation asks for
-	 * (pager.swap_ahead, in buffers).
+	 * Host memory being prepared ahead of need (tp_vmm_host_prepare()):
+	 * @nr_prep pieces of pager.swap_ahead (@ahead_min buffers) at most,
+	 * oldest first, @prep_n buffers in all.
 	 */
-	void *prep;
+	struct tp_swap_piece prep[TP_SWAP_PIECES];
+	size_t nr_prep;
 	size_t prep_n;
 	size_t ahead_min;
 	/* What memory obtained at once cost the caller so far. */

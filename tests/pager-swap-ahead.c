@@ -3,9 +3,11 @@
  * Host swap prepared ahead of need (pager.swap_ahead). On the sim's h200
  * profile, host memory costs the caller 60.4 ms per 512 MiB to fault in
  * and 9.7 to pin: the first offload pays both; each growth then has the
- * next block faulted in off the caller's thread, so that an offload made
- * once it is ready pays the pinning only, and one made at once waits for
- * the rest. Without it every growth pays both. The block is within
+ * next pieces faulted in off the caller's thread, one after the other, so
+ * that an offload made once one is ready pays the pinning only, and one
+ * made at once waits for the rest of the oldest, not for all that is in
+ * preparation; one lacking less than half a piece obtains it at once.
+ * Without it every growth pays both. What is prepared is within
  * pager.host_budget, at most 16 times pager.swap_ahead, and shows in
  * stats.host_held.
  *
@@ -57,8 +59,9 @@ struct sim_run {
 
 /*
  * Offload 32 MiB (first), let 20 ms pass, offload 32 MiB more (later:
- * the prepared block is ready), then 96 MiB at once (at once: more than
- * the block prepared meanwhile, which is not ready).
+ * the two pieces prepared are ready), then 96 MiB at once (at once: the
+ * rest of the first piece and the second, ready meanwhile; without
+ * swap_ahead all of it is faulted in).
  */
 static void sim(const char *extra, struct sim_run *r)
 {
@@ -112,23 +115,23 @@ static void sim_tests(void)
 	ok(on.first_ns > 4000000 && on.first_ns == off.first_ns,
 	   "the first offload obtains its swap at once either way (%llu ns)",
 	   (unsigned long long)on.first_ns);
-	ok(on.held_after_first == 96 * MB,
-	   "then 64 MiB more are prepared ahead: stats.host_held %llu MiB",
+	ok(on.held_after_first == 160 * MB,
+	   "then two pieces of 64 MiB are prepared ahead: stats.host_held %llu MiB",
 	   (unsigned long long)(on.held_after_first / MB));
-	/* The ready block of 64 MiB: 1.21 ms of pinning, and the copy. */
+	/* A ready piece of 64 MiB: 1.21 ms of pinning, and the copy. */
 	ok(on.later_ns * 2 < off.later_ns,
-	   "an offload once the block is ready pays its pinning only: %llu ns against %llu",
+	   "an offload once a piece is ready pays its pinning only: %llu ns against %llu",
 	   (unsigned long long)on.later_ns,
 	   (unsigned long long)off.later_ns);
 	ok(on.at_once_ns < off.at_once_ns,
-	   "one right after waits for the rest of a preparation, still less than faulting in: %llu ns against %llu",
+	   "one right after takes the second piece, ready meanwhile: %llu ns against %llu",
 	   (unsigned long long)on.at_once_ns,
 	   (unsigned long long)off.at_once_ns);
 	ok(on.peak == off.peak && on.peak == 160 * MB,
 	   "the swap in use is the same (%llu MiB)",
 	   (unsigned long long)(on.peak / MB));
 	ok(off.held == off.peak && on.held > on.peak,
-	   "held: %llu MiB without, %llu with a block prepared ahead",
+	   "held: %llu MiB without, %llu with pieces prepared ahead",
 	   (unsigned long long)(off.held / MB),
 	   (unsigned long long)(on.held / MB));
 
@@ -142,7 +145,7 @@ static void sim_tests(void)
 	offload_ns(ctx, x);
 	tp_stats_get(ctx, &st);
 	ok(st.host_held == 40 * MB,
-	   "the block prepared stays within pager.host_budget: held %llu MiB of 40",
+	   "what is prepared stays within pager.host_budget: held %llu MiB of 40",
 	   (unsigned long long)(st.host_held / MB));
 	tp_tensor_free(ctx, x);
 	tp_ctx_destroy(ctx);
@@ -167,6 +170,63 @@ static void sim_tests(void)
 	   (unsigned long long)(st.host_peak / MB));
 	for (int i = 0; i < 4; i++)
 		tp_tensor_free(ctx, big[i]);
+	tp_ctx_destroy(ctx);
+}
+
+/* What faulting in and pinning @bytes costs the caller on h200. */
+static uint64_t at_once_ns(uint64_t bytes)
+{
+	return (uint64_t)((double)bytes * (60.4e6 + 9.7e6) / (512.0 * MB));
+}
+
+/*
+ * 256 MiB offloaded: a quarter of it, 64 MiB, goes into preparation in
+ * four pieces of 16 MiB, ready one after the other (1.9 ms each). A 16
+ * MiB offload right after waits for the first piece only; a 4 MiB one
+ * after it, lacking less than half a piece, obtains its swap at once
+ * rather than wait for the second.
+ */
+static void pieces(void)
+{
+	struct tp_tensor *x, *y, *z;
+	uint64_t y_ns, z_ns;
+	struct tp_stats st;
+	struct tp_ctx *ctx;
+
+	ctx = tp_ctx_create("vmm.backend=sim,vmm.sim.profile=h200,"
+			    "vmm.chunk_size=2M,pager.budget=1G,pager.rescue=0,"
+			    "pager.swap_cache=0,policy.writeback=off,"
+			    "pager.swap_ahead=16M");
+	if (!ctx)
+		bail_out("sim context: %s", strerror(errno));
+	x = written(ctx, 256 * MB);
+	y = written(ctx, 16 * MB);
+	z = written(ctx, 4 * MB);
+	offload_ns(ctx, x);
+	tp_stats_get(ctx, &st);
+	ok(st.host_held == (256 + 64) * MB,
+	   "a quarter of the swap so far goes into preparation: held %llu MiB for 256",
+	   (unsigned long long)(st.host_held / MB));
+	y_ns = offload_ns(ctx, y);
+	z_ns = offload_ns(ctx, z);
+	diag("caller's ns: 16 MiB %llu, 4 MiB %llu",
+	     (unsigned long long)y_ns, (unsigned long long)z_ns);
+	ok(y_ns < at_once_ns(32 * MB),
+	   "16 MiB at once waits for one piece of 16, not the 64 in preparation: %llu ns",
+	   (unsigned long long)y_ns);
+	ok(z_ns < at_once_ns(8 * MB),
+	   "4 MiB lacking obtains its swap at once rather than wait for a piece: %llu ns",
+	   (unsigned long long)z_ns);
+	tp_sync(ctx);
+	tp_stats_get(ctx, &st);
+	ok(st.host_peak == 276 * MB && st.host_held > st.host_peak &&
+	   st.host_held <= st.host_peak + 16 * 16 * MB,
+	   "held %llu MiB for %llu in use",
+	   (unsigned long long)(st.host_held / MB),
+	   (unsigned long long)(st.host_peak / MB));
+	tp_tensor_free(ctx, x);
+	tp_tensor_free(ctx, y);
+	tp_tensor_free(ctx, z);
 	tp_ctx_destroy(ctx);
 }
 
@@ -233,8 +293,9 @@ static void with_data(void)
 int main(void)
 {
 	pt_probe();
-	plan_tests(11);
+	plan_tests(15);
 	sim_tests();
+	pieces();
 	with_data();
 	return exit_status();
 }

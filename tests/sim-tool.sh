@@ -253,7 +253,7 @@ printf '\377\377\377\377' | dd of="$tmp/crc.log.gz" bs=1 seek=$((size - 8)) conv
 fails "corrupt gzip" "crc.log.gz: not a valid gzip file: incorrect data check" "$tmp/crc.log.gz"
 
 # The host swap a replay needed: none for an evict-only policy; held
-# beyond the peak by the block prepared ahead, unless that is off.
+# beyond the peak by the pieces prepared ahead, unless that is off.
 num() { sed -n "s/.*\"$1\":\([0-9]*\).*/\1/p" "$2"; }
 "$sim" "$tmp/chain.log" --chunk-size 4K --budget 40960 --policy dtr/evict $wm \
 	--json > "$tmp/json" 2>"$tmp/err"
@@ -269,7 +269,7 @@ hp=$(num host_peak "$tmp/on"); hh=$(num host_held "$tmp/on")
 ok $([ "${hp:-0}" -gt 0 ] && [ "${hh:-0}" -gt "$hp" ] &&
      [ "$(num host_held "$tmp/off")" = "$(num host_peak "$tmp/off")" ]
      echo $?) \
-	"ResNet-50's trace at 15%: host swap peak $hp, held $hh with a block prepared ahead, the peak itself without"
+	"ResNet-50's trace at 15%: host swap peak $hp, held $hh with pieces prepared ahead, the peak itself without"
 
 # A tpager-trace 3 file says where it ends: one cut after a line is an
 # error naming that line, from a file or a pipe, not a shorter replay.

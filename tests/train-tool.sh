@@ -354,7 +354,7 @@ ok $([ "$(echo "$j" | field unconstrained host_peak)" = 0 ] &&
 	"resnet-mini: the budgeted run's host swap peak $hp is reported, within the machine's $hl"
 hh=$(echo "$j" | field budget host_held)
 ok $([ "${hh:-0}" -ge "$hp" ] && [ "${hh:-0}" -le "$hl" ]; echo $?) \
-	"resnet-mini: the host memory held for swap, $hh, is the peak $hp and at most a block prepared ahead"
+	"resnet-mini: the host memory held for swap, $hh, is the peak $hp and at most the pieces prepared ahead"
 # On sim, whose clock is virtual: on the host the copies' timing decides
 # which batch fails first, and whether by swap or by device room.
 "$train" --backend sim --model mlp --budget 1M --max-batch --json \

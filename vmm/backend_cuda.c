@@ -99,6 +99,8 @@ struct cuda_backend {
 	CUresult (*p_elapsed)(float *ms, CUevent start, CUevent end);
 	/* How host memory is pinned, settled by the first allocation. */
 	enum { HOST_UNSET, HOST_REGISTER, HOST_ALLOC } host_pin;
+	/* Host swap mapped and faulted in ahead of need (host_prepare). */
+	struct tp_host_preparer *prep;
 	/*
 	 * The streams' waits for maps (map_gate_open), where the driver
 	 * has the calls (looked up apart: without them the host waits):
@@ -197,6 +199,7 @@ static void cuda_teardown(struct cuda_backend *c)
 		c->p_cuDevicePrimaryCtxRelease(c->dev);
 	if (c->lib)
 		dlclose(c->lib);
+	tp_host_preparer_free(c->prep);
 	free(c);
 }
 
@@ -270,6 +273,8 @@ out:
 	return link;
 }
 
+static void *map_faulted(size_t len, void *arg);
+
 static int cuda_open(struct tp_vmm *vmm, const struct tp_vmm_conf *conf)
 {
 	struct cuda_backend *c;
@@ -280,6 +285,11 @@ static int cuda_open(struct tp_vmm *vmm, const struct tp_vmm_conf *conf)
 	c = calloc(1, sizeof(*c));
 	if (!c)
 		return -ENOMEM;
+	c->prep = tp_host_preparer_new(map_faulted, NULL);
+	if (!c->prep) {
+		ret = -ENOMEM;
+		goto err;
+	}
 	c->lib = dlopen(tp_vmm_cuda_library, RTLD_NOW | RTLD_LOCAL);
 	if (!c->lib) {
 		tp_log(TP_LOG_INFO, "vmm: cuda: cannot load %s (%s): no NVIDIA driver",
@@ -735,7 +745,7 @@ static void *cuda_host_prepare(struct tp_vmm *vmm, size_t len)
 		errno = ENOTSUP;
 		return NULL;
 	}
-	return tp_host_prep_start(len, map_faulted, NULL);
+	return tp_host_prep_start(cb(vmm)->prep, len);
 }
 
 static void *cuda_host_prepared(struct tp_vmm *vmm, void *token, bool wait,

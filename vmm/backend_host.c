@@ -109,6 +109,8 @@ struct host_backend {
 	 * returns, as a driver does once the device has failed */
 	int events_fail;
 	struct host_stream streams[TP_NR_STREAMS];
+	/* Host swap allocated and written ahead of need (host_prepare). */
+	struct tp_host_preparer *prep;
 };
 
 static struct host_backend *hb(struct tp_vmm *vmm)
@@ -661,7 +663,7 @@ static void *obtain_written(size_t len, void *arg)
 
 static void *host_host_prepare(struct tp_vmm *vmm, size_t len)
 {
-	return tp_host_prep_start(len, obtain_written, &hb(vmm)->page);
+	return tp_host_prep_start(hb(vmm)->prep, len);
 }
 
 static void *host_host_prepared(struct tp_vmm *vmm, void *token, bool wait,
@@ -749,6 +751,11 @@ static int host_open(struct tp_vmm *vmm, const struct tp_vmm_conf *conf)
 	if (!h)
 		return -ENOMEM;
 	h->page = (size_t)page;
+	h->prep = tp_host_preparer_new(obtain_written, &h->page);
+	if (!h->prep) {
+		free(h);
+		return -ENOMEM;
+	}
 	pthread_mutex_init(&h->lock, NULL);
 	pthread_cond_init(&h->cond, NULL);
 	h->memfd = open_memfd();
@@ -784,6 +791,7 @@ err_stop:
 err_free:
 	pthread_cond_destroy(&h->cond);
 	pthread_mutex_destroy(&h->lock);
+	tp_host_preparer_free(h->prep);
 	free(h);
 	vmm->priv = NULL;
 	return ret;
@@ -798,6 +806,7 @@ static void host_close(struct tp_vmm *vmm)
 	close(h->memfd);
 	pthread_cond_destroy(&h->cond);
 	pthread_mutex_destroy(&h->lock);
+	tp_host_preparer_free(h->prep);
 	free(h);
 	vmm->priv = NULL;
 }

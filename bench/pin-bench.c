@@ -22,6 +22,9 @@
  * thread does, the registration left to the issuing thread).
  * Last, whether one async copy may span two pinned ranges that touch.
  *
+ * First, on any machine: faulting the size in by 1, 2, 4 and 8 threads
+ * (vmm.cuda.fault_threads; base/hostmem.h), no driver call.
+ *
  * It loads the driver at run time, so it builds everywhere and says so
  * where there is no GPU.
  */
@@ -35,6 +38,8 @@
 #include <time.h>
 
 #include <cuda.h>
+
+#include "base/hostmem.h"
 
 #define CALLS(X)			\
 	X(cuInit)			\
@@ -351,6 +356,33 @@ static void straddle(void)
 	munmap(p, 2 * half);
 }
 
+/* The size faulted in by 1, 2, 4 and 8 threads: median of 3. */
+static void fault_threads(size_t len)
+{
+	printf("faulting %zu MiB in by threads, median of 3 (ms; GB/s)\n",
+	       len >> 20);
+	for (unsigned n = 1; n <= 8; n *= 2) {
+		double t[3];
+
+		for (int r = 0; r < 3; r++) {
+			double t0 = now_us();
+			void *p = tp_hostmem_map(len, n);
+
+			t[r] = now_us() - t0;
+			if (!p) {
+				printf("%u threads: %zu MiB cannot be mapped\n",
+				       n, len >> 20);
+				return;
+			}
+			tp_hostmem_unmap(p, len);
+		}
+		double m = median3(t);
+
+		printf("%-10u %9.1f %9.2f\n", n, m / 1e3, len / m / 1e3);
+	}
+	printf("\n");
+}
+
 int main(int argc, char **argv)
 {
 	size_t mib = argc > 1 ? strtoul(argv[1], NULL, 0) : 512;
@@ -359,6 +391,7 @@ int main(int argc, char **argv)
 	struct lat base = { 0 };
 	double t0;
 
+	fault_threads(len);
 	if (cuda_calls_load("pin-bench")) {
 		printf("pin-bench: no CUDA driver here (libcuda.so.1): nothing to measure\n");
 		return 0;

@@ -112,6 +112,7 @@ void tp_ctx_vmm_conf(const struct tp_conf *c, struct tp_vmm_conf *vc)
 		.device = c->vmm_device,
 		.device_memory = c->vmm_device_memory,
 		.host_copy_threads = c->vmm_host_copy_threads,
+		.cuda_fault_threads = c->vmm_cuda_fault_threads,
 		.sim_profile = (enum tp_sim_profile_kind)c->vmm_sim_profile,
 		.sim_map_ns = c->vmm_sim_map_ns,
 		.sim_set_access_ns = c->vmm_sim_set_access_ns,

@@ -99,8 +99,10 @@ struct cuda_backend {
 	CUresult (*p_elapsed)(float *ms, CUevent start, CUevent end);
 	/* How host memory is pinned, settled by the first allocation. */
 	enum { HOST_UNSET, HOST_REGISTER, HOST_ALLOC } host_pin;
-	/* Host swap mapped and faulted in ahead of need (host_prepare). */
+	/* Host swap mapped and faulted in ahead of need (host_prepare), by
+	 * so many threads (vmm.cuda.fault_threads). */
 	struct tp_host_preparer *prep;
+	unsigned fault_threads;
 	/*
 	 * The streams' waits for maps (map_gate_open), where the driver
 	 * has the calls (looked up apart: without them the host waits):
@@ -285,7 +287,8 @@ static int cuda_open(struct tp_vmm *vmm, const struct tp_vmm_conf *conf)
 	c = calloc(1, sizeof(*c));
 	if (!c)
 		return -ENOMEM;
-	c->prep = tp_host_preparer_new(map_faulted, NULL);
+	c->fault_threads = (unsigned)conf->cuda_fault_threads;
+	c->prep = tp_host_preparer_new(map_faulted, &c->fault_threads);
 	if (!c->prep) {
 		ret = -ENOMEM;
 		goto err;
@@ -722,7 +725,7 @@ static void *cuda_host_alloc(struct tp_vmm *vmm, size_t len)
 	cu_bind(c);
 	if (c->host_pin == HOST_ALLOC)
 		return cuda_host_alloc_pinned(c, len);
-	p = tp_hostmem_map(len);
+	p = tp_hostmem_map(len, c->fault_threads);
 	if (!p)
 		return NULL;		/* errno says why */
 	return cuda_host_register(c, p, len);
@@ -730,13 +733,14 @@ static void *cuda_host_alloc(struct tp_vmm *vmm, size_t len)
 
 /*
  * Host swap prepared ahead: the mapping and faulting in (most of the
- * time) on a thread of its own, which makes no driver call; the
- * registration on the caller's thread, which holds the context. Not
- * where registration is refused: cuMemHostAlloc pins as it allocates.
+ * time) on the preparing thread and its helpers (vmm.cuda.fault_threads),
+ * which make no driver call; the registration on the caller's thread,
+ * which holds the context. Not where registration is refused:
+ * cuMemHostAlloc pins as it allocates.
  */
 static void *map_faulted(size_t len, void *arg)
 {
-	return tp_hostmem_map(len);
+	return tp_hostmem_map(len, *(const unsigned *)arg);
 }
 
 static void *cuda_host_prepare(struct tp_vmm *vmm, size_t len)

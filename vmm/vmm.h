@@ -60,6 +60,7 @@ struct tp_vmm_conf {
 	int64_t device;				/* vmm.device */
 	uint64_t device_memory;			/* vmm.device_memory */
 	int64_t host_copy_threads;		/* vmm.host.copy_threads */
+	int64_t cuda_fault_threads;		/* vmm.cuda.fault_threads */
 	enum tp_sim_profile_kind sim_profile;	/* vmm.sim.profile */
 	int64_t sim_map_ns;			/* vmm.sim.map_ns */
 	int64_t sim_set_access_ns;		/* vmm.sim.set_access_ns */

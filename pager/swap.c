@@ -294,10 +294,9 @@ static void take_pieces(struct tp_pager *pg, size_t n)
 }
 
 /*
- * Swap grew: keep a quarter of the swap so far in preparation, at least
- * pager.swap_ahead and at most TP_SWAP_PIECES times it, within
- * pager.host_budget, in pieces of pager.swap_ahead. Where the backend
- * cannot, swap grows as needed.
+ * Swap grew: keep a quarter of the swap so far in preparation, in pieces
+ * of pager.swap_ahead, two at least and TP_SWAP_PIECES at most, within
+ * pager.host_budget. Where the backend cannot, swap grows as needed.
  *
  * The bound keeps what a run holds beyond its peak to 1 GiB by default
  * (a piece is pinned whole when first taken), where a quarter was 12 GB

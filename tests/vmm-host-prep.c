@@ -6,8 +6,9 @@
  * thread: once the last is done, the earlier ones are too, and each gets
  * memory of its own length, written by the thread. One not done is
  * refused without waiting (EAGAIN) and kept; a failed one gives the
- * obtaining function's errno. A preparer that never prepared starts no
- * thread and frees.
+ * obtaining function's errno, ENOMEM for its EAGAIN (which would say "not
+ * yet" of a preparation already gone). A preparer that never prepared
+ * starts no thread and frees.
  */
 #include "config.h"
 
@@ -29,7 +30,8 @@ struct log {
 	bool held;		/* the thread waits while set */
 };
 
-/* Length @len filled with its low byte; 0 fails with ENOMEM. */
+/* Length @len filled with its low byte; 0 fails with ENOMEM, 1 with
+ * EAGAIN. */
 static void *obtain(size_t len, void *arg)
 {
 	struct log *lg = arg;
@@ -41,8 +43,8 @@ static void *obtain(size_t len, void *arg)
 	if (lg->n < NR + 2)
 		lg->order[lg->n++] = len;
 	pthread_mutex_unlock(&lg->lock);
-	if (!len) {
-		errno = ENOMEM;
+	if (len < 2) {
+		errno = len ? EAGAIN : ENOMEM;
 		return NULL;
 	}
 	p = malloc(len);
@@ -69,7 +71,7 @@ int main(void)
 	size_t len;
 	void *p;
 
-	plan_tests(7);
+	plan_tests(8);
 
 	pr = tp_host_preparer_new(obtain, &lg);
 	if (!pr)
@@ -126,6 +128,13 @@ int main(void)
 	ok(!p && errno == ENOMEM,
 	   "a failed one gives the obtaining function's errno (%s)",
 	   strerror(errno));
+	held = tp_host_prep_start(pr, 1);
+	if (!held)
+		bail_out("start: %s", strerror(errno));
+	errno = 0;
+	p = tp_host_prep_finish(held, true, &len);
+	ok(!p && errno == ENOMEM,
+	   "one that failed with EAGAIN says ENOMEM (%s)", strerror(errno));
 	tp_host_preparer_free(pr);
 
 	pr = tp_host_preparer_new(obtain, &lg);

@@ -60,7 +60,8 @@ static void *prepare(void *arg)
 			pr->tail = &pr->head;
 		pthread_mutex_unlock(&pr->lock);
 		hp->p = pr->obtain(hp->len, pr->arg);
-		hp->err = hp->p ? 0 : errno;
+		/* EAGAIN is tp_host_prep_finish()'s "not yet". */
+		hp->err = hp->p ? 0 : errno == EAGAIN ? ENOMEM : errno;
 		pthread_mutex_lock(&pr->lock);
 		hp->done = true;
 		pthread_cond_broadcast(&pr->cond);

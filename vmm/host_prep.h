@@ -36,7 +36,8 @@ struct tp_host_prep *tp_host_prep_start(struct tp_host_preparer *pr,
 /*
  * The memory once prepared, and @hp is gone; NULL with errno EAGAIN (and
  * @hp kept) when it is not yet and !@wait, or with the mapping's errno
- * (and @hp gone) when it failed. *@len: its length.
+ * (and @hp gone) when it failed, ENOMEM for its EAGAIN. *@len: its
+ * length.
  */
 void *tp_host_prep_finish(struct tp_host_prep *hp, bool wait, size_t *len);
 

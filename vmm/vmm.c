@@ -1190,7 +1190,8 @@ void *tp_vmm_host_prepared(struct tp_vmm *vmm, void *token, bool wait,
 	tp_vmm_call_end(vmm, TP_CALL_HOST_ALLOC, t0, ret ? 0 : *len);
 	if (ret) {
 		vmm->ops->host_free(vmm, p, *len);
-		errno = -ret;
+		/* EAGAIN would say "not ready": the token is gone. */
+		errno = ret == -EAGAIN ? ENOMEM : -ret;
 		return NULL;
 	}
 	return p;

@@ -19,22 +19,21 @@ struct slice {
 	bool started;
 };
 
-/* Write every page of [@p, @p + @len) once, the kernel's way where it can. */
-static void populate(char *p, size_t len)
+void tp_hostmem_populate(void *p, size_t len)
 {
 #ifdef MADV_POPULATE_WRITE
 	if (!madvise(p, len, MADV_POPULATE_WRITE))
 		return;
 #endif
 	for (size_t off = 0; off < len; off += 4096)
-		p[off] = 0;
+		((char *)p)[off] = 0;
 }
 
 static void *populate_slice(void *arg)
 {
 	struct slice *s = arg;
 
-	populate(s->p, s->len);
+	tp_hostmem_populate(s->p, s->len);
 	return NULL;
 }
 
@@ -70,7 +69,7 @@ void *tp_hostmem_map(size_t len, unsigned threads)
 	}
 	for (size_t i = 0; i < n; i++)
 		if (!s[i].started)
-			populate(s[i].p, s[i].len);
+			tp_hostmem_populate(s[i].p, s[i].len);
 	for (size_t i = 1; i < n; i++)
 		if (s[i].started)
 			pthread_join(s[i].thread, NULL);

@@ -21,5 +21,8 @@
  */
 void *tp_hostmem_map(size_t len, unsigned threads);
 void tp_hostmem_unmap(void *p, size_t len);
+/* Write every page of [@p, @p + @len) once, on this thread, the kernel's
+ * way (MADV_POPULATE_WRITE) where it can. */
+void tp_hostmem_populate(void *p, size_t len);
 
 #endif /* TP_BASE_HOSTMEM_H */

@@ -122,17 +122,6 @@ static const char *const way_name[] = {
 	"alloc", "register", "reg-cold", "huge", "huge-cold", "fault",
 };
 
-/* Touch every page of @p once (a write), the kernel's way where it can. */
-static void populate(char *p, size_t len)
-{
-#ifdef MADV_POPULATE_WRITE
-	if (!madvise(p, len, MADV_POPULATE_WRITE))
-		return;
-#endif
-	for (size_t off = 0; off < len; off += 4096)
-		p[off] = 0;
-}
-
 struct pinned {
 	void *p;
 	size_t len;
@@ -163,7 +152,7 @@ static void pin(struct pinned *pm, enum way way, size_t len)
 	if (way == WAY_HUGE || way == WAY_HUGE_COLD || way == WAY_FAULT)
 		madvise(pm->p, len, MADV_HUGEPAGE);
 	if (way == WAY_REGISTER || way == WAY_HUGE || way == WAY_FAULT)
-		populate(pm->p, len);
+		tp_hostmem_populate(pm->p, len);
 	pm->touch_us = now_us() - t0;
 	pm->pin_us = 0;
 	if (way == WAY_FAULT)
@@ -208,7 +197,7 @@ static void *pinner_main(void *arg)
 				MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 		if (pn->way == WAY_HUGE)
 			madvise(pn->pm.p, pn->len, MADV_HUGEPAGE);
-		populate(pn->pm.p, pn->len);
+		tp_hostmem_populate(pn->pm.p, pn->len);
 		pn->pm.way = pn->way;
 		pn->pm.len = pn->len;
 		__atomic_store_n(&pn->started, 1, __ATOMIC_RELEASE);

@@ -61,6 +61,21 @@ static bool filled(const unsigned char *p, size_t len)
 	return true;
 }
 
+/* The errno of a preparation of @len that fails, waited for; 0: none. */
+static int failed_errno(struct tp_host_preparer *pr, size_t len)
+{
+	struct tp_host_prep *hp = tp_host_prep_start(pr, len);
+	size_t got;
+	void *p;
+
+	if (!hp)
+		bail_out("start: %s", strerror(errno));
+	errno = 0;
+	p = tp_host_prep_finish(hp, true, &got);
+	free(p);
+	return p ? 0 : errno;
+}
+
 int main(void)
 {
 	struct tp_host_prep *hp[NR], *held;
@@ -69,6 +84,7 @@ int main(void)
 			  .cond = PTHREAD_COND_INITIALIZER };
 	unsigned in_order = 0, ready = 0, right = 0;
 	size_t len;
+	int err;
 	void *p;
 
 	plan_tests(8);
@@ -120,21 +136,13 @@ int main(void)
 	   "and kept: waited for, it gives its memory");
 	free(p);
 
-	held = tp_host_prep_start(pr, 0);
-	if (!held)
-		bail_out("start: %s", strerror(errno));
-	errno = 0;
-	p = tp_host_prep_finish(held, true, &len);
-	ok(!p && errno == ENOMEM,
+	err = failed_errno(pr, 0);
+	ok(err == ENOMEM,
 	   "a failed one gives the obtaining function's errno (%s)",
-	   strerror(errno));
-	held = tp_host_prep_start(pr, 1);
-	if (!held)
-		bail_out("start: %s", strerror(errno));
-	errno = 0;
-	p = tp_host_prep_finish(held, true, &len);
-	ok(!p && errno == ENOMEM,
-	   "one that failed with EAGAIN says ENOMEM (%s)", strerror(errno));
+	   strerror(err));
+	err = failed_errno(pr, 1);
+	ok(err == ENOMEM, "one that failed with EAGAIN says ENOMEM (%s)",
+	   strerror(err));
 	tp_host_preparer_free(pr);
 
 	pr = tp_host_preparer_new(obtain, &lg);

@@ -42,7 +42,9 @@
  *   (down from its last 5% step that fit in steps of 1%).
  *
  * The summary gives, per trace, the largest rise against its limit, the
- * budgets where the default is behind (and behind the best baseline on
+ * mean extra time of the default over the 1% budgets that fit (what a
+ * change that moves the cliffs about does on the whole), the budgets
+ * where the default is behind (and behind the best baseline on
  * its own, chunked, pool: Coop's pool maps nothing again once made, and
  * is ahead of the chunked one by what remapping costs), and the minimum
  * budgets; and the
@@ -277,6 +279,7 @@ struct verdict {
 	int fine_min;		/* -1: not run */
 	double rise, rise_lim;	/* the worst rise against its limit */
 	int rise_at;		/* budget below it, -1: none */
+	double mean;		/* mean extra time over the budgets that fit */
 	int cliffs;		/* rises over their limit */
 	int holes;		/* budgets above the minimum that failed */
 	int behind;		/* 5% budgets where the default is behind */
@@ -295,7 +298,7 @@ static int fine_sweep(struct bench_trace *bt, struct verdict *v)
 {
 	struct outcome at[101] = { { 0 } };
 	double worst = -1;
-	int pct, misses = 0, ret;
+	int pct, misses = 0, n, ret;
 
 	for (pct = 100; pct >= 1 && misses < FINE_MISSES; pct--) {
 		ret = run(bt, &columns[0], pct, &at[pct]);
@@ -308,6 +311,13 @@ static int fine_sweep(struct bench_trace *bt, struct verdict *v)
 		misses = 0;
 		v->fine_min = pct;
 	}
+	for (pct = v->fine_min, n = 0; pct > 0 && pct <= 100; pct++)
+		if (fits(&at[pct])) {
+			v->mean += at[pct].extra;
+			n++;
+		}
+	if (n)
+		v->mean /= n;
 	for (pct = v->fine_min; pct > 0 && pct < 100; pct++) {
 		double lo = at[pct].extra, hi = at[pct + 1].extra;
 		double lim = RISE_REL * (lo > 0 ? lo : 0) + RISE_ABS;
@@ -327,7 +337,8 @@ static int fine_sweep(struct bench_trace *bt, struct verdict *v)
 			v->rise_at = pct;
 		}
 	}
-	printf("  default in 1%% steps: fits from 100%% down to %d%%", v->fine_min);
+	printf("  default in 1%% steps: fits from 100%% down to %d%% (mean extra time %.2f%%)",
+	       v->fine_min, 100 * v->mean);
 	if (v->rise_at >= 0)
 		printf("; largest rise %d%%->%d%%: %+.2f points of extra time (limit %.2f): %s",
 		       v->rise_at, v->rise_at + 1, 100 * v->rise,
@@ -610,11 +621,12 @@ static void summary(const struct verdict *v, size_t n)
 {
 	printf("\nsummary (targets: no rise above %.0f%% of the extra time + %.0f point; default within %.0f%% of the best baseline; its minimum budget at most theirs)\n",
 	       100 * RISE_REL, 100 * RISE_ABS, 100 * (BEHIND - 1));
-	printf("  %-36s %14s %7s %7s %9s %9s %9s\n", "trace", "largest rise",
-	       "limit", "cliffs", "behind@5%", "(chunked)", "min/best");
+	printf("  %-36s %14s %7s %7s %7s %9s %9s %9s\n", "trace",
+	       "largest rise", "limit", "cliffs", "mean", "behind@5%",
+	       "(chunked)", "min/best");
 	for (size_t i = 0; i < n; i++) {
 		int best = -1;
-		char rise[32], lim[32], mins[32];
+		char rise[32], lim[32], mins[32], mean[32];
 
 		for (size_t c = 1; c < NR_COLS; c++)
 			if (v[i].min[c] >= 0 && (best < 0 || v[i].min[c] < best))
@@ -628,8 +640,12 @@ static void summary(const struct verdict *v, size_t n)
 			snprintf(lim, sizeof(lim), "-");
 		}
 		snprintf(mins, sizeof(mins), "%d/%d", v[i].min[0], best);
-		printf("  %-36.36s %14s %7s %7d %9d %9d %9s\n", v[i].name, rise,
-		       lim, v[i].cliffs + v[i].holes, v[i].behind,
+		if (v[i].fine_min >= 0)
+			snprintf(mean, sizeof(mean), "%.2f%%", 100 * v[i].mean);
+		else
+			snprintf(mean, sizeof(mean), "-");
+		printf("  %-36.36s %14s %7s %7d %7s %9d %9d %9s\n", v[i].name,
+		       rise, lim, v[i].cliffs + v[i].holes, mean, v[i].behind,
 		       v[i].behind_chunked, mins);
 	}
 	printf("  largest wall time of a replay: %.1fx the unconstrained replay's (%s)\n",

@@ -55,8 +55,11 @@ void *tp_hostmem_map(size_t len, unsigned threads)
 		threads = (unsigned)cpus;
 	if (threads > MAX_THREADS)
 		threads = MAX_THREADS;
-	/* Whole huge pages a slice, at least one. */
-	each = (len / (threads ? threads : 1) + SLICE_ALIGN - 1) &
+	if (!threads)
+		threads = 1;
+	/* Whole huge pages a slice, at least one: no more slices than
+	 * threads, whatever @len. */
+	each = ((len + threads - 1) / threads + SLICE_ALIGN - 1) &
 	       ~(size_t)(SLICE_ALIGN - 1);
 	if (!each)
 		each = SLICE_ALIGN;

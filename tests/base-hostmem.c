@@ -40,6 +40,7 @@ int main(void)
 	static const struct { size_t len; unsigned threads; } cases[] = {
 		{ 4096, 4 }, { 2 * MB, 1 }, { 2 * MB, 8 }, { 7 * MB + 4096, 3 },
 		{ 33 * MB, 4 }, { 64 * MB, 0 }, { 64 * MB, 64 }, { 5 * MB, 200 },
+		{ 128 * MB + 4096, 64 }, { 130 * MB, 65 },
 	};
 	const size_t n = sizeof(cases) / sizeof(cases[0]);
 	size_t page = (size_t)sysconf(_SC_PAGESIZE);

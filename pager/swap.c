@@ -11,11 +11,12 @@
  * adjacent buffers of one block, which the offload and reload copy as one
  * run (tp_swap_follows(): never across two blocks, even where they touch).
  *
- * Each time swap grows, the next block is prepared ahead of need
- * (pager.swap_ahead): host memory takes the issuing thread most of its
- * time to fault in (8.9 GB/s on an H100 machine, against 50 for the copy
- * that fills it), which the backend does on a thread of its own; a take
- * that lacks buffers then finds them ready, or waits for less.
+ * Each time swap grows, pieces of pager.swap_ahead go into preparation
+ * ahead of need (prepare_ahead()): host memory takes most of its time to
+ * fault in (8.9 GB/s a thread on an H100 machine, against 50 for the copy
+ * that fills it), which the backend does on a thread of its own, a piece
+ * after another; a take that lacks buffers then finds them ready, or
+ * waits for the oldest.
  */
 #include <errno.h>
 #include <stdint.h>

@@ -36,19 +36,27 @@ static int churn(struct tp_ctx *ctx, size_t bytes)
 	return ret;
 }
 
+/* A sim context on the pool @mode (chunks of 64 KiB) with @keys more;
+ * NULL with errno set. */
+static struct tp_ctx *pool_ctx(const char *mode, const char *keys)
+{
+	char opts[256];
+
+	snprintf(opts, sizeof(opts),
+		 "vmm.backend=sim,vmm.chunk_size=64K,vmm.mode=%s,%s", mode,
+		 keys);
+	return tp_ctx_create(opts);
+}
+
 /* Driver time after each round of tensors of 3, 5, 9 and 17 MiB and a
  * round's worth more, the first round's the largest: no size repeats. */
 static int rounds(const char *mode, uint64_t ns[ROUNDS])
 {
-	char opts[256];
-	struct tp_ctx *ctx;
+	struct tp_ctx *ctx = pool_ctx(mode, "vmm.sim.profile=h200,"
+					 "pager.budget=256M");
 	struct tp_stats st = { 0 };
 	int ret = 0;
 
-	snprintf(opts, sizeof(opts),
-		 "vmm.backend=sim,vmm.sim.profile=h200,vmm.chunk_size=64K,"
-		 "vmm.mode=%s,pager.budget=256M", mode);
-	ctx = tp_ctx_create(opts);
 	if (!ctx)
 		return -errno;
 	for (unsigned r = 0; r < ROUNDS && !ret; r++) {
@@ -69,15 +77,10 @@ static int rounds(const char *mode, uint64_t ns[ROUNDS])
  * after a pager key was set at run time (tp_pager_set_conf()). */
 static int hits_after_ctl(const char *mode, uint64_t *hits)
 {
-	char opts[256];
-	struct tp_ctx *ctx;
+	struct tp_ctx *ctx = pool_ctx(mode, "pager.budget=64M");
 	struct tp_stats st = { 0 };
 	int ret;
 
-	snprintf(opts, sizeof(opts),
-		 "vmm.backend=sim,vmm.chunk_size=64K,vmm.mode=%s,"
-		 "pager.budget=64M", mode);
-	ctx = tp_ctx_create(opts);
 	if (!ctx)
 		return -errno;
 	ret = tp_ctl_set(ctx, "pager.move_evicted", "1");

@@ -275,7 +275,17 @@ out:
 	return link;
 }
 
-static void *map_faulted(size_t len, void *arg);
+/*
+ * Host swap prepared ahead: the mapping and faulting in (most of the
+ * time) on the preparing thread and its helpers (vmm.cuda.fault_threads),
+ * which make no driver call; the registration on the caller's thread,
+ * which holds the context. Not where registration is refused:
+ * cuMemHostAlloc pins as it allocates.
+ */
+static void *map_faulted(size_t len, void *arg)
+{
+	return tp_hostmem_map(len, *(const unsigned *)arg);
+}
 
 static int cuda_open(struct tp_vmm *vmm, const struct tp_vmm_conf *conf)
 {
@@ -729,18 +739,6 @@ static void *cuda_host_alloc(struct tp_vmm *vmm, size_t len)
 	if (!p)
 		return NULL;		/* errno says why */
 	return cuda_host_register(c, p, len);
-}
-
-/*
- * Host swap prepared ahead: the mapping and faulting in (most of the
- * time) on the preparing thread and its helpers (vmm.cuda.fault_threads),
- * which make no driver call; the registration on the caller's thread,
- * which holds the context. Not where registration is refused:
- * cuMemHostAlloc pins as it allocates.
- */
-static void *map_faulted(size_t len, void *arg)
-{
-	return tp_hostmem_map(len, *(const unsigned *)arg);
 }
 
 static void *cuda_host_prepare(struct tp_vmm *vmm, size_t len)

@@ -23,7 +23,12 @@
  * iteration (two before it warm the policy's record and the host swap),
  * a DTR log its only one, cold: no record to predict from, host swap
  * pinned as it grows. --warmup N replays each N times more before the
- * measured pass (the DTR logs' steady state: --warmup 2).
+ * measured pass (the DTR logs' steady state: --warmup 2). The default
+ * policy's replays go on warming up while policy.tune times filter and
+ * director pairs (tpager-sim --warmup auto), so that its measured pass
+ * runs the pair it keeps; a baseline at a budget then replays as many
+ * times first as the default did there (the nearest budget where it did
+ * not run), so that every column's measured pass follows as many.
  *
  * For each trace:
  *
@@ -38,8 +43,9 @@
  *   msps/delta, delta/delta, lru/evict, greedy/evict on chunks, and
  *   coop/evict on the contiguous pool): the time of each as a multiple
  *   of the unconstrained replay on chunks, '!' where the default is more
- *   than 5% behind the best baseline; then each one's minimum budget
- *   (down from its last 5% step that fit in steps of 1%).
+ *   than 5% behind the best baseline; the budgets where policy.tune kept
+ *   another pair than the default's, and which; then each one's minimum
+ *   budget (down from its last 5% step that fit in steps of 1%).
  *
  * The summary gives, per trace, the largest rise against its limit, the
  * mean extra time of the default over the 1% budgets that fit (what a
@@ -123,6 +129,13 @@ static const char *base_name(const char *path)
 
 struct bench_trace {
 	const char *path;
+	/*
+	 * The warm-up passes the default took at each budget (policy.tune
+	 * timing pairs), plus one, 0: not run there: a baseline at that
+	 * budget runs as many, so that every column's measured pass
+	 * follows as many.
+	 */
+	unsigned warm_at[101];
 	struct tp_trace *t;
 	struct tp_trace_summary s;
 	bool dtr;
@@ -138,6 +151,7 @@ struct outcome {
 	double time;		/* virtual time / unconstrained on chunks */
 	double extra;		/* over the same pool's unconstrained */
 	double wall;		/* wall time / unconstrained wall time */
+	char tuned[64];		/* the pair policy.tune kept, if another */
 };
 
 static double max_wall;
@@ -163,6 +177,8 @@ static void opts_for(const struct bench_trace *bt, const struct column *c,
 		      (def_director[0] ? def_director : NULL);
 	o->prefetch = -1;
 	o->warmup = warmup;
+	/* the default's measured pass runs the pair policy.tune kept */
+	o->warmup_tuned = c == &columns[0];
 	/* As tpager-sim, by the trace's kind and the profile. */
 	tp_replay_defaults(o, bt->dtr, profile && strcmp(profile, "custom"));
 	if (!budget)
@@ -181,6 +197,21 @@ static void opts_for(const struct bench_trace *bt, const struct column *c,
 	o->extra = extra;
 }
 
+/*
+ * A baseline's warm-up at @pct: the default's there, else at the nearest
+ * budget it ran (above first), else --warmup's.
+ */
+static unsigned warm_for(const struct bench_trace *bt, int pct)
+{
+	for (int d = 0; d <= 100; d++) {
+		if (pct + d <= 100 && bt->warm_at[pct + d])
+			return bt->warm_at[pct + d] - 1;
+		if (pct - d >= 1 && bt->warm_at[pct - d])
+			return bt->warm_at[pct - d] - 1;
+	}
+	return warmup;
+}
+
 static int run(struct bench_trace *bt, const struct column *c, int pct,
 	       struct outcome *out)
 {
@@ -194,6 +225,8 @@ static int run(struct bench_trace *bt, const struct column *c, int pct,
 
 	opts_for(bt, c, tp_sweep_bytes(bt->s.peak_bytes, pct * 10), &o,
 		 extra, sizeof(extra));
+	if (ci)
+		o.warmup = warm_for(bt, pct);
 	last_log[0] = 0;
 	ret = tp_replay_run(bt->t, &o, &r);
 	/* A replay stopped by the paging work bound is a verdict. */
@@ -234,6 +267,10 @@ static int run(struct bench_trace *bt, const struct column *c, int pct,
 	out->extra = (double)r.time_ns / (double)bt->base_ns[c->contiguous] -
 		     1;
 	out->wall = base_wall > 0 ? r.wall_s / base_wall : 0;
+	if (!ci && pct >= 1 && pct <= 100)
+		bt->warm_at[pct] = r.warmup + 1;
+	if (r.in_force[0] && strcmp(r.in_force, r.policy))
+		snprintf(out->tuned, sizeof(out->tuned), "%s", r.in_force);
 	replays++;
 	/* One the bound ended said why; past it means not ended. */
 	if (out->wall > WALL_LIMIT && !r.by_wall) {
@@ -372,7 +409,7 @@ static int coarse_table(struct bench_trace *bt, struct verdict *v)
 {
 	static struct outcome at[NR_COLS][NR_STEPS + 1];
 	char buf[32];
-	int ret;
+	int ret, tuned = 0;
 
 	memset(at, 0, sizeof(at));
 	printf("  time as a multiple of the unconstrained replay; ! = default more than %.0f%% behind the best baseline\n",
@@ -427,6 +464,14 @@ static int coarse_table(struct bench_trace *bt, struct verdict *v)
 		printf("\n");
 	}
 done:
+	/* Where policy.tune kept another pair than the default's keys. */
+	for (int k = NR_STEPS; k >= 1; k--)
+		if (at[0][k].done && at[0][k].tuned[0])
+			printf("%s %d%% %s",
+			       tuned++ ? "," : "  the default ran, kept by policy.tune:",
+			       k * 100 / NR_STEPS, at[0][k].tuned);
+	if (tuned)
+		printf("\n");
 	/* Minimum budgets: on down in 1% steps from the last 5% that fit. */
 	for (size_t c = 0; c < NR_COLS; c++) {
 		int last = -1;

@@ -56,6 +56,7 @@ enum tp_costs_kind { TP_COSTS_MEASURED, TP_COSTS_MODEL };
 enum tp_writeback_kind { TP_WRITEBACK_OFF, TP_WRITEBACK_ON, TP_WRITEBACK_AUTO };
 enum tp_partial_kind { TP_PARTIAL_AUTO, TP_PARTIAL_ON, TP_PARTIAL_OFF };
 enum tp_plan_kind { TP_PLAN_KIND_OFF, TP_PLAN_KIND_TSPLIT };
+enum tp_tune_kind { TP_TUNE_KIND_OFF, TP_TUNE_KIND_AUTO, TP_TUNE_KIND_ON };
 
 #define TP_CONF_CTYPE_BOOL	bool
 #define TP_CONF_CTYPE_SIZE	uint64_t
@@ -99,6 +100,12 @@ extern const size_t tp_conf_nkeys;
 
 /** tp_conf_find() - the row for @key, or NULL. */
 const struct tp_conf_key *tp_conf_find(const char *key);
+
+/**
+ * tp_conf_enum_name() - value @i of the enum key @key, spelled as the key
+ * takes it, into @out: 0, or -EINVAL (no such key, or no value @i).
+ */
+int tp_conf_enum_name(const char *key, uint64_t i, char *out, size_t len);
 
 /** tp_conf_defaults() - fill @c with the built-in defaults of keys.def. */
 void tp_conf_defaults(struct tp_conf *c);

@@ -15,10 +15,16 @@ TP_API int tp_op_run(struct tp_ctx *ctx, const struct tp_op_type *type,
 		     struct tp_tensor **outputs, const size_t *out_bytes,
 		     unsigned n_out)
 {
+	int ret;
+
 	if (!ctx || !ctx->lineage)
 		return -EINVAL;
-	return tp_lineage_op_run(ctx->lineage, type, params, params_len,
-				 inputs, n_in, outputs, out_bytes, n_out);
+	do
+		ret = tp_lineage_op_run(ctx->lineage, type, params,
+					params_len, inputs, n_in, outputs,
+					out_bytes, n_out);
+	while (tp_ctx_retry(ctx, ret));
+	return ret;
 }
 
 TP_API int tp_op_before_copy(const struct tp_op_launch *l)

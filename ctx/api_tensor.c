@@ -17,11 +17,16 @@ static struct tp_pager *pager_of(struct tp_ctx *ctx)
 TP_API struct tp_tensor *tp_tensor_create(struct tp_ctx *ctx, size_t bytes,
 					  unsigned flags)
 {
+	struct tp_tensor *t;
+
 	if (!pager_of(ctx)) {
 		errno = EINVAL;
 		return NULL;
 	}
-	return tp_pager_tensor_new(ctx->pager, bytes, flags);
+	do
+		t = tp_pager_tensor_new(ctx->pager, bytes, flags);
+	while (!t && tp_ctx_retry(ctx, -errno));
+	return t;
 }
 
 /*
@@ -48,8 +53,12 @@ TP_API void *tp_tensor_acquire_range(struct tp_ctx *ctx, struct tp_tensor *t,
 		ret = -EINVAL;
 	else
 		ret = public_mode(mode, &m);
-	if (!ret)
-		ret = tp_pager_user_acquire(ctx->pager, t, off, len, m, &addr);
+	if (!ret) {
+		do
+			ret = tp_pager_user_acquire(ctx->pager, t, off, len, m,
+						    &addr);
+		while (tp_ctx_retry(ctx, ret));
+	}
 	if (ret) {
 		errno = ret < 0 ? -ret : ret;
 		return NULL;
@@ -95,7 +104,10 @@ static int tensor_copy(struct tp_ctx *ctx, struct tp_tensor *t, size_t off,
 		return -ENOTSUP;
 	if (!len)
 		return off <= t->bytes ? 0 : -EINVAL;
-	ret = tp_pager_user_acquire(pg, t, off, len, write ? TP_RW : TP_READ, &addr);
+	do
+		ret = tp_pager_user_acquire(pg, t, off, len,
+					    write ? TP_RW : TP_READ, &addr);
+	while (tp_ctx_retry(ctx, ret));
 	if (ret)
 		return ret;
 	if (write)

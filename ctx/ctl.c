@@ -135,3 +135,15 @@ TP_API int tp_ctl_set(struct tp_ctx *ctx, const char *key, const char *value)
 		tp_log_set_level((enum tp_log_level)next.log_level);
 	return 0;
 }
+
+int tp_ctx_pair_in_force(const struct tp_stats *st, char *out, size_t len)
+{
+	char f[32], d[32];
+
+	if (tp_conf_enum_name("policy.filter", st->tune_filter, f, sizeof(f)) ||
+	    tp_conf_enum_name("policy.director", st->tune_director, d,
+			      sizeof(d)))
+		return -EINVAL;
+	snprintf(out, len, "%s/%s", f, d);
+	return 0;
+}

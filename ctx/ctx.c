@@ -247,6 +247,12 @@ TP_API int tp_stats_get(struct tp_ctx *ctx, struct tp_stats *st)
 	return 0;
 }
 
+bool tp_ctx_retry(struct tp_ctx *ctx, int ret)
+{
+	return (ret == -ENOMEM || ret == -TP_EWORK) && ctx && ctx->policy &&
+	       tp_policy_tune_give_up(ctx->policy);
+}
+
 TP_API int tp_iteration_begin(struct tp_ctx *ctx)
 {
 	if (!ctx)

@@ -60,4 +60,19 @@ void tp_ctx_lineage_conf(const struct tp_conf *c, struct tp_lineage_conf *lc);
 __attribute__((format(printf, 3, 4)))
 void tp_ctx_error(struct tp_ctx *ctx, int err, const char *fmt, ...);
 
+/*
+ * tp_ctx_retry() - whether a public call that failed with @ret is to be
+ * made once more: it failed for room or paging work under a pair
+ * policy.tune had on trial, which ends (tp_policy_tune_give_up()); a
+ * failed call leaves everything as it was.
+ */
+bool tp_ctx_retry(struct tp_ctx *ctx, int ret);
+
+/*
+ * tp_ctx_pair_in_force() - "filter/director" as @st says they were in
+ * force (stats.tune_filter, tune_director: policy.tune may have kept
+ * another pair than the keys'), into @out: 0, or -EINVAL.
+ */
+int tp_ctx_pair_in_force(const struct tp_stats *st, char *out, size_t len);
+
 #endif /* TP_CTX_CTX_H */

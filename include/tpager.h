@@ -515,6 +515,15 @@ struct tp_stats {
 	 * the freed tensors' ranges kept mapped (pager.range_cache_freed),
 	 * as a framework's allocator counts allocated against reserved */
 	uint64_t held_peak;
+	/* policy.tune: the pairs it timed (or ended early) so far; 1 while
+	 * it times them (or before an iteration ended), 0 once it kept one,
+	 * an iteration paged nothing, or it does not tune; the filter
+	 * and the director in force, as the index of their value in the
+	 * list of policy.filter's and policy.director's */
+	uint64_t tune_trials;
+	uint64_t tune_pending;
+	uint64_t tune_filter;
+	uint64_t tune_director;
 };
 
 /** tp_stats_get() - a snapshot of the context's counters. */

@@ -199,7 +199,7 @@ static bool cand_h(struct tp_policy *pol, struct coop_cand *c,
 		tp_policy_director_in(pol, c->t, no_offload, &in);
 		c->state = -1;
 		/* One that cannot leave now is a wall, like a pinned one. */
-		if (tp_director_decide(pol->conf->policy_director, &in,
+		if (tp_director_decide(tp_pol_director(pol), &in,
 				       &c->how)) {
 			c->h = coop_h(c->t, &in, c->how, now);
 			if (!isinf(c->h))
@@ -355,7 +355,7 @@ void tp_coop_place(struct tp_policy *pol, struct tp_tensor *t)
 	double c, m, d;
 
 	t->pol.right = false;
-	if (tp_filter_traits(pol->conf->policy_filter)->choice !=
+	if (tp_filter_traits(tp_pol_filter(pol))->choice !=
 	    TP_FILTER_CHOOSE_WINDOW || !pol->vmm ||
 	    !tp_vmm_pool_contiguous(pol->vmm) ||
 	    t->resident_pages == t->nr_pages)

@@ -47,7 +47,7 @@ static bool eligible(struct tp_policy *pol, const struct tp_overlap_ask *ask,
 		     const struct tp_tensor *t, struct tp_director_in *in,
 		     enum tp_leave *how)
 {
-	if (!tp_director_decide(pol->conf->policy_director, in, how))
+	if (!tp_director_decide(tp_pol_director(pol), in, how))
 		return false;
 	if (ask->ahead)
 		return tp_policy_ahead_ok(pol, t, ask->ahead_of, *how, in);

@@ -26,6 +26,20 @@ static uint64_t vmm_now(void *priv)
 	return tp_vmm_now_ns(priv);
 }
 
+/* The pair policy.tune = auto tunes: the keys' defaults. */
+static void tune_defaults(struct tp_policy *pol)
+{
+	struct tp_conf *d = malloc(sizeof(*d));
+
+	pol->tune_auto = (struct tp_tune_pair){ -1, -1 };
+	if (!d)
+		return;
+	tp_conf_defaults(d);
+	pol->tune_auto.filter = d->policy_filter;
+	pol->tune_auto.director = d->policy_director;
+	free(d);
+}
+
 struct tp_policy *tp_policy_create(const struct tp_conf *conf,
 				   struct tp_pager *pg, struct tp_vmm *vmm)
 {
@@ -56,8 +70,10 @@ struct tp_policy *tp_policy_create(const struct tp_conf *conf,
 	pol->rng = 0x9E3779B97F4A7C15ull;
 	pol->reload_hidden = 1;
 	tp_wb_auto_init(&pol->wb_auto);
-	pol->filter = pol->conf->policy_filter;
-	pol->director = pol->conf->policy_director;
+	tp_tune_init(&pol->tune);
+	tune_defaults(pol);
+	pol->filter = tp_pol_filter(pol);
+	pol->director = tp_pol_director(pol);
 	pol->search = -1;	/* sync_conf keeps the index for the search */
 	tp_policy_sync_conf(pol);
 	tp_policy_victim_init(pol);
@@ -128,7 +144,10 @@ static bool regen_too_big(struct tp_policy *pol, const struct tp_tensor *t)
 	bool by_rows;
 	double bytes;
 
-	/* The evict-only baselines keep their papers' rule. */
+	/*
+	 * The evict-only baselines keep their papers' rule, when the keys
+	 * choose them: a pair on trial (policy.tune) keeps the keys' rule.
+	 */
 	if (!pol->pager || !pol->cost.regen_bytes ||
 	    pol->conf->policy_regen_max >= 100 ||
 	    tp_director_traits(pol->conf->policy_director)->evicts_only)
@@ -392,7 +411,7 @@ static void director_in_regen(struct tp_policy *pol, const struct tp_tensor *t,
 	in->c_r = in->computable ? tp_policy_regen_cost(pol, t, &anc_pages) :
 				   INFINITY;
 	/* Only delta-overlap's cost model counts it (the papers' do not). */
-	in->anc_remap_ns = tp_director_traits(pol->conf->policy_director)->
+	in->anc_remap_ns = tp_director_traits(tp_pol_director(pol))->
 			   overlap ? tp_policy_remap_ns(pol, anc_pages) : 0;
 }
 
@@ -453,7 +472,7 @@ static void project_cost(struct tp_policy *pol, const struct tp_tensor *t,
 	if (c <= in->c_r)
 		return;
 	in->c_r = c;
-	if (tp_director_traits(pol->conf->policy_director)->overlap)
+	if (tp_director_traits(tp_pol_director(pol))->overlap)
 		in->anc_remap_ns = tp_policy_remap_ns(pol, anc_pages);
 }
 
@@ -480,8 +499,8 @@ static void thrash_penalty(struct tp_policy *pol, const struct tp_tensor *t,
 /* Whether the director or the filter reads the last iteration's record. */
 static bool reads_record(const struct tp_policy *pol)
 {
-	return tp_director_traits(pol->conf->policy_director)->overlap ||
-	       tp_filter_traits(pol->conf->policy_filter)->next_use;
+	return tp_director_traits(tp_pol_director(pol))->overlap ||
+	       tp_filter_traits(tp_pol_filter(pol))->next_use;
 }
 
 void tp_policy_director_in_begin(struct tp_policy *pol,
@@ -577,7 +596,7 @@ uint64_t tp_policy_release_bytes(struct tp_policy *pol, uint64_t used,
 	 * every offload ahead of need measured on tpager-sim cost more in
 	 * remaps, link time and late reloads than it hid.
 	 */
-	if (tp_filter_traits(pol->conf->policy_filter)->demand_only)
+	if (tp_filter_traits(tp_pol_filter(pol))->demand_only)
 		return 0;
 	/*
 	 * An evict-only director (the DTR, LRU, GREEDY and Coop baselines)
@@ -587,7 +606,7 @@ uint64_t tp_policy_release_bytes(struct tp_policy *pol, uint64_t used,
 	 * watermark scored every candidate for nothing (coop/evict on DTR's
 	 * Inception-v4 log at 45%: 1283 of 1500 choices).
 	 */
-	if (tp_director_traits(pol->conf->policy_director)->demand_only)
+	if (tp_director_traits(tp_pol_director(pol))->demand_only)
 		return 0;
 	return tp_watermark_release(&pol->wm, pol->conf->pager_high_watermark,
 				    pol->conf->pager_low_watermark, used,
@@ -615,20 +634,64 @@ static uint64_t work_now(struct tp_policy *pol)
 
 /*
  * The clock once the compute issued so far has run: a timed iteration
- * (policy.writeback = auto) is measured from the end of the work before
- * it to the end of its own, waits included.
+ * (policy.writeback = auto, policy.tune) is measured from the end of the
+ * work before it to the end of its own, waits included.
  */
 static uint64_t settled_now(struct tp_policy *pol)
 {
 	if (pol->vmm) {
-		tp_vmm_wait_why("a writeback trial's timing");
+		tp_vmm_wait_why("a timed iteration's end");
 		(void)tp_vmm_stream_sync(pol->vmm, TP_STREAM_COMPUTE);
 	}
 	return tp_policy_now(pol);
 }
 
+/*
+ * policy.tune in force: not beside a plan, which chooses by its own
+ * model, nor beside policy.writeback = auto's trials, which time the
+ * same iterations.
+ */
+static bool tune_on(const struct tp_policy *pol)
+{
+	const struct tp_conf *c = pol->conf;
+
+	if (!pol->pager || c->policy_plan != TP_PLAN_KIND_OFF ||
+	    c->policy_writeback == TP_WRITEBACK_AUTO)
+		return false;
+	return c->policy_tune == TP_TUNE_KIND_ON ||
+	       (c->policy_tune == TP_TUNE_KIND_AUTO &&
+		c->policy_filter == pol->tune_auto.filter &&
+		c->policy_director == pol->tune_auto.director);
+}
+
+static void tune_begin(struct tp_policy *pol)
+{
+	struct tp_tune_pair keys = {
+		pol->conf->policy_filter, pol->conf->policy_director,
+	};
+
+	if (tp_tune_begin(&pol->tune, tune_on(pol), keys,
+			  pol->pager ? tp_pager_budget_bytes(pol->pager) : 0,
+			  tp_policy_now(pol)))
+		tp_tune_timed(&pol->tune, settled_now(pol));
+	pol->tune_chose = pol->chose_evict + pol->chose_offload;
+	pol->tune_offloaded = pol->chose_offload;
+	tp_policy_sync_conf(pol);
+}
+
+static void tune_end(struct tp_policy *pol)
+{
+	uint64_t now = tp_tune_timing(&pol->tune) ? settled_now(pol) :
+						     tp_policy_now(pol);
+
+	tp_tune_end(&pol->tune, now,
+		    pol->chose_evict + pol->chose_offload != pol->tune_chose,
+		    pol->chose_offload != pol->tune_offloaded);
+}
+
 void tp_policy_iteration_begin(struct tp_policy *pol)
 {
+	tune_begin(pol);
 	tp_bw_iteration_begin(&pol->bw, tp_policy_now(pol));
 	tp_prefetch_iteration_begin(pol->pf, work_now(pol));
 	tp_planned_iteration_begin(pol);
@@ -642,6 +705,15 @@ void tp_policy_iteration_begin(struct tp_policy *pol)
 	    tp_wb_auto_begin(&pol->wb_auto, tp_prefetch_predicting(pol->pf),
 			     tp_policy_now(pol)))
 		tp_wb_auto_timed(&pol->wb_auto, settled_now(pol));
+}
+
+bool tp_policy_tune_give_up(struct tp_policy *pol)
+{
+	if (!pol || !tp_tune_on_trial(&pol->tune))
+		return false;
+	tp_tune_stop(&pol->tune);
+	tp_policy_sync_conf(pol);
+	return true;
 }
 
 void tp_policy_iteration_end(struct tp_policy *pol)
@@ -662,6 +734,7 @@ void tp_policy_iteration_end(struct tp_policy *pol)
 				     pol->iter_compute);
 	tp_prefetch_iteration_end(pol->pf, work_now(pol));
 	tp_planned_iteration_end(pol);
+	tune_end(pol);
 	/*
 	 * An iteration that reloaded nothing tells nothing new, and one
 	 * with no record (the first) could not prefetch: its reloads say
@@ -700,7 +773,7 @@ static bool want_reload(void *priv, struct tp_tensor *t, uint64_t next_use_ns)
 	/* m(t) of the pages to bring back, not of those still resident */
 	in.m = (double)t->bytes - in.m;
 	in.hide_ns = hidden_ns(pol, next_use_ns);
-	return !tp_director_recompute_back(pol->conf->policy_director, &in);
+	return !tp_director_recompute_back(tp_pol_director(pol), &in);
 }
 
 size_t tp_policy_prefetch_pick(struct tp_policy *pol, struct tp_tensor **out,
@@ -816,9 +889,9 @@ bool tp_policy_partial_evict(const struct tp_policy *pol)
 	case TP_PARTIAL_AUTO:
 		/* A filter blind to cost would spread evictions over many
 		 * tensors, each then owing a regeneration. */
-		return tp_director_traits(pol->conf->policy_director)->overlap &&
-		       (tp_filter_traits(pol->conf->policy_filter)->next_use ||
-			tp_filter_uses_cost(pol->conf->policy_filter));
+		return tp_director_traits(tp_pol_director(pol))->overlap &&
+		       (tp_filter_traits(tp_pol_filter(pol))->next_use ||
+			tp_filter_uses_cost(tp_pol_filter(pol)));
 	default:
 		return false;
 	}
@@ -830,6 +903,10 @@ bool tp_policy_split(const struct tp_policy *pol)
 	case TP_PARTIAL_ON:
 		return true;
 	case TP_PARTIAL_AUTO:
+		/*
+		 * The keys' director, not a pair policy.tune has on trial:
+		 * whether an op fits at all must not hang on a trial.
+		 */
 		return tp_director_traits(pol->conf->policy_director)->overlap ||
 		       pol->conf->policy_plan == TP_PLAN_KIND_TSPLIT;
 	default:
@@ -839,7 +916,7 @@ bool tp_policy_split(const struct tp_policy *pol)
 
 bool tp_policy_settle_on_free(const struct tp_policy *pol)
 {
-	return tp_director_traits(pol->conf->policy_director)->overlap;
+	return tp_director_traits(tp_pol_director(pol))->overlap;
 }
 
 bool tp_policy_recompute_back(struct tp_policy *pol,
@@ -849,7 +926,7 @@ bool tp_policy_recompute_back(struct tp_policy *pol,
 
 	director_in_base(pol, t, false, &in);
 	in.m = (double)t->bytes - in.m;	/* hide_ns 0: the acquire waits */
-	return tp_director_recompute_back(pol->conf->policy_director, &in);
+	return tp_director_recompute_back(tp_pol_director(pol), &in);
 }
 
 void tp_policy_forget(struct tp_policy *pol, struct tp_tensor *t)
@@ -868,6 +945,10 @@ void tp_policy_stats(struct tp_policy *pol, struct tp_stats *st)
 	tp_prefetch_get_stats(pol->pf, &ps);
 	st->prefetch_halted = ps.halted;
 	tp_planned_stats(pol, st);
+	st->tune_trials = pol->tune.trials;
+	st->tune_pending = tune_on(pol) && tp_tune_pending(&pol->tune);
+	st->tune_filter = (uint64_t)tp_pol_filter(pol);
+	st->tune_director = (uint64_t)tp_pol_director(pol);
 }
 
 void tp_policy_prefetch_stats(struct tp_policy *pol,

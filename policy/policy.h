@@ -88,6 +88,13 @@ uint64_t tp_policy_release_bytes(struct tp_policy *pol, uint64_t used,
 /* tp_iteration_begin()/tp_iteration_end() of the context. */
 void tp_policy_iteration_begin(struct tp_policy *pol);
 void tp_policy_iteration_end(struct tp_policy *pol);
+/*
+ * tp_policy_tune_give_up() - a demand failed for room (or paging work)
+ * while policy.tune had a pair on trial: the trial ends, the keys' pair
+ * in force again; true where there was one, and the caller, whose failed
+ * call left everything as it was, tries once more.
+ */
+bool tp_policy_tune_give_up(struct tp_policy *pol);
 
 /**
  * tp_policy_on_acquire() - @t is being acquired (every acquire, candidate

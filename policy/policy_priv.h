@@ -18,6 +18,7 @@
 #include "policy/planned.h"
 #include "policy/policy.h"
 #include "policy/prefetch.h"
+#include "policy/tune.h"
 #include "pager/watermark.h"
 #include "policy/writeback_auto.h"
 
@@ -67,6 +68,11 @@ struct tp_policy {
 	uint64_t iter_reloads, iter_in_time;
 	uint64_t iter_compute, iter_recompute;	/* the pager's then */
 	struct tp_wb_auto wb_auto;	/* policy.writeback = auto */
+	struct tp_tune tune;		/* policy.tune */
+	struct tp_tune_pair tune_auto;	/* the keys' defaults: auto tunes them */
+	uint64_t tune_chose;		/* victims chosen at the iteration's
+					 * begin, and of them offloaded */
+	uint64_t tune_offloaded;
 	uint64_t decisions, decision_ns;
 	uint64_t chose_evict, chose_offload;
 	/* Candidates scored for victim choices so far: what a choice
@@ -75,6 +81,24 @@ struct tp_policy {
 };
 
 uint64_t tp_policy_now(struct tp_policy *pol);
+
+/*
+ * The filter and the director in force: policy.tune's candidate on trial
+ * or kept, else the keys'. Every decision reads them here.
+ */
+static inline int tp_pol_filter(const struct tp_policy *pol)
+{
+	const struct tp_tune_pair *p = tp_tune_pair(&pol->tune);
+
+	return p ? p->filter : pol->conf->policy_filter;
+}
+
+static inline int tp_pol_director(const struct tp_policy *pol)
+{
+	const struct tp_tune_pair *p = tp_tune_pair(&pol->tune);
+
+	return p ? p->director : pol->conf->policy_director;
+}
 /* c_r(t) through the cost ops or the fallback; 0 for a partly evicted
  * tensor, whose regeneration is owed already. */
 double tp_policy_cost(struct tp_policy *pol, const struct tp_tensor *t);

@@ -39,7 +39,7 @@ static bool never_leaves(struct tp_policy *pol, const struct tp_tensor *t)
 	if ((f & TP_NO_PAGING) ||
 	    ((f & TP_EVICT_PINNED) && (f & TP_OFFLOAD_PINNED)))
 		return true;
-	return tp_director_traits(pol->conf->policy_director)->evicts_only &&
+	return tp_director_traits(tp_pol_director(pol))->evicts_only &&
 	       !(f & TP_EVICT_PINNED) && !tp_policy_computable(pol, t);
 }
 
@@ -116,9 +116,9 @@ static void victim_touch(void *priv, struct tp_tensor *t)
 
 void tp_policy_sync_conf(struct tp_policy *pol)
 {
-	int filter = pol->conf->policy_filter;
+	int filter = tp_pol_filter(pol);
 	int search = pol->conf->policy_search;
-	int director = pol->conf->policy_director;
+	int director = tp_pol_director(pol);
 
 	/* Which tensors can never leave changed: never_leaves(). */
 	if (director != pol->director) {
@@ -338,9 +338,11 @@ static int choose(struct tp_policy *pol, bool ahead,
 	size_t nskip = 0;
 	int rc = -ENOENT;
 
+	now = tp_policy_now(pol);
+	/* A trial of policy.tune gone on too long: the keys' pair again. */
+	(void)tp_tune_over(&pol->tune, now);
 	tp_policy_sync_conf(pol);
 	choice = tp_filter_traits(pol->filter)->choice;
-	now = tp_policy_now(pol);
 	if (tp_planned_on(pol)) {
 		struct tp_planned_ask pa = {
 			.ahead = ahead, .ahead_of = ahead_of,
@@ -385,7 +387,7 @@ static int choose(struct tp_policy *pol, bool ahead,
 		if (!t)
 			break;
 		tp_policy_director_in(pol, t, no_offload, &in);
-		if (tp_director_decide(pol->conf->policy_director, &in, how)) {
+		if (tp_director_decide(tp_pol_director(pol), &in, how)) {
 			/* The best does not qualify: nothing ahead of need,
 			 * or waiting is cheaper. */
 			if (ahead ? tp_policy_ahead_ok(pol, t, ahead_of, *how, &in) :
@@ -437,8 +439,24 @@ out:
 static int victim_choose(void *priv, size_t need_bytes, bool no_offload,
 			 struct tp_tensor **victim, enum tp_leave *how)
 {
-	return choose(priv, false, NULL, need_bytes, no_offload, INFINITY,
-		      victim, how);
+	struct tp_policy *pol = priv;
+	int rc = choose(pol, false, NULL, need_bytes, no_offload, INFINITY,
+			victim, how);
+
+	/*
+	 * A pair on trial (policy.tune) that finds no victim for a demand
+	 * where the keys' pair finds one (an evict-only pair and a tensor
+	 * that can only be offloaded) would fail what the user asked: the
+	 * trial ends there, and the keys' pair chooses.
+	 */
+	if (rc == -ENOENT && tp_tune_on_trial(&pol->tune)) {
+		tp_tune_stop(&pol->tune);
+		rc = choose(pol, false, NULL, need_bytes, no_offload, INFINITY,
+			    victim, how);
+		if (rc == -ENOENT)
+			tp_tune_resume(&pol->tune);	/* no better: on */
+	}
+	return rc;
 }
 
 static int victim_choose_over_wait(void *priv, size_t need_bytes,
@@ -533,7 +551,7 @@ static bool victim_swaps(void *priv)
 {
 	struct tp_policy *pol = priv;
 
-	return !tp_director_traits(pol->conf->policy_director)->evicts_only;
+	return !tp_director_traits(tp_pol_director(pol))->evicts_only;
 }
 
 void tp_policy_victim_init(struct tp_policy *pol)

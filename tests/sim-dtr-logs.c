@@ -175,8 +175,10 @@ static void writeback(const char *dir)
 
 	if (!t)
 		return;
+	/* writeback alone: no pair policy.tune might keep instead */
+	o.extra = "policy.tune=off";
 	rc = tp_replay_run(t, &o, &plain);
-	o.extra = "policy.writeback=on";
+	o.extra = "policy.writeback=on,policy.tune=off";
 	rc |= tp_replay_run(t, &o, &wb);
 	ok(!rc && plain.status == TP_REPLAY_OK && wb.status == TP_REPLAY_OK &&
 	   plain.writebacks == 0 && wb.writebacks > 0 && wb.cache_offloads > 0,
@@ -200,7 +202,8 @@ static void writeback_auto(const char *dir, unsigned i, double ratio,
 			   bool wins)
 {
 	static const char *const mode[] = {
-		"policy.writeback=off", "policy.writeback=on",
+		"policy.writeback=off,policy.tune=off",
+		"policy.writeback=on,policy.tune=off",
 		"policy.writeback=auto",
 	};
 	struct tp_replay_opts o;

@@ -7,8 +7,8 @@
 # the shapes-only sim run; --max-batch, with a model and budget and with
 # the CPU defaults, its tries told as JSON lines, split runs, its time
 # limit and steps per try; host swap bounded and reported; the range
-# cache of freed tensors; the steady (median) step; --verbose; one-line
-# errors for bad arguments.
+# cache of freed tensors; the steady (median) step; pairs policy.tune
+# switches to on the way; --verbose; one-line errors for bad arguments.
 top_builddir=${top_builddir:-.}
 train="$top_builddir/tools/tpager-train"
 sim="$top_builddir/tools/tpager-sim"
@@ -75,7 +75,7 @@ trains() {
 		"$name: the unconstrained run never pages"
 }
 
-echo "1..88"
+echo "1..89"
 echo "# seed $seed"
 
 # The director chooses between evicting and offloading from op and copy
@@ -89,6 +89,16 @@ trains mlp --model mlp $model
 # are unmapped: the data comes back bit for bit either way.
 trains resnet-mini-uncached --model resnet-mini $model \
 	--set pager.range_cache_freed=0
+
+# policy.tune times other filter/director pairs on the steps themselves
+# and may keep one: the tensors move otherwise, the bits do not.
+j=$("$train" --backend host --model resnet-mini --steps 30 --budget 50% \
+	--seed "$seed" --json --set policy.tune=on $model 2>"$tmp/err")
+echo "# tuned: $j"
+trials=$(echo "$j" | field budget tune_trials)
+ok $([ "$(echo "$j" | field "" weights_identical)" = true ] &&
+     [ "${trials:-0}" -ge 2 ] && [ ! -s "$tmp/err" ]; echo $?) \
+	"policy.tune=on: $trials pairs timed over 30 steps, weights bit-identical"
 
 # In steady state the cache serves every tensor of a step: four steps map
 # no more than two; without it, every step maps again.

@@ -47,7 +47,7 @@ static void usage(FILE *f)
 {
 	fprintf(f,
 		"usage: %s TRACE [--format auto|tpager|dtr] [--budget B|P%%|RATIO]\n"
-		"       [--policy FILTER/DIRECTOR] [--iterations N] [--warmup N]\n"
+		"       [--policy FILTER/DIRECTOR] [--iterations N] [--warmup N|auto]\n"
 		"       [--bandwidth GB/s] [--remap-us N] [--chunk-size B] [--no-prefetch]\n"
 		"       [--async | --sync] [--thrash X] [--wall-limit X] [--set KEY=VALUE]...\n"
 		"       [--sweep] [--json]\n", prog);
@@ -171,9 +171,13 @@ static void parse_args(struct sim_args *a, int argc, char **argv)
 			a->o.iterations = (unsigned)u;
 			break;
 		case O_WARMUP:
-			if (!parse_uint(optarg, 1000, &u))
-				die("--warmup: '%s' is not a count from 0 to 1000", optarg);
-			a->o.warmup = (unsigned)u;
+			/* auto: as many as policy.tune times pairs for */
+			if (!strcmp(optarg, "auto"))
+				a->o.warmup_tuned = true;
+			else if (!parse_uint(optarg, 1000, &u))
+				die("--warmup: '%s' is neither a count from 0 to 1000 nor auto", optarg);
+			else
+				a->o.warmup = (unsigned)u;
 			break;
 		case O_BW:
 			if (tp_parse_double(optarg, &d) || d < 0.001 || d > 10000)
@@ -299,6 +303,10 @@ static void report_text(const struct sim_args *a,
 
 	printf("trace            %s\n", a->path);
 	printf("policy           %s\n", r->policy);
+	if (r->in_force[0] && strcmp(r->in_force, r->policy))
+		printf("in force         %s (policy.tune kept it)\n", r->in_force);
+	if (a->o.warmup_tuned)
+		printf("warm-up          %u passes\n", r->warmup);
 	if (a->o.remap_ns >= 0)
 		printf("remap cost       %.3f us a driver granule, told to the policy\n",
 		       (double)a->o.remap_ns / 1000);
@@ -398,7 +406,8 @@ static void report_json(const struct sim_args *a,
 	       ",\"fragmentation_ppm\":%" PRIu64 ",\"writebacks\":%" PRIu64
 	       ",\"cache_offloads\":%" PRIu64 ",\"split_runs\":%" PRIu64
 	       ",\"split_parts\":%" PRIu64 ",\"host_peak\":%" PRIu64
-	       ",\"host_held\":%" PRIu64 "}\n",
+	       ",\"host_held\":%" PRIu64 ",\"in_force\":\"%s\""
+	       ",\"warmup\":%u}\n",
 	       r->ops, r->op_runs, sum->peak_bytes, u->phys_peak,
 	       r->budget_bytes, r->limited ? "true" : "false", r->policy,
 	       r->chunk_size, status_name(r->status),
@@ -412,7 +421,8 @@ static void report_json(const struct sim_args *a,
 	       (double)r->policy_decisions : 0.0, r->time_ns, u->time_ns,
 	       r->wall_s > 0 ? r->ops / r->wall_s : 0.0,
 	       r->fragmentation_ppm, r->writebacks, r->cache_offloads,
-	       r->split_runs, r->split_parts, r->host_peak, r->host_held);
+	       r->split_runs, r->split_parts, r->host_peak, r->host_held,
+	       r->in_force, r->warmup);
 	(void)a;
 }
 

@@ -400,9 +400,19 @@ void json_str(const char *s)
 	putchar('"');
 }
 
+/* The filter and director in force at the end of @r: policy.tune's. */
+static void tuned_pair(const struct run *r, char *out, size_t len)
+{
+	if (tp_ctx_pair_in_force(&r->st, out, len))
+		snprintf(out, len, "?");
+}
+
 static void print_json_run(const char *name, unsigned batch,
 			   const struct run *r, bool gpu_timed, bool last)
 {
+	char tuned[72];
+
+	tuned_pair(r, tuned, sizeof(tuned));
 	printf("\"%s\":{\"phys_peak\":%" PRIu64 ",\"held_peak\":%" PRIu64
 	       ",\"device_peak\":%" PRIu64
 	       ",\"step_s\":%.6f,\"step_median_s\":%.6f,\"images_per_s\":%.3f"
@@ -430,7 +440,8 @@ static void print_json_run(const char *name, unsigned batch,
 	       ",\"host_limit\":%" PRIu64
 	       ",\"driver_calls_per_step\":%.1f,\"driver_s_per_step\":%.6f"
 	       ",\"driver_bg_calls_per_step\":%.1f"
-	       ",\"driver_bg_s_per_step\":%.6f,\"gpu_busy\":",
+	       ",\"driver_bg_s_per_step\":%.6f,\"tune_trials\":%" PRIu64
+	       ",\"in_force\":\"%s\",\"gpu_busy\":",
 	       r->st.evictions, r->st.offloads, r->st.reloads,
 	       r->st.bytes_d2h, r->st.bytes_h2d, r->st.recomputes, r->st.prefetch_hits, r->st.stall_ns,
 	       r->st.recompute_ns, r->st.compute_ns, r->st.driver_calls,
@@ -440,7 +451,7 @@ static void print_json_run(const char *name, unsigned batch,
 	       r->st.split_parts, r->st.rows_regenerated, r->st.gate_waits,
 	       r->st.gate_device, r->st.host_peak,
 	       r->st.host_held, r->host_limit, r->driver_calls, r->driver_s, r->bg_calls,
-	       r->bg_s);
+	       r->bg_s, r->st.tune_trials, tuned);
 	/* Only where the compute stream is timed: on the device or sim. */
 	if (gpu_timed)
 		printf("%.4f}%s", r->gpu_busy, last ? "" : ",");
@@ -508,6 +519,14 @@ void report(const struct train_args *a, uint64_t budget,
 	if (gpu)
 		printf("%-22s %15.1f%% %15.1f%%\n", "compute stream busy",
 		       u->gpu_busy * 100, c->gpu_busy * 100);
+	if (c->st.tune_trials) {
+		char tuned[72];
+
+		tuned_pair(c, tuned, sizeof(tuned));
+		printf("%-22s %33s\n", "policy in force", tuned);
+		printf("%-22s %16s %16" PRIu64 "\n", "pairs timed (tune)", "",
+		       c->st.tune_trials);
+	}
 	printf("%-22s %16.6f %16.6f\n", "loss, first step", u->loss_first,
 	       c->loss_first);
 	printf("%-22s %16.6f %16.6f\n", "loss, last step", u->loss_last,

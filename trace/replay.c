@@ -72,6 +72,7 @@ struct replay {
 	struct rp_inplace_type *inplace;
 	bool in_region, in_iteration;
 	bool measuring;		/* past the warm-up passes: counted */
+	unsigned warm;		/* warm-up passes (warmup_tuned adds) */
 	uint64_t region_compute;	/* of one pass over the region */
 	uint64_t recompute_at_begin;
 	uint64_t now_at_begin;		/* the clock when measuring began */
@@ -592,7 +593,7 @@ static enum thrash thrashing(struct replay *rp, unsigned passes)
 	if (rp->o->wall_limit > 0 && rp->o->wall_base_s > 0 &&
 	    wall_since(&rp->wall_at_start) >
 	    rp->o->wall_limit * rp->o->wall_base_s *
-	    (rp->o->warmup + passes))
+	    (rp->warm + passes))
 		return THRASH_WALL;
 	if (limit <= 0 || !rp->measuring)
 		return THRASH_NO;
@@ -758,6 +759,15 @@ static void note_policy(struct tp_ctx *ctx, struct tp_replay_result *r)
 		snprintf(r->policy, sizeof(r->policy), "%s/%s", f, d);
 }
 
+/* Whether policy.tune still times pairs: the warm-up goes on. */
+static bool tune_pending(struct replay *rp)
+{
+	char v[32];
+
+	return !tp_ctl_get(rp->ctx, "stats.tune_pending", v, sizeof(v)) &&
+	       strcmp(v, "0");
+}
+
 int tp_replay_run(const struct tp_trace *t, const struct tp_replay_opts *o,
 		  struct tp_replay_result *r)
 {
@@ -832,14 +842,18 @@ int tp_replay_run(const struct tp_trace *t, const struct tp_replay_opts *o,
 		rp.st[i].refs_at_begin = rp.st[i].refs;
 	rp.in_region = true;
 	clock_gettime(CLOCK_MONOTONIC, &rp.wall_at_start);
-	for (unsigned p = 0; p < o->warmup + passes; p++) {
+	rp.warm = o->warmup;
+	for (unsigned p = 0; p < rp.warm + passes; p++) {
 		ret = p ? reset_region(&rp) : 0;
 		/* one open just before the region is this pass's */
 		if (!ret && !marked && (p || !rp.in_iteration))
 			ret = iteration_mark(&rp);
 		if (ret)
 			goto out_verdict;
-		if (p == o->warmup) {
+		if (p == rp.warm && o->warmup_tuned &&
+		    p < o->warmup + TP_REPLAY_TUNE_PASSES && tune_pending(&rp))
+			rp.warm++;
+		if (p == rp.warm) {
 			ret = snap(&rp, &a);
 			if (ret)
 				goto out_verdict;
@@ -898,6 +912,9 @@ out_figures:
 	ret = snap(&rp, &b);
 	if (ret)
 		goto out_verdict;
+	/* the pair in force at the end: policy.tune's, if it kept one */
+	(void)tp_ctx_pair_in_force(&b.s, r->in_force, sizeof(r->in_force));
+	r->warmup = rp.warm;
 	region_figures(&rp, &a, &b);
 	r->fragmentation_ppm = b.s.fragmentation_ppm;
 	r->phys_peak = b.s.phys_peak;

@@ -36,6 +36,12 @@ struct tp_replay_opts {
 	 */
 	unsigned warmup;
 	/*
+	 * After those, more warm-up passes while policy.tune times pairs
+	 * (stats.tune_pending), at most TP_REPLAY_TUNE_PASSES: the passes
+	 * measured then run the pair it kept.
+	 */
+	bool warmup_tuned;
+	/*
 	 * Stop as thrashing once recompute time exceeds (limit - 1) times
 	 * the compute time of the measured region(s) (DTR's rule with 2.0);
 	 * 0: never. With thrash_base_ns (the time of one unconstrained pass
@@ -87,6 +93,10 @@ struct tp_replay_result {
 	bool limited;		/* false: no budget asked for, the pool
 				 * sized so that the replay always fits */
 	char policy[64];	/* "filter/director" as the context ran them */
+	/* the pair in force at the end (policy.tune may keep another than
+	 * the keys'), and the warm-up passes run */
+	char in_force[64];
+	unsigned warmup;
 	uint64_t chunk_size;
 	uint64_t phys_peak;	/* mapped bytes, whole replay incl. warm-up */
 	/* of those, held by tensors: the freed tensors' ranges kept mapped
@@ -168,6 +178,9 @@ int tp_replay_run(const struct tp_trace *t, const struct tp_replay_opts *o,
  * says so, whatever the virtual clocks say.
  */
 #define TP_REPLAY_WALL_LIMIT	10.0
+
+/* Most warm-up passes struct tp_replay_opts.warmup_tuned adds. */
+#define TP_REPLAY_TUNE_PASSES	64
 
 /**
  * tp_replay_defaults() - the remap cost, thrash rule and clock of a

@@ -674,6 +674,8 @@ static void tune_begin(struct tp_policy *pol)
 			  pol->pager ? tp_pager_budget_bytes(pol->pager) : 0,
 			  tp_policy_now(pol)))
 		tp_tune_timed(&pol->tune, settled_now(pol));
+	/* the pair kept resumes in the state it was timed in */
+	(void)tp_tune_restore(&pol->tune, &pol->reload_hidden);
 	pol->tune_chose = pol->chose_evict + pol->chose_offload;
 	pol->tune_offloaded = pol->chose_offload;
 	tp_policy_sync_conf(pol);
@@ -686,7 +688,8 @@ static void tune_end(struct tp_policy *pol)
 
 	tp_tune_end(&pol->tune, now,
 		    pol->chose_evict + pol->chose_offload != pol->tune_chose,
-		    pol->chose_offload != pol->tune_offloaded);
+		    pol->chose_offload != pol->tune_offloaded,
+		    pol->reload_hidden);
 }
 
 void tp_policy_iteration_begin(struct tp_policy *pol)
@@ -734,20 +737,21 @@ void tp_policy_iteration_end(struct tp_policy *pol)
 				     pol->iter_compute);
 	tp_prefetch_iteration_end(pol->pf, work_now(pol));
 	tp_planned_iteration_end(pol);
-	tune_end(pol);
 	/*
 	 * An iteration that reloaded nothing tells nothing new, and one
 	 * with no record (the first) could not prefetch: its reloads say
 	 * nothing of how well a prefetch hides them.
 	 */
-	if (!pol->pager || !predicted)
-		return;
-	tp_pager_reload_counts(pol->pager, &reloads, &in_time);
-	if (reloads > pol->iter_reloads)
-		pol->reload_hidden = (double)(in_time - pol->iter_in_time) /
-				     (double)(reloads - pol->iter_reloads);
-	if (pol->reload_hidden > 1)
-		pol->reload_hidden = 1;
+	if (pol->pager && predicted) {
+		tp_pager_reload_counts(pol->pager, &reloads, &in_time);
+		if (reloads > pol->iter_reloads)
+			pol->reload_hidden =
+				(double)(in_time - pol->iter_in_time) /
+				(double)(reloads - pol->iter_reloads);
+		if (pol->reload_hidden > 1)
+			pol->reload_hidden = 1;
+	}
+	tune_end(pol);
 }
 
 void tp_policy_on_acquire(struct tp_policy *pol, struct tp_tensor *t)

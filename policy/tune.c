@@ -37,6 +37,7 @@ static void restart(struct tp_tune *tu)
 	tu->slow = 0;
 	tu->aborted = false;
 	tu->quiet = false;
+	tu->restore = false;
 }
 
 void tp_tune_init(struct tp_tune *tu)
@@ -55,6 +56,17 @@ static void decide(struct tp_tune *tu)
 	tu->kept = tu->best >= 0 &&
 		   (double)tu->best_ns <
 		   (1 - TP_TUNE_MARGIN) * (double)tu->keys_ns ? tu->best : -1;
+	tu->restore_state = tu->kept >= 0 ? tu->best_state : tu->keys_state;
+	tu->restore = true;
+}
+
+bool tp_tune_restore(struct tp_tune *tu, double *state)
+{
+	if (!tu->restore)
+		return false;
+	tu->restore = false;
+	*state = tu->restore_state;
+	return true;
 }
 
 /* The next candidate after tu->cand other than the keys' pair. */
@@ -135,7 +147,8 @@ static bool sampled(struct tp_tune *tu, uint64_t ns, unsigned skip,
 	return true;
 }
 
-void tp_tune_end(struct tp_tune *tu, uint64_t now, bool paged, bool swapped)
+void tp_tune_end(struct tp_tune *tu, uint64_t now, bool paged, bool swapped,
+		 double state)
 {
 	uint64_t ns = now > tu->begin_ns ? now - tu->begin_ns : 0, mean;
 	bool timed = tu->timing;
@@ -155,6 +168,7 @@ void tp_tune_end(struct tp_tune *tu, uint64_t now, bool paged, bool swapped)
 		tu->keys_swapped |= swapped;
 		if (!sampled(tu, ns, TP_TUNE_WARM, &tu->keys_ns))
 			break;
+		tu->keys_state = state;
 		tu->best = -1;
 		tu->best_ns = UINT64_MAX;
 		tu->cand = -1;
@@ -175,6 +189,7 @@ void tp_tune_end(struct tp_tune *tu, uint64_t now, bool paged, bool swapped)
 		if (mean < tu->best_ns) {
 			tu->best_ns = mean;
 			tu->best = tu->cand;
+			tu->best_state = state;
 		}
 		next_candidate(tu);
 		break;

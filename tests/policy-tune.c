@@ -36,7 +36,7 @@ static const struct tp_tune_pair *iterate(struct run *r, uint64_t budget,
 		tp_tune_timed(&r->tu, r->now);
 	p = tp_tune_pair(&r->tu);
 	r->now += (uint64_t)(ms * MS);
-	tp_tune_end(&r->tu, r->now, paged, swapped);
+	tp_tune_end(&r->tu, r->now, paged, swapped, 0);
 	r->iterations++;
 	return p;
 }
@@ -136,7 +136,7 @@ int main(void)
 	   "a trial's first iteration ends past %.1fx the keys' mean",
 	   TP_TUNE_ABORT_FIRST);
 	r.now += 300 * MS;
-	tp_tune_end(&r.tu, r.now, true, false);
+	tp_tune_end(&r.tu, r.now, true, false, 0);
 	ok(r.tu.trials == 1 && index_of(tp_tune_pair(&r.tu)) == 1,
 	   "that candidate is out, the next on trial");
 	tune_to_end(&r, ms, false);

@@ -21,6 +21,7 @@
 #include "ctx/ctx.h"
 #include "pager/pager.h"
 #include "policy/policy_priv.h"
+#include "tests/pager-util.h"
 #include "tests/tap.h"
 
 #define CHUNK	4096
@@ -29,20 +30,18 @@
 static struct tp_ctx *ctx;
 static struct tp_tensor *p[NP];
 
-static void fill(uint32_t *w, size_t n, uint32_t seed)
+/* Whether each written tensor holds its pattern still. */
+static bool all_intact(void)
 {
-	for (size_t i = 0; i < n; i++)
-		w[i] = seed * 2654435761u + (uint32_t)i;
-}
+	unsigned char want[CHUNK], got[CHUNK];
 
-static bool intact(int k)
-{
-	uint32_t want[CHUNK / 4], got[CHUNK / 4];
-
-	fill(want, CHUNK / 4, (uint32_t)k + 1);
-	if (tp_tensor_read(ctx, p[k], 0, got, sizeof(got)))
-		return false;
-	return !memcmp(want, got, sizeof(got));
+	for (int k = 0; k < NP; k++) {
+		pt_fill(want, CHUNK, (uint64_t)k + 1);
+		if (tp_tensor_read(ctx, p[k], 0, got, CHUNK) ||
+		    memcmp(want, got, CHUNK))
+			return false;
+	}
+	return true;
 }
 
 /* Put the candidate @filter/@director on trial, as tune.c would. */
@@ -68,7 +67,6 @@ int main(void)
 {
 	struct tp_stats st;
 	struct tp_tensor *q = NULL;
-	bool all = true;
 	void *addr;
 	int ret;
 
@@ -80,14 +78,12 @@ int main(void)
 	if (!ctx)
 		bail_out("tp_ctx_create: %s", strerror(errno));
 	for (int k = 0; k < NP; k++) {
-		uint32_t w[CHUNK / 4];
+		unsigned char w[CHUNK];
 
+		pt_fill(w, CHUNK, (uint64_t)k + 1);
 		p[k] = tp_tensor_create(ctx, CHUNK, 0);
-		if (!p[k])
-			bail_out("tp_tensor_create: %s", strerror(errno));
-		fill(w, CHUNK / 4, (uint32_t)k + 1);
-		if (tp_tensor_write(ctx, p[k], 0, w, sizeof(w)))
-			bail_out("tp_tensor_write: %s", tp_last_error(ctx));
+		if (!p[k] || tp_tensor_write(ctx, p[k], 0, w, CHUNK))
+			bail_out("a written tensor: %s", tp_last_error(ctx));
 	}
 
 	ok(on_trial(TP_FILTER_DTR, TP_DIRECTOR_EVICT) &&
@@ -111,9 +107,7 @@ int main(void)
 	ok(!tp_tune_pair(&ctx->policy->tune) &&
 	   tp_pol_director(ctx->policy) == TP_DIRECTOR_DELTA_OVERLAP,
 	   "the trial is over: the keys' pair in force");
-	for (int k = 0; k < NP; k++)
-		all &= intact(k);
-	ok(all, "every written byte comes back");
+	ok(all_intact(), "every written byte comes back");
 
 	on_trial(TP_FILTER_GREEDY, TP_DIRECTOR_EVICT);
 	ok(tp_policy_tune_give_up(ctx->policy) &&

@@ -3,20 +3,18 @@
  * policy.tune: which filter and director a run keeps is measured on the
  * run, not guessed. No one pair is best at every budget and on every
  * program: on the sim's H200 profile the default (overlap/delta-overlap)
- * is 5-12% behind MSPS's or GREEDY's at a few budgets of VGG-16's and
- * DTR's Transformer's traces, and a budget 1% larger can take a quarter
- * more time where its decisions happen to cascade. A training step
- * repeats, so, as policy.writeback = auto does for one setting, the
- * policy times iterations under each of a few pairs and keeps the
- * fastest:
+ * was 5-9% behind MSPS's or GREEDY's on VGG-16's trace at 40% and 30% of
+ * its peak and on DTR's Transformer log at 20%. A training step repeats,
+ * so, as policy.writeback = auto does for one setting, the policy times
+ * iterations under each of a few pairs and keeps the fastest:
  *
  * - the keys' pair: TP_TUNE_WARM iterations that page, then the mean of
  *   TP_TUNE_SAMPLES (the first has no record for the prefetcher to run
  *   by, and those that grow host swap pay to pin it);
- * - each candidate (tp_tune_pairs) other than the keys' pair (and but
- *   those that never use host swap where the keys' pair used it: an
- *   evict-only pair then leaves regenerations that no room holds, and a
- *   demand fails that the keys' pair, switched back to, cannot save): one
+ * - each candidate (tp_tune_pairs) other than the keys' pair (not those
+ *   that never use host swap where the keys' pair used it: an evict-only
+ *   pair then leaves regenerations that no room holds, and a demand
+ *   fails that the keys' pair, switched back to, cannot save): one
  *   iteration to settle (it starts from what the pair before left
  *   resident, and the prefetcher's record is of that pair), then the
  *   mean of as many;
@@ -24,11 +22,14 @@
  *   TP_TUNE_MARGIN: ties and noise keep what the user configured.
  *
  * A trial's iteration costs at most TP_TUNE_ABORT times the keys' (its
- * first, TP_TUNE_ABORT_FIRST times): past it, the rest of the iteration runs under the
- * keys' pair again and the candidate is out (checked at each victim
- * choice, where a pair that thrashes spends its time). Timed iterations
- * wait for the work issued before they begin and end, so that they
- * measure their own.
+ * first, TP_TUNE_ABORT_FIRST times): past it, the rest of the iteration
+ * runs under the keys' pair again and the candidate is out (checked at
+ * each victim choice, where a pair that thrashes spends its time). So
+ * does a demand the pair finds no victim for where the keys' pair finds
+ * one (victim.c), and a public call that fails for room under a trial
+ * ends it and is made again (tp_ctx_retry()). Timed iterations wait for
+ * the work issued before they begin and end, so that they measure their
+ * own.
  *
  * The answer is not kept for good. A budget changed or the keys changed
  * start the tuning over, and a kept candidate whose iterations run slower
@@ -131,8 +132,9 @@ void tp_tune_end(struct tp_tune *tu, uint64_t now, bool paged, bool swapped,
 bool tp_tune_restore(struct tp_tune *tu, double *state);
 
 /**
- * tp_tune_over() - at @now, whether a trial just went past
- * TP_TUNE_ABORT: the keys' pair is in force again from here.
+ * tp_tune_over() - at @now, whether a trial just went past its bound
+ * (TP_TUNE_ABORT, TP_TUNE_ABORT_FIRST): the keys' pair is in force again
+ * from here.
  */
 bool tp_tune_over(struct tp_tune *tu, uint64_t now);
 

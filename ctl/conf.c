@@ -43,22 +43,6 @@ void tp_conf_defaults(struct tp_conf *c)
 	}
 }
 
-int tp_conf_enum_name(const char *key, uint64_t i, char *out, size_t len)
-{
-	const struct tp_conf_key *k = tp_conf_find(key);
-	const char *v = k && k->type == TP_CONF_ENUM ? k->values : NULL;
-	const char *bar;
-
-	for (; v && i; i--)
-		v = (bar = strchr(v, '|')) ? bar + 1 : NULL;
-	if (!v)
-		return -EINVAL;
-	bar = strchr(v, '|');
-	snprintf(out, len, "%.*s",
-		 (int)(bar ? (size_t)(bar - v) : strlen(v)), v);
-	return 0;
-}
-
 static void format_where(char *where, size_t len, const char *source,
 			 unsigned line)
 {

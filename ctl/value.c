@@ -8,6 +8,7 @@
 
 #include <ctype.h>
 #include <errno.h>
+#include <limits.h>
 #include <locale.h>
 #include <math.h>
 #include <pthread.h>
@@ -175,6 +176,19 @@ static bool enum_name(const char *values, int idx, const char **name,
 	*name = p;
 	*n = strchr(p, '|') ? (size_t)(strchr(p, '|') - p) : strlen(p);
 	return true;
+}
+
+int tp_conf_enum_name(const char *key, uint64_t i, char *out, size_t len)
+{
+	const struct tp_conf_key *k = tp_conf_find(key);
+	const char *name;
+	size_t n;
+
+	if (!k || k->type != TP_CONF_ENUM || i > INT_MAX ||
+	    !enum_name(k->values, (int)i, &name, &n))
+		return -EINVAL;
+	snprintf(out, len, "%.*s", (int)n, name);
+	return 0;
 }
 
 static int parse_enum(const char *values, const char *s, int *out)

@@ -26,18 +26,20 @@ static uint64_t vmm_now(void *priv)
 	return tp_vmm_now_ns(priv);
 }
 
+/* The built-in default of the enum key @key, -1 if none. */
+static int key_default(const char *key)
+{
+	const struct tp_conf_key *k = tp_conf_find(key);
+	int v;
+
+	return k && !tp_conf_parse_value(k, k->def, &v) ? v : -1;
+}
+
 /* The pair policy.tune = auto tunes: the keys' defaults. */
 static void tune_defaults(struct tp_policy *pol)
 {
-	struct tp_conf *d = malloc(sizeof(*d));
-
-	pol->tune_auto = (struct tp_tune_pair){ -1, -1 };
-	if (!d)
-		return;
-	tp_conf_defaults(d);
-	pol->tune_auto.filter = d->policy_filter;
-	pol->tune_auto.director = d->policy_director;
-	free(d);
+	pol->tune_auto.filter = key_default("policy.filter");
+	pol->tune_auto.director = key_default("policy.director");
 }
 
 struct tp_policy *tp_policy_create(const struct tp_conf *conf,

@@ -762,10 +762,9 @@ static void note_policy(struct tp_ctx *ctx, struct tp_replay_result *r)
 /* Whether policy.tune still times pairs: the warm-up goes on. */
 static bool tune_pending(struct replay *rp)
 {
-	char v[32];
+	struct tp_stats st;
 
-	return !tp_ctl_get(rp->ctx, "stats.tune_pending", v, sizeof(v)) &&
-	       strcmp(v, "0");
+	return !tp_stats_get(rp->ctx, &st) && st.tune_pending;
 }
 
 int tp_replay_run(const struct tp_trace *t, const struct tp_replay_opts *o,
